@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs the Debian (bookworm) packages idlepool needs to build, test and run its demo.
+# Idempotent: packages already installed are skipped; says what it installs.
+# Runs apt-get as root, or through sudo when not root.
+set -euo pipefail
+
+PACKAGES=(
+  # build
+  g++ cmake ninja-build pkg-config git
+  # libraries
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libsqlite3-dev libtomlplusplus-dev libcli11-dev libspdlog-dev libfmt-dev
+  nlohmann-json3-dev libssl-dev
+  # tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev parallel procps
+  # the demo's real input and tools
+  povray povray-examples ffmpeg
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "bootstrap: all ${#PACKAGES[@]} packages already installed"
+  exit 0
+fi
+
+SUDO=()
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then SUDO=(sudo); else
+    echo "bootstrap: need root or sudo to install: ${missing[*]}" >&2; exit 1
+  fi
+fi
+
+echo "bootstrap: installing ${#missing[@]} Debian packages: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${SUDO[@]}" apt-get update -qq
+"${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "bootstrap: done"

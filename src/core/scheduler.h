@@ -1,0 +1,302 @@
+// The pure scheduler core: a state machine over jobs, tasks, attempts, leases and workers.
+//
+// Scheduler::Apply(event, now) changes the state and returns the decisions the shell must carry
+// out, in order. It never reads a clock, sleeps, spawns threads, touches files or sockets, or
+// draws random numbers: the same events at the same `now` values give the same decisions, so the
+// coordinator, the unit tests and the simulator all drive this one implementation.
+//
+// Thread safety: none. One thread (the coordinator's core loop, or the simulator) owns a
+// Scheduler. Ownership: the Scheduler owns all its state; returned vectors are the caller's.
+//
+// Decisions come in two kinds:
+//   - records to persist (AttemptCreated, AttemptEnded, TaskChanged, JobChanged, WorkerLost):
+//     the shell writes all records of one Apply batch in one store transaction, and only then
+//   - sends the messages (AssignAttempt, KillAttempt, AckReport, RefuseSession), so nothing a
+//     worker is told can be forgotten by a coordinator crash.
+//
+// Protocol rules implemented here (DESIGN.md, "Protocol essentials"):
+//   - Fencing: every assignment gets a fresh AttemptId. A report for an attempt that is not the
+//     task's current running attempt on that worker is refused (AckReport{accepted=false}) and
+//     the attempt is killed (KillAttempt{kStale}). A task's outputs are committed exactly once.
+//   - Liveness: a worker silent for Options::lease_timeout is lost; its attempts end kLost and
+//     their tasks are pending again at once. A worker that says hello again with the same boot
+//     id re-adopts the attempts it still holds that are current; anything else it holds is
+//     killed. A new boot id means its processes are gone: its attempts are requeued at once.
+//   - Failures: only kFailed and kTimedOut count toward max_attempts; preemptions and losses
+//     never do.
+//   - Placement: pending tasks in (job id, task index) order, each on the worker with the most
+//     free slots that fits it (ties broken by worker name). Deterministic: no hash-map order.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "core/types.h"
+
+namespace idlepool::core {
+
+// ---------------------------------------------------------------------------------------------
+// Events (inputs)
+
+struct JobSubmitted {
+  JobId job = 0;
+  uint32_t task_count = 0;   // > 0
+  Resources resources;       // per attempt
+  uint32_t max_attempts = 3; // failures allowed per task before the task fails; >= 1
+  Millis timeout{0};         // per attempt; 0 = none. Enforced by the worker; the core kills an
+                             // attempt still running at timeout + lease_timeout as a backstop.
+};
+
+struct JobCancelled {
+  JobId job = 0;
+};
+
+// A worker opened a session stream. `held` lists the attempts it still has (running, or
+// finished with a report not yet acknowledged).
+struct WorkerHello {
+  WorkerName worker;
+  SessionId session = 0;
+  std::string boot_id;  // changes whenever the worker process restarts
+  Resources capacity;   // cpus = slots offered
+  std::vector<AttemptId> held;
+};
+
+struct WorkerHeartbeat {
+  WorkerName worker;
+  SessionId session = 0;
+};
+
+// The session stream ended (network cut, worker exit). The lease keeps running from the last
+// heartbeat: the worker may reconnect and re-adopt its attempts before it expires.
+struct SessionClosed {
+  WorkerName worker;
+  SessionId session = 0;
+};
+
+enum class ReportResult : uint8_t { kSucceeded, kFailed, kTimedOut, kPreempted };
+
+struct AttemptReport {
+  WorkerName worker;
+  SessionId session = 0;
+  AttemptId attempt = 0;
+  ReportResult result = ReportResult::kSucceeded;
+  int exit_code = 0;
+  std::vector<OutputFile> outputs;  // only for kSucceeded; blobs already stored by the shell
+  std::string message;              // short human-readable reason, e.g. "exit code 2"
+};
+
+// Time passed: expire leases, orphaned attempts and timeouts.
+struct Tick {};
+
+using Event = std::variant<JobSubmitted, JobCancelled, WorkerHello, WorkerHeartbeat,
+                           SessionClosed, AttemptReport, Tick>;
+
+// ---------------------------------------------------------------------------------------------
+// Decisions (outputs)
+
+// Records to persist.
+struct AttemptCreated {
+  AttemptId attempt = 0;
+  TaskKey task;
+  WorkerName worker;
+};
+struct AttemptEnded {
+  AttemptId attempt = 0;
+  TaskKey task;
+  WorkerName worker;
+  AttemptOutcome outcome = AttemptOutcome::kRunning;
+  int exit_code = 0;
+  std::string message;
+};
+struct TaskChanged {
+  TaskKey task;
+  TaskState state = TaskState::kPending;
+  uint32_t failures = 0;              // attempts that ended kFailed or kTimedOut
+  AttemptId committed_attempt = 0;    // set when state == kSucceeded
+  std::vector<OutputFile> outputs;    // set when state == kSucceeded
+};
+struct JobChanged {
+  JobId job = 0;
+  JobState state = JobState::kRunning;
+};
+struct WorkerLost {
+  WorkerName worker;
+};
+
+// Messages to send.
+struct AssignAttempt {
+  WorkerName worker;
+  SessionId session = 0;
+  AttemptId attempt = 0;
+  TaskKey task;
+};
+enum class KillReason : uint8_t { kStale, kCancelled, kTimedOut };
+struct KillAttempt {
+  WorkerName worker;
+  SessionId session = 0;
+  AttemptId attempt = 0;
+  KillReason reason = KillReason::kStale;
+};
+struct AckReport {
+  WorkerName worker;
+  SessionId session = 0;
+  AttemptId attempt = 0;
+  bool accepted = false;  // false: the report was refused (stale attempt); drop it anyway
+  std::string reason;
+};
+struct RefuseSession {
+  WorkerName worker;
+  SessionId session = 0;
+  std::string reason;  // e.g. another live worker already uses this name
+};
+
+using Decision = std::variant<AttemptCreated, AttemptEnded, TaskChanged, JobChanged, WorkerLost,
+                              AssignAttempt, KillAttempt, AckReport, RefuseSession>;
+
+// ---------------------------------------------------------------------------------------------
+// Restoring from the store after a coordinator restart
+
+struct JobCounters {
+  uint64_t attempts = 0;     // attempts created
+  uint64_t failures = 0;     // ended kFailed or kTimedOut
+  uint64_t preemptions = 0;  // ended kPreempted
+  uint64_t lost = 0;         // ended kLost
+  bool operator==(const JobCounters&) const = default;
+};
+
+struct RestoredJob {
+  JobSubmitted spec;
+  JobState state = JobState::kRunning;
+  JobCounters counters;
+  std::vector<WorkerName> workers_lost;  // distinct workers lost while running its attempts
+};
+struct RestoredTask {
+  TaskKey task;
+  TaskState state = TaskState::kPending;
+  uint32_t failures = 0;
+};
+// An attempt that was running when the coordinator stopped. It is re-adopted if its worker says
+// hello holding it within lease_timeout of the restore, else it ends kLost.
+struct RestoredAttempt {
+  AttemptId attempt = 0;
+  TaskKey task;
+  WorkerName worker;
+};
+struct RestoredState {
+  std::vector<RestoredJob> jobs;
+  std::vector<RestoredTask> tasks;  // every task of every job
+  std::vector<RestoredAttempt> running;
+  AttemptId next_attempt_id = 1;    // greater than every AttemptId in the store
+};
+
+// ---------------------------------------------------------------------------------------------
+// Read-only views for status queries
+
+struct JobSummary {
+  JobId job = 0;
+  JobState state = JobState::kRunning;
+  uint32_t tasks = 0;
+  uint32_t pending = 0, running = 0, succeeded = 0, failed = 0, cancelled = 0;
+  JobCounters counters;
+  uint32_t workers_lost = 0;  // distinct workers lost while running this job's attempts
+};
+
+enum class WorkerState : uint8_t { kConnected, kDisconnected, kLost };
+struct WorkerView {
+  WorkerName worker;
+  WorkerState state = WorkerState::kConnected;
+  std::string boot_id;
+  Resources capacity;
+  uint32_t slots_busy = 0;
+  uint32_t attempts_running = 0;
+  MonoTime last_seen{};
+};
+
+struct Options {
+  // Silence after which a worker is lost. Default 5 s (DESIGN.md; HTCondor's equivalent, the
+  // startd's ALIVE_INTERVAL, is minutes: volatile machines need much faster detection).
+  Millis lease_timeout{5000};
+};
+
+class Scheduler {
+ public:
+  explicit Scheduler(Options options = {});
+
+  // Replaces all state with `state`; restored running attempts become orphans with a deadline
+  // of now + lease_timeout. Call once, before any Apply.
+  void Restore(const RestoredState& state, MonoTime now);
+
+  // Applies one event and returns the decisions, persistence records first in the order they
+  // happened, each message after the records that justify it.
+  [[nodiscard]] std::vector<Decision> Apply(const Event& event, MonoTime now);
+
+  // Views. Unknown ids give std::nullopt.
+  std::optional<JobSummary> Job(JobId job) const;
+  std::vector<JobSummary> Jobs() const;           // by job id
+  std::vector<WorkerView> Workers() const;        // by worker name
+  std::optional<AttemptId> CurrentAttempt(TaskKey task) const;
+  AttemptId next_attempt_id() const { return next_attempt_id_; }
+  const Options& options() const { return options_; }
+
+ private:
+  struct TaskRec {
+    TaskState state = TaskState::kPending;
+    uint32_t failures = 0;
+    AttemptId current = 0;  // running attempt, 0 if none
+  };
+  struct JobRec {
+    JobSubmitted spec;
+    JobState state = JobState::kRunning;
+    JobCounters counters;
+    std::set<WorkerName> workers_lost;
+    std::vector<TaskRec> tasks;
+    uint32_t unfinished = 0;  // tasks pending or running
+  };
+  struct AttemptRec {
+    TaskKey task;
+    WorkerName worker;
+    MonoTime started{};
+    std::optional<MonoTime> orphan_deadline;  // set for restored attempts not yet re-adopted
+  };
+  struct WorkerRec {
+    WorkerState state = WorkerState::kConnected;
+    SessionId session = 0;
+    bool session_open = false;
+    std::string boot_id;
+    Resources capacity;
+    uint32_t slots_busy = 0;
+    uint32_t gpus_busy = 0;
+    uint64_t memory_busy_mb = 0;
+    MonoTime last_seen{};
+    std::set<AttemptId> attempts;
+  };
+
+  void OnSubmit(const JobSubmitted& e, MonoTime now, std::vector<Decision>& out);
+  void OnCancel(const JobCancelled& e, MonoTime now, std::vector<Decision>& out);
+  void OnHello(const WorkerHello& e, MonoTime now, std::vector<Decision>& out);
+  void OnHeartbeat(const WorkerHeartbeat& e, MonoTime now, std::vector<Decision>& out);
+  void OnSessionClosed(const SessionClosed& e, MonoTime now, std::vector<Decision>& out);
+  void OnReport(const AttemptReport& e, MonoTime now, std::vector<Decision>& out);
+  void OnTick(MonoTime now, std::vector<Decision>& out);
+
+  // Ends a running attempt: frees its slots, records the outcome, and moves its task on
+  // (pending again, failed, or cancelled). Does not send anything to the worker.
+  void EndAttempt(AttemptId id, AttemptOutcome outcome, int exit_code, const std::string& message,
+                  std::vector<Decision>& out);
+  void LoseWorker(const WorkerName& name, std::vector<Decision>& out);
+  void FinishJobIfDone(JobRec& job, JobId id, std::vector<Decision>& out);
+  void Schedule(MonoTime now, std::vector<Decision>& out);
+
+  Options options_;
+  AttemptId next_attempt_id_ = 1;
+  std::map<JobId, JobRec> jobs_;
+  std::map<AttemptId, AttemptRec> attempts_;  // running attempts only
+  std::map<WorkerName, WorkerRec> workers_;
+  std::set<TaskKey> pending_;  // placement order
+};
+
+}  // namespace idlepool::core

@@ -1,0 +1,76 @@
+// Core vocabulary of the pool: ids, time, resources, states. Plain values, no behaviour.
+//
+// Everything here is pure data shared by the scheduler core, the store and the shells. Times are
+// monotonic milliseconds on the coordinator's clock (MonoTime); the core never reads a clock,
+// the shell passes `now` in.
+#pragma once
+
+#include <chrono>
+#include <compare>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace idlepool::core {
+
+// A clock type with no now(): only the platform layer produces MonoTime values, so nothing in
+// core can read real time by accident.
+struct MonoClock {
+  using rep = int64_t;
+  using period = std::milli;
+  using duration = std::chrono::milliseconds;
+  using time_point = std::chrono::time_point<MonoClock>;
+  static constexpr bool is_steady = true;
+};
+using MonoTime = MonoClock::time_point;
+using Millis = std::chrono::milliseconds;
+
+using JobId = uint64_t;      // > 0, assigned by the coordinator in submission order
+using AttemptId = uint64_t;  // > 0, unique for the life of a store; never reused
+using SessionId = uint64_t;  // > 0, one per accepted worker session stream
+using WorkerName = std::string;
+
+// One task of a job: jobs are split into tasks numbered 0..task_count-1.
+struct TaskKey {
+  JobId job = 0;
+  uint32_t index = 0;
+  auto operator<=>(const TaskKey&) const = default;
+};
+
+// Capacity a worker offers / a task needs. cpus are slots (one attempt of a cpus=2 task takes
+// two slots). memory_mb 0 means "not stated".
+struct Resources {
+  uint32_t cpus = 1;
+  uint32_t gpus = 0;
+  uint64_t memory_mb = 0;
+  bool operator==(const Resources&) const = default;
+};
+
+enum class TaskState : uint8_t { kPending, kRunning, kSucceeded, kFailed, kCancelled };
+enum class JobState : uint8_t { kRunning, kSucceeded, kFailed, kCancelled };
+
+// How an attempt ended. Only kFailed and kTimedOut consume the task's max_attempts;
+// kPreempted (owner took the machine back) and kLost (worker vanished) never do.
+enum class AttemptOutcome : uint8_t {
+  kRunning,
+  kSucceeded,
+  kFailed,     // the command exited non-zero or could not start
+  kTimedOut,   // ran past the job's timeout_s; counts as a failure
+  kPreempted,  // vacated for the owner; not a failure
+  kLost,       // its worker was declared lost or restarted; not a failure
+  kCancelled,  // the job was cancelled
+};
+
+// One committed output file of a task, stored as a content-addressed blob.
+struct OutputFile {
+  std::string path;    // relative to the task dir, '/'-separated, no "..", never absolute
+  std::string sha256;  // lowercase hex, 64 chars
+  uint64_t size = 0;   // bytes
+  bool operator==(const OutputFile&) const = default;
+};
+
+const char* ToString(TaskState s);
+const char* ToString(JobState s);
+const char* ToString(AttemptOutcome o);
+
+}  // namespace idlepool::core

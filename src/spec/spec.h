@@ -1,0 +1,120 @@
+// Job specs (TOML) and the render-farm frame grammar, parsed, validated and expanded to tasks.
+//
+// Thread safety: all functions are pure and reentrant, except ParseJobFile, which reads files.
+// Errors are absl::Status with code kInvalidArgument (bad spec), kNotFound (missing file),
+// kResourceExhausted (absurd size, refused before anything is expanded into memory). Messages
+// name the place: "job.toml:7:9: key 'chunk': must be a positive integer, got 0".
+//
+// Frame grammar (the corpus ../shared/data/framespecs.tsv is the test of record): comma-separated
+// terms, whitespace around terms ignored; `N`; `A-B` inclusive (descending when A > B); `A-BxS`
+// every S-th frame from A toward B; `A-ByS` the frames of `A-B` that `A-BxS` leaves out; `A-B:S`
+// interleaved (xS, then x(S/2), ... down to x1, each adding frames not yet present). Negative
+// frames are allowed ("-5-3", "-20--13"). A frame listed twice is kept once, at its first
+// position. Zero steps, steps pointing away from B, empty terms and non-integers are errors.
+// This is the grammar of OpenCue, Deadline and the `fileseq` convention.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/types.h"
+
+namespace idlepool::spec {
+
+// Limits that refuse absurd jobs before anything is expanded into memory.
+inline constexpr uint64_t kMaxFrames = 1'000'000;              // frames in one spec
+inline constexpr uint64_t kMaxTasks = 1'000'000;               // tasks in one job
+inline constexpr uint64_t kMaxItemsFileBytes = 64ull << 20;    // 64 MiB
+inline constexpr uint64_t kMaxItemBytes = 64 * 1024;           // one item
+inline constexpr uint64_t kMaxInputFiles = 100'000;
+
+// Expands a frame spec to its frames, in order, duplicates removed (first position kept).
+// Refuses (kResourceExhausted) a spec whose terms add up to more than `max_frames` frames,
+// counted arithmetically before any frame is generated.
+[[nodiscard]] absl::StatusOr<std::vector<int64_t>> ParseFrames(std::string_view spec,
+                                                               uint64_t max_frames = kMaxFrames);
+
+// One task's frames. Always one arithmetic run: frames == {start, start+step, ..., end}.
+// A single-frame chunk has step 1.
+struct FrameChunk {
+  int64_t start = 0;
+  int64_t end = 0;
+  int64_t step = 1;
+  std::vector<int64_t> frames;
+};
+
+// Splits a frame spec into chunks of at most `chunk` frames, in spec order. A chunk never mixes
+// frames from two terms of the spec and never spans a change of step, so every chunk is one
+// arithmetic run: "1-10,20-30" chunk 4 gives 1-4, 5-8, 9-10, 20-23, 24-27, 28-30; "1-72" chunk
+// 10 ends with 71-72; "1-3199x2" chunk 4 gives 1-7x2, 9-15x2, ... No frame outside the spec is
+// ever in a chunk and none is dropped.
+[[nodiscard]] absl::StatusOr<std::vector<FrameChunk>> ChunkFrames(std::string_view spec,
+                                                                  uint32_t chunk);
+
+struct Input {
+  std::string source;  // absolute path of a regular file on the submitting machine
+  std::string path;    // where it is staged, relative to the task dir ('/'-separated, no "..")
+};
+
+enum class TaskKind : uint8_t { kFrames, kItems, kCount };
+
+// A parsed and validated job spec. Field meanings follow DESIGN.md "Job spec".
+struct JobSpec {
+  std::string name;                  // [A-Za-z0-9._-]{1,128}; default: the file's stem
+  std::vector<std::string> command;  // argv template, no shell
+  TaskKind kind = TaskKind::kCount;
+  std::string frames;                // kFrames
+  uint32_t chunk = 1;                // kFrames: frames per task
+  std::vector<std::string> items;    // kItems (items or the lines of items_file)
+  uint64_t count = 0;                // kCount
+  std::vector<Input> inputs;         // files (directories and globs already expanded)
+  std::vector<std::string> outputs;  // globs relative to the task dir
+  core::Resources resources;         // cpus default 1
+  uint32_t max_attempts = 3;         // failures per task; preemptions never count
+  uint32_t timeout_s = 0;            // per attempt; 0 = none
+};
+
+// Reads and validates a job file. Relative `inputs` and `items_file` are resolved against the
+// file's directory. An input inside that directory is staged at its relative path, one outside
+// at its base name (a directory keeps its own name and tree). Unknown keys are errors.
+[[nodiscard]] absl::StatusOr<JobSpec> ParseJobFile(const std::string& path);
+
+// Parses TOML text. `file_name` is used in messages; `base_dir` resolves relative paths.
+[[nodiscard]] absl::StatusOr<JobSpec> ParseJobToml(std::string_view toml,
+                                                   const std::string& file_name,
+                                                   const std::string& base_dir);
+
+// Checks a spec that did not come from a file (e.g. one received over the wire): every rule
+// ParseJobToml enforces that does not need the file (placeholders, sizes, paths, resources).
+// Messages name the field ("job spec: field 'chunk': ...").
+[[nodiscard]] absl::Status Validate(const JobSpec& spec);
+
+// Number of tasks the spec expands to, computed without expanding it.
+[[nodiscard]] absl::StatusOr<uint64_t> TaskCount(const JobSpec& spec);
+
+// What one task stands for. `frames` is empty unless kind == kFrames; `item` empty unless
+// kind == kItems.
+struct TaskParams {
+  uint32_t index = 0;
+  FrameChunk chunk;
+  std::string item;
+};
+
+[[nodiscard]] absl::StatusOr<std::vector<TaskParams>> ExpandTasks(const JobSpec& spec);
+
+// Substitutes placeholders in every argv element: {frame} {frame_start} {frame_end}
+// {frame_step} {frames} (comma-separated) {item} {index} {task_dir} {checkpoint_dir};
+// "{{" and "}}" are literal braces. Validate() has already refused unknown placeholders and ones
+// that do not fit the job's kind, so this only fails on a malformed template.
+[[nodiscard]] absl::StatusOr<std::vector<std::string>> RenderCommand(
+    const std::vector<std::string>& command, const TaskParams& task, std::string_view task_dir,
+    std::string_view checkpoint_dir);
+
+// "1,2,3" — the `idlepool frames` output format.
+std::string JoinFrames(const std::vector<int64_t>& frames);
+
+}  // namespace idlepool::spec

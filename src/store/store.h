@@ -1,0 +1,110 @@
+// Durable pool state behind one small interface: jobs, tasks, attempts and committed outputs.
+//
+// Backends: SQLite (the default, WAL mode, one file in the coordinator's data dir) and an
+// in-memory store for tests and the simulator. Both pass the same conformance suite
+// (tests/unit/store_conformance_test.cc).
+//
+// Thread safety: every method may be called from any thread; a backend serialises writers
+// internally. In the coordinator only the core thread writes; RPC threads read.
+//
+// Errors: kInvalidArgument for malformed input (e.g. a record naming an unknown job),
+// kNotFound for unknown ids, kDataLoss if the store on disk is corrupt or from an unknown schema
+// version, kUnavailable/kInternal for I/O failures (the caller must not acknowledge anything
+// whose write failed).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/scheduler.h"
+#include "core/types.h"
+
+namespace idlepool::store {
+
+// A job as submitted. `spec` is opaque to the store (the coordinator keeps the serialized
+// protobuf JobSpec there); `sched` is what the scheduler core needs (its `job` field is ignored
+// by InsertJob and filled in on reads).
+struct NewJob {
+  std::string name;
+  std::string spec;  // bytes
+  core::JobSubmitted sched;
+};
+
+struct JobRecord {
+  core::JobId id = 0;
+  std::string name;
+  std::string spec;
+  core::JobSubmitted sched;
+  core::JobState state = core::JobState::kRunning;
+  int64_t submitted_ms = 0;  // wall clock, Unix ms (display only, never used for timeouts)
+  int64_t finished_ms = 0;   // 0 while running
+};
+
+struct AttemptRecord {
+  core::AttemptId attempt = 0;
+  core::TaskKey task;
+  core::WorkerName worker;
+  core::AttemptOutcome outcome = core::AttemptOutcome::kRunning;
+  int exit_code = 0;
+  std::string message;
+  int64_t started_ms = 0;  // wall clock, Unix ms
+  int64_t ended_ms = 0;    // 0 while running
+};
+
+struct TaskOutput {
+  uint32_t index = 0;  // task index within the job
+  core::OutputFile file;
+};
+
+struct TaskRecord {
+  core::TaskKey task;
+  core::TaskState state = core::TaskState::kPending;
+  uint32_t failures = 0;
+  core::AttemptId committed_attempt = 0;
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // Inserts a job and its sched.task_count pending tasks in one transaction and returns its id
+  // (1, 2, 3, ... in submission order, never reused). When this returns OK the job is durable.
+  // `now_ms` is the wall-clock submission time.
+  [[nodiscard]] virtual absl::StatusOr<core::JobId> InsertJob(const NewJob& job,
+                                                              int64_t now_ms) = 0;
+
+  // Persists, in one transaction, every record decision of one scheduler batch (AttemptCreated,
+  // AttemptEnded, TaskChanged, JobChanged, WorkerLost); message decisions are ignored. `now_ms`
+  // (wall clock) stamps attempt start/end and job finish times. Either all records are durable
+  // or none is.
+  [[nodiscard]] virtual absl::Status Apply(const std::vector<core::Decision>& records,
+                                           int64_t now_ms) = 0;
+
+  // Everything the scheduler needs after a restart: jobs (with counters and lost workers
+  // recomputed from attempts), every task, the attempts still running, next_attempt_id.
+  [[nodiscard]] virtual absl::StatusOr<core::RestoredState> Load() = 0;
+
+  // Reads.
+  [[nodiscard]] virtual absl::StatusOr<JobRecord> GetJob(core::JobId job) = 0;
+  [[nodiscard]] virtual absl::StatusOr<std::vector<JobRecord>> ListJobs() = 0;  // by id
+  [[nodiscard]] virtual absl::StatusOr<std::vector<TaskRecord>> ListTasks(core::JobId job) = 0;
+  // By attempt id.
+  [[nodiscard]] virtual absl::StatusOr<std::vector<AttemptRecord>> ListAttempts(
+      core::JobId job) = 0;
+  // Committed outputs, by (task index, path).
+  [[nodiscard]] virtual absl::StatusOr<std::vector<TaskOutput>> ListOutputs(core::JobId job) = 0;
+};
+
+// Opens (creating if needed) the SQLite store at `path` in WAL mode with synchronous=FULL, so an
+// acknowledged write survives power loss, not just a process crash.
+[[nodiscard]] absl::StatusOr<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path);
+
+// A store that lives in memory only; same semantics, nothing durable across processes.
+std::unique_ptr<Store> NewMemoryStore();
+
+}  // namespace idlepool::store
