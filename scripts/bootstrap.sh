@@ -12,7 +12,7 @@ PACKAGES=(
   libsqlite3-dev libtomlplusplus-dev libcli11-dev libspdlog-dev libfmt-dev
   nlohmann-json3-dev libssl-dev
   # tests and benchmarks
-  libgtest-dev libgmock-dev libbenchmark-dev parallel procps
+  libgtest-dev libgmock-dev libbenchmark-dev parallel procps jq sqlite3
   # the demo's real input and tools
   povray povray-examples ffmpeg
 )

@@ -287,9 +287,23 @@ class Scheduler {
   // (pending again, failed, or cancelled). Does not send anything to the worker.
   void EndAttempt(AttemptId id, AttemptOutcome outcome, int exit_code, const std::string& message,
                   std::vector<Decision>& out);
+  // As above; `outputs` are committed when outcome is kSucceeded.
+  void EndAttempt(AttemptId id, AttemptOutcome outcome, int exit_code, const std::string& message,
+                  std::vector<OutputFile> outputs, std::vector<Decision>& out);
   void LoseWorker(const WorkerName& name, std::vector<Decision>& out);
   void FinishJobIfDone(JobRec& job, JobId id, std::vector<Decision>& out);
   void Schedule(MonoTime now, std::vector<Decision>& out);
+  void Place(const TaskKey& key, const WorkerName& name, MonoTime now, std::vector<Decision>& out);
+  JobRec& JobOf(const TaskKey& key);
+  TaskRec& TaskOf(const TaskKey& key);
+
+  // Worker capacity accounting. Free amounts never go below zero (capacity may shrink on a
+  // reconnect while more is busy).
+  static bool Schedulable(const WorkerRec& w);
+  static uint32_t FreeSlots(const WorkerRec& w);
+  static bool Fits(const WorkerRec& w, const Resources& need);
+  static void Charge(WorkerRec& w, const Resources& need);
+  static void Release(WorkerRec& w, const Resources& need);
 
   Options options_;
   AttemptId next_attempt_id_ = 1;

@@ -1,6 +1,7 @@
 // Job specs (TOML) and the render-farm frame grammar, parsed, validated and expanded to tasks.
 //
-// Thread safety: all functions are pure and reentrant, except ParseJobFile, which reads files.
+// Thread safety: all functions are reentrant. All are pure except ParseJobFile and ParseJobToml,
+// which read the files a spec names (items_file, inputs).
 // Errors are absl::Status with code kInvalidArgument (bad spec), kNotFound (missing file),
 // kResourceExhausted (absurd size, refused before anything is expanded into memory). Messages
 // name the place: "job.toml:7:9: key 'chunk': must be a positive integer, got 0".

@@ -1,0 +1,300 @@
+#include "blob/blob.h"
+
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <atomic>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "grpcpp/grpcpp.h"
+
+namespace idlepool::blob {
+namespace fs = std::filesystem;
+
+namespace {
+
+absl::Status ErrnoStatus(const std::string& what, int err) {
+  std::string msg = absl::StrCat(what, ": ", std::strerror(err));
+  if (err == ENOSPC || err == EDQUOT) return absl::ResourceExhaustedError(msg);
+  if (err == ENOENT) return absl::NotFoundError(msg);
+  return absl::InternalError(msg);
+}
+
+absl::Status FromGrpc(const grpc::Status& s, const std::string& what) {
+  std::string msg = absl::StrCat(what, ": ", s.error_message());
+  switch (s.error_code()) {
+    case grpc::StatusCode::NOT_FOUND: return absl::NotFoundError(msg);
+    case grpc::StatusCode::PERMISSION_DENIED: return absl::PermissionDeniedError(msg);
+    case grpc::StatusCode::DATA_LOSS: return absl::DataLossError(msg);
+    case grpc::StatusCode::INVALID_ARGUMENT: return absl::InvalidArgumentError(msg);
+    case grpc::StatusCode::RESOURCE_EXHAUSTED: return absl::ResourceExhaustedError(msg);
+    default: return absl::UnavailableError(msg);
+  }
+}
+
+}  // namespace
+
+bool IsSha256Hex(const std::string& s) {
+  if (s.size() != 64) return false;
+  for (char c : s) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+Sha256::Sha256() : ctx_(EVP_MD_CTX_new()) {
+  EVP_DigestInit_ex(static_cast<EVP_MD_CTX*>(ctx_), EVP_sha256(), nullptr);
+}
+Sha256::~Sha256() { EVP_MD_CTX_free(static_cast<EVP_MD_CTX*>(ctx_)); }
+void Sha256::Update(const void* data, size_t n) {
+  EVP_DigestUpdate(static_cast<EVP_MD_CTX*>(ctx_), data, n);
+}
+std::string Sha256::HexDigest() {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_DigestFinal_ex(static_cast<EVP_MD_CTX*>(ctx_), md, &len);
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  for (unsigned i = 0; i < len; ++i) {
+    out.push_back(kHex[md[i] >> 4]);
+    out.push_back(kHex[md[i] & 15]);
+  }
+  return out;
+}
+
+absl::StatusOr<FileDigest> HashFile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus(absl::StrCat("cannot open ", path), errno);
+  Sha256 h;
+  FileDigest d;
+  std::string buf(kChunkBytes, '\0');
+  while (true) {
+    ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      ::close(fd);
+      return ErrnoStatus(absl::StrCat("cannot read ", path), err);
+    }
+    if (n == 0) break;
+    h.Update(buf.data(), static_cast<size_t>(n));
+    d.size += static_cast<uint64_t>(n);
+  }
+  ::close(fd);
+  d.sha256 = h.HexDigest();
+  return d;
+}
+
+BlobDir::BlobDir(std::string root) : root_(std::move(root)) {}
+
+absl::Status BlobDir::Init() {
+  std::error_code ec;
+  fs::create_directories(fs::path(root_) / "tmp", ec);
+  if (ec) return absl::InternalError(absl::StrCat("cannot create ", root_, ": ", ec.message()));
+  return absl::OkStatus();
+}
+
+std::string BlobDir::PathOf(const std::string& sha256) const {
+  return absl::StrCat(root_, "/", sha256.substr(0, 2), "/", sha256);
+}
+
+bool BlobDir::Has(const std::string& sha256) const {
+  if (!IsSha256Hex(sha256)) return false;
+  struct stat st;
+  return ::stat(PathOf(sha256).c_str(), &st) == 0;
+}
+
+absl::StatusOr<std::unique_ptr<BlobDir::Writer>> BlobDir::NewWriter(const std::string& sha256,
+                                                                    uint64_t size) {
+  if (!IsSha256Hex(sha256)) {
+    return absl::InvalidArgumentError(absl::StrCat("not a SHA-256 hex digest: '", sha256, "'"));
+  }
+  std::unique_ptr<Writer> w(new Writer());
+  w->sha256_ = sha256;
+  w->expected_size_ = size;
+  w->final_path_ = PathOf(sha256);
+  static std::atomic<uint64_t> seq{0};
+  w->temp_path_ = absl::StrCat(root_, "/tmp/", sha256, ".", ::getpid(), ".", seq++);
+  w->fd_ = ::open(w->temp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (w->fd_ < 0) return ErrnoStatus(absl::StrCat("cannot create ", w->temp_path_), errno);
+  return w;
+}
+
+BlobDir::Writer::~Writer() {
+  if (fd_ >= 0) {
+    ::close(fd_);
+    ::unlink(temp_path_.c_str());
+  }
+}
+
+absl::Status BlobDir::Writer::Append(const void* data, size_t n) {
+  if (written_ + n > expected_size_) {
+    return absl::DataLossError(absl::StrCat("blob ", sha256_, ": more than the announced ",
+                                            expected_size_, " bytes"));
+  }
+  const char* p = static_cast<const char*>(data);
+  size_t left = n;
+  while (left > 0) {
+    ssize_t w = ::write(fd_, p, left);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoStatus(absl::StrCat("cannot write ", temp_path_), errno);
+    }
+    p += w;
+    left -= static_cast<size_t>(w);
+  }
+  hash_.Update(data, n);
+  written_ += n;
+  return absl::OkStatus();
+}
+
+absl::Status BlobDir::Writer::Commit() {
+  if (written_ != expected_size_) {
+    return absl::DataLossError(absl::StrCat("blob ", sha256_, ": got ", written_,
+                                            " bytes, expected ", expected_size_));
+  }
+  std::string got = hash_.HexDigest();
+  if (got != sha256_) {
+    return absl::DataLossError(
+        absl::StrCat("blob ", sha256_, ": content hashes to ", got, " (corrupted in transit)"));
+  }
+  if (::fsync(fd_) != 0) return ErrnoStatus(absl::StrCat("fsync ", temp_path_), errno);
+  ::close(fd_);
+  fd_ = -1;
+  std::error_code ec;
+  fs::create_directories(fs::path(final_path_).parent_path(), ec);
+  if (::rename(temp_path_.c_str(), final_path_.c_str()) != 0) {
+    int err = errno;
+    ::unlink(temp_path_.c_str());
+    return ErrnoStatus(absl::StrCat("cannot publish ", final_path_), err);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BlobDir::AddFile(const std::string& path, const std::string& sha256, uint64_t size) {
+  if (Has(sha256)) return absl::OkStatus();
+  auto w = NewWriter(sha256, size);
+  if (!w.ok()) return w.status();
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus(absl::StrCat("cannot open ", path), errno);
+  std::string buf(kChunkBytes, '\0');
+  absl::Status st;
+  while (st.ok()) {
+    ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) { st = ErrnoStatus(absl::StrCat("cannot read ", path), errno); break; }
+    if (n == 0) break;
+    st = (*w)->Append(buf.data(), static_cast<size_t>(n));
+  }
+  ::close(fd);
+  if (!st.ok()) return st;
+  return (*w)->Commit();
+}
+
+absl::Status UploadFile(v1::Pool::Stub* stub, const std::string& token, const std::string& path,
+                        const FileDigest& digest) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus(absl::StrCat("cannot open ", path), errno);
+  grpc::ClientContext ctx;
+  ctx.AddMetadata("x-idlepool-token", token);
+  v1::PutBlobReply reply;
+  auto writer = stub->PutBlob(&ctx, &reply);
+  v1::BlobChunk chunk;
+  chunk.set_sha256(digest.sha256);
+  chunk.set_size(digest.size);
+  std::string buf(kChunkBytes, '\0');
+  bool first = true;
+  absl::Status local;
+  while (true) {
+    ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) { local = ErrnoStatus(absl::StrCat("cannot read ", path), errno); break; }
+    if (n == 0 && !first) break;
+    chunk.set_data(buf.data(), static_cast<size_t>(n));
+    if (!writer->Write(chunk)) break;  // the server ended the call; Finish() says why
+    first = false;
+    chunk.clear_sha256();
+    chunk.clear_size();
+    if (n == 0) break;
+  }
+  ::close(fd);
+  writer->WritesDone();
+  grpc::Status st = writer->Finish();
+  if (!local.ok()) return local;
+  if (!st.ok()) return FromGrpc(st, absl::StrCat("upload of ", path));
+  return absl::OkStatus();
+}
+
+absl::Status DownloadBlob(v1::Pool::Stub* stub, const std::string& token,
+                          const std::string& sha256, uint64_t size, const std::string& dest) {
+  grpc::ClientContext ctx;
+  ctx.AddMetadata("x-idlepool-token", token);
+  v1::GetBlobRequest req;
+  req.set_sha256(sha256);
+  auto reader = stub->GetBlob(&ctx, req);
+  // A unique temp name: two attempts may fetch the same blob at once.
+  static std::atomic<uint64_t> seq{0};
+  std::string temp = absl::StrCat(dest, ".part.", ::getpid(), ".", seq++);
+  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    ctx.TryCancel();
+    reader->Finish();
+    return ErrnoStatus(absl::StrCat("cannot create ", temp), errno);
+  }
+  Sha256 h;
+  uint64_t got = 0;
+  absl::Status local;
+  v1::BlobChunk chunk;
+  while (local.ok() && reader->Read(&chunk)) {
+    const std::string& d = chunk.data();
+    const char* p = d.data();
+    size_t left = d.size();
+    while (left > 0) {
+      ssize_t w = ::write(fd, p, left);
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) { local = ErrnoStatus(absl::StrCat("cannot write ", temp), errno); break; }
+      p += w;
+      left -= static_cast<size_t>(w);
+    }
+    h.Update(d.data(), d.size());
+    got += d.size();
+  }
+  if (!local.ok()) ctx.TryCancel();
+  grpc::Status st = reader->Finish();
+  if (local.ok() && ::fsync(fd) != 0) local = ErrnoStatus(absl::StrCat("fsync ", temp), errno);
+  ::close(fd);
+  if (local.ok() && !st.ok()) local = FromGrpc(st, absl::StrCat("download of blob ", sha256));
+  if (local.ok() && got != size) {
+    local = absl::DataLossError(
+        absl::StrCat("blob ", sha256, ": received ", got, " bytes, expected ", size));
+  }
+  if (local.ok()) {
+    std::string digest = h.HexDigest();
+    if (digest != sha256) {
+      local = absl::DataLossError(absl::StrCat("blob ", sha256, ": received bytes hash to ", digest));
+    }
+  }
+  if (local.ok() && ::rename(temp.c_str(), dest.c_str()) != 0) {
+    local = ErrnoStatus(absl::StrCat("cannot rename to ", dest), errno);
+  }
+  if (!local.ok()) ::unlink(temp.c_str());
+  return local;
+}
+
+absl::Status LinkOrCopy(const std::string& src, const std::string& dst) {
+  std::error_code ec;
+  fs::create_directories(fs::path(dst).parent_path(), ec);
+  if (::link(src.c_str(), dst.c_str()) == 0) return absl::OkStatus();
+  fs::copy_file(src, dst, fs::copy_options::overwrite_existing, ec);
+  if (ec) {
+    return absl::InternalError(absl::StrCat("cannot copy ", src, " to ", dst, ": ", ec.message()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace idlepool::blob

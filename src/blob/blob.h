@@ -1,0 +1,90 @@
+// Content-addressed blobs: SHA-256 hashing, a directory of verified blobs, and streaming them
+// over the Pool service's PutBlob/GetBlob calls in 1 MiB chunks (a blob is never held whole in
+// memory).
+//
+// Thread safety: BlobDir may be used from any number of threads; writers of the same blob race
+// harmlessly (each writes its own temp file; the verified rename is atomic and idempotent).
+// Errors: kInvalidArgument for a malformed hash, kDataLoss when received bytes do not match
+// their hash or size, kNotFound for a missing blob, kUnavailable for transport failures (retry),
+// kResourceExhausted when the disk is full.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "idlepool.grpc.pb.h"
+
+namespace idlepool::blob {
+
+inline constexpr size_t kChunkBytes = 1 << 20;
+
+bool IsSha256Hex(const std::string& s);
+
+// Streaming SHA-256 (OpenSSL EVP).
+class Sha256 {
+ public:
+  Sha256();
+  ~Sha256();
+  Sha256(const Sha256&) = delete;
+  Sha256& operator=(const Sha256&) = delete;
+  void Update(const void* data, size_t n);
+  std::string HexDigest();  // finishes; call once
+ private:
+  void* ctx_;
+};
+
+struct FileDigest {
+  std::string sha256;
+  uint64_t size = 0;
+};
+[[nodiscard]] absl::StatusOr<FileDigest> HashFile(const std::string& path);
+
+// A directory of blobs, each at DIR/ab/abcdef... (its hash). Only verified bytes ever appear
+// under a hash name.
+class BlobDir {
+ public:
+  explicit BlobDir(std::string root);
+  const std::string& root() const { return root_; }
+  [[nodiscard]] absl::Status Init();
+  bool Has(const std::string& sha256) const;
+  std::string PathOf(const std::string& sha256) const;
+
+  // Receives one blob piece by piece; Commit() verifies size and hash, fsyncs and publishes it.
+  class Writer {
+   public:
+    ~Writer();
+    [[nodiscard]] absl::Status Append(const void* data, size_t n);
+    [[nodiscard]] absl::Status Commit();
+   private:
+    friend class BlobDir;
+    Writer() = default;
+    std::string final_path_, temp_path_, sha256_;
+    uint64_t expected_size_ = 0, written_ = 0;
+    int fd_ = -1;
+    Sha256 hash_;
+  };
+  [[nodiscard]] absl::StatusOr<std::unique_ptr<Writer>> NewWriter(const std::string& sha256,
+                                                                  uint64_t size);
+  // Copies a local file in, verifying it.
+  [[nodiscard]] absl::Status AddFile(const std::string& path, const std::string& sha256,
+                                     uint64_t size);
+
+ private:
+  std::string root_;
+};
+
+// Client side of the blob calls. `token` goes into the call metadata.
+[[nodiscard]] absl::Status UploadFile(idlepool::v1::Pool::Stub* stub, const std::string& token,
+                                      const std::string& path, const FileDigest& digest);
+// Downloads into `dest` (written to a temp name and renamed once verified).
+[[nodiscard]] absl::Status DownloadBlob(idlepool::v1::Pool::Stub* stub, const std::string& token,
+                                        const std::string& sha256, uint64_t size,
+                                        const std::string& dest);
+
+// Copies `src` to `dst` via a hard link when possible (same file system), else a byte copy.
+[[nodiscard]] absl::Status LinkOrCopy(const std::string& src, const std::string& dst);
+
+}  // namespace idlepool::blob

@@ -1,0 +1,193 @@
+#include "cli/client.h"
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "blob/blob.h"
+#include "coordinator/wire.h"
+#include "grpcpp/grpcpp.h"
+#include "platform/clock.h"
+
+namespace idlepool::cli {
+namespace fs = std::filesystem;
+
+absl::Status FromGrpc(const grpc::Status& s, const std::string& what) {
+  std::string msg = absl::StrCat(what, ": ", s.error_message());
+  switch (s.error_code()) {
+    case grpc::StatusCode::OK: return absl::OkStatus();
+    case grpc::StatusCode::PERMISSION_DENIED: return absl::PermissionDeniedError(msg);
+    case grpc::StatusCode::INVALID_ARGUMENT: return absl::InvalidArgumentError(msg);
+    case grpc::StatusCode::NOT_FOUND: return absl::NotFoundError(msg);
+    case grpc::StatusCode::FAILED_PRECONDITION: return absl::FailedPreconditionError(msg);
+    case grpc::StatusCode::RESOURCE_EXHAUSTED: return absl::ResourceExhaustedError(msg);
+    case grpc::StatusCode::DATA_LOSS: return absl::DataLossError(msg);
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return absl::UnavailableError(msg);
+    default: return absl::InternalError(msg);
+  }
+}
+
+PoolClient::PoolClient(const std::string& address, std::string token) : token_(std::move(token)) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(64 << 20);
+  args.SetMaxSendMessageSize(64 << 20);
+  channel_ = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  stub_ = v1::Pool::NewStub(channel_);
+}
+
+std::unique_ptr<grpc::ClientContext> PoolClient::Context() const {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->AddMetadata("x-idlepool-token", token_);
+  ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  return ctx;
+}
+
+absl::StatusOr<v1::SubmitJobReply> PoolClient::Submit(const spec::JobSpec& spec,
+                                                      const std::string& source_file) {
+  v1::SubmitJobRequest req;
+  *req.mutable_spec() = wire::ToProto(spec);
+  req.mutable_spec()->set_source(source_file);
+  std::vector<blob::FileDigest> digests;
+  v1::HasBlobsRequest has;
+  for (int i = 0; i < static_cast<int>(spec.inputs.size()); ++i) {
+    const auto& in = spec.inputs[i];
+    auto d = blob::HashFile(in.source);
+    if (!d.ok()) return d.status();
+    auto* p = req.mutable_spec()->mutable_inputs(i);
+    p->set_sha256(d->sha256);
+    p->set_size(d->size);
+    struct stat st;
+    p->set_mode(::stat(in.source.c_str(), &st) == 0 ? (st.st_mode & 0777) : 0644);
+    has.add_sha256(d->sha256);
+    digests.push_back(*d);
+  }
+  if (!spec.inputs.empty()) {
+    v1::HasBlobsReply present;
+    auto ctx = Context();
+    grpc::Status st = stub_->HasBlobs(ctx.get(), has, &present);
+    if (!st.ok()) return FromGrpc(st, "checking inputs");
+    std::set<std::string> uploaded;
+    for (size_t i = 0; i < spec.inputs.size(); ++i) {
+      bool there = static_cast<int>(i) < present.present_size() && present.present(i);
+      if (there || uploaded.count(digests[i].sha256)) continue;
+      auto up = blob::UploadFile(stub_.get(), token_, spec.inputs[i].source, digests[i]);
+      if (!up.ok()) return up;
+      uploaded.insert(digests[i].sha256);
+    }
+  }
+  v1::SubmitJobReply reply;
+  auto ctx = Context();
+  grpc::Status st = stub_->SubmitJob(ctx.get(), req, &reply);
+  if (!st.ok()) return FromGrpc(st, "submit");
+  return reply;
+}
+
+absl::StatusOr<v1::JobStatus> PoolClient::GetJob(uint64_t job) {
+  v1::JobRef ref;
+  ref.set_job(job);
+  v1::JobStatus reply;
+  auto ctx = Context();
+  grpc::Status st = stub_->GetJob(ctx.get(), ref, &reply);
+  if (!st.ok()) return FromGrpc(st, absl::StrCat("job ", job));
+  return reply;
+}
+
+absl::StatusOr<v1::ListJobsReply> PoolClient::ListJobs() {
+  v1::ListJobsReply reply;
+  auto ctx = Context();
+  grpc::Status st = stub_->ListJobs(ctx.get(), v1::ListJobsRequest(), &reply);
+  if (!st.ok()) return FromGrpc(st, "list jobs");
+  return reply;
+}
+
+absl::StatusOr<v1::ListWorkersReply> PoolClient::ListWorkers() {
+  v1::ListWorkersReply reply;
+  auto ctx = Context();
+  grpc::Status st = stub_->ListWorkers(ctx.get(), v1::ListWorkersRequest(), &reply);
+  if (!st.ok()) return FromGrpc(st, "list workers");
+  return reply;
+}
+
+absl::StatusOr<std::string> PoolClient::Cancel(uint64_t job) {
+  v1::JobRef ref;
+  ref.set_job(job);
+  v1::CancelJobReply reply;
+  auto ctx = Context();
+  grpc::Status st = stub_->CancelJob(ctx.get(), ref, &reply);
+  if (!st.ok()) return FromGrpc(st, absl::StrCat("cancel job ", job));
+  return reply.state();
+}
+
+absl::StatusOr<v1::JobStatus> PoolClient::Wait(
+    uint64_t job, const std::function<void(const v1::JobStatus&)>& progress) {
+  std::string last;
+  int unavailable = 0;
+  while (true) {
+    auto s = GetJob(job);
+    if (!s.ok()) {
+      // Ride out a coordinator restart; give up after about a minute of silence.
+      if (s.status().code() == absl::StatusCode::kUnavailable && ++unavailable < 600) {
+        platform::SleepFor(std::chrono::milliseconds(100));
+        continue;
+      }
+      return s.status();
+    }
+    unavailable = 0;
+    std::string key = absl::StrCat(s->state(), s->succeeded(), "/", s->running(), "/",
+                                   s->failed(), "/", s->attempts());
+    if (key != last) {
+      if (progress) progress(*s);
+      last = key;
+    }
+    if (s->state() != "running") return *s;
+    platform::SleepFor(std::chrono::milliseconds(50));
+  }
+}
+
+absl::StatusOr<std::vector<std::string>> PoolClient::Fetch(uint64_t job,
+                                                           const std::string& out_dir) {
+  v1::JobRef ref;
+  ref.set_job(job);
+  v1::ListOutputsReply outputs;
+  {
+    auto ctx = Context();
+    grpc::Status st = stub_->ListOutputs(ctx.get(), ref, &outputs);
+    if (!st.ok()) return FromGrpc(st, absl::StrCat("outputs of job ", job));
+  }
+  std::map<std::string, int> path_count;
+  for (const auto& t : outputs.tasks()) {
+    for (const auto& f : t.files()) path_count[f.path()]++;
+  }
+  bool per_task = std::any_of(path_count.begin(), path_count.end(),
+                              [](const auto& kv) { return kv.second > 1; });
+  std::vector<std::string> written;
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec) return absl::FailedPreconditionError(absl::StrCat("cannot create ", out_dir));
+  for (const auto& t : outputs.tasks()) {
+    for (const auto& f : t.files()) {
+      std::string rel = per_task ? absl::StrFormat("task-%06d/%s", t.index(), f.path()) : f.path();
+      fs::path dest = fs::path(out_dir) / rel;
+      fs::create_directories(dest.parent_path(), ec);
+      if (fs::exists(dest)) {
+        auto d = blob::HashFile(dest.string());
+        if (d.ok() && d->sha256 == f.sha256()) {
+          written.push_back(rel);
+          continue;
+        }
+      }
+      auto st = blob::DownloadBlob(stub_.get(), token_, f.sha256(), f.size(), dest.string());
+      if (!st.ok()) return st;
+      written.push_back(rel);
+    }
+  }
+  return written;
+}
+
+}  // namespace idlepool::cli

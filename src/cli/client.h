@@ -1,0 +1,52 @@
+// Client side of the Pool service, as used by the CLI subcommands and `idlepool run`.
+//
+// Thread safety: a PoolClient may be shared between threads (gRPC stubs are thread-safe).
+// Errors: gRPC failures map to absl codes (PERMISSION_DENIED -> kPermissionDenied, UNAVAILABLE
+// -> kUnavailable, ...) with the coordinator's message.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "idlepool.grpc.pb.h"
+#include "spec/spec.h"
+
+namespace idlepool::cli {
+
+class PoolClient {
+ public:
+  PoolClient(const std::string& address, std::string token);
+
+  // Hashes and uploads the spec's inputs (skipping blobs the coordinator already has), then
+  // submits. The job is durable when this returns OK.
+  [[nodiscard]] absl::StatusOr<v1::SubmitJobReply> Submit(const spec::JobSpec& spec,
+                                                          const std::string& source_file);
+  [[nodiscard]] absl::StatusOr<v1::JobStatus> GetJob(uint64_t job);
+  [[nodiscard]] absl::StatusOr<v1::ListJobsReply> ListJobs();
+  [[nodiscard]] absl::StatusOr<v1::ListWorkersReply> ListWorkers();
+  [[nodiscard]] absl::StatusOr<std::string> Cancel(uint64_t job);
+
+  // Polls until the job is no longer running, calling `progress` on every change.
+  [[nodiscard]] absl::StatusOr<v1::JobStatus> Wait(
+      uint64_t job, const std::function<void(const v1::JobStatus&)>& progress);
+
+  // Downloads every committed output into `out_dir` (flat; if two tasks wrote the same path,
+  // each task's files go to task-NNNNNN/ instead). Files already there with the right hash are
+  // kept. Returns the paths written, relative to out_dir.
+  [[nodiscard]] absl::StatusOr<std::vector<std::string>> Fetch(uint64_t job,
+                                                               const std::string& out_dir);
+
+ private:
+  std::unique_ptr<grpc::ClientContext> Context() const;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Pool::Stub> stub_;
+  std::string token_;
+};
+
+// Converts a gRPC status to absl, prefixing `what`.
+absl::Status FromGrpc(const grpc::Status& s, const std::string& what);
+
+}  // namespace idlepool::cli

@@ -1,0 +1,471 @@
+// idlepool: one binary for the coordinator, the worker and every client subcommand.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "cli/client.h"
+#include "coordinator/coordinator.h"
+#include "google/protobuf/util/json_util.h"
+#include "nlohmann/json.hpp"
+#include "platform/clock.h"
+#include "platform/process.h"
+#include "platform/random.h"
+#include "spdlog/sinks/stdout_color_sinks.h"
+#include "spdlog/spdlog.h"
+#include "spec/spec.h"
+#include "worker/worker.h"
+
+namespace fs = std::filesystem;
+using idlepool::cli::PoolClient;
+
+namespace {
+
+const char* kVersion = "0.1.0";
+
+int Fail(const absl::Status& st) {
+  std::fprintf(stderr, "idlepool: %s\n", std::string(st.message()).c_str());
+  return st.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+}
+
+std::string EnvOr(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : fallback;
+}
+
+std::string ToJson(const google::protobuf::Message& m) {
+  std::string out;
+  google::protobuf::util::JsonPrintOptions opts;
+  opts.preserve_proto_field_names = true;
+  opts.always_print_primitive_fields = true;
+  (void)google::protobuf::util::MessageToJsonString(m, &out, opts);
+  return out;
+}
+
+double MakespanSeconds(const idlepool::v1::JobStatus& s) {
+  if (s.finished_ms() == 0) return 0;
+  return static_cast<double>(s.finished_ms() - s.submitted_ms()) / 1000.0;
+}
+
+// Progress for `wait` and `run`: a bar redrawn in place on a TTY, one line per change otherwise.
+class Progress {
+ public:
+  explicit Progress(bool quiet) : quiet_(quiet), tty_(::isatty(STDERR_FILENO)) {}
+  void Update(const idlepool::v1::JobStatus& s) {
+    if (quiet_) return;
+    uint32_t done = s.succeeded() + s.failed() + s.cancelled();
+    if (tty_) {
+      int width = 30;
+      int filled = s.tasks() ? static_cast<int>(width * done / s.tasks()) : width;
+      std::string bar(filled, '#');
+      bar.resize(width, '.');
+      std::fprintf(stderr, "\r[%s] %u/%u tasks  running %u  failed %u  attempts %llu  %s   ",
+                   bar.c_str(), done, s.tasks(), s.running(), s.failed(),
+                   static_cast<unsigned long long>(s.attempts()), s.state().c_str());
+      if (s.state() != "running") std::fprintf(stderr, "\n");
+    } else {
+      std::fprintf(stderr, "job %llu: %u/%u tasks done, %u running, %u failed, %llu attempts, %s\n",
+                   static_cast<unsigned long long>(s.job()), done, s.tasks(), s.running(),
+                   s.failed(), static_cast<unsigned long long>(s.attempts()), s.state().c_str());
+    }
+    std::fflush(stderr);
+  }
+
+ private:
+  bool quiet_;
+  bool tty_;
+};
+
+void PrintJob(const idlepool::v1::JobStatus& s) {
+  std::printf("job %llu  %s  %s\n", static_cast<unsigned long long>(s.job()), s.name().c_str(),
+              s.state().c_str());
+  std::printf("  tasks %u: %u succeeded, %u running, %u pending, %u failed, %u cancelled\n",
+              s.tasks(), s.succeeded(), s.running(), s.pending(), s.failed(), s.cancelled());
+  std::printf("  attempts %llu, failures %llu, preemptions %llu, lost %llu (workers lost %u)\n",
+              static_cast<unsigned long long>(s.attempts()),
+              static_cast<unsigned long long>(s.failures()),
+              static_cast<unsigned long long>(s.preemptions()),
+              static_cast<unsigned long long>(s.attempts_lost()), s.workers_lost());
+  if (s.finished_ms() != 0) std::printf("  makespan %.1f s\n", MakespanSeconds(s));
+  for (const auto& f : s.failed_tasks()) {
+    std::printf("  task %u failed: %s\n", f.index(), f.message().c_str());
+  }
+}
+
+nlohmann::json RunSummary(const idlepool::v1::JobStatus& s, const std::vector<std::string>& out,
+                          const std::string& out_dir) {
+  nlohmann::json j;
+  j["job_id"] = s.job();
+  j["name"] = s.name();
+  j["state"] = s.state();
+  j["tasks"] = s.tasks();
+  j["succeeded"] = s.succeeded();
+  j["failed"] = s.failed();
+  j["attempts"] = s.attempts();
+  j["failures"] = s.failures();
+  j["preemptions"] = s.preemptions();
+  j["attempts_lost"] = s.attempts_lost();
+  j["workers_lost"] = s.workers_lost();
+  j["makespan_s"] = MakespanSeconds(s);
+  j["out_dir"] = out_dir;
+  j["outputs"] = out;
+  return j;
+}
+
+struct Common {
+  std::string coordinator;
+  std::string token;
+  std::string log_level = "info";
+};
+
+PoolClient MakeClient(const Common& c) { return PoolClient(c.coordinator, c.token); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  idlepool::platform::IgnoreSigpipe();
+  CLI::App app{"idlepool: pool the idle machines of an office, lab or home for embarrassingly "
+               "parallel work"};
+  app.set_version_flag("--version", kVersion);
+  app.require_subcommand(1);
+  Common common;
+  common.coordinator = EnvOr("IDLEPOOL_COORDINATOR", "127.0.0.1:7878");
+  common.token = EnvOr("IDLEPOOL_TOKEN", "");
+  app.add_option("--log-level", common.log_level, "trace, debug, info, warn, error")
+      ->capture_default_str();
+
+  auto add_client_opts = [&](CLI::App* sub) {
+    sub->add_option("--coordinator", common.coordinator,
+                    "coordinator address host:port (env IDLEPOOL_COORDINATOR)")
+        ->capture_default_str();
+    sub->add_option("--token", common.token, "pool token (env IDLEPOOL_TOKEN)");
+  };
+
+  // coordinator
+  idlepool::coordinator::Options copts;
+  copts.data_dir = "";
+  int64_t lease_ms = 5000, heartbeat_ms = 1000;
+  auto* coord = app.add_subcommand("coordinator", "run the coordinator");
+  coord->add_option("--listen", copts.listen, "address to listen on (host:port)")
+      ->capture_default_str();
+  coord->add_option("--data-dir", copts.data_dir, "store, blobs and pool token")->required();
+  coord->add_option("--lease-timeout-ms", lease_ms, "a worker silent this long is lost")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{100}, int64_t{3'600'000}));
+  coord->add_option("--heartbeat-ms", heartbeat_ms, "heartbeat interval suggested to workers")
+      ->capture_default_str();
+
+  // worker
+  idlepool::worker::Options wopts;
+  int64_t worker_hb_ms = 1000;
+  auto* work = app.add_subcommand("worker", "lend this machine to a pool");
+  add_client_opts(work);
+  work->add_option("--slots", wopts.slots, "CPU slots offered (default: number of cores)");
+  work->add_option("--work-dir", wopts.work_dir, "task dirs, logs and the blob cache")
+      ->required();
+  work->add_option("--name", wopts.name, "worker name, unique in the pool (default: host name)");
+  work->add_option("--memory-mb", wopts.memory_mb, "memory offered (default: not stated)");
+  work->add_option("--heartbeat-ms", worker_hb_ms, "heartbeat interval")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{10}, int64_t{600'000}));
+
+  // clients
+  std::string job_file;
+  auto* submit = app.add_subcommand("submit", "submit a job spec; prints the job id");
+  add_client_opts(submit);
+  submit->add_option("JOB", job_file, "job spec (TOML)")->required();
+
+  std::optional<uint64_t> status_job;
+  bool json = false;
+  auto* status = app.add_subcommand("status", "show one job, or all jobs");
+  add_client_opts(status);
+  status->add_option("JOB", status_job, "job id");
+  status->add_flag("--json", json, "print JSON");
+
+  uint64_t job_id = 0;
+  bool quiet = false;
+  auto* wait = app.add_subcommand("wait", "wait for a job to finish; exit 0 only if it succeeded");
+  add_client_opts(wait);
+  wait->add_option("JOB", job_id, "job id")->required();
+  wait->add_flag("--json", json, "print the final status as JSON");
+  wait->add_flag("--quiet", quiet, "no progress output");
+
+  std::string out_dir;
+  auto* fetch = app.add_subcommand("fetch", "download a job's outputs");
+  add_client_opts(fetch);
+  fetch->add_option("JOB", job_id, "job id")->required();
+  fetch->add_option("--out", out_dir, "directory to write outputs into")->required();
+
+  auto* workers = app.add_subcommand("workers", "list the pool's workers");
+  add_client_opts(workers);
+  workers->add_flag("--json", json, "print JSON");
+
+  auto* cancel = app.add_subcommand("cancel", "cancel a job");
+  add_client_opts(cancel);
+  cancel->add_option("JOB", job_id, "job id")->required();
+
+  std::string frame_spec;
+  uint32_t chunk = 0;
+  auto* frames = app.add_subcommand("frames", "expand a frame spec, to check it before use");
+  frames->add_option("SPEC", frame_spec, "frame spec, e.g. 1-10x2,20")->required();
+  frames->add_option("--chunk", chunk, "print one chunk (task) per line")
+      ->check(CLI::Range(1u, 1'000'000u));
+
+  uint32_t local_workers = 2;
+  std::string run_data_dir;
+  auto* run = app.add_subcommand(
+      "run", "run a job on this machine: coordinator and N workers in one process");
+  run->add_option("JOB", job_file, "job spec (TOML)")->required();
+  run->add_option("--local-workers", local_workers, "number of local workers")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 256u));
+  run->add_option("--out", out_dir, "directory for the outputs")->required();
+  run->add_option("--data-dir", run_data_dir, "keep the pool state here (default: temporary)");
+  run->add_flag("--json", json, "print one final JSON object");
+
+  CLI11_PARSE(app, argc, argv);
+  spdlog::set_level(spdlog::level::from_str(common.log_level));
+  spdlog::set_default_logger(spdlog::stderr_color_mt("idlepool"));
+  spdlog::set_level(spdlog::level::from_str(common.log_level));
+
+  auto need_token = [&]() -> bool {
+    if (!common.token.empty()) return true;
+    std::fprintf(stderr,
+                 "idlepool: no pool token: pass --token or set IDLEPOOL_TOKEN (the coordinator "
+                 "printed it at its first start; it is in DATA_DIR/pool.token)\n");
+    return false;
+  };
+
+  if (*coord) {
+    idlepool::platform::BlockTerminationSignals();
+    copts.lease_timeout = idlepool::core::Millis(lease_ms);
+    copts.heartbeat = idlepool::core::Millis(heartbeat_ms);
+    auto c = idlepool::coordinator::Coordinator::Start(copts);
+    if (!c.ok()) return Fail(c.status());
+    std::string host = copts.listen.substr(0, copts.listen.rfind(':'));
+    if (host == "0.0.0.0" || host == "[::]" || host.empty()) {
+      char buf[256] = {0};
+      ::gethostname(buf, sizeof buf - 1);
+      host = buf;
+    }
+    std::string addr = absl::StrCat(host, ":", (*c)->port());
+    std::printf("idlepool coordinator listening on %s (data dir %s)\n",
+                absl::StrCat(copts.listen.substr(0, copts.listen.rfind(':')), ":", (*c)->port())
+                    .c_str(),
+                copts.data_dir.c_str());
+    if ((*c)->token_created()) std::printf("created a new pool secret in %s/pool.token\n",
+                                           copts.data_dir.c_str());
+    std::printf("join a machine to this pool with:\n  idlepool worker --coordinator %s --token %s "
+                "--work-dir /var/tmp/idlepool-worker\n",
+                addr.c_str(), (*c)->token().c_str());
+    std::printf("submit with:\n  IDLEPOOL_COORDINATOR=%s IDLEPOOL_TOKEN=%s idlepool submit "
+                "JOB.toml\n",
+                addr.c_str(), (*c)->token().c_str());
+    std::fflush(stdout);
+    std::thread waiter([&] {
+      int sig = idlepool::platform::WaitForTerminationSignal();
+      spdlog::info("signal {}: shutting down", sig);
+      (*c)->Shutdown();
+    });
+    absl::Status st = (*c)->Wait();
+    if (!st.ok()) {
+      std::fprintf(stderr, "idlepool: coordinator stopped: %s\n", st.ToString().c_str());
+      std::_Exit(1);
+    }
+    waiter.join();
+    return 0;
+  }
+
+  if (*work) {
+    if (!need_token()) return 2;
+    idlepool::platform::BlockTerminationSignals();
+    wopts.coordinator = common.coordinator;
+    wopts.token = common.token;
+    wopts.heartbeat = idlepool::core::Millis(worker_hb_ms);
+    idlepool::worker::Worker w(wopts);
+    std::thread waiter([&] {
+      idlepool::platform::WaitForTerminationSignal();
+      w.Stop();
+    });
+    waiter.detach();
+    absl::Status st = w.Run();
+    if (!st.ok()) return Fail(st);
+    return 0;
+  }
+
+  if (*frames) {
+    if (chunk == 0) {
+      auto f = idlepool::spec::ParseFrames(frame_spec);
+      if (!f.ok()) return Fail(f.status());
+      std::printf("%s\n", idlepool::spec::JoinFrames(*f).c_str());
+    } else {
+      auto chunks = idlepool::spec::ChunkFrames(frame_spec, chunk);
+      if (!chunks.ok()) return Fail(chunks.status());
+      for (const auto& c : *chunks) std::printf("%s\n", idlepool::spec::JoinFrames(c.frames).c_str());
+    }
+    return 0;
+  }
+
+  if (*submit) {
+    if (!need_token()) return 2;
+    auto spec = idlepool::spec::ParseJobFile(job_file);
+    if (!spec.ok()) return Fail(spec.status());
+    PoolClient client = MakeClient(common);
+    auto reply = client.Submit(*spec, fs::absolute(job_file).string());
+    if (!reply.ok()) return Fail(reply.status());
+    std::printf("%llu\n", static_cast<unsigned long long>(reply->job()));
+    std::fprintf(stderr, "submitted job %llu '%s': %u tasks\n",
+                 static_cast<unsigned long long>(reply->job()), spec->name.c_str(),
+                 reply->tasks());
+    return 0;
+  }
+
+  if (*status) {
+    if (!need_token()) return 2;
+    PoolClient client = MakeClient(common);
+    if (status_job) {
+      auto s = client.GetJob(*status_job);
+      if (!s.ok()) return Fail(s.status());
+      if (json) std::printf("%s\n", ToJson(*s).c_str()); else PrintJob(*s);
+      return 0;
+    }
+    auto jobs = client.ListJobs();
+    if (!jobs.ok()) return Fail(jobs.status());
+    if (json) {
+      std::printf("%s\n", ToJson(*jobs).c_str());
+      return 0;
+    }
+    std::printf("%-6s %-24s %-10s %8s %8s %8s %9s\n", "JOB", "NAME", "STATE", "DONE", "TASKS",
+                "FAILED", "ATTEMPTS");
+    for (const auto& j : jobs->jobs()) {
+      std::printf("%-6llu %-24s %-10s %8u %8u %8u %9llu\n",
+                  static_cast<unsigned long long>(j.job()), j.name().c_str(), j.state().c_str(),
+                  j.succeeded(), j.tasks(), j.failed(),
+                  static_cast<unsigned long long>(j.attempts()));
+    }
+    return 0;
+  }
+
+  if (*wait) {
+    if (!need_token()) return 2;
+    PoolClient client = MakeClient(common);
+    Progress progress(quiet || json);
+    auto s = client.Wait(job_id, [&](const auto& st) { progress.Update(st); });
+    if (!s.ok()) return Fail(s.status());
+    if (json) std::printf("%s\n", ToJson(*s).c_str()); else PrintJob(*s);
+    return s->state() == "succeeded" ? 0 : 1;
+  }
+
+  if (*fetch) {
+    if (!need_token()) return 2;
+    PoolClient client = MakeClient(common);
+    auto files = client.Fetch(job_id, out_dir);
+    if (!files.ok()) return Fail(files.status());
+    std::printf("%zu files in %s\n", files->size(), out_dir.c_str());
+    return 0;
+  }
+
+  if (*workers) {
+    if (!need_token()) return 2;
+    PoolClient client = MakeClient(common);
+    auto w = client.ListWorkers();
+    if (!w.ok()) return Fail(w.status());
+    if (json) {
+      std::printf("%s\n", ToJson(*w).c_str());
+      return 0;
+    }
+    std::printf("%-20s %-20s %-13s %6s %6s %10s\n", "WORKER", "HOST", "STATE", "SLOTS", "BUSY",
+                "SEEN");
+    for (const auto& x : w->workers()) {
+      std::printf("%-20s %-20s %-13s %6u %6u %8.1fs\n", x.worker().c_str(), x.hostname().c_str(),
+                  x.state().c_str(), x.capacity().cpus(), x.slots_busy(),
+                  static_cast<double>(x.last_seen_ms_ago()) / 1000.0);
+    }
+    return 0;
+  }
+
+  if (*cancel) {
+    if (!need_token()) return 2;
+    PoolClient client = MakeClient(common);
+    auto st = client.Cancel(job_id);
+    if (!st.ok()) return Fail(st.status());
+    std::printf("job %llu %s\n", static_cast<unsigned long long>(job_id), st->c_str());
+    return 0;
+  }
+
+  if (*run) {
+    auto spec = idlepool::spec::ParseJobFile(job_file);
+    if (!spec.ok()) return Fail(spec.status());
+    bool temp_dir = run_data_dir.empty();
+    if (temp_dir) {
+      run_data_dir = (fs::temp_directory_path() /
+                      ("idlepool-run-" + idlepool::platform::RandomHex(6)))
+                         .string();
+    }
+    // The embedded pool is an implementation detail of `run`: only warnings unless asked.
+    if (app.get_option("--log-level")->count() == 0) spdlog::set_level(spdlog::level::warn);
+    idlepool::coordinator::Options ro;
+    ro.listen = "127.0.0.1:0";
+    ro.data_dir = run_data_dir + "/coordinator";
+    auto c = idlepool::coordinator::Coordinator::Start(ro);
+    if (!c.ok()) return Fail(c.status());
+    std::string addr = absl::StrCat("127.0.0.1:", (*c)->port());
+    std::vector<std::unique_ptr<idlepool::worker::Worker>> ws;
+    std::vector<std::thread> threads;
+    unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    for (uint32_t i = 0; i < local_workers; ++i) {
+      idlepool::worker::Options o;
+      o.coordinator = addr;
+      o.token = (*c)->token();
+      o.name = absl::StrCat("local-", i + 1);
+      o.slots = std::max(1u, cores / local_workers);
+      o.work_dir = absl::StrCat(run_data_dir, "/worker-", i + 1);
+      ws.push_back(std::make_unique<idlepool::worker::Worker>(o));
+      threads.emplace_back([w = ws.back().get()] { (void)w->Run(); });
+    }
+    PoolClient client(addr, (*c)->token());
+    int rc = 0;
+    auto reply = client.Submit(*spec, fs::absolute(job_file).string());
+    if (!reply.ok()) {
+      rc = Fail(reply.status());
+    } else {
+      Progress progress(json);
+      auto s = client.Wait(reply->job(), [&](const auto& st) { progress.Update(st); });
+      if (!s.ok()) {
+        rc = Fail(s.status());
+      } else {
+        auto files = client.Fetch(reply->job(), out_dir);
+        if (!files.ok()) {
+          rc = Fail(files.status());
+        } else {
+          if (json) {
+            std::printf("%s\n", RunSummary(*s, *files, out_dir).dump().c_str());
+          } else {
+            PrintJob(*s);
+            std::printf("  %zu output files in %s\n", files->size(), out_dir.c_str());
+          }
+          rc = s->state() == "succeeded" ? 0 : 1;
+        }
+      }
+    }
+    for (auto& w : ws) w->Stop();
+    for (auto& t : threads) t.join();
+    (*c)->Shutdown();
+    if (temp_dir) {
+      std::error_code ec;
+      fs::remove_all(run_data_dir, ec);
+    }
+    return rc;
+  }
+  return 0;
+}

@@ -1,0 +1,769 @@
+#include "coordinator/coordinator.h"
+
+#include <fcntl.h>
+#include <openssl/crypto.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <future>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "blob/blob.h"
+#include "coordinator/wire.h"
+#include "core/scheduler.h"
+#include "grpcpp/grpcpp.h"
+#include "idlepool.grpc.pb.h"
+#include "platform/random.h"
+#include "spdlog/spdlog.h"
+#include "spec/spec.h"
+#include "store/store.h"
+
+namespace idlepool::coordinator {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kTokenKey = "x-idlepool-token";
+constexpr int kMaxMessageBytes = 64 << 20;
+constexpr size_t kMaxLogTail = 4096;
+
+grpc::Status ToGrpc(const absl::Status& s) {
+  grpc::StatusCode code = grpc::StatusCode::INTERNAL;
+  switch (s.code()) {
+    case absl::StatusCode::kOk: return grpc::Status::OK;
+    case absl::StatusCode::kInvalidArgument: code = grpc::StatusCode::INVALID_ARGUMENT; break;
+    case absl::StatusCode::kNotFound: code = grpc::StatusCode::NOT_FOUND; break;
+    case absl::StatusCode::kFailedPrecondition:
+      code = grpc::StatusCode::FAILED_PRECONDITION;
+      break;
+    case absl::StatusCode::kResourceExhausted:
+      code = grpc::StatusCode::RESOURCE_EXHAUSTED;
+      break;
+    case absl::StatusCode::kDataLoss: code = grpc::StatusCode::DATA_LOSS; break;
+    case absl::StatusCode::kUnavailable: code = grpc::StatusCode::UNAVAILABLE; break;
+    case absl::StatusCode::kPermissionDenied:
+      code = grpc::StatusCode::PERMISSION_DENIED;
+      break;
+    default: break;
+  }
+  return grpc::Status(code, std::string(s.message()));
+}
+
+bool IsRecord(const core::Decision& d) {
+  return std::holds_alternative<core::AttemptCreated>(d) ||
+         std::holds_alternative<core::AttemptEnded>(d) ||
+         std::holds_alternative<core::TaskChanged>(d) ||
+         std::holds_alternative<core::JobChanged>(d) ||
+         std::holds_alternative<core::WorkerLost>(d);
+}
+
+// One worker session stream. The handler thread reads; a writer thread drains `outbox`, so the
+// core thread never blocks on a slow worker.
+struct Session {
+  core::SessionId id = 0;
+  std::string worker;
+  std::string hostname;
+  grpc::ServerContext* ctx = nullptr;
+  grpc::ServerReaderWriter<v1::CoordinatorMessage, v1::WorkerMessage>* stream = nullptr;
+
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<v1::CoordinatorMessage> outbox;
+  bool end_after_flush = false;  // set after a Refused message
+  bool done = false;             // the handler is leaving; the writer must stop
+
+  void Send(v1::CoordinatorMessage m, bool end = false) {
+    std::lock_guard lock(mu);
+    if (done) return;
+    outbox.push_back(std::move(m));
+    if (end) end_after_flush = true;
+    cv.notify_one();
+  }
+
+  void WriterLoop() {
+    std::unique_lock lock(mu);
+    while (true) {
+      cv.wait(lock, [&] { return done || !outbox.empty() || end_after_flush; });
+      if (done) return;
+      while (!outbox.empty()) {
+        v1::CoordinatorMessage m = std::move(outbox.front());
+        outbox.pop_front();
+        lock.unlock();
+        bool ok = stream->Write(m);
+        lock.lock();
+        if (!ok) {
+          ctx->TryCancel();
+          return;
+        }
+      }
+      if (end_after_flush) {
+        ctx->TryCancel();
+        return;
+      }
+    }
+  }
+};
+
+// What the coordinator needs to build assignments for a running job.
+struct JobInfo {
+  v1::JobSpec spec;
+  std::vector<spec::TaskParams> tasks;
+};
+
+class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
+ public:
+  CoordinatorImpl(const Options& options, const platform::Clock& clock)
+      : options_(options),
+        clock_(clock),
+        blobs_((fs::path(options.data_dir) / "blobs").string()),
+        sched_(core::Options{options.lease_timeout}) {}
+
+  ~CoordinatorImpl() override { Shutdown(); }
+
+  absl::Status Init() {
+    std::error_code ec;
+    fs::create_directories(options_.data_dir, ec);
+    if (ec) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot create data dir ", options_.data_dir, ": ", ec.message()));
+    }
+    auto token = LoadOrCreateToken(options_.data_dir, &token_created_);
+    if (!token.ok()) return token.status();
+    token_ = *token;
+    if (auto st = blobs_.Init(); !st.ok()) return st;
+    auto store = store::OpenSqliteStore((fs::path(options_.data_dir) / "pool.db").string());
+    if (!store.ok()) return store.status();
+    store_ = std::move(*store);
+    auto restored = store_->Load();
+    if (!restored.ok()) return restored.status();
+    for (const auto& job : restored->jobs) {
+      if (job.state != core::JobState::kRunning) continue;
+      auto rec = store_->GetJob(job.spec.job);
+      if (!rec.ok()) return rec.status();
+      JobInfo info;
+      if (!info.spec.ParseFromString(rec->spec)) {
+        return absl::DataLossError(absl::StrCat("job ", job.spec.job, ": stored spec unreadable"));
+      }
+      auto tasks = spec::ExpandTasks(wire::FromProto(info.spec));
+      if (!tasks.ok()) return tasks.status();
+      info.tasks = std::move(*tasks);
+      jobs_[job.spec.job] = std::move(info);
+    }
+    sched_.Restore(*restored, clock_.Now());
+    spdlog::info("store: {} jobs, {} running attempts awaiting their workers",
+                 restored->jobs.size(), restored->running.size());
+
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort(options_.listen, grpc::InsecureServerCredentials(), &port_);
+    builder.RegisterService(this);
+    builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
+    builder.SetMaxSendMessageSize(kMaxMessageBytes);
+    // Keep dead TCP connections from holding a session open for long.
+    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
+    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
+    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+    server_ = builder.BuildAndStart();
+    if (!server_ || port_ == 0) {
+      return absl::UnavailableError(absl::StrCat("cannot listen on ", options_.listen));
+    }
+    core_thread_ = std::thread([this] { CoreLoop(); });
+    return absl::OkStatus();
+  }
+
+  int port() const override { return port_; }
+  const std::string& token() const override { return token_; }
+  bool token_created() const override { return token_created_; }
+
+  void Shutdown() override {
+    {
+      std::lock_guard lock(shutdown_mu_);
+      if (shut_down_) return;
+      shut_down_ = true;
+    }
+    if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    {
+      std::lock_guard lock(queue_mu_);
+      stopping_ = true;
+      queue_cv_.notify_all();
+    }
+    if (core_thread_.joinable()) core_thread_.join();
+    std::lock_guard lock(done_mu_);
+    finished_ = true;
+    done_cv_.notify_all();
+  }
+
+  absl::Status Wait() override {
+    std::unique_lock lock(done_mu_);
+    done_cv_.wait(lock, [&] { return finished_ || !fatal_.ok(); });
+    return fatal_;
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // RPCs
+
+  grpc::Status Session(grpc::ServerContext* ctx,
+                       grpc::ServerReaderWriter<v1::CoordinatorMessage, v1::WorkerMessage>* stream)
+      override {
+    if (auto st = CheckToken(ctx); !st.ok()) return st;
+    v1::WorkerMessage first;
+    if (!stream->Read(&first)) return grpc::Status::OK;
+    if (!first.has_hello()) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "session must start with Hello");
+    }
+    const v1::Hello& hello = first.hello();
+    if (hello.worker().empty() || hello.worker().size() > 256) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "Hello.worker must be a name of 1 to 256 bytes");
+    }
+    if (hello.capacity().cpus() == 0 || hello.capacity().cpus() > 4096) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "Hello.capacity.cpus must be between 1 and 4096");
+    }
+    auto session = std::make_shared<struct Session>();
+    session->id = next_session_.fetch_add(1);
+    session->worker = hello.worker();
+    session->hostname = hello.hostname();
+    session->ctx = ctx;
+    session->stream = stream;
+    {
+      std::lock_guard lock(sessions_mu_);
+      sessions_[session->id] = session;
+      hostnames_[hello.worker()] = hello.hostname();
+    }
+    {
+      v1::CoordinatorMessage welcome;
+      welcome.mutable_welcome()->set_heartbeat_ms(
+          static_cast<uint32_t>(options_.heartbeat.count()));
+      welcome.mutable_welcome()->set_lease_timeout_ms(
+          static_cast<uint32_t>(options_.lease_timeout.count()));
+      session->Send(std::move(welcome));
+    }
+    std::thread writer([session] { session->WriterLoop(); });
+    spdlog::info("worker {} ({}) connected, session {}, {} slots, holding {} attempts",
+                 hello.worker(), hello.hostname(), session->id, hello.capacity().cpus(),
+                 hello.held_attempts_size());
+
+    core::WorkerHello ev;
+    ev.worker = hello.worker();
+    ev.session = session->id;
+    ev.boot_id = hello.boot_id();
+    ev.capacity = wire::FromProto(hello.capacity());
+    ev.held.assign(hello.held_attempts().begin(), hello.held_attempts().end());
+    Post(std::move(ev));
+
+    v1::WorkerMessage msg;
+    while (stream->Read(&msg)) {
+      if (msg.has_heartbeat()) {
+        Post(core::WorkerHeartbeat{session->worker, session->id});
+      } else if (msg.has_report()) {
+        Post(ToCoreReport(*session, msg.report()));
+      }
+      // Unknown or repeated Hello messages are ignored: one Hello per session.
+    }
+    Post(core::SessionClosed{session->worker, session->id});
+    {
+      std::lock_guard lock(session->mu);
+      session->done = true;
+      session->cv.notify_all();
+    }
+    writer.join();
+    {
+      std::lock_guard lock(sessions_mu_);
+      sessions_.erase(session->id);
+    }
+    spdlog::info("worker {} session {} closed", session->worker, session->id);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status PutBlob(grpc::ServerContext* ctx, grpc::ServerReader<v1::BlobChunk>* reader,
+                       v1::PutBlobReply* reply) override {
+    if (auto st = CheckToken(ctx); !st.ok()) return st;
+    v1::BlobChunk chunk;
+    if (!reader->Read(&chunk)) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "empty upload");
+    }
+    const std::string sha = chunk.sha256();
+    const uint64_t size = chunk.size();
+    if (!blob::IsSha256Hex(sha)) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "first chunk must carry a lowercase hex SHA-256");
+    }
+    reply->set_sha256(sha);
+    reply->set_size(size);
+    if (blobs_.Has(sha)) {
+      // Already stored and verified: drain the rest without writing it.
+      while (reader->Read(&chunk)) {
+      }
+      return grpc::Status::OK;
+    }
+    auto writer = blobs_.NewWriter(sha, size);
+    if (!writer.ok()) return ToGrpc(writer.status());
+    do {
+      if (auto st = (*writer)->Append(chunk.data().data(), chunk.data().size()); !st.ok()) {
+        return ToGrpc(st);
+      }
+    } while (reader->Read(&chunk));
+    return ToGrpc((*writer)->Commit());
+  }
+
+  grpc::Status GetBlob(grpc::ServerContext* ctx, const v1::GetBlobRequest* req,
+                       grpc::ServerWriter<v1::BlobChunk>* writer) override {
+    if (auto st = CheckToken(ctx); !st.ok()) return st;
+    if (!blobs_.Has(req->sha256())) {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("no blob ", req->sha256()));
+    }
+    std::ifstream in(blobs_.PathOf(req->sha256()), std::ios::binary);
+    std::string buf(blob::kChunkBytes, '\0');
+    v1::BlobChunk chunk;
+    while (in) {
+      in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+      std::streamsize n = in.gcount();
+      if (n <= 0) break;
+      chunk.set_data(buf.data(), static_cast<size_t>(n));
+      if (!writer->Write(chunk)) break;
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status HasBlobs(grpc::ServerContext* ctx, const v1::HasBlobsRequest* req,
+                        v1::HasBlobsReply* reply) override {
+    if (auto st = CheckToken(ctx); !st.ok()) return st;
+    for (const auto& sha : req->sha256()) reply->add_present(blobs_.Has(sha));
+    return grpc::Status::OK;
+  }
+
+  grpc::Status SubmitJob(grpc::ServerContext* ctx, const v1::SubmitJobRequest* req,
+                         v1::SubmitJobReply* reply) override {
+    if (auto st = CheckToken(ctx); !st.ok()) return st;
+    const v1::JobSpec& proto = req->spec();
+    spec::JobSpec spec = wire::FromProto(proto);
+    if (auto st = spec::Validate(spec); !st.ok()) return ToGrpc(st);
+    for (const auto& in : proto.inputs()) {
+      if (!blobs_.Has(in.sha256())) {
+        return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                            absl::StrCat("input '", in.path(), "' (blob ", in.sha256(),
+                                         ") was not uploaded before SubmitJob"));
+      }
+    }
+    auto tasks = spec::ExpandTasks(spec);
+    if (!tasks.ok()) return ToGrpc(tasks.status());
+    if (tasks->empty()) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "job has no tasks");
+    }
+    store::NewJob job;
+    job.name = spec.name;
+    job.spec = proto.SerializeAsString();
+    job.sched.task_count = static_cast<uint32_t>(tasks->size());
+    job.sched.resources = spec.resources;
+    job.sched.max_attempts = spec.max_attempts;
+    job.sched.timeout = core::Millis(static_cast<int64_t>(spec.timeout_s) * 1000);
+    auto id = store_->InsertJob(job, clock_.WallMs());
+    if (!id.ok()) return ToGrpc(id.status());
+    // Durable now. Hand it to the core and answer once the core knows it, so a status call
+    // right after submit always finds the job.
+    job.sched.job = *id;
+    uint32_t count = job.sched.task_count;
+    auto info = std::make_shared<JobInfo>(JobInfo{proto, std::move(*tasks)});
+    auto done = std::make_shared<std::promise<void>>();
+    auto fut = done->get_future();
+    PostItem(Item{core::Event(job.sched), [this, info, id = *id, done] {
+                    jobs_[id] = std::move(*info);
+                    done->set_value();
+                  }});
+    fut.wait();
+    spdlog::info("job {} '{}' submitted: {} tasks", *id, spec.name, count);
+    reply->set_job(*id);
+    reply->set_tasks(count);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status GetJob(grpc::ServerContext* ctx, const v1::JobRef* req,
+                      v1::JobStatus* reply) override {
+    if (auto st = CheckToken(ctx); !st.ok()) return st;
+    return FillJobStatus(req->job(), /*with_failures=*/true, reply);
+  }
+
+  grpc::Status ListJobs(grpc::ServerContext* ctx, const v1::ListJobsRequest*,
+                        v1::ListJobsReply* reply) override {
+    if (auto st = CheckToken(ctx); !st.ok()) return st;
+    auto jobs = Query<std::vector<core::JobSummary>>([this] { return sched_.Jobs(); });
+    for (const auto& s : jobs) {
+      auto st = FillJobStatus(s.job, false, reply->add_jobs());
+      if (!st.ok()) return st;
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ListOutputs(grpc::ServerContext* ctx, const v1::JobRef* req,
+                           v1::ListOutputsReply* reply) override {
+    if (auto st = CheckToken(ctx); !st.ok()) return st;
+    auto job = store_->GetJob(req->job());
+    if (!job.ok()) return ToGrpc(job.status());
+    reply->set_state(core::ToString(job->state));
+    auto outputs = store_->ListOutputs(req->job());
+    if (!outputs.ok()) return ToGrpc(outputs.status());
+    v1::TaskOutputs* cur = nullptr;
+    for (const auto& o : *outputs) {
+      if (!cur || cur->index() != o.index) {
+        cur = reply->add_tasks();
+        cur->set_index(o.index);
+      }
+      auto* f = cur->add_files();
+      f->set_path(o.file.path);
+      f->set_sha256(o.file.sha256);
+      f->set_size(o.file.size);
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ListWorkers(grpc::ServerContext* ctx, const v1::ListWorkersRequest*,
+                           v1::ListWorkersReply* reply) override {
+    if (auto st = CheckToken(ctx); !st.ok()) return st;
+    auto now = clock_.Now();
+    auto workers = Query<std::vector<core::WorkerView>>([this] { return sched_.Workers(); });
+    std::lock_guard lock(sessions_mu_);
+    for (const auto& w : workers) {
+      auto* out = reply->add_workers();
+      out->set_worker(w.worker);
+      out->set_state(w.state == core::WorkerState::kConnected      ? "connected"
+                     : w.state == core::WorkerState::kDisconnected ? "disconnected"
+                                                                   : "lost");
+      *out->mutable_capacity() = wire::ToProto(w.capacity);
+      out->set_slots_busy(w.slots_busy);
+      out->set_attempts_running(w.attempts_running);
+      out->set_last_seen_ms_ago((now - w.last_seen).count());
+      auto it = hostnames_.find(w.worker);
+      if (it != hostnames_.end()) out->set_hostname(it->second);
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status CancelJob(grpc::ServerContext* ctx, const v1::JobRef* req,
+                         v1::CancelJobReply* reply) override {
+    if (auto st = CheckToken(ctx); !st.ok()) return st;
+    auto known = Query<bool>([this, id = req->job()] { return sched_.Job(id).has_value(); });
+    if (!known) {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("no job ", req->job()));
+    }
+    Post(core::JobCancelled{req->job()});
+    auto state = Query<std::string>([this, id = req->job()] {
+      auto s = sched_.Job(id);
+      return std::string(s ? core::ToString(s->state) : "unknown");
+    });
+    reply->set_state(state);
+    return grpc::Status::OK;
+  }
+
+ private:
+  struct Item {
+    std::optional<core::Event> event;
+    std::function<void()> fn;  // runs on the core thread before `event` is applied
+  };
+
+  grpc::Status CheckToken(grpc::ServerContext* ctx) const {
+    const auto& md = ctx->client_metadata();
+    auto it = md.find(kTokenKey);
+    if (it == md.end()) {
+      return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                          "no pool token; pass --token or set IDLEPOOL_TOKEN");
+    }
+    const auto& got = it->second;
+    if (got.size() != token_.size() || CRYPTO_memcmp(got.data(), token_.data(), got.size()) != 0) {
+      return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, "wrong pool token");
+    }
+    return grpc::Status::OK;
+  }
+
+  core::AttemptReport ToCoreReport(const struct Session& s, const v1::AttemptReport& r) {
+    core::AttemptReport ev;
+    ev.worker = s.worker;
+    ev.session = s.id;
+    ev.attempt = r.attempt();
+    ev.exit_code = r.exit_code();
+    ev.message = r.message().substr(0, 1024);
+    if (!r.log_tail().empty()) {
+      std::string tail = r.log_tail();
+      if (tail.size() > kMaxLogTail) tail = tail.substr(tail.size() - kMaxLogTail);
+      ev.message += "\n" + tail;
+    }
+    switch (r.result()) {
+      case v1::AttemptReport::SUCCEEDED: ev.result = core::ReportResult::kSucceeded; break;
+      case v1::AttemptReport::TIMED_OUT: ev.result = core::ReportResult::kTimedOut; break;
+      case v1::AttemptReport::PREEMPTED: ev.result = core::ReportResult::kPreempted; break;
+      default: ev.result = core::ReportResult::kFailed; break;
+    }
+    if (ev.result == core::ReportResult::kSucceeded) {
+      for (const auto& o : r.outputs()) {
+        // Outputs are uploaded before the report; one that is missing, or a path that could
+        // escape the output dir, fails the attempt instead of committing a hole.
+        bool bad_path = o.path().empty() || o.path()[0] == '/' ||
+                        o.path().find("..") != std::string::npos;
+        if (bad_path || !blobs_.Has(o.sha256())) {
+          ev.result = core::ReportResult::kFailed;
+          ev.outputs.clear();
+          ev.message = bad_path ? absl::StrCat("output path '", o.path(), "' is not allowed")
+                                : absl::StrCat("output '", o.path(), "' was not uploaded");
+          break;
+        }
+        ev.outputs.push_back(core::OutputFile{o.path(), o.sha256(), o.size()});
+      }
+    }
+    return ev;
+  }
+
+  void Post(core::Event ev) { PostItem(Item{std::move(ev), nullptr}); }
+
+  void PostItem(Item item) {
+    std::lock_guard lock(queue_mu_);
+    queue_.push_back(std::move(item));
+    queue_cv_.notify_one();
+  }
+
+  template <typename T>
+  T Query(std::function<T()> fn) {
+    auto p = std::make_shared<std::promise<T>>();
+    auto fut = p->get_future();
+    PostItem(Item{std::nullopt, [p, fn = std::move(fn)] { p->set_value(fn()); }});
+    return fut.get();
+  }
+
+  grpc::Status FillJobStatus(core::JobId id, bool with_failures, v1::JobStatus* out) {
+    auto summary = Query<std::optional<core::JobSummary>>([this, id] { return sched_.Job(id); });
+    if (!summary) return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("no job ", id));
+    auto rec = store_->GetJob(id);
+    if (!rec.ok()) return ToGrpc(rec.status());
+    out->set_job(id);
+    out->set_name(rec->name);
+    out->set_state(core::ToString(summary->state));
+    out->set_tasks(summary->tasks);
+    out->set_pending(summary->pending);
+    out->set_running(summary->running);
+    out->set_succeeded(summary->succeeded);
+    out->set_failed(summary->failed);
+    out->set_cancelled(summary->cancelled);
+    out->set_attempts(summary->counters.attempts);
+    out->set_failures(summary->counters.failures);
+    out->set_preemptions(summary->counters.preemptions);
+    out->set_attempts_lost(summary->counters.lost);
+    out->set_workers_lost(summary->workers_lost);
+    out->set_submitted_ms(rec->submitted_ms);
+    out->set_finished_ms(rec->finished_ms);
+    if (with_failures && summary->failed > 0) {
+      auto tasks = store_->ListTasks(id);
+      auto attempts = store_->ListAttempts(id);
+      if (tasks.ok() && attempts.ok()) {
+        std::map<uint32_t, std::string> last_message;
+        for (const auto& a : *attempts) last_message[a.task.index] = a.message;
+        for (const auto& t : *tasks) {
+          if (t.state != core::TaskState::kFailed) continue;
+          auto* f = out->add_failed_tasks();
+          f->set_index(t.task.index);
+          f->set_message(last_message[t.task.index]);
+        }
+      }
+    }
+    return grpc::Status::OK;
+  }
+
+  // The core thread: the only thread that touches sched_ and jobs_.
+  void CoreLoop() {
+    auto next_tick = clock_.Now() + options_.tick;
+    std::deque<Item> batch;
+    std::vector<core::Decision> decisions;
+    while (true) {
+      {
+        std::unique_lock lock(queue_mu_);
+        auto wait = std::max<core::Millis>(core::Millis(0), next_tick - clock_.Now());
+        queue_cv_.wait_for(lock, wait, [&] { return stopping_ || !queue_.empty(); });
+        if (stopping_) return;
+        batch.swap(queue_);
+      }
+      decisions.clear();
+      for (auto& item : batch) {
+        if (item.fn) item.fn();
+        if (item.event) {
+          auto d = sched_.Apply(*item.event, clock_.Now());
+          std::move(d.begin(), d.end(), std::back_inserter(decisions));
+        }
+      }
+      batch.clear();
+      auto now = clock_.Now();
+      if (now >= next_tick) {
+        auto d = sched_.Apply(core::Tick{}, now);
+        std::move(d.begin(), d.end(), std::back_inserter(decisions));
+        next_tick = now + options_.tick;
+      }
+      if (decisions.empty()) continue;
+      bool has_records = std::any_of(decisions.begin(), decisions.end(), IsRecord);
+      if (has_records) {
+        absl::Status st = store_->Apply(decisions, clock_.WallMs());
+        if (!st.ok()) {
+          // Memory and disk would disagree from here on; stop and let a restart recover.
+          spdlog::critical("store write failed, stopping the coordinator: {}", st.ToString());
+          std::lock_guard lock(done_mu_);
+          fatal_ = st;
+          done_cv_.notify_all();
+          return;
+        }
+      }
+      Dispatch(decisions);
+    }
+  }
+
+  std::shared_ptr<struct Session> FindSession(core::SessionId id) {
+    std::lock_guard lock(sessions_mu_);
+    auto it = sessions_.find(id);
+    return it == sessions_.end() ? nullptr : it->second;
+  }
+
+  void Dispatch(const std::vector<core::Decision>& decisions) {
+    for (const auto& d : decisions) {
+      if (auto* a = std::get_if<core::AssignAttempt>(&d)) {
+        auto s = FindSession(a->session);
+        auto it = jobs_.find(a->task.job);
+        if (!s || it == jobs_.end() || a->task.index >= it->second.tasks.size()) continue;
+        const v1::JobSpec& spec = it->second.spec;
+        v1::CoordinatorMessage m;
+        auto* as = m.mutable_assign();
+        as->set_attempt(a->attempt);
+        as->set_job(a->task.job);
+        as->set_job_name(spec.name());
+        *as->mutable_task() = wire::ToProto(it->second.tasks[a->task.index]);
+        *as->mutable_command() = spec.command();
+        *as->mutable_inputs() = spec.inputs();
+        *as->mutable_outputs() = spec.outputs();
+        *as->mutable_resources() = spec.resources();
+        as->set_timeout_s(spec.timeout_s());
+        s->Send(std::move(m));
+      } else if (auto* k = std::get_if<core::KillAttempt>(&d)) {
+        if (auto s = FindSession(k->session)) {
+          v1::CoordinatorMessage m;
+          m.mutable_kill()->set_attempt(k->attempt);
+          m.mutable_kill()->set_reason(k->reason == core::KillReason::kCancelled ? "cancelled"
+                                       : k->reason == core::KillReason::kTimedOut
+                                           ? "timed out"
+                                           : "stale attempt");
+          s->Send(std::move(m));
+        }
+      } else if (auto* ack = std::get_if<core::AckReport>(&d)) {
+        if (auto s = FindSession(ack->session)) {
+          v1::CoordinatorMessage m;
+          m.mutable_ack()->set_attempt(ack->attempt);
+          m.mutable_ack()->set_accepted(ack->accepted);
+          m.mutable_ack()->set_reason(ack->reason);
+          s->Send(std::move(m));
+        }
+      } else if (auto* r = std::get_if<core::RefuseSession>(&d)) {
+        if (auto s = FindSession(r->session)) {
+          spdlog::warn("refused session {} of worker {}: {}", r->session, r->worker, r->reason);
+          v1::CoordinatorMessage m;
+          m.mutable_refused()->set_reason(r->reason);
+          s->Send(std::move(m), /*end=*/true);
+        }
+      } else if (auto* j = std::get_if<core::JobChanged>(&d)) {
+        if (j->state != core::JobState::kRunning) {
+          jobs_.erase(j->job);
+          spdlog::info("job {} {}", j->job, core::ToString(j->state));
+        }
+      } else if (auto* l = std::get_if<core::WorkerLost>(&d)) {
+        spdlog::warn("worker {} lost (silent for {} ms); its attempts are requeued", l->worker,
+                     options_.lease_timeout.count());
+        // A lost worker whose stream is somehow still open (a frozen process, a half-dead
+        // connection) must say hello again, so its stale attempts are reconciled and killed.
+        std::vector<std::shared_ptr<struct Session>> open;
+        {
+          std::lock_guard lock(sessions_mu_);
+          for (auto& [id, s] : sessions_) {
+            if (s->worker == l->worker) open.push_back(s);
+          }
+        }
+        for (auto& s : open) {
+          v1::CoordinatorMessage m;
+          m.mutable_refused()->set_reason("lease expired; reconnect to re-register");
+          s->Send(std::move(m), /*end=*/true);
+        }
+      }
+    }
+  }
+
+  Options options_;
+  const platform::Clock& clock_;
+  blob::BlobDir blobs_;
+  std::unique_ptr<store::Store> store_;
+  std::string token_;
+  bool token_created_ = false;
+  int port_ = 0;
+  std::unique_ptr<grpc::Server> server_;
+
+  // Core thread state.
+  core::Scheduler sched_;
+  std::map<core::JobId, JobInfo> jobs_;  // running jobs only
+  std::thread core_thread_;
+
+  std::mutex queue_mu_;
+  std::condition_variable queue_cv_;
+  std::deque<Item> queue_;
+  bool stopping_ = false;
+
+  std::mutex sessions_mu_;
+  std::map<core::SessionId, std::shared_ptr<struct Session>> sessions_;
+  std::map<std::string, std::string> hostnames_;
+  std::atomic<core::SessionId> next_session_{1};
+
+  std::mutex shutdown_mu_;
+  bool shut_down_ = false;
+  std::mutex done_mu_;
+  std::condition_variable done_cv_;
+  bool finished_ = false;
+  absl::Status fatal_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::string> LoadOrCreateToken(const std::string& data_dir, bool* created) {
+  *created = false;
+  std::string path = (fs::path(data_dir) / "pool.token").string();
+  std::ifstream in(path);
+  if (in) {
+    std::string token;
+    std::getline(in, token);
+    if (token.size() < 32) {
+      return absl::DataLossError(absl::StrCat(path, ": pool token is too short or empty"));
+    }
+    return token;
+  }
+  std::string token = platform::RandomHex(32);
+  std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return absl::FailedPreconditionError(absl::StrCat("cannot create ", tmp));
+  std::string line = token + "\n";
+  bool ok = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) &&
+            ::fsync(fd) == 0;
+  ::close(fd);
+  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    return absl::FailedPreconditionError(absl::StrCat("cannot write ", path));
+  }
+  *created = true;
+  return token;
+}
+
+absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Options& options,
+                                                                const platform::Clock& clock) {
+  if (options.data_dir.empty()) return absl::InvalidArgumentError("--data-dir is required");
+  auto impl = std::make_unique<CoordinatorImpl>(options, clock);
+  if (auto st = impl->Init(); !st.ok()) return st;
+  return std::unique_ptr<Coordinator>(std::move(impl));
+}
+
+}  // namespace idlepool::coordinator

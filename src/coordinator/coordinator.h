@@ -1,0 +1,56 @@
+// The coordinator: the gRPC shell around the pure scheduler core.
+//
+// RPC threads turn calls into core events and post them to one core thread, which owns the
+// Scheduler, applies events in batches, writes each batch's records to the store in one
+// transaction (group commit), and only then sends the resulting messages to worker sessions.
+// Blobs (inputs up, outputs down) live in DATA_DIR/blobs, addressed by SHA-256 and verified on
+// receipt; the store is DATA_DIR/pool.db; the pool token DATA_DIR/pool.token (mode 0600).
+//
+// Every call must carry the pool token (metadata "x-idlepool-token"), else PERMISSION_DENIED.
+// Nothing a client or worker sends can crash the coordinator: malformed input gets an error
+// status. A store write failure stops the coordinator (fail-stop; a restart recovers from the
+// store) rather than let memory and disk disagree.
+//
+// Thread safety: Start/Shutdown from one thread; accessors from any thread.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "core/types.h"
+#include "platform/clock.h"
+
+namespace idlepool::coordinator {
+
+struct Options {
+  std::string listen = "127.0.0.1:7878";  // host:port; port 0 picks a free one
+  std::string data_dir;                    // created if missing
+  core::Millis lease_timeout{5000};        // DESIGN.md default
+  core::Millis heartbeat{1000};            // told to workers in Welcome
+  core::Millis tick{100};                  // how often leases and timeouts are checked
+};
+
+class Coordinator {
+ public:
+  // Opens the store (restoring every job, task and running attempt), creates the pool token on
+  // first start, and starts serving. Errors: kFailedPrecondition (data dir unusable),
+  // kUnavailable (cannot bind), store errors as they come.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<Coordinator>> Start(
+      const Options& options, const platform::Clock& clock = platform::SystemClock());
+  virtual ~Coordinator() = default;
+
+  virtual int port() const = 0;
+  virtual const std::string& token() const = 0;
+  virtual bool token_created() const = 0;  // true when this start created the pool secret
+  // Stops serving, ends worker sessions, stops the core thread. Idempotent.
+  virtual void Shutdown() = 0;
+  // Blocks until Shutdown() or a fatal store error; returns the fatal error if there was one.
+  virtual absl::Status Wait() = 0;
+};
+
+// Reads DATA_DIR/pool.token, creating it (32 random bytes, hex, mode 0600) when absent.
+[[nodiscard]] absl::StatusOr<std::string> LoadOrCreateToken(const std::string& data_dir,
+                                                            bool* created);
+
+}  // namespace idlepool::coordinator

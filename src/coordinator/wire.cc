@@ -1,0 +1,90 @@
+#include "coordinator/wire.h"
+
+namespace idlepool::wire {
+
+v1::Resources ToProto(const core::Resources& r) {
+  v1::Resources p;
+  p.set_cpus(r.cpus);
+  p.set_gpus(r.gpus);
+  p.set_memory_mb(r.memory_mb);
+  return p;
+}
+
+core::Resources FromProto(const v1::Resources& p) {
+  return core::Resources{p.cpus(), p.gpus(), p.memory_mb()};
+}
+
+v1::JobSpec ToProto(const spec::JobSpec& s) {
+  v1::JobSpec p;
+  p.set_name(s.name);
+  for (const auto& a : s.command) p.add_command(a);
+  switch (s.kind) {
+    case spec::TaskKind::kFrames:
+      p.mutable_frames()->set_spec(s.frames);
+      p.mutable_frames()->set_chunk(s.chunk);
+      break;
+    case spec::TaskKind::kItems:
+      for (const auto& i : s.items) p.mutable_items()->add_items(i);
+      break;
+    case spec::TaskKind::kCount:
+      p.set_count(s.count);
+      break;
+  }
+  for (const auto& in : s.inputs) p.add_inputs()->set_path(in.path);
+  for (const auto& o : s.outputs) p.add_outputs(o);
+  *p.mutable_resources() = ToProto(s.resources);
+  p.set_max_attempts(s.max_attempts);
+  p.set_timeout_s(s.timeout_s);
+  return p;
+}
+
+spec::JobSpec FromProto(const v1::JobSpec& p) {
+  spec::JobSpec s;
+  s.name = p.name();
+  s.command.assign(p.command().begin(), p.command().end());
+  switch (p.tasks_case()) {
+    case v1::JobSpec::kFrames:
+      s.kind = spec::TaskKind::kFrames;
+      s.frames = p.frames().spec();
+      s.chunk = p.frames().chunk();
+      break;
+    case v1::JobSpec::kItems:
+      s.kind = spec::TaskKind::kItems;
+      s.items.assign(p.items().items().begin(), p.items().items().end());
+      break;
+    default:
+      s.kind = spec::TaskKind::kCount;
+      s.count = p.count();
+      break;
+  }
+  for (const auto& in : p.inputs()) s.inputs.push_back(spec::Input{"", in.path()});
+  s.outputs.assign(p.outputs().begin(), p.outputs().end());
+  s.resources = FromProto(p.resources());
+  s.max_attempts = p.max_attempts();
+  s.timeout_s = p.timeout_s();
+  return s;
+}
+
+v1::TaskParams ToProto(const spec::TaskParams& t) {
+  v1::TaskParams p;
+  p.set_index(t.index);
+  for (int64_t f : t.chunk.frames) p.add_frames(f);
+  p.set_frame_start(t.chunk.start);
+  p.set_frame_end(t.chunk.end);
+  p.set_frame_step(t.chunk.step);
+  p.set_item(t.item);
+  return p;
+}
+
+spec::TaskParams FromProto(const v1::TaskParams& p) {
+  spec::TaskParams t;
+  t.index = p.index();
+  t.chunk.frames.assign(p.frames().begin(), p.frames().end());
+  t.chunk.start = p.frame_start();
+  t.chunk.end = p.frame_end();
+  t.chunk.step = p.frame_step();
+  t.item = p.item();
+  return t;
+}
+
+}  // namespace idlepool::wire

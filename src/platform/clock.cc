@@ -1,0 +1,25 @@
+#include "platform/clock.h"
+
+#include <thread>
+
+namespace idlepool::platform {
+
+core::MonoTime RealClock::Now() const {
+  auto since = std::chrono::steady_clock::now().time_since_epoch();
+  return core::MonoTime(std::chrono::duration_cast<core::Millis>(since));
+}
+
+int64_t RealClock::WallMs() const {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+const Clock& SystemClock() {
+  static const RealClock clock;
+  return clock;
+}
+
+void SleepFor(std::chrono::milliseconds d) { std::this_thread::sleep_for(d); }
+
+}  // namespace idlepool::platform

@@ -1,0 +1,35 @@
+// The one place real time is read. Everything else takes a Clock& (or a `now` value) so tests
+// and the simulator can substitute their own time.
+//
+// Thread safety: RealClock is stateless and safe from any thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+#include "core/types.h"
+
+namespace idlepool::platform {
+
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  // Monotonic time for timeouts and leases; never jumps with wall-clock changes.
+  virtual core::MonoTime Now() const = 0;
+  // Wall-clock Unix time in milliseconds, for display and records only.
+  virtual int64_t WallMs() const = 0;
+};
+
+class RealClock final : public Clock {
+ public:
+  core::MonoTime Now() const override;
+  int64_t WallMs() const override;
+};
+
+// Process-wide real clock.
+const Clock& SystemClock();
+
+// Blocks the calling thread for `d`. The only sleep in the code base.
+void SleepFor(std::chrono::milliseconds d);
+
+}  // namespace idlepool::platform

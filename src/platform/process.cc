@@ -1,0 +1,281 @@
+#include "platform/process.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <deque>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace idlepool::platform {
+namespace {
+
+int PidfdOpen(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }
+
+// One captured stream: a head kept in the file, a tail ring kept in memory once the head cap is
+// reached.
+struct LogSink {
+  int fd = -1;
+  uint64_t head_cap = 0;
+  uint64_t tail_cap = 0;
+  uint64_t written = 0;
+  uint64_t dropped = 0;
+  std::string tail;  // last tail_cap bytes past the head
+
+  void Add(const char* data, size_t n) {
+    if (written < head_cap) {
+      size_t take = static_cast<size_t>(std::min<uint64_t>(n, head_cap - written));
+      WriteAll(data, take);
+      written += take;
+      data += take;
+      n -= take;
+    }
+    if (n == 0) return;
+    dropped += n;
+    tail.append(data, n);
+    if (tail.size() > tail_cap) tail.erase(0, tail.size() - tail_cap);
+  }
+  void Finish() {
+    if (dropped > 0) {
+      uint64_t lost = dropped - tail.size();
+      std::string note = absl::StrCat("\n[idlepool: ", lost, " bytes dropped; last ", tail.size(),
+                                      " bytes follow]\n");
+      WriteAll(note.data(), note.size());
+      WriteAll(tail.data(), tail.size());
+    }
+  }
+  void WriteAll(const char* data, size_t n) {
+    while (n > 0) {
+      ssize_t w = ::write(fd, data, n);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        return;  // a full disk must not stall the task; the log is best effort
+      }
+      data += w;
+      n -= static_cast<size_t>(w);
+    }
+  }
+};
+
+std::string ReadTail(const std::string& path, size_t max) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  off_t size = ::lseek(fd, 0, SEEK_END);
+  off_t start = size > static_cast<off_t>(max) ? size - static_cast<off_t>(max) : 0;
+  std::string out(static_cast<size_t>(size - start), '\0');
+  ssize_t n = ::pread(fd, out.data(), out.size(), start);
+  ::close(fd);
+  out.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Process>> Process::Start(const SpawnOptions& opts) {
+  if (opts.argv.empty() || opts.argv[0].empty()) {
+    return absl::InvalidArgumentError("empty command");
+  }
+  std::unique_ptr<Process> p(new Process());
+  p->stdout_path_ = opts.stdout_path;
+  p->stderr_path_ = opts.stderr_path;
+  p->head_cap_ = opts.log_head_bytes;
+  p->tail_cap_ = opts.log_tail_bytes;
+  p->out_log_ = ::open(opts.stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  p->err_log_ = ::open(opts.stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (p->out_log_ < 0 || p->err_log_ < 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot create log files in ", opts.cwd, ": ", std::strerror(errno)));
+  }
+  int out_pipe[2], err_pipe[2];
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0) return absl::InternalError("pipe2 failed");
+  if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
+    ::close(out_pipe[0]);
+    ::close(out_pipe[1]);
+    return absl::InternalError("pipe2 failed");
+  }
+
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, err_pipe[1], 2);
+  if (!opts.cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, opts.cwd.c_str());
+
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t empty, defaults;
+  sigemptyset(&empty);
+  sigemptyset(&defaults);
+  for (int s : {SIGPIPE, SIGINT, SIGTERM, SIGCHLD, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) {
+    sigaddset(&defaults, s);
+  }
+  posix_spawnattr_setsigmask(&attr, &empty);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setpgroup(&attr, 0);  // its own process group, so Kill reaches the whole tree
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+                                      POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_USEVFORK);
+
+  std::vector<char*> argv, envp;
+  for (const auto& a : opts.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  for (const auto& e : opts.env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+
+  pid_t pid = -1;
+  int rc = ::posix_spawnp(&pid, opts.argv[0].c_str(), &fa, &attr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  ::close(out_pipe[1]);
+  ::close(err_pipe[1]);
+  if (rc != 0) {
+    ::close(out_pipe[0]);
+    ::close(err_pipe[0]);
+    std::string why = absl::StrCat("cannot run '", opts.argv[0], "': ", std::strerror(rc));
+    if (rc == ENOENT || rc == EACCES || rc == ENOEXEC) return absl::NotFoundError(why);
+    return absl::InternalError(why);
+  }
+  p->pid_ = pid;
+  p->out_fd_ = out_pipe[0];
+  p->err_fd_ = err_pipe[0];
+  p->pidfd_ = PidfdOpen(pid);
+  return p;
+}
+
+ExitInfo Process::Wait(std::chrono::milliseconds timeout, std::chrono::milliseconds kill_grace) {
+  using SteadyClock = std::chrono::steady_clock;
+  ExitInfo info;
+  LogSink out{out_log_, head_cap_, tail_cap_};
+  LogSink err{err_log_, head_cap_, tail_cap_};
+  const auto start = SteadyClock::now();
+  std::optional<SteadyClock::time_point> deadline;
+  if (timeout.count() > 0) deadline = start + timeout;
+  std::optional<SteadyClock::time_point> hard_kill_at;
+  bool exited = false;
+  int status = 0;
+  char buf[64 * 1024];
+
+  while (out_fd_ >= 0 || err_fd_ >= 0 || !exited) {
+    struct pollfd fds[3];
+    int nfds = 0;
+    int out_i = -1, err_i = -1, pid_i = -1;
+    if (out_fd_ >= 0) { out_i = nfds; fds[nfds++] = {out_fd_, POLLIN, 0}; }
+    if (err_fd_ >= 0) { err_i = nfds; fds[nfds++] = {err_fd_, POLLIN, 0}; }
+    if (!exited && pidfd_ >= 0) { pid_i = nfds; fds[nfds++] = {pidfd_, POLLIN, 0}; }
+
+    int wait_ms = 200;  // also bounds how late a kill request without pidfd is noticed
+    auto now = SteadyClock::now();
+    if (deadline && !info.timed_out) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - now).count();
+      wait_ms = static_cast<int>(std::clamp<int64_t>(left, 0, wait_ms));
+    }
+    int n = nfds > 0 ? ::poll(fds, nfds, wait_ms) : 0;
+    if (n < 0 && errno != EINTR) break;
+
+    auto drain = [&](int& fd, int idx, LogSink& sink) {
+      if (idx < 0 || !(fds[idx].revents & (POLLIN | POLLHUP | POLLERR))) return;
+      ssize_t r = ::read(fd, buf, sizeof buf);
+      if (r > 0) {
+        sink.Add(buf, static_cast<size_t>(r));
+      } else if (r == 0 || (errno != EINTR && errno != EAGAIN)) {
+        ::close(fd);
+        fd = -1;
+      }
+    };
+    if (n > 0) {
+      drain(out_fd_, out_i, out);
+      drain(err_fd_, err_i, err);
+    }
+
+    if (!exited && (pid_i < 0 || (n > 0 && (fds[pid_i].revents & POLLIN)) || pidfd_ < 0)) {
+      pid_t r = ::waitpid(pid_, &status, pidfd_ >= 0 ? 0 : WNOHANG);
+      if (r == pid_) {
+        exited = true;
+        reaped_ = true;
+        // The leader is gone; anything it left behind in its group goes too, so no task ever
+        // outlives its attempt. The pgid cannot be reused while a member lives.
+        ::kill(-pid_, SIGKILL);
+      }
+    }
+
+    now = SteadyClock::now();
+    if (deadline && !info.timed_out && now >= *deadline && !exited) {
+      info.timed_out = true;
+      ::kill(-pid_, SIGTERM);
+      hard_kill_at = now + kill_grace;
+    }
+    if (hard_kill_at && now >= *hard_kill_at && !exited) {
+      ::kill(-pid_, SIGKILL);
+      hard_kill_at.reset();
+    }
+    if (exited && (out_fd_ >= 0 || err_fd_ >= 0) && n == 0) {
+      // Leader exited and the group was killed; pipes still open means a process outside the
+      // group (a daemon that called setsid) kept them. Stop waiting for it.
+      break;
+    }
+  }
+  if (out_fd_ >= 0) { ::close(out_fd_); out_fd_ = -1; }
+  if (err_fd_ >= 0) { ::close(err_fd_); err_fd_ = -1; }
+  out.Finish();
+  err.Finish();
+  info.killed = kill_requested_.load();
+  if (WIFEXITED(status)) {
+    info.exit_code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    info.signal = WTERMSIG(status);
+    info.exit_code = 128 + info.signal;
+  }
+  ::fsync(out_log_);
+  ::close(out_log_);
+  ::close(err_log_);
+  out_log_ = err_log_ = -1;
+  info.stderr_tail = ReadTail(stderr_path_, 2048);
+  if (info.stderr_tail.empty()) info.stderr_tail = ReadTail(stdout_path_, 2048);
+  return info;
+}
+
+void Process::Kill(int sig) {
+  kill_requested_ = true;
+  if (pid_ > 0) ::kill(-pid_, sig);
+}
+
+Process::~Process() {
+  if (pid_ > 0 && !reaped_) {
+    ::kill(-pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  for (int fd : {out_fd_, err_fd_, pidfd_, out_log_, err_log_}) {
+    if (fd >= 0) ::close(fd);
+  }
+}
+
+void IgnoreSigpipe() { ::signal(SIGPIPE, SIG_IGN); }
+
+void BlockTerminationSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+int WaitForTerminationSignal() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  int sig = 0;
+  while (sigwait(&set, &sig) != 0) {
+  }
+  return sig;
+}
+
+}  // namespace idlepool::platform

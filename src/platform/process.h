@@ -1,0 +1,90 @@
+// Running a task's command: its own process group, capped logs, whole-tree kill.
+//
+// Process::Start spawns argv (PATH lookup for a bare name, no shell) in a new process group with
+// the given environment and working directory, stdout and stderr captured through pipes.
+// Process::Wait pumps both pipes into log files until the command exits or the deadline passes,
+// and always leaves no member of the group running: after the leader exits, stragglers that
+// still hold the group are SIGKILLed.
+//
+// Thread safety: one thread calls Wait(); Kill() may be called from any thread at any time, also
+// before or after Wait(). Ownership: a Process owns its pipe and pidfd descriptors.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace idlepool::platform {
+
+struct SpawnOptions {
+  std::vector<std::string> argv;  // argv[0] is looked up in PATH when it has no '/'
+  std::vector<std::string> env;   // full environment, "KEY=VALUE"
+  std::string cwd;
+  std::string stdout_path;        // log files, created/truncated
+  std::string stderr_path;
+  // Bytes kept at the head of each log; beyond it output is still drained at full speed (a task
+  // printing gigabytes never blocks on its pipe) but only the last tail_bytes are kept and
+  // appended when the command ends, after a line saying how much was dropped.
+  uint64_t log_head_bytes = 8ull << 20;
+  uint64_t log_tail_bytes = 64ull << 10;
+};
+
+struct ExitInfo {
+  bool timed_out = false;
+  bool killed = false;       // ended by Kill()
+  int exit_code = -1;        // valid when signal == 0
+  int signal = 0;            // terminating signal, 0 if it exited
+  std::string stderr_tail;   // last few KiB of stderr (or stdout when stderr is empty)
+};
+
+class Process {
+ public:
+  ~Process();
+  Process(const Process&) = delete;
+  Process& operator=(const Process&) = delete;
+
+  // Errors: kNotFound when argv[0] cannot be found or executed, kInternal for spawn failures,
+  // kFailedPrecondition when the log files cannot be created.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<Process>> Start(const SpawnOptions& opts);
+
+  // Pumps logs until exit. `timeout` 0 means none; on timeout the group gets SIGTERM, then
+  // SIGKILL after `kill_grace`.
+  ExitInfo Wait(std::chrono::milliseconds timeout, std::chrono::milliseconds kill_grace);
+
+  // Sends `sig` to the whole process group (SIGKILL by default). Safe to call repeatedly.
+  void Kill(int sig = 9);
+
+  pid_t pid() const { return pid_; }
+
+ private:
+  Process() = default;
+  pid_t pid_ = -1;
+  int out_fd_ = -1;
+  int err_fd_ = -1;
+  int pidfd_ = -1;
+  int out_log_ = -1;
+  int err_log_ = -1;
+  std::string stdout_path_, stderr_path_;
+  uint64_t head_cap_ = 0;
+  uint64_t tail_cap_ = 0;
+  std::atomic<bool> reaped_{false};
+  std::atomic<bool> kill_requested_{false};
+};
+
+// Ignores SIGPIPE process-wide (gRPC and log pipes report EPIPE instead).
+void IgnoreSigpipe();
+
+// Blocks SIGINT and SIGTERM in the calling thread (call before starting other threads) and
+// returns when one arrives. Returns the signal number.
+int WaitForTerminationSignal();
+void BlockTerminationSignals();
+
+}  // namespace idlepool::platform

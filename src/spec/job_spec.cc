@@ -1,0 +1,1058 @@
+// Job specs: TOML reading, validation, expansion into tasks, command templates.
+//
+// Reading is split in two. ParseJobToml turns the TOML into a JobSpec, checking types, integer
+// ranges, unknown keys and everything that touches files (items_file, inputs). The semantic
+// rules (kinds, sizes, placeholders, paths) live in CheckSpec, which both Validate (for specs
+// that come over the wire) and ParseJobToml run; it reports a Problem naming a field, which
+// ParseJobToml maps back to a line and column in the file.
+
+#include <glob.h>
+#include <sys/stat.h>
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "spec/frames_internal.h"
+#include "spec/spec.h"
+
+namespace idlepool::spec {
+namespace {
+
+namespace fs = std::filesystem;
+using internal::ToAbsl;
+
+constexpr uint64_t kMaxJobFileBytes = kMaxItemsFileBytes;  // inline items make big files
+constexpr size_t kMaxNameBytes = 128;
+constexpr int64_t kU32Max = std::numeric_limits<uint32_t>::max();
+constexpr int64_t kI64Max = std::numeric_limits<int64_t>::max();
+
+constexpr std::string_view kTopKeys[] = {"name",    "command",    "frames", "chunk",
+                                         "items",   "items_file", "count",  "inputs",
+                                         "outputs", "resources",  "retry"};
+constexpr std::string_view kResourceKeys[] = {"cpus", "gpus", "memory_mb"};
+constexpr std::string_view kRetryKeys[] = {"max_attempts", "timeout_s"};
+constexpr std::string_view kKindKeys[] = {"frames", "items", "items_file", "count"};
+
+std::string Shorten(std::string_view s) {
+  constexpr size_t kMax = 80;
+  if (s.size() <= kMax) return std::string(s);
+  return absl::StrCat(ToAbsl(s.substr(0, kMax)), "...");
+}
+
+// ------------------------------------------------------------------------------------------
+// Command templates.
+
+constexpr std::string_view kPlaceholders[] = {"frame",      "frame_start", "frame_end",
+                                              "frame_step", "frames",      "item",
+                                              "index",      "task_dir",    "checkpoint_dir"};
+
+// A run of literal text (escapes already undone) or a placeholder name.
+struct Piece {
+  bool placeholder = false;
+  std::string_view text;
+};
+
+// Splits an argv template into pieces. "{{" and "}}" are literal braces.
+absl::Status ScanTemplate(std::string_view s, std::vector<Piece>& out) {
+  out.clear();
+  size_t literal_start = 0;
+  auto flush = [&](size_t end) {
+    if (end > literal_start) out.push_back({false, s.substr(literal_start, end - literal_start)});
+  };
+  size_t i = 0;
+  while (i < s.size()) {
+    const char c = s[i];
+    if (c != '{' && c != '}') {
+      ++i;
+      continue;
+    }
+    flush(i);
+    if (i + 1 < s.size() && s[i + 1] == c) {  // "{{" or "}}": one literal brace
+      out.push_back({false, s.substr(i, 1)});
+      i += 2;
+      literal_start = i;
+      continue;
+    }
+    if (c == '}') {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unbalanced '}' at offset ", i, " (write '}}' for a literal brace)"));
+    }
+    const size_t close = s.find_first_of("{}", i + 1);
+    if (close == std::string_view::npos || s[close] != '}') {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unbalanced '{' at offset ", i, " (write '{{' for a literal brace)"));
+    }
+    const std::string_view name = s.substr(i + 1, close - i - 1);
+    if (std::find(std::begin(kPlaceholders), std::end(kPlaceholders), name) ==
+        std::end(kPlaceholders)) {
+      std::vector<std::string> known;
+      for (std::string_view p : kPlaceholders) known.push_back(absl::StrCat("{", ToAbsl(p), "}"));
+      return absl::InvalidArgumentError(absl::StrCat("unknown placeholder '{", Shorten(name),
+                                                     "}'; known: ", absl::StrJoin(known, " "),
+                                                     " (write '{{' for a literal brace)"));
+    }
+    out.push_back({true, name});
+    i = close + 1;
+    literal_start = i;
+  }
+  flush(s.size());
+  return absl::OkStatus();
+}
+
+// ------------------------------------------------------------------------------------------
+// Semantic checks shared by Validate and ParseJobToml.
+
+struct Problem {
+  absl::StatusCode code = absl::StatusCode::kInvalidArgument;
+  std::string field;     // "chunk", "resources.cpus"
+  int64_t element = -1;  // index into an array field, to point at it in a TOML file
+  std::string message;
+};
+using MaybeProblem = std::optional<Problem>;
+
+Problem Bad(std::string field, std::string message, int64_t element = -1,
+            absl::StatusCode code = absl::StatusCode::kInvalidArgument) {
+  return Problem{code, std::move(field), element, std::move(message)};
+}
+
+std::string Element(size_t i, std::string_view value) {
+  return absl::StrCat("element [", i, "] '", Shorten(value), "'");
+}
+
+bool ValidNameChar(char c) {
+  return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+}
+
+MaybeProblem CheckName(const std::string& name) {
+  if (name.empty() || name.size() > kMaxNameBytes ||
+      !std::all_of(name.begin(), name.end(), ValidNameChar)) {
+    return Bad("name",
+               absl::StrCat("'", Shorten(name),
+                            "' is not a valid job name: use 1 to 128 of A-Z a-z 0-9 . _ -"));
+  }
+  // The name may become a directory name; these two would escape it.
+  if (name == "." || name == "..") {
+    return Bad("name", absl::StrCat("'", name, "' is not a valid job name"));
+  }
+  return std::nullopt;
+}
+
+// A path relative to the task dir that cannot leave it.
+std::optional<std::string> RelativePathError(std::string_view path) {
+  if (path.empty()) return "is empty";
+  if (path.find('\0') != std::string_view::npos) return "contains a NUL byte";
+  if (path.front() == '/') return "must be relative to the task dir, not absolute";
+  for (absl::string_view part : absl::StrSplit(ToAbsl(path), '/')) {
+    if (part == "..") return "must not contain '..'";
+  }
+  return std::nullopt;
+}
+
+MaybeProblem CheckTasks(const JobSpec& spec) {
+  const char* kind_name = spec.kind == TaskKind::kFrames  ? "frames"
+                          : spec.kind == TaskKind::kItems ? "items"
+                                                          : "count";
+  auto not_for_kind = [&](const char* field) {
+    return Bad(field, absl::StrCat("must not be set in a '", kind_name, "' job"));
+  };
+  if (spec.kind != TaskKind::kFrames) {
+    if (!spec.frames.empty()) return not_for_kind("frames");
+    if (spec.chunk != 1) return Bad("chunk", "only applies to 'frames' jobs");
+  }
+  if (spec.kind != TaskKind::kItems && !spec.items.empty()) return not_for_kind("items");
+  if (spec.kind != TaskKind::kCount && spec.count != 0) return not_for_kind("count");
+
+  switch (spec.kind) {
+    case TaskKind::kFrames: {
+      if (spec.chunk == 0) return Bad("chunk", "must be a positive integer, got 0");
+      absl::StatusOr<uint64_t> n = internal::CountChunks(spec.frames, spec.chunk, kMaxTasks);
+      if (!n.ok()) return Bad("frames", std::string(n.status().message()), -1, n.status().code());
+      return std::nullopt;
+    }
+    case TaskKind::kItems:
+      if (spec.items.empty()) return Bad("items", "must list at least one item");
+      if (spec.items.size() > kMaxTasks) {
+        return Bad("items",
+                   absl::StrCat(spec.items.size(), " items, over the limit of ", kMaxTasks), -1,
+                   absl::StatusCode::kResourceExhausted);
+      }
+      for (size_t i = 0; i < spec.items.size(); ++i) {
+        const std::string& item = spec.items[i];
+        if (item.empty()) return Bad("items", absl::StrCat("item [", i, "] is empty"), i);
+        if (item.size() > kMaxItemBytes) {
+          return Bad("items",
+                     absl::StrCat("item [", i, "] is ", item.size(), " bytes, over the limit of ",
+                                  kMaxItemBytes),
+                     i, absl::StatusCode::kResourceExhausted);
+        }
+        if (item.find('\0') != std::string::npos) {
+          return Bad("items", absl::StrCat("item [", i, "] contains a NUL byte"), i);
+        }
+      }
+      return std::nullopt;
+    case TaskKind::kCount:
+      if (spec.count == 0) return Bad("count", "must be a positive integer, got 0");
+      if (spec.count > kMaxTasks) {
+        return Bad("count", absl::StrCat(spec.count, " tasks, over the limit of ", kMaxTasks), -1,
+                   absl::StatusCode::kResourceExhausted);
+      }
+      return std::nullopt;
+  }
+  return Bad("kind", "unknown task kind");
+}
+
+bool Uses(const std::vector<std::vector<Piece>>& pieces, std::string_view name,
+          size_t* first = nullptr) {
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    for (const Piece& p : pieces[i]) {
+      if (p.placeholder && p.text == name) {
+        if (first != nullptr) *first = i;
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+// Placeholders must exist and fit the job's kind. Assumes CheckTasks passed.
+MaybeProblem CheckCommand(const JobSpec& spec) {
+  if (spec.command.empty()) return Bad("command", "must not be empty");
+  if (spec.command[0].empty()) return Bad("command", "the program (element [0]) is empty", 0);
+  std::vector<std::vector<Piece>> pieces(spec.command.size());
+  for (size_t i = 0; i < spec.command.size(); ++i) {
+    const std::string& arg = spec.command[i];
+    if (arg.find('\0') != std::string::npos) {
+      return Bad("command", absl::StrCat(Element(i, arg), ": contains a NUL byte"), i);
+    }
+    if (absl::Status s = ScanTemplate(arg, pieces[i]); !s.ok()) {
+      return Bad("command", absl::StrCat(Element(i, arg), ": ", s.message()), i);
+    }
+    for (const Piece& p : pieces[i]) {
+      if (!p.placeholder) continue;
+      const bool frame_placeholder =
+          p.text == "frame" || p.text == "frames" || p.text.starts_with("frame_");
+      if (frame_placeholder && spec.kind != TaskKind::kFrames) {
+        return Bad(
+            "command",
+            absl::StrCat(Element(i, arg), ": {", ToAbsl(p.text), "} is only for 'frames' jobs"), i);
+      }
+      if (p.text == "frame" && spec.chunk != 1) {
+        return Bad(
+            "command",
+            absl::StrCat(Element(i, arg), ": {frame} needs chunk = 1, but chunk = ", spec.chunk,
+                         " gives each task several frames; use {frame_start}, "
+                         "{frame_end} and {frame_step}, or {frames}"),
+            i);
+      }
+      if (p.text == "item" && spec.kind != TaskKind::kItems) {
+        return Bad(
+            "command",
+            absl::StrCat(Element(i, arg), ": {item} is only for 'items' or 'items_file' jobs"), i);
+      }
+    }
+  }
+
+  // A command given only the first and last frame renders every frame in between. That is
+  // right only when each chunk has step 1; otherwise it would render frames outside the spec
+  // ("1-100x10" chunk 4 would render 1..31 in its first task).
+  size_t bounds_element = 0;
+  const bool bounds =
+      Uses(pieces, "frame_start", &bounds_element) || Uses(pieces, "frame_end", &bounds_element);
+  if (spec.kind == TaskKind::kFrames && spec.chunk > 1 && bounds && !Uses(pieces, "frame_step")) {
+    std::optional<FrameChunk> stepped;
+    absl::Status s = internal::ForEachChunk(spec.frames, spec.chunk, [&](const FrameChunk& c) {
+      if (c.step == 1) return true;
+      stepped = c;
+      return false;
+    });
+    if (!s.ok()) return Bad("frames", std::string(s.message()), -1, s.code());
+    if (stepped.has_value()) {
+      return Bad("command",
+                 absl::StrCat(Element(bounds_element, spec.command[bounds_element]),
+                              ": the chunks of frame spec '", Shorten(spec.frames),
+                              "' are stepped (the chunk ", stepped->start, "..", stepped->end,
+                              " has step ", stepped->step,
+                              "), but the command passes {frame_start}/{frame_end} without "
+                              "{frame_step}, so it would run frames that are not in the spec; "
+                              "pass {frame_step} too, or set chunk = 1"),
+                 bounds_element);
+    }
+  }
+  return std::nullopt;
+}
+
+MaybeProblem CheckSpec(const JobSpec& spec) {
+  if (MaybeProblem p = CheckName(spec.name)) return p;
+  if (MaybeProblem p = CheckTasks(spec)) return p;
+  if (spec.resources.cpus == 0) return Bad("resources.cpus", "must be a positive integer, got 0");
+  if (spec.max_attempts == 0) {
+    return Bad("retry.max_attempts", "must be a positive integer, got 0");
+  }
+  for (size_t i = 0; i < spec.outputs.size(); ++i) {
+    if (auto why = RelativePathError(spec.outputs[i])) {
+      return Bad("outputs", absl::StrCat(Element(i, spec.outputs[i]), ": ", *why), i);
+    }
+  }
+  if (spec.inputs.size() > kMaxInputFiles) {
+    return Bad("inputs",
+               absl::StrCat(spec.inputs.size(), " files, over the limit of ", kMaxInputFiles), -1,
+               absl::StatusCode::kResourceExhausted);
+  }
+  std::unordered_map<std::string_view, size_t> staged;
+  for (size_t i = 0; i < spec.inputs.size(); ++i) {
+    const std::string& path = spec.inputs[i].path;
+    std::optional<std::string> why = RelativePathError(path);
+    if (!why.has_value()) {
+      for (absl::string_view part : absl::StrSplit(ToAbsl(path), '/')) {
+        if (part.empty() || part == ".") why = "must be a normalized path (no '.' or '//')";
+      }
+    }
+    // Inputs are expanded from the TOML entries, so no element index maps back to the file.
+    if (why.has_value()) {
+      return Bad("inputs", absl::StrCat("staged path [", i, "] '", Shorten(path), "' ", *why));
+    }
+    if (auto [it, inserted] = staged.emplace(path, i); !inserted) {
+      return Bad("inputs", absl::StrCat("staged paths [", it->second, "] and [", i, "] are both '",
+                                        Shorten(path), "'"));
+    }
+  }
+  return CheckCommand(spec);
+}
+
+// ------------------------------------------------------------------------------------------
+// TOML reading.
+
+struct Ctx {
+  std::string file;  // for messages
+  fs::path base;     // absolute, normalized: relative paths resolve against it
+};
+
+std::string Where(const Ctx& ctx, const toml::source_region& r) {
+  return absl::StrCat(ctx.file, ":", r.begin.line, ":", r.begin.column);
+}
+
+absl::Status KeyError(const Ctx& ctx, const toml::source_region& where, std::string_view key,
+                      std::string_view message,
+                      absl::StatusCode code = absl::StatusCode::kInvalidArgument) {
+  return absl::Status(
+      code, absl::StrCat(Where(ctx, where), ": key '", ToAbsl(key), "': ", ToAbsl(message)));
+}
+
+std::string Describe(const toml::node& n) {
+  switch (n.type()) {
+    case toml::node_type::integer:
+      return absl::StrCat(*n.value<int64_t>());
+    case toml::node_type::floating_point:
+      return absl::StrCat("the float ", *n.value<double>());
+    case toml::node_type::string:
+      return absl::StrCat("the string \"", Shorten(*n.value<std::string_view>()), "\"");
+    case toml::node_type::boolean:
+      return *n.value<bool>() ? "true" : "false";
+    case toml::node_type::array:
+      return "an array";
+    case toml::node_type::table:
+      return "a table";
+    default:
+      return "a date/time";
+  }
+}
+
+const toml::key* KeyOf(const toml::table& t, std::string_view name) {
+  auto it = t.find(name);
+  return it == t.end() ? nullptr : &it->first;
+}
+
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+template <size_t N>
+bool Contains(const std::string_view (&list)[N], std::string_view s) {
+  return std::find(std::begin(list), std::end(list), s) != std::end(list);
+}
+
+// Refuses keys not in `allowed`, reporting the first one in file order.
+template <size_t N>
+absl::Status CheckKeys(const Ctx& ctx, const toml::table& t, std::string_view prefix,
+                       const std::string_view (&allowed)[N]) {
+  const toml::key* first = nullptr;
+  for (auto&& [k, v] : t) {
+    if (Contains(allowed, k.str())) continue;
+    auto before = [](const toml::source_position& a, const toml::source_position& b) {
+      return a.line != b.line ? a.line < b.line : a.column < b.column;
+    };
+    if (first == nullptr || before(k.source().begin, first->source().begin)) first = &k;
+  }
+  if (first == nullptr) return absl::OkStatus();
+  const std::string_view name = first->str();
+  std::string hint;
+  for (std::string_view a : allowed) {
+    if (EditDistance(name, a) <= 2) {
+      hint = absl::StrCat(" (did you mean '", ToAbsl(a), "'?)");
+      break;
+    }
+  }
+  if (hint.empty() && prefix.empty()) {
+    if (Contains(kResourceKeys, name)) hint = " (it belongs under [resources])";
+    if (Contains(kRetryKeys, name)) hint = " (it belongs under [retry])";
+  }
+  if (hint.empty() && !prefix.empty() && Contains(kTopKeys, name)) {
+    // Every key after a [table] header belongs to that table.
+    hint = absl::StrCat(" (keys after the [", ToAbsl(prefix.substr(0, prefix.size() - 1)),
+                        "] header belong to that table; move '", ToAbsl(name), "' above it)");
+  }
+  std::vector<std::string> allowed_list(std::begin(allowed), std::end(allowed));
+  return absl::InvalidArgumentError(
+      absl::StrCat(Where(ctx, first->source()), ": unknown key '", ToAbsl(prefix), ToAbsl(name),
+                   "'", hint, "; allowed here: ", absl::StrJoin(allowed_list, ", ")));
+}
+
+// Reads an optional integer in [min, max] into `out`; leaves `out` alone when absent.
+template <typename T>
+absl::Status ReadInt(const Ctx& ctx, const toml::table& t, std::string_view key,
+                     std::string_view full_key, int64_t min, int64_t max, T& out) {
+  const toml::node* n = t.get(key);
+  if (n == nullptr) return absl::OkStatus();
+  const char* what = min == 1 ? "a positive integer" : "a non-negative integer";
+  if (!n->is_integer()) {
+    return KeyError(ctx, n->source(), full_key,
+                    absl::StrCat("must be ", what, ", got ", Describe(*n)));
+  }
+  const int64_t v = n->as_integer()->get();
+  if (v < min) {
+    return KeyError(ctx, n->source(), full_key, absl::StrCat("must be ", what, ", got ", v));
+  }
+  if (v > max) {
+    return KeyError(ctx, n->source(), full_key, absl::StrCat("must be at most ", max, ", got ", v));
+  }
+  out = static_cast<T>(v);
+  return absl::OkStatus();
+}
+
+absl::Status ReadString(const Ctx& ctx, const toml::table& t, std::string_view key,
+                        std::string& out) {
+  const toml::node* n = t.get(key);
+  if (n == nullptr) return absl::OkStatus();
+  if (!n->is_string()) {
+    return KeyError(ctx, n->source(), key, absl::StrCat("must be a string, got ", Describe(*n)));
+  }
+  out = n->as_string()->get();
+  return absl::OkStatus();
+}
+
+absl::Status ReadStringArray(const Ctx& ctx, const toml::table& t, std::string_view key,
+                             std::vector<std::string>& out) {
+  const toml::node* n = t.get(key);
+  if (n == nullptr) return absl::OkStatus();
+  const toml::array* arr = n->as_array();
+  if (arr == nullptr) {
+    return KeyError(ctx, n->source(), key,
+                    absl::StrCat("must be an array of strings, got ", Describe(*n)));
+  }
+  out.clear();
+  out.reserve(arr->size());
+  for (size_t i = 0; i < arr->size(); ++i) {
+    const toml::node& el = *arr->get(i);
+    if (!el.is_string()) {
+      return KeyError(ctx, el.source(), key,
+                      absl::StrCat("element [", i, "] must be a string, got ", Describe(el)));
+    }
+    out.push_back(el.as_string()->get());
+  }
+  return absl::OkStatus();
+}
+
+const toml::table* SubTable(const toml::table& root, std::string_view key) {
+  const toml::node* n = root.get(key);
+  return n == nullptr ? nullptr : n->as_table();
+}
+
+fs::path Resolve(const Ctx& ctx, const std::string& entry) {
+  const fs::path p(entry);
+  return (p.is_absolute() ? p : ctx.base / p).lexically_normal();
+}
+
+// Reads a whole regular file of at most `limit` bytes. The size is checked with stat() first, so
+// a huge file is refused without reading any of it; the read also stops past the limit in case
+// the file grows meanwhile. Messages name the file; callers add the context.
+absl::StatusOr<std::string> ReadSmallFile(const fs::path& path, uint64_t limit,
+                                          std::string_view what) {
+  const std::string name = path.string();
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    const int err = errno;
+    if (err == ENOENT || err == ENOTDIR) {
+      return absl::NotFoundError(absl::StrCat("no such file '", name, "'"));
+    }
+    return absl::Status(
+        absl::ErrnoToStatusCode(err),
+        absl::StrCat("cannot read '", name, "': ", std::generic_category().message(err)));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrCat("'", name, "' is not a regular file"));
+  }
+  if (static_cast<uint64_t>(st.st_size) > limit) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("'", name, "' is ", st.st_size, " bytes, over the limit of ", limit,
+                     " bytes (", limit >> 20, " MiB) for ", ToAbsl(what)));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::PermissionDeniedError(absl::StrCat("cannot open '", name, "'"));
+  }
+  std::string data;
+  data.reserve(static_cast<size_t>(st.st_size));
+  std::vector<char> buf(64 * 1024);
+  while (true) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    data.append(buf.data(), static_cast<size_t>(in.gcount()));
+    if (data.size() > limit) {
+      return absl::ResourceExhaustedError(absl::StrCat("'", name, "' grew past the limit of ",
+                                                       limit, " bytes for ", ToAbsl(what),
+                                                       " while it was read"));
+    }
+    if (!in) break;
+  }
+  if (in.bad()) return absl::DataLossError(absl::StrCat("error reading '", name, "'"));
+  return data;
+}
+
+// Items: one per line; blank lines skipped; "\r\n" endings accepted.
+absl::Status ReadItemsFile(const Ctx& ctx, const toml::node& n, std::vector<std::string>& out) {
+  const std::string& entry = n.as_string()->get();
+  auto fail = [&](absl::StatusCode code, std::string_view msg) {
+    return KeyError(ctx, n.source(), "items_file", msg, code);
+  };
+  if (entry.empty()) return fail(absl::StatusCode::kInvalidArgument, "must not be empty");
+  const fs::path path = Resolve(ctx, entry);
+  absl::StatusOr<std::string> data = ReadSmallFile(path, kMaxItemsFileBytes, "an items file");
+  if (!data.ok()) return fail(data.status().code(), std::string(data.status().message()));
+
+  out.clear();
+  size_t line_no = 0;
+  for (absl::string_view line : absl::StrSplit(*data, '\n')) {
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (absl::StripAsciiWhitespace(line).empty()) continue;
+    auto at = [&] { return absl::StrCat("'", entry, "' line ", line_no); };
+    if (line.size() > kMaxItemBytes) {
+      return fail(absl::StatusCode::kResourceExhausted,
+                  absl::StrCat(at(), ": the item is ", line.size(), " bytes, over the limit of ",
+                               kMaxItemBytes));
+    }
+    if (line.find('\0') != absl::string_view::npos) {
+      return fail(absl::StatusCode::kInvalidArgument,
+                  absl::StrCat(at(), ": contains a NUL byte (is it a text file?)"));
+    }
+    if (out.size() == kMaxTasks) {
+      return fail(
+          absl::StatusCode::kResourceExhausted,
+          absl::StrCat("'", entry, "' lists more than ", kMaxTasks, " items, over the task limit"));
+    }
+    out.emplace_back(line);
+  }
+  if (out.empty()) {
+    return fail(absl::StatusCode::kInvalidArgument,
+                absl::StrCat("'", path.string(), "' lists no items (it has no non-blank line)"));
+  }
+  return absl::OkStatus();
+}
+
+bool HasGlobMeta(std::string_view s) { return s.find_first_of("*?[") != std::string_view::npos; }
+
+std::string EscapeGlob(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') out.push_back('\\');
+    out.push_back(c);
+  }
+  return out;
+}
+
+// Lexically normal, without a trailing '/': "a/b/" would otherwise have parent "a/b".
+fs::path Normal(const fs::path& p) {
+  fs::path n = p.lexically_normal();
+  if (!n.has_filename() && n != n.root_path()) n = n.parent_path();
+  return n;
+}
+
+// Expands `inputs` entries into files and their staged paths.
+class InputExpander {
+ public:
+  explicit InputExpander(const Ctx& ctx) : ctx_(ctx) {}
+
+  absl::Status Expand(const toml::node& n, std::vector<Input>& out) {
+    const toml::array* arr = n.as_array();
+    if (arr == nullptr) {
+      return KeyError(ctx_, n.source(), "inputs",
+                      absl::StrCat("must be an array of strings, got ", Describe(n)));
+    }
+    for (size_t i = 0; i < arr->size(); ++i) {
+      const toml::node& el = *arr->get(i);
+      if (!el.is_string()) {
+        return KeyError(ctx_, el.source(), "inputs",
+                        absl::StrCat("element [", i, "] must be a string, got ", Describe(el)));
+      }
+      if (absl::Status s = ExpandEntry(el, out); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Status Fail(const toml::node& el, absl::StatusCode code, std::string_view msg) {
+    return KeyError(ctx_, el.source(), "inputs", msg, code);
+  }
+
+  absl::Status ExpandEntry(const toml::node& el, std::vector<Input>& out) {
+    const std::string& entry = el.as_string()->get();
+    if (entry.empty()) return Fail(el, absl::StatusCode::kInvalidArgument, "an entry is empty");
+    const fs::path abs = Resolve(ctx_, entry);
+    std::vector<fs::path> matches;
+    if (HasGlobMeta(entry)) {
+      // The job dir's own name may hold glob characters; only the entry is a pattern.
+      const std::string pattern = fs::path(entry).is_absolute()
+                                      ? entry
+                                      : absl::StrCat(EscapeGlob(ctx_.base.string()), "/", entry);
+      glob_t g{};
+      const int rc = ::glob(pattern.c_str(), 0, nullptr, &g);
+      if (rc == 0) {
+        for (size_t i = 0; i < g.gl_pathc; ++i) matches.push_back(Normal(g.gl_pathv[i]));
+      }
+      globfree(&g);
+      if (rc == GLOB_NOMATCH) {
+        return Fail(el, absl::StatusCode::kNotFound,
+                    absl::StrCat("'", entry, "' matches no file (pattern '", abs.string(), "')"));
+      }
+      if (rc != 0) {
+        return Fail(el, absl::StatusCode::kUnknown,
+                    absl::StrCat("cannot expand '", entry, "' (glob error ", rc, ")"));
+      }
+    } else {
+      matches.push_back(Normal(abs));
+    }
+
+    for (const fs::path& m : matches) {
+      std::error_code ec;
+      const fs::file_status st = fs::status(m, ec);  // follows symlinks
+      if (st.type() == fs::file_type::not_found) {
+        return Fail(
+            el, absl::StatusCode::kNotFound,
+            absl::StrCat("no such file or directory '", m.string(), "' (entry '", entry, "')"));
+      }
+      if (ec) {
+        return Fail(el, absl::ErrnoToStatusCode(ec.value()),
+                    absl::StrCat("cannot read '", m.string(), "': ", ec.message()));
+      }
+      // Outside the job dir, a file is staged relative to the matched path's parent: a file
+      // by its base name, a directory with its own name and tree.
+      const fs::path root = m.parent_path();
+      if (fs::is_regular_file(st)) {
+        if (absl::Status s = Add(el, m, root, out); !s.ok()) return s;
+      } else if (fs::is_directory(st)) {
+        if (absl::Status s = AddDirectory(el, m, root, out); !s.ok()) return s;
+      } else {
+        return Fail(el, absl::StatusCode::kInvalidArgument,
+                    absl::StrCat("'", m.string(), "' is not a regular file or directory"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status AddDirectory(const toml::node& el, const fs::path& dir, const fs::path& root,
+                            std::vector<Input>& out) {
+    std::vector<fs::path> files;
+    std::error_code ec;
+    // Symlinks to directories are not followed (no cycles); symlinks to files are.
+    for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+      std::error_code fe;
+      if (it->is_regular_file(fe)) files.push_back(it->path());
+      if (out.size() + files.size() > kMaxInputFiles) return TooMany(el);
+    }
+    if (ec) {
+      return Fail(el, absl::ErrnoToStatusCode(ec.value()),
+                  absl::StrCat("cannot list '", dir.string(), "': ", ec.message()));
+    }
+    std::sort(files.begin(), files.end());  // directory order is not deterministic
+    for (const fs::path& f : files) {
+      if (absl::Status s = Add(el, f, root, out); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status TooMany(const toml::node& el) {
+    return Fail(el, absl::StatusCode::kResourceExhausted,
+                absl::StrCat("more than ", kMaxInputFiles, " input files"));
+  }
+
+  absl::Status Add(const toml::node& el, const fs::path& file, const fs::path& root,
+                   std::vector<Input>& out) {
+    fs::path rel = file.lexically_relative(ctx_.base);
+    const bool inside = !rel.empty() && rel != "." && *rel.begin() != "..";
+    if (!inside) rel = file.lexically_relative(root);
+    std::string path = rel.generic_string();
+    std::string source = file.string();
+    auto [it, inserted] = staged_.emplace(path, source);
+    if (!inserted) {
+      if (it->second == source) return absl::OkStatus();  // the same file listed twice
+      return Fail(el, absl::StatusCode::kInvalidArgument,
+                  absl::StrCat("'", it->second, "' and '", source, "' would both be staged as '",
+                               path, "'"));
+    }
+    if (out.size() >= kMaxInputFiles) return TooMany(el);
+    out.push_back(Input{std::move(source), std::move(path)});
+    return absl::OkStatus();
+  }
+
+  const Ctx& ctx_;
+  std::unordered_map<std::string, std::string> staged_;  // staged path -> source
+};
+
+// The default job name: the file's stem, with characters a name may not hold replaced.
+std::string DefaultName(const std::string& file_name) {
+  std::string name = fs::path(file_name).stem().string();
+  for (char& c : name) {
+    if (!ValidNameChar(c)) c = '_';
+  }
+  if (name.size() > kMaxNameBytes) name.resize(kMaxNameBytes);
+  if (name.empty() || name == "." || name == "..") name = "job";
+  return name;
+}
+
+absl::Status Locate(const Ctx& ctx, const toml::table& root, const Problem& p) {
+  std::string key = p.field;
+  const toml::node* n = toml::at_path(root, p.field).node();
+  if (n == nullptr && p.field == "items" && root.get("items_file") != nullptr) {
+    key = "items_file";
+    n = root.get("items_file");
+  }
+  if (n != nullptr && p.element >= 0 && n->is_array() &&
+      static_cast<size_t>(p.element) < n->as_array()->size()) {
+    n = n->as_array()->get(static_cast<size_t>(p.element));
+  }
+  const std::string where = n != nullptr ? Where(ctx, n->source()) : ctx.file;
+  return absl::Status(p.code, absl::StrCat(where, ": key '", key, "': ", p.message));
+}
+
+absl::StatusOr<JobSpec> ReadJob(const Ctx& ctx, const toml::table& root) {
+  if (absl::Status s = CheckKeys(ctx, root, "", kTopKeys); !s.ok()) return s;
+  const toml::table* resources = SubTable(root, "resources");
+  const toml::table* retry = SubTable(root, "retry");
+  for (std::string_view key : {"resources", "retry"}) {
+    const toml::node* n = root.get(key);
+    if (n != nullptr && !n->is_table()) {
+      return KeyError(ctx, n->source(), key,
+                      absl::StrCat("must be a table ([", ToAbsl(key), "]), got ", Describe(*n)));
+    }
+  }
+  if (resources != nullptr) {
+    if (absl::Status s = CheckKeys(ctx, *resources, "resources.", kResourceKeys); !s.ok()) return s;
+  }
+  if (retry != nullptr) {
+    if (absl::Status s = CheckKeys(ctx, *retry, "retry.", kRetryKeys); !s.ok()) return s;
+  }
+
+  JobSpec spec;
+  spec.name = DefaultName(ctx.file);
+  if (absl::Status s = ReadString(ctx, root, "name", spec.name); !s.ok()) return s;
+
+  if (root.get("command") == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(ctx.file,
+                     ": missing required key 'command' (the program and its arguments, "
+                     "e.g. command = [\"povray\", \"+SF{frame_start}\"])"));
+  }
+  if (absl::Status s = ReadStringArray(ctx, root, "command", spec.command); !s.ok()) return s;
+
+  // Exactly one way to split the job into tasks.
+  std::vector<const toml::key*> kinds;
+  for (std::string_view k : kKindKeys) {
+    if (const toml::key* key = KeyOf(root, k)) kinds.push_back(key);
+  }
+  if (kinds.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(ctx.file,
+                     ": missing one of the keys 'frames', 'items', 'items_file', 'count' "
+                     "(how the job is split into tasks)"));
+  }
+  if (kinds.size() > 1) {
+    std::sort(kinds.begin(), kinds.end(), [](const toml::key* a, const toml::key* b) {
+      const auto& pa = a->source().begin;
+      const auto& pb = b->source().begin;
+      return pa.line != pb.line ? pa.line < pb.line : pa.column < pb.column;
+    });
+    return KeyError(ctx, kinds[1]->source(), kinds[1]->str(),
+                    absl::StrCat("only one of 'frames', 'items', 'items_file', 'count' may be "
+                                 "given, and '",
+                                 ToAbsl(kinds[0]->str()), "' is already given at line ",
+                                 kinds[0]->source().begin.line));
+  }
+  const std::string_view kind = kinds[0]->str();
+  if (const toml::key* chunk = KeyOf(root, "chunk"); chunk != nullptr && kind != "frames") {
+    return KeyError(
+        ctx, chunk->source(), "chunk",
+        absl::StrCat("only applies to 'frames' jobs, and this job uses '", ToAbsl(kind), "'"));
+  }
+  if (kind == "frames") {
+    spec.kind = TaskKind::kFrames;
+    if (absl::Status s = ReadString(ctx, root, "frames", spec.frames); !s.ok()) return s;
+    if (absl::Status s = ReadInt(ctx, root, "chunk", "chunk", 1, kU32Max, spec.chunk); !s.ok()) {
+      return s;
+    }
+  } else if (kind == "items") {
+    spec.kind = TaskKind::kItems;
+    if (absl::Status s = ReadStringArray(ctx, root, "items", spec.items); !s.ok()) return s;
+  } else if (kind == "items_file") {
+    spec.kind = TaskKind::kItems;
+    const toml::node& n = *root.get("items_file");
+    if (!n.is_string()) {
+      return KeyError(ctx, n.source(), "items_file",
+                      absl::StrCat("must be a string (a file path), got ", Describe(n)));
+    }
+    if (absl::Status s = ReadItemsFile(ctx, n, spec.items); !s.ok()) return s;
+  } else {
+    spec.kind = TaskKind::kCount;
+    if (absl::Status s = ReadInt(ctx, root, "count", "count", 1, kI64Max, spec.count); !s.ok()) {
+      return s;
+    }
+  }
+
+  if (const toml::node* n = root.get("inputs")) {
+    InputExpander expander(ctx);
+    if (absl::Status s = expander.Expand(*n, spec.inputs); !s.ok()) return s;
+  }
+  if (absl::Status s = ReadStringArray(ctx, root, "outputs", spec.outputs); !s.ok()) return s;
+
+  if (resources != nullptr) {
+    core::Resources& r = spec.resources;
+    if (absl::Status s = ReadInt(ctx, *resources, "cpus", "resources.cpus", 1, kU32Max, r.cpus);
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = ReadInt(ctx, *resources, "gpus", "resources.gpus", 0, kU32Max, r.gpus);
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s =
+            ReadInt(ctx, *resources, "memory_mb", "resources.memory_mb", 0, kI64Max, r.memory_mb);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (retry != nullptr) {
+    if (absl::Status s = ReadInt(ctx, *retry, "max_attempts", "retry.max_attempts", 1, kU32Max,
+                                 spec.max_attempts);
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s =
+            ReadInt(ctx, *retry, "timeout_s", "retry.timeout_s", 0, kU32Max, spec.timeout_s);
+        !s.ok()) {
+      return s;
+    }
+  }
+
+  if (MaybeProblem p = CheckSpec(spec)) return Locate(ctx, root, *p);
+  return spec;
+}
+
+}  // namespace
+
+absl::StatusOr<JobSpec> ParseJobToml(std::string_view toml_text, const std::string& file_name,
+                                     const std::string& base_dir) {
+  Ctx ctx;
+  ctx.file = file_name;
+  std::error_code ec;
+  fs::path base = fs::absolute(base_dir.empty() ? fs::path(".") : fs::path(base_dir), ec);
+  if (ec) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(file_name, ": cannot resolve the directory '", base_dir, "': ", ec.message()));
+  }
+  base = base.lexically_normal();
+  if (!base.has_filename() && base != base.root_path()) base = base.parent_path();  // "a/b/"
+  ctx.base = base;
+
+#if TOML_EXCEPTIONS
+  toml::table root;
+  try {
+    root = toml::parse(toml_text, file_name);
+  } catch (const toml::parse_error& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Where(ctx, e.source()), ": TOML syntax error: ", ToAbsl(e.description())));
+  }
+#else
+  toml::parse_result parsed = toml::parse(toml_text, file_name);
+  if (!parsed) {
+    const toml::parse_error& e = parsed.error();
+    return absl::InvalidArgumentError(
+        absl::StrCat(Where(ctx, e.source()), ": TOML syntax error: ", ToAbsl(e.description())));
+  }
+  toml::table root = std::move(parsed).table();
+#endif
+  return ReadJob(ctx, root);
+}
+
+absl::StatusOr<JobSpec> ParseJobFile(const std::string& path) {
+  absl::StatusOr<std::string> text = ReadSmallFile(path, kMaxJobFileBytes, "a job file");
+  if (!text.ok()) {
+    return absl::Status(text.status().code(), absl::StrCat(path, ": ", text.status().message()));
+  }
+  std::error_code ec;
+  const fs::path dir = fs::absolute(fs::path(path), ec).parent_path();
+  if (ec) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": cannot resolve: ", ec.message()));
+  }
+  return ParseJobToml(*text, path, dir.string());
+}
+
+absl::Status Validate(const JobSpec& spec) {
+  if (MaybeProblem p = CheckSpec(spec)) {
+    return absl::Status(p->code, absl::StrCat("job spec: field '", p->field, "': ", p->message));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint64_t> TaskCount(const JobSpec& spec) {
+  auto too_many = [](uint64_t n, std::string_view what) {
+    return absl::ResourceExhaustedError(absl::StrCat("job spec: field '", ToAbsl(what), "': ", n,
+                                                     " tasks, over the limit of ", kMaxTasks));
+  };
+  switch (spec.kind) {
+    case TaskKind::kFrames: {
+      absl::StatusOr<uint64_t> n = internal::CountChunks(spec.frames, spec.chunk, kMaxTasks);
+      if (!n.ok()) {
+        return absl::Status(n.status().code(),
+                            absl::StrCat("job spec: field 'frames': ", n.status().message()));
+      }
+      return n;
+    }
+    case TaskKind::kItems:
+      if (spec.items.size() > kMaxTasks) return too_many(spec.items.size(), "items");
+      return spec.items.size();
+    case TaskKind::kCount:
+      if (spec.count > kMaxTasks) return too_many(spec.count, "count");
+      return spec.count;
+  }
+  return absl::InvalidArgumentError("job spec: unknown task kind");
+}
+
+absl::StatusOr<std::vector<TaskParams>> ExpandTasks(const JobSpec& spec) {
+  absl::StatusOr<uint64_t> n = TaskCount(spec);  // refuses oversized jobs before allocating
+  if (!n.ok()) return n.status();
+  std::vector<TaskParams> tasks;
+  tasks.reserve(*n);
+  switch (spec.kind) {
+    case TaskKind::kFrames: {
+      absl::Status s = internal::ForEachChunk(spec.frames, spec.chunk, [&](const FrameChunk& c) {
+        TaskParams& t = tasks.emplace_back();
+        t.index = static_cast<uint32_t>(tasks.size() - 1);
+        t.chunk = c;
+        return true;
+      });
+      if (!s.ok()) {
+        return absl::Status(s.code(), absl::StrCat("job spec: field 'frames': ", s.message()));
+      }
+      break;
+    }
+    case TaskKind::kItems:
+      for (size_t i = 0; i < spec.items.size(); ++i) {
+        TaskParams& t = tasks.emplace_back();
+        t.index = static_cast<uint32_t>(i);
+        t.item = spec.items[i];
+      }
+      break;
+    case TaskKind::kCount:
+      for (uint64_t i = 0; i < spec.count; ++i)
+        tasks.emplace_back().index = static_cast<uint32_t>(i);
+      break;
+  }
+  return tasks;
+}
+
+absl::StatusOr<std::vector<std::string>> RenderCommand(const std::vector<std::string>& command,
+                                                       const TaskParams& task,
+                                                       std::string_view task_dir,
+                                                       std::string_view checkpoint_dir) {
+  std::vector<std::string> out;
+  out.reserve(command.size());
+  std::vector<Piece> pieces;
+  const FrameChunk& c = task.chunk;
+  for (size_t i = 0; i < command.size(); ++i) {
+    if (absl::Status s = ScanTemplate(command[i], pieces); !s.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("command ", Element(i, command[i]), ": ", s.message()));
+    }
+    std::string arg;
+    for (const Piece& p : pieces) {
+      if (!p.placeholder) {
+        arg.append(p.text);
+        continue;
+      }
+      const std::string_view name = p.text;
+      const bool frame_placeholder =
+          name == "frame" || name == "frames" || name.starts_with("frame_");
+      if (frame_placeholder && c.frames.empty()) {
+        return absl::InvalidArgumentError(absl::StrCat("command ", Element(i, command[i]), ": {",
+                                                       ToAbsl(name), "} needs a task with frames"));
+      }
+      if (name == "frame") {
+        if (c.frames.size() != 1) {
+          return absl::InvalidArgumentError(absl::StrCat("command ", Element(i, command[i]),
+                                                         ": {frame} needs a one-frame "
+                                                         "chunk, this task has ",
+                                                         c.frames.size()));
+        }
+        absl::StrAppend(&arg, c.frames[0]);
+      } else if (name == "frame_start") {
+        absl::StrAppend(&arg, c.start);
+      } else if (name == "frame_end") {
+        absl::StrAppend(&arg, c.end);
+      } else if (name == "frame_step") {
+        absl::StrAppend(&arg, c.step);
+      } else if (name == "frames") {
+        arg.append(JoinFrames(c.frames));
+      } else if (name == "item") {
+        arg.append(task.item);
+      } else if (name == "index") {
+        absl::StrAppend(&arg, task.index);
+      } else if (name == "task_dir") {
+        arg.append(task_dir);
+      } else if (name == "checkpoint_dir") {
+        arg.append(checkpoint_dir);
+      }
+    }
+    out.push_back(std::move(arg));
+  }
+  return out;
+}
+
+}  // namespace idlepool::spec

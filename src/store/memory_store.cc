@@ -1,0 +1,253 @@
+// The in-memory store: same semantics as the SQLite store (same validation, same error codes,
+// same orderings), nothing durable. Apply is atomic through an undo log: a batch that fails
+// part-way is rolled back record by record, in reverse.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "store/store.h"
+#include "store/store_internal.h"
+
+namespace idlepool::store {
+namespace {
+
+namespace in = internal;
+
+class MemoryStore final : public Store {
+ public:
+  absl::StatusOr<core::JobId> InsertJob(const NewJob& job, int64_t now_ms) override;
+  absl::Status Apply(const std::vector<core::Decision>& records, int64_t now_ms) override;
+  absl::StatusOr<core::RestoredState> Load() override;
+  absl::StatusOr<JobRecord> GetJob(core::JobId job) override;
+  absl::StatusOr<std::vector<JobRecord>> ListJobs() override;
+  absl::StatusOr<std::vector<TaskRecord>> ListTasks(core::JobId job) override;
+  absl::StatusOr<std::vector<AttemptRecord>> ListAttempts(core::JobId job) override;
+  absl::StatusOr<std::vector<TaskOutput>> ListOutputs(core::JobId job) override;
+
+ private:
+  using OutputKey = std::pair<uint32_t, std::string>;  // (task index, path): the listing order
+  struct Job {
+    JobRecord rec;
+    std::vector<TaskRecord> tasks;
+    std::set<core::AttemptId> attempts;
+    std::map<OutputKey, core::OutputFile> outputs;
+  };
+  using Undo = std::vector<std::function<void()>>;
+
+  static absl::Status Invalid(absl::string_view msg) {
+    return absl::InvalidArgumentError(absl::StrCat("memory store: ", msg));
+  }
+  static absl::Status NotFound(core::JobId job) {
+    return absl::NotFoundError(absl::StrCat("memory store: no job ", job));
+  }
+
+  TaskRecord* FindTask(core::TaskKey t) {
+    auto it = jobs_.find(t.job);
+    if (it == jobs_.end() || t.index >= it->second.tasks.size()) return nullptr;
+    return &it->second.tasks[t.index];
+  }
+  absl::Status ApplyOne(const core::Decision& d, int64_t now_ms, Undo& undo);
+
+  std::mutex mu_;
+  core::JobId next_job_ = 1;
+  std::map<core::JobId, Job> jobs_;
+  std::map<core::AttemptId, AttemptRecord> attempts_;
+};
+
+absl::StatusOr<core::JobId> MemoryStore::InsertJob(const NewJob& job, int64_t now_ms) {
+  if (job.sched.task_count == 0) return Invalid(in::ZeroTaskCountMsg());
+  std::lock_guard lock(mu_);
+  const core::JobId id = next_job_++;
+  Job& j = jobs_[id];
+  j.rec.id = id;
+  j.rec.name = job.name;
+  j.rec.spec = job.spec;
+  j.rec.sched = job.sched;
+  j.rec.sched.job = id;
+  j.rec.state = core::JobState::kRunning;
+  j.rec.submitted_ms = now_ms;
+  j.rec.finished_ms = 0;
+  j.tasks.resize(job.sched.task_count);
+  for (uint32_t i = 0; i < job.sched.task_count; ++i) j.tasks[i].task = {id, i};
+  return id;
+}
+
+absl::Status MemoryStore::ApplyOne(const core::Decision& d, int64_t now_ms, Undo& undo) {
+  if (const auto* r = std::get_if<core::AttemptCreated>(&d)) {
+    if (r->attempt == 0) return Invalid(in::ZeroAttemptIdMsg(r->task));
+    if (attempts_.count(r->attempt)) return Invalid(in::DuplicateAttemptMsg(r->attempt));
+    if (FindTask(r->task) == nullptr) return Invalid(in::UnknownTaskMsg("AttemptCreated", r->task));
+    AttemptRecord a;
+    a.attempt = r->attempt;
+    a.task = r->task;
+    a.worker = r->worker;
+    a.outcome = core::AttemptOutcome::kRunning;
+    a.started_ms = now_ms;
+    attempts_.emplace(r->attempt, std::move(a));
+    jobs_[r->task.job].attempts.insert(r->attempt);
+    undo.push_back([this, id = r->attempt, job = r->task.job] {
+      attempts_.erase(id);
+      jobs_[job].attempts.erase(id);
+    });
+    return absl::OkStatus();
+  }
+
+  if (const auto* r = std::get_if<core::AttemptEnded>(&d)) {
+    if (r->outcome == core::AttemptOutcome::kRunning) return Invalid(in::EndedRunningMsg(r->attempt));
+    auto it = attempts_.find(r->attempt);
+    if (it == attempts_.end()) return Invalid(in::UnknownAttemptMsg(r->attempt));
+    AttemptRecord& a = it->second;
+    if (a.task != r->task || a.worker != r->worker) {
+      return Invalid(in::AttemptMismatchMsg(r->attempt, a.task, a.worker, r->task, r->worker));
+    }
+    if (a.outcome != core::AttemptOutcome::kRunning) {
+      return Invalid(in::AlreadyEndedMsg(r->attempt, a.outcome));
+    }
+    undo.push_back([&a, old = a] { a = old; });  // map nodes are stable
+    a.outcome = r->outcome;
+    a.exit_code = r->exit_code;
+    a.message = r->message;
+    a.ended_ms = now_ms;
+    return absl::OkStatus();
+  }
+
+  if (const auto* r = std::get_if<core::TaskChanged>(&d)) {
+    TaskRecord* t = FindTask(r->task);
+    if (t == nullptr) return Invalid(in::UnknownTaskMsg("TaskChanged", r->task));
+    Job& job = jobs_[r->task.job];
+    auto first = job.outputs.lower_bound(OutputKey{r->task.index, std::string()});
+    auto last = job.outputs.lower_bound(OutputKey{r->task.index + 1, std::string()});
+    if (r->task.index == UINT32_MAX) last = job.outputs.end();
+    std::map<OutputKey, core::OutputFile> old_outputs(first, last);
+    undo.push_back([this, t, old = *t, key = r->task, old_outputs = std::move(old_outputs)] {
+      *t = old;
+      Job& j = jobs_[key.job];
+      auto f = j.outputs.lower_bound(OutputKey{key.index, std::string()});
+      auto l = key.index == UINT32_MAX ? j.outputs.end()
+                                       : j.outputs.lower_bound(OutputKey{key.index + 1, {}});
+      j.outputs.erase(f, l);
+      j.outputs.insert(old_outputs.begin(), old_outputs.end());
+    });
+    t->state = r->state;
+    t->failures = r->failures;
+    t->committed_attempt = r->committed_attempt;
+    if (r->state != core::TaskState::kSucceeded) return absl::OkStatus();
+    job.outputs.erase(first, last);
+    for (const core::OutputFile& f : r->outputs) {
+      if (!job.outputs.emplace(OutputKey{r->task.index, f.path}, f).second) {
+        return Invalid(in::DuplicateOutputMsg(r->task, f.path));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  if (const auto* r = std::get_if<core::JobChanged>(&d)) {
+    auto it = jobs_.find(r->job);
+    if (it == jobs_.end()) return Invalid(in::UnknownJobMsg("JobChanged", r->job));
+    JobRecord& rec = it->second.rec;
+    undo.push_back([&rec, state = rec.state, finished = rec.finished_ms] {
+      rec.state = state;
+      rec.finished_ms = finished;
+    });
+    rec.state = r->state;
+    rec.finished_ms = in::IsTerminal(r->state) ? now_ms : 0;
+    return absl::OkStatus();
+  }
+
+  return absl::OkStatus();  // WorkerLost and message decisions: nothing to keep
+}
+
+absl::Status MemoryStore::Apply(const std::vector<core::Decision>& records, int64_t now_ms) {
+  std::lock_guard lock(mu_);
+  Undo undo;
+  for (const core::Decision& d : records) {
+    if (absl::Status s = ApplyOne(d, now_ms, undo); !s.ok()) {
+      for (auto it = undo.rbegin(); it != undo.rend(); ++it) (*it)();
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<core::RestoredState> MemoryStore::Load() {
+  std::lock_guard lock(mu_);
+  core::RestoredState out;
+  for (const auto& [id, job] : jobs_) {
+    core::RestoredJob rj;
+    rj.spec = job.rec.sched;
+    rj.state = job.rec.state;
+    std::set<core::WorkerName> lost;
+    for (core::AttemptId a : job.attempts) {
+      const AttemptRecord& rec = attempts_.at(a);
+      in::CountAttempt(rec.outcome, rj.counters);
+      if (rec.outcome == core::AttemptOutcome::kLost) lost.insert(rec.worker);
+    }
+    rj.workers_lost.assign(lost.begin(), lost.end());
+    out.jobs.push_back(std::move(rj));
+    for (const TaskRecord& t : job.tasks) out.tasks.push_back({t.task, t.state, t.failures});
+  }
+  for (const auto& [id, a] : attempts_) {
+    if (a.outcome == core::AttemptOutcome::kRunning) out.running.push_back({id, a.task, a.worker});
+  }
+  out.next_attempt_id = attempts_.empty() ? 1 : attempts_.rbegin()->first + 1;
+  return out;
+}
+
+absl::StatusOr<JobRecord> MemoryStore::GetJob(core::JobId job) {
+  std::lock_guard lock(mu_);
+  auto it = jobs_.find(job);
+  if (it == jobs_.end()) return NotFound(job);
+  return it->second.rec;
+}
+
+absl::StatusOr<std::vector<JobRecord>> MemoryStore::ListJobs() {
+  std::lock_guard lock(mu_);
+  std::vector<JobRecord> out;
+  out.reserve(jobs_.size());
+  for (const auto& [id, job] : jobs_) out.push_back(job.rec);
+  return out;
+}
+
+absl::StatusOr<std::vector<TaskRecord>> MemoryStore::ListTasks(core::JobId job) {
+  std::lock_guard lock(mu_);
+  auto it = jobs_.find(job);
+  if (it == jobs_.end()) return NotFound(job);
+  return it->second.tasks;
+}
+
+absl::StatusOr<std::vector<AttemptRecord>> MemoryStore::ListAttempts(core::JobId job) {
+  std::lock_guard lock(mu_);
+  auto it = jobs_.find(job);
+  if (it == jobs_.end()) return NotFound(job);
+  std::vector<AttemptRecord> out;
+  out.reserve(it->second.attempts.size());
+  for (core::AttemptId a : it->second.attempts) out.push_back(attempts_.at(a));
+  return out;
+}
+
+absl::StatusOr<std::vector<TaskOutput>> MemoryStore::ListOutputs(core::JobId job) {
+  std::lock_guard lock(mu_);
+  auto it = jobs_.find(job);
+  if (it == jobs_.end()) return NotFound(job);
+  std::vector<TaskOutput> out;
+  out.reserve(it->second.outputs.size());
+  for (const auto& [key, file] : it->second.outputs) out.push_back({key.first, file});
+  return out;
+}
+
+}  // namespace
+
+std::unique_ptr<Store> NewMemoryStore() { return std::make_unique<MemoryStore>(); }
+
+}  // namespace idlepool::store

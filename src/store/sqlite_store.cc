@@ -1,0 +1,863 @@
+// The SQLite store: one database file in WAL mode with synchronous=FULL.
+//
+// File format (schema version 1, kept in PRAGMA user_version; PRAGMA application_id marks the
+// file as an idlepool store):
+//   jobs     (id INTEGER PRIMARY KEY AUTOINCREMENT, ...)  ids are never reused
+//   tasks    (job_id, idx) WITHOUT ROWID
+//   attempts (id INTEGER PRIMARY KEY = AttemptId, job_id, idx, worker, outcome, ...)
+//   outputs  (job_id, idx, path) WITHOUT ROWID
+// Enums are stored as lowercase names (store_internal.h), never as C++ enum values. Job counters
+// and lost workers are not stored: Load recomputes them from the attempts table, so they can
+// never disagree with it.
+//
+// Concurrency: one connection guarded by one mutex; every statement is prepared once at open.
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "store/store.h"
+#include "store/store_internal.h"
+
+namespace idlepool::store {
+namespace {
+
+namespace in = internal;
+
+constexpr int kSchemaVersion = 1;
+constexpr int32_t kApplicationId = 0x49504f4c;  // "IPOL"
+constexpr int kBusyTimeoutMs = 10000;
+
+constexpr const char* kSchemaV1 = R"sql(
+CREATE TABLE jobs (
+  id            INTEGER PRIMARY KEY AUTOINCREMENT,
+  name          TEXT    NOT NULL,
+  spec          BLOB    NOT NULL,
+  task_count    INTEGER NOT NULL,
+  cpus          INTEGER NOT NULL,
+  gpus          INTEGER NOT NULL,
+  memory_mb     INTEGER NOT NULL,
+  max_attempts  INTEGER NOT NULL,
+  timeout_ms    INTEGER NOT NULL,
+  state         TEXT    NOT NULL,
+  submitted_ms  INTEGER NOT NULL,
+  finished_ms   INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE tasks (
+  job_id             INTEGER NOT NULL REFERENCES jobs(id),
+  idx                INTEGER NOT NULL,
+  state              TEXT    NOT NULL,
+  failures           INTEGER NOT NULL DEFAULT 0,
+  committed_attempt  INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (job_id, idx)
+) WITHOUT ROWID;
+CREATE TABLE attempts (
+  id          INTEGER PRIMARY KEY,
+  job_id      INTEGER NOT NULL,
+  idx         INTEGER NOT NULL,
+  worker      TEXT    NOT NULL,
+  outcome     TEXT    NOT NULL,
+  exit_code   INTEGER NOT NULL DEFAULT 0,
+  message     TEXT    NOT NULL DEFAULT '',
+  started_ms  INTEGER NOT NULL,
+  ended_ms    INTEGER NOT NULL DEFAULT 0,
+  FOREIGN KEY (job_id, idx) REFERENCES tasks(job_id, idx)
+);
+CREATE INDEX attempts_by_task ON attempts(job_id, idx);
+CREATE TABLE outputs (
+  job_id  INTEGER NOT NULL,
+  idx     INTEGER NOT NULL,
+  path    TEXT    NOT NULL,
+  sha256  TEXT    NOT NULL,
+  size    INTEGER NOT NULL,
+  PRIMARY KEY (job_id, idx, path),
+  FOREIGN KEY (job_id, idx) REFERENCES tasks(job_id, idx)
+) WITHOUT ROWID;
+)sql";
+
+// --- small sqlite helpers -------------------------------------------------------------------
+
+struct StmtDeleter {
+  void operator()(sqlite3_stmt* s) const { sqlite3_finalize(s); }
+};
+using StmtPtr = std::unique_ptr<sqlite3_stmt, StmtDeleter>;
+
+// Resets a cached statement (and drops its bindings) when a use of it ends, however it ends.
+class Use {
+ public:
+  explicit Use(const StmtPtr& s) : s_(s.get()) {}
+  ~Use() {
+    sqlite3_reset(s_);
+    sqlite3_clear_bindings(s_);
+  }
+  Use(const Use&) = delete;
+  Use& operator=(const Use&) = delete;
+  sqlite3_stmt* get() const { return s_; }
+  operator sqlite3_stmt*() const { return s_; }
+
+ private:
+  sqlite3_stmt* s_;
+};
+
+// Binds parameters 1, 2, 3, ... in order, remembering the first failure. Text and blobs are
+// bound without copying: the caller keeps them alive until the statement is reset.
+class Binder {
+ public:
+  explicit Binder(sqlite3_stmt* s) : s_(s) {}
+  Binder& Int(int64_t v) {
+    if (rc_ == SQLITE_OK) rc_ = sqlite3_bind_int64(s_, ++i_, v);
+    return *this;
+  }
+  Binder& Text(absl::string_view v) {
+    if (rc_ == SQLITE_OK) {
+      rc_ = sqlite3_bind_text64(s_, ++i_, v.data() ? v.data() : "", v.size(), SQLITE_STATIC,
+                                SQLITE_UTF8);
+    }
+    return *this;
+  }
+  Binder& Blob(absl::string_view v) {
+    if (rc_ == SQLITE_OK) {
+      rc_ = sqlite3_bind_blob64(s_, ++i_, v.data() ? v.data() : "", v.size(), SQLITE_STATIC);
+    }
+    return *this;
+  }
+  int rc() const { return rc_; }
+
+ private:
+  sqlite3_stmt* s_;
+  int rc_ = SQLITE_OK;
+  int i_ = 0;
+};
+
+int64_t ColInt(sqlite3_stmt* s, int i) { return sqlite3_column_int64(s, i); }
+
+std::string ColText(sqlite3_stmt* s, int i) {
+  const unsigned char* p = sqlite3_column_text(s, i);
+  int n = sqlite3_column_bytes(s, i);
+  if (p == nullptr || n <= 0) return std::string();
+  return std::string(reinterpret_cast<const char*>(p), static_cast<size_t>(n));
+}
+
+std::string ColBlob(sqlite3_stmt* s, int i) {
+  const void* p = sqlite3_column_blob(s, i);
+  int n = sqlite3_column_bytes(s, i);
+  if (p == nullptr || n <= 0) return std::string();
+  return std::string(static_cast<const char*>(p), static_cast<size_t>(n));
+}
+
+absl::StatusCode CodeFor(int rc) {
+  switch (rc & 0xff) {
+    case SQLITE_NOTADB:
+    case SQLITE_CORRUPT:
+    case SQLITE_FORMAT:
+      return absl::StatusCode::kDataLoss;
+    case SQLITE_CONSTRAINT:
+    case SQLITE_TOOBIG:
+    case SQLITE_MISMATCH:
+    case SQLITE_RANGE:
+      return absl::StatusCode::kInvalidArgument;
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+    case SQLITE_IOERR:
+    case SQLITE_FULL:
+    case SQLITE_CANTOPEN:
+    case SQLITE_READONLY:
+    case SQLITE_PROTOCOL:
+    case SQLITE_PERM:
+    case SQLITE_AUTH:
+      return absl::StatusCode::kUnavailable;
+    default:
+      return absl::StatusCode::kInternal;
+  }
+}
+
+// Statements prepared once per connection.
+struct Statements {
+  StmtPtr begin_immediate, begin_deferred, commit, rollback;
+  StmtPtr insert_job, insert_task;
+  StmtPtr insert_attempt, end_attempt, get_attempt;
+  StmtPtr update_task, delete_outputs, insert_output;
+  StmtPtr update_job;
+  StmtPtr load_jobs, load_counts, load_lost, load_tasks, load_running, max_attempt;
+  StmtPtr get_job, list_jobs, job_exists, list_tasks, list_attempts, list_outputs;
+};
+
+// --- the store --------------------------------------------------------------------------------
+
+class SqliteStore final : public Store {
+ public:
+  explicit SqliteStore(std::string path) : path_(std::move(path)) {}
+
+  ~SqliteStore() override {
+    st_ = Statements{};  // finalize every statement before closing
+    if (db_ != nullptr) sqlite3_close_v2(db_);
+  }
+
+  absl::Status Open();
+
+  absl::StatusOr<core::JobId> InsertJob(const NewJob& job, int64_t now_ms) override;
+  absl::Status Apply(const std::vector<core::Decision>& records, int64_t now_ms) override;
+  absl::StatusOr<core::RestoredState> Load() override;
+  absl::StatusOr<JobRecord> GetJob(core::JobId job) override;
+  absl::StatusOr<std::vector<JobRecord>> ListJobs() override;
+  absl::StatusOr<std::vector<TaskRecord>> ListTasks(core::JobId job) override;
+  absl::StatusOr<std::vector<AttemptRecord>> ListAttempts(core::JobId job) override;
+  absl::StatusOr<std::vector<TaskOutput>> ListOutputs(core::JobId job) override;
+
+ private:
+  // Error for a failed sqlite call `rc` while doing `what`; the message names the file.
+  absl::Status Err(int rc, absl::string_view what) const {
+    const char* detail = db_ != nullptr ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+    return absl::Status(CodeFor(rc), absl::StrCat("sqlite store ", path_, ": ", what, ": ",
+                                                  detail, " (sqlite code ", rc, ")"));
+  }
+  absl::Status Invalid(absl::string_view msg) const {
+    return absl::InvalidArgumentError(absl::StrCat("sqlite store ", path_, ": ", msg));
+  }
+  absl::Status DataLoss(absl::string_view msg) const {
+    return absl::DataLossError(absl::StrCat("sqlite store ", path_, ": ", msg));
+  }
+  absl::Status NotFound(core::JobId job) const {
+    return absl::NotFoundError(absl::StrCat("sqlite store ", path_, ": no job ", job));
+  }
+
+  absl::Status Prepare(const char* sql, StmtPtr& out);
+  absl::Status PrepareAll();
+  absl::Status Exec(const char* sql, absl::string_view what);
+  absl::StatusOr<int64_t> QueryInt(const char* sql, absl::string_view what);
+  absl::Status Step(sqlite3_stmt* s, absl::string_view what);  // expects SQLITE_DONE
+  absl::Status Begin(const StmtPtr& begin) { return Step(Use(begin), "begin transaction"); }
+  absl::Status Commit();
+  void Rollback();
+  absl::Status ApplyOne(const core::Decision& d, int64_t now_ms);
+  absl::StatusOr<bool> JobExists(core::JobId job);
+  absl::Status ReadJob(sqlite3_stmt* s, JobRecord& out) const;
+
+  template <typename Enum>
+  absl::Status ParseCol(sqlite3_stmt* s, int i, std::optional<Enum> (*parse)(absl::string_view),
+                        const char* what, Enum& out) const {
+    std::string text = ColText(s, i);
+    std::optional<Enum> v = parse(text);
+    if (!v) return DataLoss(absl::StrCat("unknown ", what, " '", text, "' in the database"));
+    out = *v;
+    return absl::OkStatus();
+  }
+
+  const std::string path_;
+  std::mutex mu_;
+  sqlite3* db_ = nullptr;
+  Statements st_;
+};
+
+absl::Status SqliteStore::Prepare(const char* sql, StmtPtr& out) {
+  sqlite3_stmt* s = nullptr;
+  int rc = sqlite3_prepare_v3(db_, sql, -1, SQLITE_PREPARE_PERSISTENT, &s, nullptr);
+  if (rc != SQLITE_OK) {
+    sqlite3_finalize(s);
+    return Err(rc, absl::StrCat("prepare \"", sql, "\""));
+  }
+  out.reset(s);
+  return absl::OkStatus();
+}
+
+absl::Status SqliteStore::Exec(const char* sql, absl::string_view what) {
+  char* errmsg = nullptr;
+  int rc = sqlite3_exec(db_, sql, nullptr, nullptr, &errmsg);
+  sqlite3_free(errmsg);  // sqlite3_errmsg still has it
+  if (rc != SQLITE_OK) return Err(rc, what);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> SqliteStore::QueryInt(const char* sql, absl::string_view what) {
+  StmtPtr s;
+  if (absl::Status st = Prepare(sql, s); !st.ok()) return st;
+  int rc = sqlite3_step(s.get());
+  if (rc != SQLITE_ROW) return Err(rc, what);
+  return ColInt(s.get(), 0);
+}
+
+absl::Status SqliteStore::Step(sqlite3_stmt* s, absl::string_view what) {
+  int rc = sqlite3_step(s);
+  if (rc != SQLITE_DONE) return Err(rc, what);
+  return absl::OkStatus();
+}
+
+absl::Status SqliteStore::Commit() {
+  Use u(st_.commit);
+  int rc = sqlite3_step(u);
+  if (rc == SQLITE_DONE) return absl::OkStatus();
+  absl::Status err = Err(rc, "commit");
+  if (!sqlite3_get_autocommit(db_)) Rollback();
+  return err;
+}
+
+void SqliteStore::Rollback() {
+  if (sqlite3_get_autocommit(db_)) return;  // sqlite already rolled back (e.g. after I/O error)
+  Use u(st_.rollback);
+  sqlite3_step(u);
+}
+
+absl::Status SqliteStore::Open() {
+  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+  int rc = sqlite3_open_v2(path_.c_str(), &db_, flags, nullptr);
+  if (rc != SQLITE_OK) {
+    absl::Status err = Err(rc, "open");
+    sqlite3_close_v2(db_);
+    db_ = nullptr;
+    return err;
+  }
+  sqlite3_extended_result_codes(db_, 1);
+  sqlite3_busy_timeout(db_, kBusyTimeoutMs);
+  if (absl::Status s = Exec("PRAGMA foreign_keys = ON", "enable foreign keys"); !s.ok()) return s;
+
+  // The first statements that read the file: a file that is not a database fails here.
+  absl::StatusOr<int64_t> objects = QueryInt("SELECT count(*) FROM sqlite_master", "read schema");
+  if (!objects.ok()) {
+    if (objects.status().code() == absl::StatusCode::kDataLoss) {
+      return DataLoss(absl::StrCat("the file is not a SQLite database or is corrupt (",
+                                   objects.status().message(), ")"));
+    }
+    return objects.status();
+  }
+  absl::StatusOr<int64_t> version = QueryInt("PRAGMA user_version", "read schema version");
+  if (!version.ok()) return version.status();
+  absl::StatusOr<int64_t> app_id = QueryInt("PRAGMA application_id", "read application id");
+  if (!app_id.ok()) return app_id.status();
+
+  const bool fresh = *objects == 0 && *version == 0 && *app_id == 0;
+  if (!fresh) {
+    if (*app_id != kApplicationId) {
+      return DataLoss("the file is a SQLite database but not an idlepool store");
+    }
+    if (*version > kSchemaVersion) {
+      return DataLoss(absl::StrCat("schema version ", *version,
+                                   " is newer than this idlepool supports (", kSchemaVersion,
+                                   "); open it with a newer idlepool"));
+    }
+    if (*version < 1) return DataLoss(absl::StrCat("bad schema version ", *version));
+    // Future versions migrate from *version to kSchemaVersion here.
+  }
+
+  {
+    StmtPtr s;
+    if (absl::Status st = Prepare("PRAGMA journal_mode = WAL", s); !st.ok()) return st;
+    rc = sqlite3_step(s.get());
+    if (rc != SQLITE_ROW) return Err(rc, "set WAL mode");
+    std::string mode = ColText(s.get(), 0);
+    if (mode != "wal") {
+      return absl::UnavailableError(absl::StrCat("sqlite store ", path_,
+                                                 ": cannot use WAL mode (journal_mode is '",
+                                                 mode, "')"));
+    }
+  }
+  if (absl::Status s = Exec("PRAGMA synchronous = FULL", "set synchronous"); !s.ok()) return s;
+
+  if (fresh) {
+    std::string ddl = absl::StrCat("BEGIN IMMEDIATE;", kSchemaV1,
+                                   "PRAGMA application_id = ", kApplicationId, ";",
+                                   "PRAGMA user_version = ", kSchemaVersion, ";", "COMMIT;");
+    if (absl::Status s = Exec(ddl.c_str(), "create schema"); !s.ok()) {
+      if (!sqlite3_get_autocommit(db_)) Exec("ROLLBACK", "rollback").IgnoreError();
+      return s;
+    }
+  }
+  return PrepareAll();
+}
+
+absl::Status SqliteStore::PrepareAll() {
+  const std::pair<StmtPtr*, const char*> all[] = {
+      {&st_.begin_immediate, "BEGIN IMMEDIATE"},
+      {&st_.begin_deferred, "BEGIN"},
+      {&st_.commit, "COMMIT"},
+      {&st_.rollback, "ROLLBACK"},
+      {&st_.insert_job,
+       "INSERT INTO jobs (name, spec, task_count, cpus, gpus, memory_mb, max_attempts, "
+       "timeout_ms, state, submitted_ms, finished_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)"},
+      {&st_.insert_task,
+       "INSERT INTO tasks (job_id, idx, state, failures, committed_attempt) "
+       "VALUES (?, ?, ?, 0, 0)"},
+      {&st_.insert_attempt,
+       "INSERT INTO attempts (id, job_id, idx, worker, outcome, exit_code, message, started_ms, "
+       "ended_ms) VALUES (?, ?, ?, ?, ?, 0, '', ?, 0)"},
+      {&st_.end_attempt,
+       "UPDATE attempts SET outcome = ?, exit_code = ?, message = ?, ended_ms = ? "
+       "WHERE id = ? AND job_id = ? AND idx = ? AND worker = ? AND outcome = ?"},
+      {&st_.get_attempt, "SELECT job_id, idx, worker, outcome FROM attempts WHERE id = ?"},
+      {&st_.update_task,
+       "UPDATE tasks SET state = ?, failures = ?, committed_attempt = ? "
+       "WHERE job_id = ? AND idx = ?"},
+      {&st_.delete_outputs, "DELETE FROM outputs WHERE job_id = ? AND idx = ?"},
+      {&st_.insert_output,
+       "INSERT INTO outputs (job_id, idx, path, sha256, size) VALUES (?, ?, ?, ?, ?)"},
+      {&st_.update_job, "UPDATE jobs SET state = ?, finished_ms = ? WHERE id = ?"},
+      {&st_.load_jobs,
+       "SELECT id, task_count, cpus, gpus, memory_mb, max_attempts, timeout_ms, state "
+       "FROM jobs ORDER BY id"},
+      {&st_.load_counts,
+       "SELECT job_id, outcome, count(*) FROM attempts GROUP BY job_id, outcome"},
+      {&st_.load_lost,
+       "SELECT DISTINCT job_id, worker FROM attempts WHERE outcome = ? "
+       "ORDER BY job_id, worker"},
+      {&st_.load_tasks, "SELECT job_id, idx, state, failures FROM tasks ORDER BY job_id, idx"},
+      {&st_.load_running,
+       "SELECT id, job_id, idx, worker FROM attempts WHERE outcome = ? ORDER BY id"},
+      {&st_.max_attempt, "SELECT coalesce(max(id), 0) FROM attempts"},
+      {&st_.get_job,
+       "SELECT id, name, spec, task_count, cpus, gpus, memory_mb, max_attempts, timeout_ms, "
+       "state, submitted_ms, finished_ms FROM jobs WHERE id = ?"},
+      {&st_.list_jobs,
+       "SELECT id, name, spec, task_count, cpus, gpus, memory_mb, max_attempts, timeout_ms, "
+       "state, submitted_ms, finished_ms FROM jobs ORDER BY id"},
+      {&st_.job_exists, "SELECT 1 FROM jobs WHERE id = ?"},
+      {&st_.list_tasks,
+       "SELECT idx, state, failures, committed_attempt FROM tasks WHERE job_id = ? "
+       "ORDER BY idx"},
+      {&st_.list_attempts,
+       "SELECT id, idx, worker, outcome, exit_code, message, started_ms, ended_ms "
+       "FROM attempts WHERE job_id = ? ORDER BY id"},
+      {&st_.list_outputs,
+       "SELECT idx, path, sha256, size FROM outputs WHERE job_id = ? ORDER BY idx, path"},
+  };
+  for (const auto& [stmt, sql] : all) {
+    if (absl::Status s = Prepare(sql, *stmt); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+// --- writes -------------------------------------------------------------------------------------
+
+absl::StatusOr<core::JobId> SqliteStore::InsertJob(const NewJob& job, int64_t now_ms) {
+  if (job.sched.task_count == 0) return Invalid(in::ZeroTaskCountMsg());
+  std::lock_guard lock(mu_);
+  if (absl::Status s = Begin(st_.begin_immediate); !s.ok()) return s;
+  auto fail = [&](absl::Status s) {
+    Rollback();
+    return s;
+  };
+  core::JobId id = 0;
+  {
+    Use u(st_.insert_job);
+    const core::JobSubmitted& j = job.sched;
+    Binder b(u);
+    b.Text(job.name)
+        .Blob(job.spec)
+        .Int(j.task_count)
+        .Int(j.resources.cpus)
+        .Int(j.resources.gpus)
+        .Int(static_cast<int64_t>(j.resources.memory_mb))
+        .Int(j.max_attempts)
+        .Int(j.timeout.count())
+        .Text(in::JobStateName(core::JobState::kRunning))
+        .Int(now_ms);
+    if (b.rc() != SQLITE_OK) return fail(Err(b.rc(), "InsertJob: bind job"));
+    if (absl::Status s = Step(u, "InsertJob: insert job"); !s.ok()) return fail(s);
+    id = static_cast<core::JobId>(sqlite3_last_insert_rowid(db_));
+  }
+  {
+    Use u(st_.insert_task);
+    Binder b(u);
+    b.Int(static_cast<int64_t>(id)).Int(0).Text(in::TaskStateName(core::TaskState::kPending));
+    if (b.rc() != SQLITE_OK) return fail(Err(b.rc(), "InsertJob: bind task"));
+    for (uint32_t i = 0; i < job.sched.task_count; ++i) {
+      int rc = sqlite3_bind_int64(u, 2, i);
+      if (rc != SQLITE_OK) return fail(Err(rc, "InsertJob: bind task"));
+      rc = sqlite3_step(u);
+      if (rc != SQLITE_DONE) return fail(Err(rc, "InsertJob: insert task"));
+      sqlite3_reset(u);  // keeps the bindings
+    }
+  }
+  if (absl::Status s = Commit(); !s.ok()) return s;
+  return id;
+}
+
+absl::Status SqliteStore::ApplyOne(const core::Decision& d, int64_t now_ms) {
+  if (const auto* r = std::get_if<core::AttemptCreated>(&d)) {
+    if (r->attempt == 0) return Invalid(in::ZeroAttemptIdMsg(r->task));
+    Use u(st_.insert_attempt);
+    Binder b(u);
+    b.Int(static_cast<int64_t>(r->attempt))
+        .Int(static_cast<int64_t>(r->task.job))
+        .Int(r->task.index)
+        .Text(r->worker)
+        .Text(in::OutcomeName(core::AttemptOutcome::kRunning))
+        .Int(now_ms);
+    if (b.rc() != SQLITE_OK) return Err(b.rc(), "AttemptCreated: bind");
+    int rc = sqlite3_step(u);
+    if (rc == SQLITE_DONE) return absl::OkStatus();
+    if (rc == SQLITE_CONSTRAINT_PRIMARYKEY) return Invalid(in::DuplicateAttemptMsg(r->attempt));
+    if (rc == SQLITE_CONSTRAINT_FOREIGNKEY) {
+      return Invalid(in::UnknownTaskMsg("AttemptCreated", r->task));
+    }
+    return Err(rc, "AttemptCreated: insert attempt");
+  }
+
+  if (const auto* r = std::get_if<core::AttemptEnded>(&d)) {
+    if (r->outcome == core::AttemptOutcome::kRunning) return Invalid(in::EndedRunningMsg(r->attempt));
+    {
+      Use u(st_.end_attempt);
+      Binder b(u);
+      b.Text(in::OutcomeName(r->outcome))
+          .Int(r->exit_code)
+          .Text(r->message)
+          .Int(now_ms)
+          .Int(static_cast<int64_t>(r->attempt))
+          .Int(static_cast<int64_t>(r->task.job))
+          .Int(r->task.index)
+          .Text(r->worker)
+          .Text(in::OutcomeName(core::AttemptOutcome::kRunning));
+      if (b.rc() != SQLITE_OK) return Err(b.rc(), "AttemptEnded: bind");
+      if (absl::Status s = Step(u, "AttemptEnded: update attempt"); !s.ok()) return s;
+      if (sqlite3_changes(db_) == 1) return absl::OkStatus();
+    }
+    // Nothing matched: say why.
+    Use u(st_.get_attempt);
+    if (int rc = sqlite3_bind_int64(u, 1, static_cast<int64_t>(r->attempt)); rc != SQLITE_OK) {
+      return Err(rc, "AttemptEnded: bind");
+    }
+    int rc = sqlite3_step(u);
+    if (rc == SQLITE_DONE) return Invalid(in::UnknownAttemptMsg(r->attempt));
+    if (rc != SQLITE_ROW) return Err(rc, "AttemptEnded: read attempt");
+    core::TaskKey task{static_cast<core::JobId>(ColInt(u, 0)),
+                       static_cast<uint32_t>(ColInt(u, 1))};
+    std::string worker = ColText(u, 2);
+    if (task != r->task || worker != r->worker) {
+      return Invalid(in::AttemptMismatchMsg(r->attempt, task, worker, r->task, r->worker));
+    }
+    core::AttemptOutcome outcome{};
+    if (absl::Status s = ParseCol(u, 3, in::ParseOutcome, "attempt outcome", outcome); !s.ok()) {
+      return s;
+    }
+    return Invalid(in::AlreadyEndedMsg(r->attempt, outcome));
+  }
+
+  if (const auto* r = std::get_if<core::TaskChanged>(&d)) {
+    const int64_t job = static_cast<int64_t>(r->task.job);
+    {
+      Use u(st_.update_task);
+      Binder b(u);
+      b.Text(in::TaskStateName(r->state))
+          .Int(r->failures)
+          .Int(static_cast<int64_t>(r->committed_attempt))
+          .Int(job)
+          .Int(r->task.index);
+      if (b.rc() != SQLITE_OK) return Err(b.rc(), "TaskChanged: bind");
+      if (absl::Status s = Step(u, "TaskChanged: update task"); !s.ok()) return s;
+      if (sqlite3_changes(db_) != 1) return Invalid(in::UnknownTaskMsg("TaskChanged", r->task));
+    }
+    if (r->state != core::TaskState::kSucceeded) return absl::OkStatus();
+    {
+      Use u(st_.delete_outputs);
+      Binder b(u);
+      b.Int(job).Int(r->task.index);
+      if (b.rc() != SQLITE_OK) return Err(b.rc(), "TaskChanged: bind");
+      if (absl::Status s = Step(u, "TaskChanged: delete outputs"); !s.ok()) return s;
+    }
+    Use u(st_.insert_output);
+    for (const core::OutputFile& f : r->outputs) {
+      sqlite3_clear_bindings(u);
+      Binder b(u);
+      b.Int(job).Int(r->task.index).Text(f.path).Text(f.sha256).Int(static_cast<int64_t>(f.size));
+      if (b.rc() != SQLITE_OK) return Err(b.rc(), "TaskChanged: bind output");
+      int rc = sqlite3_step(u);
+      if (rc == SQLITE_CONSTRAINT_PRIMARYKEY) return Invalid(in::DuplicateOutputMsg(r->task, f.path));
+      if (rc != SQLITE_DONE) return Err(rc, "TaskChanged: insert output");
+      sqlite3_reset(u);
+    }
+    return absl::OkStatus();
+  }
+
+  if (const auto* r = std::get_if<core::JobChanged>(&d)) {
+    Use u(st_.update_job);
+    Binder b(u);
+    b.Text(in::JobStateName(r->state))
+        .Int(in::IsTerminal(r->state) ? now_ms : 0)
+        .Int(static_cast<int64_t>(r->job));
+    if (b.rc() != SQLITE_OK) return Err(b.rc(), "JobChanged: bind");
+    if (absl::Status s = Step(u, "JobChanged: update job"); !s.ok()) return s;
+    if (sqlite3_changes(db_) != 1) return Invalid(in::UnknownJobMsg("JobChanged", r->job));
+    return absl::OkStatus();
+  }
+
+  // WorkerLost needs nothing durable: lost workers are derived from attempts that ended kLost.
+  // Message decisions (AssignAttempt, KillAttempt, AckReport, RefuseSession) are not records.
+  return absl::OkStatus();
+}
+
+bool IsRecord(const core::Decision& d) {
+  return std::holds_alternative<core::AttemptCreated>(d) ||
+         std::holds_alternative<core::AttemptEnded>(d) ||
+         std::holds_alternative<core::TaskChanged>(d) ||
+         std::holds_alternative<core::JobChanged>(d);
+}
+
+absl::Status SqliteStore::Apply(const std::vector<core::Decision>& records, int64_t now_ms) {
+  bool any = false;
+  for (const core::Decision& d : records) any = any || IsRecord(d);
+  if (!any) return absl::OkStatus();
+  std::lock_guard lock(mu_);
+  if (absl::Status s = Begin(st_.begin_immediate); !s.ok()) return s;
+  for (const core::Decision& d : records) {
+    if (absl::Status s = ApplyOne(d, now_ms); !s.ok()) {
+      Rollback();
+      return s;
+    }
+  }
+  return Commit();
+}
+
+// --- reads --------------------------------------------------------------------------------------
+
+absl::StatusOr<core::RestoredState> SqliteStore::Load() {
+  std::lock_guard lock(mu_);
+  if (absl::Status s = Begin(st_.begin_deferred); !s.ok()) return s;
+  auto finish = [&](absl::Status s) {
+    Rollback();
+    return s;
+  };
+  core::RestoredState out;
+  std::map<core::JobId, size_t> pos;  // job id -> index in out.jobs
+  int rc;
+  {
+    Use u(st_.load_jobs);
+    while ((rc = sqlite3_step(u)) == SQLITE_ROW) {
+      core::RestoredJob j;
+      j.spec.job = static_cast<core::JobId>(ColInt(u, 0));
+      j.spec.task_count = static_cast<uint32_t>(ColInt(u, 1));
+      j.spec.resources.cpus = static_cast<uint32_t>(ColInt(u, 2));
+      j.spec.resources.gpus = static_cast<uint32_t>(ColInt(u, 3));
+      j.spec.resources.memory_mb = static_cast<uint64_t>(ColInt(u, 4));
+      j.spec.max_attempts = static_cast<uint32_t>(ColInt(u, 5));
+      j.spec.timeout = core::Millis(ColInt(u, 6));
+      if (absl::Status s = ParseCol(u, 7, in::ParseJobState, "job state", j.state); !s.ok()) {
+        return finish(s);
+      }
+      pos[j.spec.job] = out.jobs.size();
+      out.jobs.push_back(std::move(j));
+    }
+    if (rc != SQLITE_DONE) return finish(Err(rc, "Load: read jobs"));
+  }
+  {
+    Use u(st_.load_counts);
+    while ((rc = sqlite3_step(u)) == SQLITE_ROW) {
+      auto it = pos.find(static_cast<core::JobId>(ColInt(u, 0)));
+      if (it == pos.end()) return finish(DataLoss("attempts of a job that does not exist"));
+      core::AttemptOutcome o{};
+      if (absl::Status s = ParseCol(u, 1, in::ParseOutcome, "attempt outcome", o); !s.ok()) {
+        return finish(s);
+      }
+      core::JobCounters one;
+      in::CountAttempt(o, one);
+      const uint64_t n = static_cast<uint64_t>(ColInt(u, 2));
+      core::JobCounters& c = out.jobs[it->second].counters;
+      c.attempts += one.attempts * n;
+      c.failures += one.failures * n;
+      c.preemptions += one.preemptions * n;
+      c.lost += one.lost * n;
+    }
+    if (rc != SQLITE_DONE) return finish(Err(rc, "Load: count attempts"));
+  }
+  {
+    Use u(st_.load_lost);
+    if (int b = Binder(u).Text(in::OutcomeName(core::AttemptOutcome::kLost)).rc(); b != SQLITE_OK) {
+      return finish(Err(b, "Load: bind"));
+    }
+    while ((rc = sqlite3_step(u)) == SQLITE_ROW) {
+      auto it = pos.find(static_cast<core::JobId>(ColInt(u, 0)));
+      if (it == pos.end()) return finish(DataLoss("attempts of a job that does not exist"));
+      out.jobs[it->second].workers_lost.push_back(ColText(u, 1));
+    }
+    if (rc != SQLITE_DONE) return finish(Err(rc, "Load: read lost workers"));
+  }
+  {
+    Use u(st_.load_tasks);
+    while ((rc = sqlite3_step(u)) == SQLITE_ROW) {
+      core::RestoredTask t;
+      t.task = {static_cast<core::JobId>(ColInt(u, 0)), static_cast<uint32_t>(ColInt(u, 1))};
+      if (absl::Status s = ParseCol(u, 2, in::ParseTaskState, "task state", t.state); !s.ok()) {
+        return finish(s);
+      }
+      t.failures = static_cast<uint32_t>(ColInt(u, 3));
+      out.tasks.push_back(t);
+    }
+    if (rc != SQLITE_DONE) return finish(Err(rc, "Load: read tasks"));
+  }
+  {
+    Use u(st_.load_running);
+    if (int b = Binder(u).Text(in::OutcomeName(core::AttemptOutcome::kRunning)).rc();
+        b != SQLITE_OK) {
+      return finish(Err(b, "Load: bind"));
+    }
+    while ((rc = sqlite3_step(u)) == SQLITE_ROW) {
+      core::RestoredAttempt a;
+      a.attempt = static_cast<core::AttemptId>(ColInt(u, 0));
+      a.task = {static_cast<core::JobId>(ColInt(u, 1)), static_cast<uint32_t>(ColInt(u, 2))};
+      a.worker = ColText(u, 3);
+      out.running.push_back(std::move(a));
+    }
+    if (rc != SQLITE_DONE) return finish(Err(rc, "Load: read running attempts"));
+  }
+  {
+    Use u(st_.max_attempt);
+    rc = sqlite3_step(u);
+    if (rc != SQLITE_ROW) return finish(Err(rc, "Load: read max attempt id"));
+    out.next_attempt_id = static_cast<core::AttemptId>(ColInt(u, 0)) + 1;
+  }
+  if (absl::Status s = Commit(); !s.ok()) return s;
+  return out;
+}
+
+absl::Status SqliteStore::ReadJob(sqlite3_stmt* s, JobRecord& out) const {
+  out.id = static_cast<core::JobId>(ColInt(s, 0));
+  out.name = ColText(s, 1);
+  out.spec = ColBlob(s, 2);
+  out.sched.job = out.id;
+  out.sched.task_count = static_cast<uint32_t>(ColInt(s, 3));
+  out.sched.resources.cpus = static_cast<uint32_t>(ColInt(s, 4));
+  out.sched.resources.gpus = static_cast<uint32_t>(ColInt(s, 5));
+  out.sched.resources.memory_mb = static_cast<uint64_t>(ColInt(s, 6));
+  out.sched.max_attempts = static_cast<uint32_t>(ColInt(s, 7));
+  out.sched.timeout = core::Millis(ColInt(s, 8));
+  if (absl::Status st = ParseCol(s, 9, in::ParseJobState, "job state", out.state); !st.ok()) {
+    return st;
+  }
+  out.submitted_ms = ColInt(s, 10);
+  out.finished_ms = ColInt(s, 11);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> SqliteStore::JobExists(core::JobId job) {
+  Use u(st_.job_exists);
+  if (int rc = sqlite3_bind_int64(u, 1, static_cast<int64_t>(job)); rc != SQLITE_OK) {
+    return Err(rc, "bind");
+  }
+  int rc = sqlite3_step(u);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  return Err(rc, "read job");
+}
+
+absl::StatusOr<JobRecord> SqliteStore::GetJob(core::JobId job) {
+  std::lock_guard lock(mu_);
+  Use u(st_.get_job);
+  if (int rc = sqlite3_bind_int64(u, 1, static_cast<int64_t>(job)); rc != SQLITE_OK) {
+    return Err(rc, "GetJob: bind");
+  }
+  int rc = sqlite3_step(u);
+  if (rc == SQLITE_DONE) return NotFound(job);
+  if (rc != SQLITE_ROW) return Err(rc, "GetJob: read job");
+  JobRecord out;
+  if (absl::Status s = ReadJob(u, out); !s.ok()) return s;
+  return out;
+}
+
+absl::StatusOr<std::vector<JobRecord>> SqliteStore::ListJobs() {
+  std::lock_guard lock(mu_);
+  Use u(st_.list_jobs);
+  std::vector<JobRecord> out;
+  int rc;
+  while ((rc = sqlite3_step(u)) == SQLITE_ROW) {
+    JobRecord j;
+    if (absl::Status s = ReadJob(u, j); !s.ok()) return s;
+    out.push_back(std::move(j));
+  }
+  if (rc != SQLITE_DONE) return Err(rc, "ListJobs: read jobs");
+  return out;
+}
+
+absl::StatusOr<std::vector<TaskRecord>> SqliteStore::ListTasks(core::JobId job) {
+  std::lock_guard lock(mu_);
+  absl::StatusOr<bool> exists = JobExists(job);
+  if (!exists.ok()) return exists.status();
+  if (!*exists) return NotFound(job);
+  Use u(st_.list_tasks);
+  if (int rc = sqlite3_bind_int64(u, 1, static_cast<int64_t>(job)); rc != SQLITE_OK) {
+    return Err(rc, "ListTasks: bind");
+  }
+  std::vector<TaskRecord> out;
+  int rc;
+  while ((rc = sqlite3_step(u)) == SQLITE_ROW) {
+    TaskRecord t;
+    t.task = {job, static_cast<uint32_t>(ColInt(u, 0))};
+    if (absl::Status s = ParseCol(u, 1, in::ParseTaskState, "task state", t.state); !s.ok()) {
+      return s;
+    }
+    t.failures = static_cast<uint32_t>(ColInt(u, 2));
+    t.committed_attempt = static_cast<core::AttemptId>(ColInt(u, 3));
+    out.push_back(t);
+  }
+  if (rc != SQLITE_DONE) return Err(rc, "ListTasks: read tasks");
+  return out;
+}
+
+absl::StatusOr<std::vector<AttemptRecord>> SqliteStore::ListAttempts(core::JobId job) {
+  std::lock_guard lock(mu_);
+  absl::StatusOr<bool> exists = JobExists(job);
+  if (!exists.ok()) return exists.status();
+  if (!*exists) return NotFound(job);
+  Use u(st_.list_attempts);
+  if (int rc = sqlite3_bind_int64(u, 1, static_cast<int64_t>(job)); rc != SQLITE_OK) {
+    return Err(rc, "ListAttempts: bind");
+  }
+  std::vector<AttemptRecord> out;
+  int rc;
+  while ((rc = sqlite3_step(u)) == SQLITE_ROW) {
+    AttemptRecord a;
+    a.attempt = static_cast<core::AttemptId>(ColInt(u, 0));
+    a.task = {job, static_cast<uint32_t>(ColInt(u, 1))};
+    a.worker = ColText(u, 2);
+    if (absl::Status s = ParseCol(u, 3, in::ParseOutcome, "attempt outcome", a.outcome);
+        !s.ok()) {
+      return s;
+    }
+    a.exit_code = static_cast<int>(ColInt(u, 4));
+    a.message = ColText(u, 5);
+    a.started_ms = ColInt(u, 6);
+    a.ended_ms = ColInt(u, 7);
+    out.push_back(std::move(a));
+  }
+  if (rc != SQLITE_DONE) return Err(rc, "ListAttempts: read attempts");
+  return out;
+}
+
+absl::StatusOr<std::vector<TaskOutput>> SqliteStore::ListOutputs(core::JobId job) {
+  std::lock_guard lock(mu_);
+  absl::StatusOr<bool> exists = JobExists(job);
+  if (!exists.ok()) return exists.status();
+  if (!*exists) return NotFound(job);
+  Use u(st_.list_outputs);
+  if (int rc = sqlite3_bind_int64(u, 1, static_cast<int64_t>(job)); rc != SQLITE_OK) {
+    return Err(rc, "ListOutputs: bind");
+  }
+  std::vector<TaskOutput> out;
+  int rc;
+  while ((rc = sqlite3_step(u)) == SQLITE_ROW) {
+    TaskOutput o;
+    o.index = static_cast<uint32_t>(ColInt(u, 0));
+    o.file.path = ColText(u, 1);
+    o.file.sha256 = ColText(u, 2);
+    o.file.size = static_cast<uint64_t>(ColInt(u, 3));
+    out.push_back(std::move(o));
+  }
+  if (rc != SQLITE_DONE) return Err(rc, "ListOutputs: read outputs");
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path) {
+  auto store = std::make_unique<SqliteStore>(path);
+  if (absl::Status s = store->Open(); !s.ok()) return s;
+  return std::unique_ptr<Store>(std::move(store));
+}
+
+}  // namespace idlepool::store

@@ -1,0 +1,127 @@
+// Private helpers shared by the store backends (not part of the store's interface): the on-disk
+// names of the core enums and the wording of validation errors, so that the SQLite and memory
+// backends agree on codes and messages.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include "absl/strings/string_view.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/scheduler.h"
+#include "core/types.h"
+
+namespace idlepool::store::internal {
+
+// Names are part of the SQLite file format: never change one, only add new ones.
+inline const char* TaskStateName(core::TaskState s) {
+  switch (s) {
+    case core::TaskState::kPending: return "pending";
+    case core::TaskState::kRunning: return "running";
+    case core::TaskState::kSucceeded: return "succeeded";
+    case core::TaskState::kFailed: return "failed";
+    case core::TaskState::kCancelled: return "cancelled";
+  }
+  return "?";
+}
+
+inline const char* JobStateName(core::JobState s) {
+  switch (s) {
+    case core::JobState::kRunning: return "running";
+    case core::JobState::kSucceeded: return "succeeded";
+    case core::JobState::kFailed: return "failed";
+    case core::JobState::kCancelled: return "cancelled";
+  }
+  return "?";
+}
+
+inline const char* OutcomeName(core::AttemptOutcome o) {
+  switch (o) {
+    case core::AttemptOutcome::kRunning: return "running";
+    case core::AttemptOutcome::kSucceeded: return "succeeded";
+    case core::AttemptOutcome::kFailed: return "failed";
+    case core::AttemptOutcome::kTimedOut: return "timed_out";
+    case core::AttemptOutcome::kPreempted: return "preempted";
+    case core::AttemptOutcome::kLost: return "lost";
+    case core::AttemptOutcome::kCancelled: return "cancelled";
+  }
+  return "?";
+}
+
+inline std::optional<core::TaskState> ParseTaskState(absl::string_view s) {
+  for (auto v : {core::TaskState::kPending, core::TaskState::kRunning,
+                 core::TaskState::kSucceeded, core::TaskState::kFailed,
+                 core::TaskState::kCancelled}) {
+    if (s == TaskStateName(v)) return v;
+  }
+  return std::nullopt;
+}
+
+inline std::optional<core::JobState> ParseJobState(absl::string_view s) {
+  for (auto v : {core::JobState::kRunning, core::JobState::kSucceeded, core::JobState::kFailed,
+                 core::JobState::kCancelled}) {
+    if (s == JobStateName(v)) return v;
+  }
+  return std::nullopt;
+}
+
+inline std::optional<core::AttemptOutcome> ParseOutcome(absl::string_view s) {
+  for (auto v : {core::AttemptOutcome::kRunning, core::AttemptOutcome::kSucceeded,
+                 core::AttemptOutcome::kFailed, core::AttemptOutcome::kTimedOut,
+                 core::AttemptOutcome::kPreempted, core::AttemptOutcome::kLost,
+                 core::AttemptOutcome::kCancelled}) {
+    if (s == OutcomeName(v)) return v;
+  }
+  return std::nullopt;
+}
+
+inline bool IsTerminal(core::JobState s) { return s != core::JobState::kRunning; }
+
+inline std::string TaskName(core::TaskKey t) {
+  return absl::StrCat("job ", t.job, " task ", t.index);
+}
+
+// Adds one finished (or running) attempt to a job's counters, as the scheduler counts them.
+inline void CountAttempt(core::AttemptOutcome o, core::JobCounters& c) {
+  ++c.attempts;
+  if (o == core::AttemptOutcome::kFailed || o == core::AttemptOutcome::kTimedOut) ++c.failures;
+  if (o == core::AttemptOutcome::kPreempted) ++c.preemptions;
+  if (o == core::AttemptOutcome::kLost) ++c.lost;
+}
+
+// Validation messages (shared so both backends say the same thing).
+inline std::string ZeroTaskCountMsg() { return "InsertJob: task_count must be > 0"; }
+inline std::string ZeroAttemptIdMsg(core::TaskKey t) {
+  return absl::StrCat("AttemptCreated for ", TaskName(t), ": attempt id must be > 0");
+}
+inline std::string UnknownTaskMsg(const char* record, core::TaskKey t) {
+  return absl::StrCat(record, " names unknown ", TaskName(t));
+}
+inline std::string UnknownJobMsg(const char* record, core::JobId job) {
+  return absl::StrCat(record, " names unknown job ", job);
+}
+inline std::string DuplicateAttemptMsg(core::AttemptId a) {
+  return absl::StrCat("AttemptCreated: attempt ", a, " already exists");
+}
+inline std::string UnknownAttemptMsg(core::AttemptId a) {
+  return absl::StrCat("AttemptEnded names unknown attempt ", a);
+}
+inline std::string EndedRunningMsg(core::AttemptId a) {
+  return absl::StrCat("AttemptEnded for attempt ", a, " has outcome running");
+}
+inline std::string AttemptMismatchMsg(core::AttemptId a, core::TaskKey stored_task,
+                                      absl::string_view stored_worker, core::TaskKey task,
+                                      absl::string_view worker) {
+  return absl::StrCat("AttemptEnded for attempt ", a, " names ", TaskName(task), " on worker '",
+                      worker, "' but it belongs to ", TaskName(stored_task), " on worker '",
+                      stored_worker, "'");
+}
+inline std::string AlreadyEndedMsg(core::AttemptId a, core::AttemptOutcome o) {
+  return absl::StrCat("AttemptEnded for attempt ", a, ", which already ended ", OutcomeName(o));
+}
+inline std::string DuplicateOutputMsg(core::TaskKey t, absl::string_view path) {
+  return absl::StrCat("TaskChanged for ", TaskName(t), " lists output '", path, "' twice");
+}
+
+}  // namespace idlepool::store::internal

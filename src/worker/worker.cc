@@ -1,0 +1,547 @@
+#include "worker/worker.h"
+
+#include <glob.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "blob/blob.h"
+#include "coordinator/wire.h"
+#include "grpcpp/grpcpp.h"
+#include "idlepool.grpc.pb.h"
+#include "platform/process.h"
+#include "platform/random.h"
+#include "spdlog/spdlog.h"
+#include "spec/spec.h"
+
+extern char** environ;
+
+namespace idlepool::worker {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kTokenKey = "x-idlepool-token";
+
+std::string HostName() {
+  char buf[256] = {0};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return "worker";
+  return buf;
+}
+
+}  // namespace
+
+class Worker::Impl {
+ public:
+  Impl(Options options, const platform::Clock& clock)
+      : options_(std::move(options)),
+        clock_(clock),
+        boot_id_(platform::RandomHex(16)),
+        cache_((fs::path(options_.work_dir) / "cache").string()) {
+    if (options_.name.empty()) options_.name = HostName();
+    if (options_.slots == 0) options_.slots = std::max(1u, std::thread::hardware_concurrency());
+  }
+
+  ~Impl() {
+    Stop();
+    JoinAttemptThreads();
+  }
+
+  const std::string& boot_id() const { return boot_id_; }
+
+  absl::Status Run() {
+    std::error_code ec;
+    // Attempts left by an earlier run of this worker belong to a previous boot: the coordinator
+    // has requeued them, so their files are garbage.
+    fs::remove_all(fs::path(options_.work_dir) / "attempts", ec);
+    fs::create_directories(fs::path(options_.work_dir) / "attempts", ec);
+    if (ec) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot use work dir ", options_.work_dir, ": ", ec.message()));
+    }
+    if (auto st = cache_.Init(); !st.ok()) return st;
+
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(64 << 20);
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
+    args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+    // Reconnect quickly after a coordinator restart; the default backoff reaches minutes.
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
+    channel_ = grpc::CreateCustomChannel(options_.coordinator, grpc::InsecureChannelCredentials(),
+                                         args);
+    stub_ = v1::Pool::NewStub(channel_);
+
+    core::Millis backoff{100};
+    while (!stopping_) {
+      bool welcomed = false;
+      grpc::Status st = RunSession(&welcomed);
+      if (st.error_code() == grpc::StatusCode::PERMISSION_DENIED) {
+        return absl::PermissionDeniedError(absl::StrCat("coordinator ", options_.coordinator,
+                                                        " refused the token: ",
+                                                        st.error_message()));
+      }
+      if (stopping_) break;
+      if (welcomed) backoff = core::Millis(100);
+      spdlog::warn("session with {} ended ({}); reconnecting in {} ms", options_.coordinator,
+                   st.ok() ? "closed" : st.error_message(), backoff.count());
+      WaitStop(backoff);
+      backoff = std::min(backoff * 2, core::Millis(5000));
+    }
+    JoinAttemptThreads();
+    return absl::OkStatus();
+  }
+
+  void Stop() {
+    bool was = stopping_.exchange(true);
+    if (was) return;
+    spdlog::info("worker {} stopping: vacating running attempts", options_.name);
+    std::vector<std::shared_ptr<Attempt>> running;
+    {
+      std::lock_guard lock(mu_);
+      for (auto& [id, a] : attempts_) running.push_back(a);
+    }
+    for (auto& a : running) {
+      std::lock_guard lock(a->mu);
+      a->vacating = true;
+      if (a->process) a->process->Kill(SIGKILL);
+    }
+    // Give the attempt threads a moment to send their preempted reports before the session
+    // ends (the coordinator requeues them at once instead of waiting for the lease).
+    JoinAttemptThreads();
+    {
+      std::lock_guard lock(stream_mu_);
+      if (ctx_) ctx_->TryCancel();
+    }
+    std::lock_guard lock(stop_mu_);
+    stop_cv_.notify_all();
+  }
+
+ private:
+  struct Attempt {
+    uint64_t id = 0;
+    v1::Assignment assignment;
+    std::string dir;
+    std::mutex mu;
+    std::unique_ptr<platform::Process> process;  // set while the command runs
+    bool killed = false;    // told to stop by the coordinator: no report
+    bool vacating = false;  // the worker is stopping: report preempted
+    bool finished = false;  // report built, awaiting acknowledgement
+    v1::AttemptReport report;
+  };
+
+  void WaitStop(core::Millis d) {
+    std::unique_lock lock(stop_mu_);
+    stop_cv_.wait_for(lock, d, [&] { return stopping_.load(); });
+  }
+
+  grpc::Status RunSession(bool* welcomed) {
+    auto ctx = std::make_unique<grpc::ClientContext>();
+    ctx->AddMetadata(kTokenKey, options_.token);
+    auto stream = stub_->Session(ctx.get());
+    v1::WorkerMessage hello_msg;
+    auto* hello = hello_msg.mutable_hello();
+    hello->set_protocol_version(1);
+    hello->set_worker(options_.name);
+    hello->set_boot_id(boot_id_);
+    hello->mutable_capacity()->set_cpus(options_.slots);
+    hello->mutable_capacity()->set_memory_mb(options_.memory_mb);
+    hello->set_hostname(HostName());
+    std::vector<std::shared_ptr<Attempt>> finished;
+    {
+      std::lock_guard lock(mu_);
+      for (auto& [id, a] : attempts_) {
+        hello->add_held_attempts(id);
+        std::lock_guard alock(a->mu);
+        if (a->finished) finished.push_back(a);
+      }
+    }
+    {
+      std::lock_guard lock(stream_mu_);
+      if (stopping_) return grpc::Status::CANCELLED;
+      stream_ = stream.get();
+      ctx_ = ctx.get();
+      stream_->Write(hello_msg);
+      // Reports that were not acknowledged before the last session ended go again.
+      for (auto& a : finished) {
+        v1::WorkerMessage m;
+        std::lock_guard alock(a->mu);
+        *m.mutable_report() = a->report;
+        stream_->Write(m);
+      }
+    }
+
+    std::atomic<bool> session_over{false};
+    std::mutex hb_mu;
+    std::condition_variable hb_cv;
+    std::thread heartbeat([&] {
+      v1::WorkerMessage hb;
+      hb.mutable_heartbeat();
+      std::unique_lock lock(hb_mu);
+      while (!session_over) {
+        hb_cv.wait_for(lock, options_.heartbeat, [&] { return session_over.load(); });
+        if (session_over) break;
+        std::lock_guard slock(stream_mu_);
+        if (stream_ && !stream_->Write(hb)) break;
+      }
+    });
+
+    v1::CoordinatorMessage msg;
+    while (stream->Read(&msg)) {
+      if (msg.has_welcome()) {
+        *welcomed = true;
+        spdlog::info("worker {} joined {} (boot {}), {} slots", options_.name,
+                     options_.coordinator, boot_id_.substr(0, 8), options_.slots);
+      } else if (msg.has_assign()) {
+        StartAttempt(msg.assign());
+      } else if (msg.has_kill()) {
+        KillAttempt(msg.kill().attempt(), msg.kill().reason());
+      } else if (msg.has_ack()) {
+        OnAck(msg.ack());
+      } else if (msg.has_refused()) {
+        spdlog::error("coordinator refused this worker: {}", msg.refused().reason());
+      }
+    }
+    {
+      std::lock_guard lock(hb_mu);
+      session_over = true;
+      hb_cv.notify_all();
+    }
+    heartbeat.join();
+    {
+      std::lock_guard lock(stream_mu_);
+      stream_ = nullptr;
+      ctx_ = nullptr;
+    }
+    return stream->Finish();
+  }
+
+  void Send(const v1::WorkerMessage& m) {
+    std::lock_guard lock(stream_mu_);
+    if (stream_) stream_->Write(m);  // if the session is down, the next Hello resends reports
+  }
+
+  void StartAttempt(const v1::Assignment& as) {
+    auto a = std::make_shared<Attempt>();
+    a->id = as.attempt();
+    a->assignment = as;
+    a->dir = (fs::path(options_.work_dir) / "attempts" / std::to_string(as.attempt())).string();
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_ || attempts_.count(a->id)) return;
+      attempts_[a->id] = a;
+      threads_.emplace_back([this, a] { RunAttempt(a); });
+      // Reap threads of attempts that are done, so a long-lived worker does not accumulate them.
+      ReapFinishedThreadsLocked();
+    }
+  }
+
+  void ReapFinishedThreadsLocked() {
+    for (auto it = done_threads_.begin(); it != done_threads_.end();) {
+      auto t = std::find_if(threads_.begin(), threads_.end(),
+                            [&](const std::thread& th) { return th.get_id() == *it; });
+      if (t != threads_.end()) {
+        t->join();
+        threads_.erase(t);
+      }
+      it = done_threads_.erase(it);
+    }
+  }
+
+  void JoinAttemptThreads() {
+    std::vector<std::thread> threads;
+    {
+      std::lock_guard lock(mu_);
+      threads.swap(threads_);
+      done_threads_.clear();
+    }
+    for (auto& t : threads) {
+      if (t.joinable()) t.join();
+    }
+  }
+
+  void KillAttempt(uint64_t id, const std::string& reason) {
+    std::shared_ptr<Attempt> a;
+    {
+      std::lock_guard lock(mu_);
+      auto it = attempts_.find(id);
+      if (it == attempts_.end()) return;
+      a = it->second;
+    }
+    spdlog::info("attempt {}: killed by the coordinator ({})", id, reason);
+    bool drop = false;
+    {
+      std::lock_guard lock(a->mu);
+      a->killed = true;
+      if (a->process) a->process->Kill(SIGKILL);
+      drop = a->finished;
+    }
+    if (drop) Forget(id);
+  }
+
+  void OnAck(const v1::ReportAck& ack) {
+    if (!ack.accepted()) {
+      spdlog::warn("attempt {}: report refused by the coordinator: {}", ack.attempt(),
+                   ack.reason());
+    }
+    Forget(ack.attempt());
+  }
+
+  void Forget(uint64_t id) {
+    std::shared_ptr<Attempt> a;
+    {
+      std::lock_guard lock(mu_);
+      auto it = attempts_.find(id);
+      if (it == attempts_.end()) return;
+      a = it->second;
+      attempts_.erase(it);
+    }
+    std::error_code ec;
+    fs::remove_all(a->dir, ec);
+  }
+
+  // Runs in its own thread.
+  void RunAttempt(std::shared_ptr<Attempt> a) {
+    v1::AttemptReport report;
+    report.set_attempt(a->id);
+    Execute(*a, &report);
+    bool send = false;
+    {
+      std::lock_guard lock(a->mu);
+      a->process.reset();
+      if (a->vacating && report.result() != v1::AttemptReport::SUCCEEDED) {
+        report.set_result(v1::AttemptReport::PREEMPTED);
+        report.set_message("worker stopped by its owner");
+      }
+      if (!a->killed) {
+        a->finished = true;
+        a->report = report;
+        send = true;
+      }
+    }
+    if (send) {
+      v1::WorkerMessage m;
+      *m.mutable_report() = report;
+      Send(m);
+    } else {
+      Forget(a->id);
+    }
+    std::lock_guard lock(mu_);
+    done_threads_.push_back(std::this_thread::get_id());
+  }
+
+  bool Abandoned(Attempt& a) {
+    std::lock_guard lock(a.mu);
+    return a.killed || a.vacating;
+  }
+
+  void Execute(Attempt& a, v1::AttemptReport* report) {
+    const v1::Assignment& as = a.assignment;
+    std::string task_dir = a.dir + "/task";
+    std::string ckpt_dir = a.dir + "/checkpoint";
+    std::error_code ec;
+    fs::create_directories(task_dir, ec);
+    fs::create_directories(ckpt_dir, ec);
+    if (ec) return Fail(report, absl::StrCat("cannot create task dir: ", ec.message()));
+
+    // Stage inputs: fetch each blob into the cache once, then link it into the task dir.
+    std::set<std::string> input_paths;
+    for (const auto& in : as.inputs()) {
+      input_paths.insert(in.path());
+      absl::Status st = EnsureCached(in, a);
+      if (!st.ok()) return Fail(report, absl::StrCat("cannot stage input '", in.path(), "': ",
+                                                     st.message()));
+      std::string dst = task_dir + "/" + in.path();
+      st = blob::LinkOrCopy(cache_.PathOf(in.sha256()), dst);
+      if (!st.ok()) return Fail(report, std::string(st.message()));
+    }
+
+    spec::TaskParams params = wire::FromProto(as.task());
+    std::vector<std::string> cmd(as.command().begin(), as.command().end());
+    auto argv = spec::RenderCommand(cmd, params, task_dir, ckpt_dir);
+    if (!argv.ok()) return Fail(report, std::string(argv.status().message()));
+
+    platform::SpawnOptions sp;
+    sp.argv = *argv;
+    sp.cwd = task_dir;
+    sp.stdout_path = a.dir + "/stdout.log";
+    sp.stderr_path = a.dir + "/stderr.log";
+    for (char** e = environ; *e; ++e) {
+      if (std::strncmp(*e, "IDLEPOOL_", 9) != 0) sp.env.emplace_back(*e);
+    }
+    uint32_t cpus = std::max(1u, as.resources().cpus());
+    auto add = [&](const std::string& k, const std::string& v) { sp.env.push_back(k + "=" + v); };
+    add("IDLEPOOL_JOB_ID", std::to_string(as.job()));
+    add("IDLEPOOL_JOB_NAME", as.job_name());
+    add("IDLEPOOL_TASK_INDEX", std::to_string(params.index));
+    add("IDLEPOOL_ATTEMPT_ID", std::to_string(a.id));
+    add("IDLEPOOL_TASK_DIR", task_dir);
+    add("IDLEPOOL_CHECKPOINT_DIR", ckpt_dir);
+    add("IDLEPOOL_WORKER", options_.name);
+    add("IDLEPOOL_CPUS", std::to_string(cpus));
+    add("OMP_NUM_THREADS", std::to_string(cpus));
+    if (!params.chunk.frames.empty()) {
+      add("IDLEPOOL_FRAMES", spec::JoinFrames(params.chunk.frames));
+      add("IDLEPOOL_FRAME_START", std::to_string(params.chunk.start));
+      add("IDLEPOOL_FRAME_END", std::to_string(params.chunk.end));
+      add("IDLEPOOL_FRAME_STEP", std::to_string(params.chunk.step));
+    }
+    if (!params.item.empty()) add("IDLEPOOL_ITEM", params.item);
+
+    {
+      std::lock_guard lock(a.mu);
+      if (a.killed || a.vacating) return Fail(report, "stopped before it started");
+      auto proc = platform::Process::Start(sp);
+      if (!proc.ok()) {
+        report->set_exit_code(127);
+        return Fail(report, std::string(proc.status().message()));
+      }
+      a.process = std::move(*proc);
+    }
+    platform::Process* proc = a.process.get();  // owned by `a`, reset only by RunAttempt
+    platform::ExitInfo exit = proc->Wait(core::Millis(static_cast<int64_t>(as.timeout_s()) * 1000),
+                                         options_.kill_grace);
+    report->set_exit_code(exit.exit_code);
+    report->set_log_tail(exit.stderr_tail);
+    if (exit.timed_out) {
+      report->set_result(v1::AttemptReport::TIMED_OUT);
+      report->set_message(absl::StrCat("timed out after ", as.timeout_s(), " s"));
+      return;
+    }
+    if (exit.signal != 0) {
+      return Fail(report, absl::StrCat("killed by signal ", exit.signal));
+    }
+    if (exit.exit_code != 0) return Fail(report, absl::StrCat("exit code ", exit.exit_code));
+
+    // Collect outputs. A pattern that matches nothing fails the attempt: a render that wrote no
+    // frame must not count as done.
+    std::set<std::string> seen;
+    for (const auto& pattern : as.outputs()) {
+      std::string full = task_dir + "/" + pattern;
+      glob_t g{};
+      int rc = ::glob(full.c_str(), 0, nullptr, &g);
+      size_t matched = 0;
+      if (rc == 0) {
+        for (size_t i = 0; i < g.gl_pathc; ++i) {
+          std::string path = g.gl_pathv[i];
+          struct stat st;
+          if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+          std::string rel = path.substr(task_dir.size() + 1);
+          if (input_paths.count(rel)) continue;  // staged inputs are not outputs
+          ++matched;
+          if (!seen.insert(rel).second) continue;
+          auto digest = blob::HashFile(path);
+          if (!digest.ok()) {
+            ::globfree(&g);
+            return Fail(report, std::string(digest.status().message()));
+          }
+          auto* o = report->add_outputs();
+          o->set_path(rel);
+          o->set_sha256(digest->sha256);
+          o->set_size(digest->size);
+        }
+      }
+      ::globfree(&g);
+      if (matched == 0) {
+        report->clear_outputs();
+        return Fail(report, absl::StrCat("output pattern '", pattern, "' matched no file"));
+      }
+    }
+    // Upload; retried until it works, the attempt is killed, or the worker stops. Never a
+    // reason to run the task again.
+    core::Millis backoff{200};
+    for (const auto& o : report->outputs()) {
+      while (true) {
+        if (Abandoned(a)) return Fail(report, "stopped while uploading outputs");
+        absl::Status st = UploadIfMissing(task_dir + "/" + o.path(), o);
+        if (st.ok()) break;
+        spdlog::warn("attempt {}: upload of {} failed ({}); retrying in {} ms", a.id, o.path(),
+                     std::string(st.message()), backoff.count());
+        WaitStop(backoff);
+        backoff = std::min(backoff * 2, core::Millis(5000));
+      }
+    }
+    report->set_result(v1::AttemptReport::SUCCEEDED);
+  }
+
+  static void Fail(v1::AttemptReport* report, std::string message) {
+    report->set_result(v1::AttemptReport::FAILED);
+    report->set_message(std::move(message));
+  }
+
+  absl::Status UploadIfMissing(const std::string& path, const v1::OutputFile& o) {
+    {
+      grpc::ClientContext ctx;
+      ctx.AddMetadata(kTokenKey, options_.token);
+      v1::HasBlobsRequest req;
+      req.add_sha256(o.sha256());
+      v1::HasBlobsReply reply;
+      grpc::Status st = stub_->HasBlobs(&ctx, req, &reply);
+      if (st.ok() && reply.present_size() == 1 && reply.present(0)) return absl::OkStatus();
+    }
+    return blob::UploadFile(stub_.get(), options_.token, path,
+                            blob::FileDigest{o.sha256(), o.size()});
+  }
+
+  absl::Status EnsureCached(const v1::Input& in, Attempt& a) {
+    if (cache_.Has(in.sha256())) return absl::OkStatus();
+    std::string dest = cache_.PathOf(in.sha256());
+    std::error_code ec;
+    fs::create_directories(fs::path(dest).parent_path(), ec);
+    core::Millis backoff{200};
+    absl::Status st;
+    for (int i = 0; i < 5; ++i) {
+      if (Abandoned(a)) return absl::CancelledError("attempt stopped");
+      st = blob::DownloadBlob(stub_.get(), options_.token, in.sha256(), in.size(), dest);
+      if (st.ok()) break;
+      if (st.code() != absl::StatusCode::kUnavailable) return st;
+      WaitStop(backoff);
+      backoff *= 2;
+    }
+    if (!st.ok()) return st;
+    // Staged inputs are hard links to the cache: make them read-only so a task cannot corrupt
+    // the cached copy, keeping the executable bit.
+    ::chmod(dest.c_str(), (in.mode() & 0111) | 0444);
+    return absl::OkStatus();
+  }
+
+  Options options_;
+  const platform::Clock& clock_;
+  const std::string boot_id_;
+  blob::BlobDir cache_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Pool::Stub> stub_;
+  std::atomic<bool> stopping_{false};
+  std::mutex stop_mu_;
+  std::condition_variable stop_cv_;
+
+  std::mutex stream_mu_;  // serialises writes on the session stream
+  grpc::ClientReaderWriter<v1::WorkerMessage, v1::CoordinatorMessage>* stream_ = nullptr;
+  grpc::ClientContext* ctx_ = nullptr;
+
+  std::mutex mu_;  // guards attempts_, threads_, done_threads_
+  std::map<uint64_t, std::shared_ptr<Attempt>> attempts_;
+  std::vector<std::thread> threads_;
+  std::vector<std::thread::id> done_threads_;
+};
+
+Worker::Worker(Options options, const platform::Clock& clock)
+    : impl_(std::make_unique<Impl>(std::move(options), clock)) {}
+Worker::~Worker() = default;
+absl::Status Worker::Run() { return impl_->Run(); }
+void Worker::Stop() { impl_->Stop(); }
+const std::string& Worker::boot_id() const { return impl_->boot_id(); }
+
+}  // namespace idlepool::worker

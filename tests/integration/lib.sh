@@ -1,0 +1,80 @@
+# Shared helpers for the integration tests: real idlepool processes on 127.0.0.1, temp dirs,
+# real signals. Sourced by each test; IDLEPOOL is the binary under test.
+set -euo pipefail
+: "${IDLEPOOL:?set IDLEPOOL to the idlepool binary}"
+T=$(mktemp -d "${TMPDIR:-/tmp}/idlepool-it.XXXXXX")
+PIDS=()
+cleanup() {
+  local rc=$?
+  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  if [ $rc -ne 0 ]; then
+    echo "--- test failed (rc $rc); logs in $T:" >&2
+    for f in "$T"/*.log; do echo "=== $f" >&2; tail -30 "$f" >&2; done
+  else
+    rm -rf "$T"
+  fi
+}
+trap cleanup EXIT
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+pass() { echo "ok: $*"; }
+
+# wait_until SECONDS COMMAND...: polls COMMAND every 50 ms until it succeeds; fails after the
+# deadline (a bound on a hang, not an assertion about speed).
+wait_until() {
+  local limit=$1; shift
+  local end=$(( $(date +%s) + limit ))
+  until "$@" >/dev/null 2>&1; do
+    [ "$(date +%s)" -lt "$end" ] || fail "timed out after ${limit}s waiting for: $*"
+    sleep 0.05
+  done
+}
+
+starts_above() { [ "$(grep -c "listening on" "$T/coordinator.log" 2>/dev/null)" -gt "$1" ]; }
+
+# start_coordinator [extra args]: the first start picks a free port; a restart reuses it. Sets
+# ADDR, TOKEN, COORD_PID and exports IDLEPOOL_COORDINATOR/IDLEPOOL_TOKEN.
+start_coordinator() {
+  local listen=127.0.0.1:${PORT:-0} starts
+  starts=$(grep -c "listening on" "$T/coordinator.log" 2>/dev/null || true)
+  "$IDLEPOOL" coordinator --listen "$listen" --data-dir "$T/coord" "$@" >>"$T/coordinator.log" 2>&1 &
+  COORD_PID=$!
+  PIDS+=($COORD_PID)
+  wait_until 20 starts_above "${starts:-0}"
+  PORT=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$T/coordinator.log" | tail -1)
+  ADDR=127.0.0.1:$PORT
+  TOKEN=$(cat "$T/coord/pool.token")
+  export IDLEPOOL_COORDINATOR=$ADDR IDLEPOOL_TOKEN=$TOKEN
+}
+
+# start_worker NAME [extra args]: sets WPID_<NAME>.
+start_worker() {
+  local name=$1; shift
+  "$IDLEPOOL" worker --name "$name" --work-dir "$T/$name" "$@" >>"$T/$name.log" 2>&1 &
+  local pid=$!
+  PIDS+=($pid)
+  printf -v "WPID_${name//-/_}" '%s' "$pid"
+}
+
+worker_state() { "$IDLEPOOL" workers --json | jq -r --arg w "$1" '.workers[] | select(.worker==$w) | .state'; }
+worker_running() { "$IDLEPOOL" workers --json | jq -r --arg w "$1" '.workers[] | select(.worker==$w) | .attempts_running'; }
+is_connected() { [ "$(worker_state "$1")" = connected ]; }
+is_lost() { [ "$(worker_state "$1")" = lost ]; }
+is_busy() { [ "$(worker_running "$1")" -gt 0 ]; }
+job_field() { "$IDLEPOOL" status "$1" --json | jq -r ".$2"; }
+job_at_least() { [ "$(job_field "$1" "$2")" -ge "$3" ]; }  # job_at_least JOB FIELD N
+job_done() { [ "$(job_field "$1" state)" != running ]; }
+
+# sql QUERY: reads the coordinator's store (the real SQLite file).
+sql() { sqlite3 -readonly "$T/coord/pool.db" "$1"; }
+
+# assert_outputs_once JOB N: every task committed exactly once and N output rows, no path twice.
+assert_outputs_once() {
+  local job=$1 want=$2
+  local rows dup
+  rows=$(sql "SELECT COUNT(*) FROM outputs WHERE job_id=$job")
+  [ "$rows" = "$want" ] || fail "job $job has $rows output rows, want $want"
+  dup=$(sql "SELECT COUNT(*) FROM (SELECT path FROM outputs WHERE job_id=$job GROUP BY path HAVING COUNT(*)>1)")
+  [ "$dup" = 0 ] || fail "job $job has $dup output paths committed more than once"
+}

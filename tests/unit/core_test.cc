@@ -1,0 +1,882 @@
+// Unit tests of the pure scheduler core: drive events with explicit `now` values and assert the
+// decisions exactly. No sleeps, no threads, no clocks.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <set>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "core/scheduler.h"
+#include "core/types.h"
+
+namespace idlepool::core {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+template <class... Ts>
+struct Overloaded : Ts... {
+  using Ts::operator()...;
+};
+template <class... Ts>
+Overloaded(Ts...) -> Overloaded<Ts...>;
+
+MonoTime At(int64_t ms) { return MonoTime{Millis{ms}}; }
+
+std::string Key(const TaskKey& k) { return std::to_string(k.job) + "/" + std::to_string(k.index); }
+
+const char* ToString(KillReason r) {
+  switch (r) {
+    case KillReason::kStale: return "stale";
+    case KillReason::kCancelled: return "cancelled";
+    case KillReason::kTimedOut: return "timed_out";
+  }
+  return "?";
+}
+
+// One line per decision, so whole batches can be asserted exactly and in order.
+std::string Str(const Decision& d) {
+  return std::visit(
+      Overloaded{
+          [](const AttemptCreated& x) {
+            return "created #" + std::to_string(x.attempt) + " " + Key(x.task) + " @" + x.worker;
+          },
+          [](const AttemptEnded& x) {
+            return "ended #" + std::to_string(x.attempt) + " " + Key(x.task) + " @" + x.worker +
+                   " " + ToString(x.outcome);
+          },
+          [](const TaskChanged& x) {
+            std::string s = "task " + Key(x.task) + " " + ToString(x.state) +
+                            " f=" + std::to_string(x.failures);
+            if (x.committed_attempt != 0 || !x.outputs.empty()) {
+              s += " commit #" + std::to_string(x.committed_attempt) +
+                   " outputs=" + std::to_string(x.outputs.size());
+            }
+            return s;
+          },
+          [](const JobChanged& x) {
+            return "job " + std::to_string(x.job) + " " + ToString(x.state);
+          },
+          [](const WorkerLost& x) { return "lost " + x.worker; },
+          [](const AssignAttempt& x) {
+            return "assign #" + std::to_string(x.attempt) + " " + Key(x.task) + " @" + x.worker +
+                   " s" + std::to_string(x.session);
+          },
+          [](const KillAttempt& x) {
+            return "kill #" + std::to_string(x.attempt) + " @" + x.worker + " s" +
+                   std::to_string(x.session) + " " + ToString(x.reason);
+          },
+          [](const AckReport& x) {
+            return "ack #" + std::to_string(x.attempt) + " @" + x.worker + " s" +
+                   std::to_string(x.session) + (x.accepted ? " ok" : " refused");
+          },
+          [](const RefuseSession& x) {
+            return "refuse " + x.worker + " s" + std::to_string(x.session);
+          },
+      },
+      d);
+}
+
+template <class D>
+std::vector<std::string> Strs(const std::vector<D>& ds) {
+  std::vector<std::string> out;
+  for (const D& d : ds) out.push_back(Str(Decision{d}));
+  return out;
+}
+
+template <class D>
+std::vector<D> Only(const std::vector<Decision>& ds) {
+  std::vector<D> out;
+  for (const Decision& d : ds) {
+    if (const D* x = std::get_if<D>(&d)) out.push_back(*x);
+  }
+  return out;
+}
+
+bool IsRecord(const Decision& d) {
+  return std::holds_alternative<AttemptCreated>(d) || std::holds_alternative<AttemptEnded>(d) ||
+         std::holds_alternative<TaskChanged>(d) || std::holds_alternative<JobChanged>(d) ||
+         std::holds_alternative<WorkerLost>(d);
+}
+
+OutputFile Out(const std::string& path) { return OutputFile{path, std::string(64, 'a'), 10}; }
+
+class CoreTest : public ::testing::Test {
+ protected:
+  std::vector<Decision> Do(const Event& e, int64_t ms) {
+    std::vector<Decision> out = s_.Apply(e, At(ms));
+    // Every batch: all records before all messages.
+    bool seen_message = false;
+    for (const Decision& d : out) {
+      if (!IsRecord(d)) seen_message = true;
+      EXPECT_FALSE(seen_message && IsRecord(d)) << "record after a message: " << Str(d);
+    }
+    return out;
+  }
+
+  std::vector<Decision> Submit(JobId job, uint32_t tasks, int64_t ms = 0, Resources res = {},
+                               uint32_t max_attempts = 3, Millis timeout = Millis{0}) {
+    return Do(JobSubmitted{job, tasks, res, max_attempts, timeout}, ms);
+  }
+
+  std::vector<Decision> Hello(const std::string& worker, SessionId session, uint32_t cpus,
+                              int64_t ms = 0, std::vector<AttemptId> held = {},
+                              const std::string& boot = "boot1", Resources cap = {}) {
+    cap.cpus = cpus;
+    return Do(WorkerHello{worker, session, boot, cap, std::move(held)}, ms);
+  }
+
+  std::vector<Decision> Report(const std::string& worker, SessionId session, AttemptId attempt,
+                               ReportResult result, int64_t ms = 0,
+                               std::vector<OutputFile> outputs = {}) {
+    AttemptReport r;
+    r.worker = worker;
+    r.session = session;
+    r.attempt = attempt;
+    r.result = result;
+    r.exit_code = result == ReportResult::kFailed ? 1 : 0;
+    r.outputs = std::move(outputs);
+    return Do(r, ms);
+  }
+
+  std::vector<Decision> Heartbeat(const std::string& worker, SessionId session, int64_t ms) {
+    return Do(WorkerHeartbeat{worker, session}, ms);
+  }
+
+  std::vector<Decision> TickAt(int64_t ms) { return Do(Tick{}, ms); }
+
+  WorkerView Worker(const std::string& name) const {
+    for (const WorkerView& w : s_.Workers()) {
+      if (w.worker == name) return w;
+    }
+    ADD_FAILURE() << "no worker " << name;
+    return {};
+  }
+
+  JobSummary JobOf(JobId id) const {
+    auto j = s_.Job(id);
+    EXPECT_TRUE(j.has_value());
+    return j.value_or(JobSummary{});
+  }
+
+  Scheduler s_{Options{Millis{5000}}};
+};
+
+// ---------------------------------------------------------------------------------------------
+// Placement
+
+TEST_F(CoreTest, SubmitCreatesPendingTasksWithoutRecords) {
+  EXPECT_THAT(Submit(1, 3), IsEmpty());
+  JobSummary j = JobOf(1);
+  EXPECT_EQ(j.state, JobState::kRunning);
+  EXPECT_EQ(j.tasks, 3u);
+  EXPECT_EQ(j.pending, 3u);
+  EXPECT_EQ(j.running, 0u);
+  EXPECT_FALSE(s_.CurrentAttempt({1, 0}).has_value());
+  EXPECT_FALSE(s_.Job(2).has_value());
+}
+
+TEST_F(CoreTest, DuplicateJobIdIsIgnored) {
+  Submit(1, 2);
+  EXPECT_THAT(Submit(1, 5, 0, Resources{2, 0, 0}), IsEmpty());
+  EXPECT_EQ(JobOf(1).tasks, 2u);
+  auto out = Hello("a", 1, 8);
+  EXPECT_THAT(Strs(Only<AssignAttempt>(out)),
+              ElementsAre("assign #1 1/0 @a s1", "assign #2 1/1 @a s1"));
+  EXPECT_EQ(Worker("a").slots_busy, 2u);  // the first submission's cpus=1 stands
+}
+
+TEST_F(CoreTest, PlacesPendingTasksInJobThenIndexOrder) {
+  Submit(2, 2);
+  Submit(1, 2);
+  auto out = Hello("a", 7, 3);
+  EXPECT_THAT(Strs(out), ElementsAre("created #1 1/0 @a", "task 1/0 running f=0",
+                                     "created #2 1/1 @a", "task 1/1 running f=0",
+                                     "created #3 2/0 @a", "task 2/0 running f=0",
+                                     "assign #1 1/0 @a s7", "assign #2 1/1 @a s7",
+                                     "assign #3 2/0 @a s7"));
+  EXPECT_EQ(JobOf(2).pending, 1u);
+  EXPECT_EQ(s_.CurrentAttempt({2, 0}), 3u);
+  EXPECT_FALSE(s_.CurrentAttempt({2, 1}).has_value());
+}
+
+TEST_F(CoreTest, ChoosesMostFreeSlotsThenName) {
+  Hello("b", 1, 2);
+  Hello("a", 2, 2);
+  Hello("c", 3, 4);
+  auto out = Submit(1, 5);
+  std::vector<std::string> placed;
+  for (const AssignAttempt& a : Only<AssignAttempt>(out)) placed.push_back(a.worker);
+  // Free slots a2 b2 c4: c -> c -> (a2 b2 c2 tie) a -> (b2 c2 tie) b -> c.
+  EXPECT_THAT(placed, ElementsAre("c", "c", "a", "b", "c"));
+  EXPECT_EQ(Worker("a").slots_busy, 1u);
+  EXPECT_EQ(Worker("b").slots_busy, 1u);
+  EXPECT_EQ(Worker("c").slots_busy, 3u);
+}
+
+TEST_F(CoreTest, TasksThatFitNowhereStayPending) {
+  Hello("a", 1, 1);
+  auto out = Submit(1, 3);
+  EXPECT_EQ(Only<AssignAttempt>(out).size(), 1u);
+  EXPECT_EQ(JobOf(1).pending, 2u);
+  // A second worker picks up the next one in order.
+  out = Hello("b", 2, 1);
+  EXPECT_THAT(Strs(out),
+              ElementsAre("created #2 1/1 @b", "task 1/1 running f=0", "assign #2 1/1 @b s2"));
+}
+
+TEST_F(CoreTest, TwoCpuTaskTakesTwoSlots) {
+  Hello("a", 1, 3);
+  auto out = Submit(1, 2, 0, Resources{2, 0, 0});
+  EXPECT_THAT(Strs(Only<AssignAttempt>(out)), ElementsAre("assign #1 1/0 @a s1"));
+  EXPECT_EQ(Worker("a").slots_busy, 2u);
+  EXPECT_EQ(Worker("a").attempts_running, 1u);
+  // A one-slot task of a later job still fits in the remaining slot.
+  out = Submit(2, 1);
+  EXPECT_THAT(Strs(Only<AssignAttempt>(out)), ElementsAre("assign #2 2/0 @a s1"));
+  EXPECT_EQ(Worker("a").slots_busy, 3u);
+  // Freeing the two slots lets the second two-slot task run.
+  out = Report("a", 1, 1, ReportResult::kSucceeded);
+  EXPECT_THAT(Strs(Only<AssignAttempt>(out)), ElementsAre("assign #3 1/1 @a s1"));
+  EXPECT_EQ(Worker("a").slots_busy, 3u);
+}
+
+TEST_F(CoreTest, GpuAndMemoryMustFit) {
+  Resources big{8, 0, 0};
+  Hello("cpu", 1, 8, 0, {}, "boot1", big);
+  Hello("gpu", 2, 1, 0, {}, "boot1", Resources{1, 1, 0});
+  auto out = Submit(1, 2, 0, Resources{1, 1, 0});
+  EXPECT_THAT(Strs(Only<AssignAttempt>(out)), ElementsAre("assign #1 1/0 @gpu s2"));
+  EXPECT_EQ(JobOf(1).pending, 1u);  // only one GPU in the pool
+
+  // Memory: a worker with too little stated memory is skipped; 0 (not stated) always fits.
+  Hello("small", 3, 16, 0, {}, "boot1", Resources{16, 0, 500});
+  out = Submit(2, 1, 0, Resources{1, 0, 1000});
+  EXPECT_THAT(Strs(Only<AssignAttempt>(out)), ElementsAre("assign #2 2/0 @cpu s1"));
+  Hello("roomy", 4, 16, 0, {}, "boot1", Resources{16, 0, 1500});
+  out = Submit(3, 2, 0, Resources{1, 0, 1000});
+  // small has the most free slots but too little memory; roomy takes one, then is out of
+  // memory; cpu (memory not stated) takes the other.
+  EXPECT_THAT(Strs(Only<AssignAttempt>(out)),
+              ElementsAre("assign #3 3/0 @roomy s4", "assign #4 3/1 @cpu s1"));
+}
+
+TEST_F(CoreTest, AttemptIdsAreUniqueAcrossManyPlacements) {
+  Hello("a", 1, 4);
+  Hello("b", 2, 3);
+  Submit(1, 50, 0, {}, /*max_attempts=*/100);
+  std::set<AttemptId> seen;
+  AttemptId last = 0;
+  int round = 0;
+  // No Tick is applied, so no lease expires. Each step fails, preempts or succeeds (in turn) the
+  // running attempt of the lowest task index.
+  for (int64_t t = 1; JobOf(1).state == JobState::kRunning && t < 10000; ++t) {
+    for (uint32_t i = 0; i < 50; ++i) {
+      auto cur = s_.CurrentAttempt({1, i});
+      if (!cur) continue;
+      const ReportResult r = round % 3 == 0   ? ReportResult::kFailed
+                             : round % 3 == 1 ? ReportResult::kPreempted
+                                              : ReportResult::kSucceeded;
+      ++round;
+      // Find the worker by trying both: exactly one accepts.
+      auto out = Report("a", 1, *cur, r, t);
+      if (!Only<AckReport>(out).at(0).accepted) out = Report("b", 2, *cur, r, t);
+      ASSERT_TRUE(Only<AckReport>(out).at(0).accepted);
+      for (const AttemptCreated& c : Only<AttemptCreated>(out)) {
+        EXPECT_TRUE(seen.insert(c.attempt).second) << "attempt id reused: " << c.attempt;
+        EXPECT_GT(c.attempt, last);
+        last = c.attempt;
+      }
+      break;
+    }
+  }
+  EXPECT_EQ(JobOf(1).state, JobState::kSucceeded);
+  EXPECT_EQ(JobOf(1).counters.attempts, seen.size() + 7);  // the first 7 came from Submit
+  EXPECT_EQ(s_.next_attempt_id(), JobOf(1).counters.attempts + 1);
+  EXPECT_GT(seen.size(), 100u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fencing
+
+TEST_F(CoreTest, LateReportFromLostWorkerIsRefusedAndKilled) {
+  Hello("a", 1, 1, 0);
+  Submit(1, 1, 0);
+  Hello("b", 2, 1, 3000);  // b connects later; its lease runs from 3000
+  auto out = TickAt(5000);
+  EXPECT_THAT(Strs(out), ElementsAre("lost a", "ended #1 1/0 @a lost", "task 1/0 pending f=0",
+                                     "created #2 1/0 @b", "task 1/0 running f=0",
+                                     "assign #2 1/0 @b s2"));
+
+  out = Report("a", 1, 1, ReportResult::kSucceeded, 5100, {Out("frame1.png")});
+  EXPECT_THAT(Strs(out), ElementsAre("ack #1 @a s1 refused", "kill #1 @a s1 stale"));
+  EXPECT_FALSE(Only<AckReport>(out)[0].reason.empty());
+  EXPECT_EQ(s_.CurrentAttempt({1, 0}), 2u);
+  JobSummary j = JobOf(1);
+  EXPECT_EQ(j.running, 1u);
+  EXPECT_EQ(j.succeeded, 0u);
+  EXPECT_EQ(j.state, JobState::kRunning);
+
+  // The current attempt commits its own outputs, once.
+  out = Report("b", 2, 2, ReportResult::kSucceeded, 5200, {Out("b1.png"), Out("b2.png")});
+  EXPECT_THAT(Strs(out), ElementsAre("ended #2 1/0 @b succeeded",
+                                     "task 1/0 succeeded f=0 commit #2 outputs=2",
+                                     "job 1 succeeded", "ack #2 @b s2 ok"));
+  auto tc = Only<TaskChanged>(out).at(0);
+  EXPECT_EQ(tc.outputs, (std::vector<OutputFile>{Out("b1.png"), Out("b2.png")}));
+}
+
+TEST_F(CoreTest, DuplicateSuccessReportIsRefused) {
+  Hello("a", 1, 1);
+  Submit(1, 2);
+  auto out = Report("a", 1, 1, ReportResult::kSucceeded, 10, {Out("x")});
+  EXPECT_THAT(Strs(out), ElementsAre("ended #1 1/0 @a succeeded",
+                                     "task 1/0 succeeded f=0 commit #1 outputs=1",
+                                     "created #2 1/1 @a", "task 1/1 running f=0",
+                                     "ack #1 @a s1 ok", "assign #2 1/1 @a s1"));
+  out = Report("a", 1, 1, ReportResult::kSucceeded, 20, {Out("y")});
+  EXPECT_THAT(Strs(out), ElementsAre("ack #1 @a s1 refused", "kill #1 @a s1 stale"));
+  EXPECT_EQ(JobOf(1).succeeded, 1u);
+  EXPECT_EQ(JobOf(1).running, 1u);
+  EXPECT_EQ(Worker("a").slots_busy, 1u);
+}
+
+TEST_F(CoreTest, ReportFromWrongWorkerIsRefused) {
+  Hello("a", 1, 1);
+  Hello("b", 2, 1);
+  Submit(1, 1);  // goes to a (tie, name order)
+  ASSERT_EQ(s_.CurrentAttempt({1, 0}), 1u);
+  auto out = Report("b", 2, 1, ReportResult::kFailed);
+  EXPECT_THAT(Strs(out), ElementsAre("ack #1 @b s2 refused", "kill #1 @b s2 stale"));
+  EXPECT_EQ(JobOf(1).counters.failures, 0u);
+  EXPECT_EQ(Worker("a").slots_busy, 1u);
+  out = Report("a", 1, 1, ReportResult::kSucceeded);
+  EXPECT_TRUE(Only<AckReport>(out).at(0).accepted);
+  EXPECT_EQ(JobOf(1).state, JobState::kSucceeded);
+}
+
+TEST_F(CoreTest, GarbageFromWorkersIsHandledGracefully) {
+  // Nothing known at all.
+  EXPECT_THAT(Strs(Report("ghost", 9, 42, ReportResult::kSucceeded)),
+              ElementsAre("ack #42 @ghost s9 refused", "kill #42 @ghost s9 stale"));
+  EXPECT_THAT(Strs(Report("ghost", 9, 0, ReportResult::kPreempted)),
+              ElementsAre("ack #0 @ghost s9 refused", "kill #0 @ghost s9 stale"));
+  EXPECT_THAT(Heartbeat("ghost", 9, 1), IsEmpty());
+  EXPECT_THAT(Do(SessionClosed{"ghost", 9}, 1), IsEmpty());
+  EXPECT_THAT(Do(JobCancelled{77}, 1), IsEmpty());
+  EXPECT_THAT(TickAt(100000), IsEmpty());
+  EXPECT_TRUE(s_.Workers().empty());
+  EXPECT_FALSE(s_.CurrentAttempt({5, 5}).has_value());
+  // Known worker, heartbeat on a wrong session, close of a wrong session: ignored.
+  Hello("a", 1, 1, 100000);
+  Heartbeat("a", 99, 101000);
+  EXPECT_EQ(Worker("a").last_seen, At(100000));
+  Do(SessionClosed{"a", 99}, 101000);
+  EXPECT_EQ(Worker("a").state, WorkerState::kConnected);
+  // An attempt id never handed out, while real attempts run.
+  Submit(1, 1, 101000);
+  EXPECT_FALSE(Only<AckReport>(Report("a", 1, 12345, ReportResult::kSucceeded, 101000))
+                   .at(0)
+                   .accepted);
+  EXPECT_EQ(JobOf(1).running, 1u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Liveness
+
+TEST_F(CoreTest, WorkerLostExactlyAtLeaseTimeout) {
+  Hello("a", 1, 2, 1000);
+  Submit(1, 2, 1000);
+  EXPECT_THAT(TickAt(5999), IsEmpty());
+  EXPECT_EQ(Worker("a").state, WorkerState::kConnected);
+  auto out = TickAt(6000);
+  EXPECT_THAT(Strs(out), ElementsAre("lost a", "ended #1 1/0 @a lost", "task 1/0 pending f=0",
+                                     "ended #2 1/1 @a lost", "task 1/1 pending f=0"));
+  WorkerView w = Worker("a");
+  EXPECT_EQ(w.state, WorkerState::kLost);
+  EXPECT_EQ(w.slots_busy, 0u);
+  EXPECT_EQ(w.attempts_running, 0u);
+  JobSummary j = JobOf(1);
+  EXPECT_EQ(j.pending, 2u);
+  EXPECT_EQ(j.counters.lost, 2u);
+  EXPECT_EQ(j.counters.failures, 0u);
+  EXPECT_EQ(j.workers_lost, 1u);
+  // Lost once is enough.
+  EXPECT_THAT(TickAt(20000), IsEmpty());
+  // A heartbeat from the lost worker's old session does not revive it.
+  Heartbeat("a", 1, 20001);
+  EXPECT_EQ(Worker("a").state, WorkerState::kLost);
+  EXPECT_EQ(Worker("a").last_seen, At(1000));
+  EXPECT_EQ(JobOf(1).pending, 2u);
+  // Saying hello again makes it usable.
+  out = Hello("a", 2, 2, 20002);
+  EXPECT_EQ(Only<AssignAttempt>(out).size(), 2u);
+  EXPECT_EQ(JobOf(1).workers_lost, 1u);
+}
+
+TEST_F(CoreTest, HeartbeatExtendsLease) {
+  Hello("a", 1, 1, 0);
+  Submit(1, 1, 0);
+  Heartbeat("a", 1, 4000);
+  EXPECT_EQ(Worker("a").last_seen, At(4000));
+  EXPECT_THAT(TickAt(5000), IsEmpty());
+  EXPECT_THAT(TickAt(8999), IsEmpty());
+  Heartbeat("a", 2, 8999);  // wrong session: no extension
+  auto out = TickAt(9000);
+  EXPECT_THAT(Strs(out), ElementsAre("lost a", "ended #1 1/0 @a lost", "task 1/0 pending f=0"));
+}
+
+TEST_F(CoreTest, SessionClosedKeepsLeaseAndStopsScheduling) {
+  Hello("a", 1, 2, 0);
+  Submit(1, 1, 0);
+  EXPECT_THAT(Do(SessionClosed{"a", 1}, 1000), IsEmpty());
+  EXPECT_EQ(Worker("a").state, WorkerState::kDisconnected);
+  EXPECT_EQ(Worker("a").attempts_running, 1u);
+  // A free slot on a disconnected worker is not used.
+  EXPECT_THAT(Submit(2, 1, 1000), IsEmpty());
+  EXPECT_THAT(TickAt(4999), IsEmpty());
+  auto out = TickAt(5000);
+  EXPECT_THAT(Strs(out), ElementsAre("lost a", "ended #1 1/0 @a lost", "task 1/0 pending f=0"));
+}
+
+TEST_F(CoreTest, ReconnectWithSameBootIdReadoptsAttempts) {
+  Hello("a", 1, 2, 0);
+  Submit(1, 2, 0);
+  Do(SessionClosed{"a", 1}, 1000);
+  auto out = Hello("a", 2, 2, 4000, {1, 2});
+  EXPECT_THAT(out, IsEmpty());
+  WorkerView w = Worker("a");
+  EXPECT_EQ(w.state, WorkerState::kConnected);
+  EXPECT_EQ(w.slots_busy, 2u);
+  EXPECT_EQ(w.attempts_running, 2u);
+  EXPECT_EQ(w.last_seen, At(4000));
+  EXPECT_EQ(s_.CurrentAttempt({1, 0}), 1u);
+  // The lease now runs from the hello.
+  EXPECT_THAT(TickAt(8999), IsEmpty());
+  // Reports on the new session are accepted.
+  out = Report("a", 2, 1, ReportResult::kSucceeded, 8999);
+  EXPECT_THAT(Strs(out), ElementsAre("ended #1 1/0 @a succeeded",
+                                     "task 1/0 succeeded f=0 commit #1 outputs=0",
+                                     "ack #1 @a s2 ok"));
+  // Messages now go to the new session.
+  out = Do(JobCancelled{1}, 8999);
+  EXPECT_THAT(Strs(Only<KillAttempt>(out)), ElementsAre("kill #2 @a s2 cancelled"));
+}
+
+TEST_F(CoreTest, ReconnectWithSameBootIdWhileSessionOpenReplacesSession) {
+  Hello("a", 1, 1, 0);
+  Submit(1, 1, 0);
+  EXPECT_THAT(Hello("a", 2, 1, 100, {1}), IsEmpty());
+  Heartbeat("a", 1, 3000);  // the old session is dead
+  EXPECT_EQ(Worker("a").last_seen, At(100));
+  Heartbeat("a", 2, 3000);
+  EXPECT_EQ(Worker("a").last_seen, At(3000));
+  Do(SessionClosed{"a", 1}, 3000);  // closing the old one changes nothing
+  EXPECT_EQ(Worker("a").state, WorkerState::kConnected);
+}
+
+TEST_F(CoreTest, NewBootIdRequeuesAtOnce) {
+  Hello("a", 1, 1, 0);
+  Submit(1, 1, 0);
+  Do(SessionClosed{"a", 1}, 1000);
+  auto out = Hello("a", 2, 1, 1500, {1}, "boot2");
+  EXPECT_THAT(Strs(out), ElementsAre("ended #1 1/0 @a lost", "task 1/0 pending f=0",
+                                     "created #2 1/0 @a", "task 1/0 running f=0",
+                                     "kill #1 @a s2 stale", "assign #2 1/0 @a s2"));
+  EXPECT_EQ(Worker("a").boot_id, "boot2");
+  EXPECT_EQ(Worker("a").slots_busy, 1u);
+  JobSummary j = JobOf(1);
+  EXPECT_EQ(j.counters.lost, 1u);
+  EXPECT_EQ(j.counters.failures, 0u);
+  EXPECT_EQ(j.counters.attempts, 2u);
+  EXPECT_EQ(j.workers_lost, 1u);
+}
+
+TEST_F(CoreTest, NameClashWithLiveWorkerIsRefused) {
+  Hello("a", 1, 1, 0, {}, "boot1");
+  Submit(1, 1, 0);
+  auto out = Hello("a", 2, 8, 100, {}, "boot-other");
+  EXPECT_THAT(Strs(out), ElementsAre("refuse a s2"));
+  EXPECT_FALSE(Only<RefuseSession>(out)[0].reason.empty());
+  WorkerView w = Worker("a");
+  EXPECT_EQ(w.boot_id, "boot1");
+  EXPECT_EQ(w.capacity.cpus, 1u);
+  EXPECT_EQ(w.attempts_running, 1u);
+  EXPECT_EQ(w.last_seen, At(0));
+  // The original session still works.
+  Heartbeat("a", 1, 200);
+  EXPECT_EQ(Worker("a").last_seen, At(200));
+  EXPECT_TRUE(Only<AckReport>(Report("a", 1, 1, ReportResult::kSucceeded, 200)).at(0).accepted);
+}
+
+TEST_F(CoreTest, HeldButStaleAttemptsAreKilled) {
+  Hello("a", 1, 1, 0);
+  Hello("b", 2, 2, 0);
+  Submit(1, 3, 0);  // #1 -> b, #2 -> a, #3 -> b
+  ASSERT_EQ(s_.CurrentAttempt({1, 1}), 2u);
+  Report("b", 2, 3, ReportResult::kSucceeded, 10);  // #3 has ended
+  Do(SessionClosed{"a", 1}, 20);
+  // a comes back claiming its own #2, b's running #1, the ended #3 and an unknown #99.
+  auto out = Hello("a", 3, 1, 30, {99, 3, 2, 1});
+  EXPECT_THAT(Strs(out), ElementsAre("kill #1 @a s3 stale", "kill #3 @a s3 stale",
+                                     "kill #99 @a s3 stale"));
+  EXPECT_EQ(s_.CurrentAttempt({1, 0}), 1u);  // b's attempt untouched
+  EXPECT_EQ(s_.CurrentAttempt({1, 1}), 2u);
+  EXPECT_EQ(Worker("b").attempts_running, 1u);
+  EXPECT_EQ(Worker("a").attempts_running, 1u);
+}
+
+TEST_F(CoreTest, AttemptsMissingFromHeldAreRequeued) {
+  Hello("a", 1, 2, 0);
+  Submit(1, 2, 0);
+  auto out = Hello("a", 2, 2, 100, {1});
+  EXPECT_THAT(Strs(out), ElementsAre("ended #2 1/1 @a lost", "task 1/1 pending f=0",
+                                     "created #3 1/1 @a", "task 1/1 running f=0",
+                                     "assign #3 1/1 @a s2"));
+  EXPECT_EQ(s_.CurrentAttempt({1, 0}), 1u);
+  EXPECT_EQ(Worker("a").slots_busy, 2u);
+  EXPECT_EQ(JobOf(1).counters.lost, 1u);
+}
+
+TEST_F(CoreTest, CapacityFromHelloMayChangeOnReconnect) {
+  Hello("a", 1, 1, 0);
+  Submit(1, 3, 0);
+  EXPECT_EQ(JobOf(1).running, 1u);
+  auto out = Hello("a", 2, 3, 100, {1});
+  EXPECT_EQ(Only<AssignAttempt>(out).size(), 2u);
+  EXPECT_EQ(Worker("a").capacity.cpus, 3u);
+  EXPECT_EQ(Worker("a").slots_busy, 3u);
+  // Shrinking below what is busy keeps the attempts and places nothing new.
+  out = Hello("a", 3, 1, 200, {1, 2, 3});
+  EXPECT_THAT(out, IsEmpty());
+  EXPECT_EQ(Worker("a").slots_busy, 3u);
+  Submit(2, 1, 200);
+  EXPECT_EQ(JobOf(2).pending, 1u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Failures, preemptions, timeouts
+
+TEST_F(CoreTest, PreemptionsNeverConsumeMaxAttempts) {
+  Hello("a", 1, 1, 0);
+  Submit(1, 1, 0, {}, /*max_attempts=*/2);
+  for (AttemptId id = 1; id <= 5; ++id) {
+    auto out = Report("a", 1, id, ReportResult::kPreempted, 10 * id);
+    EXPECT_THAT(Strs(out),
+                ElementsAre("ended #" + std::to_string(id) + " 1/0 @a preempted",
+                            "task 1/0 pending f=0",
+                            "created #" + std::to_string(id + 1) + " 1/0 @a",
+                            "task 1/0 running f=0", "ack #" + std::to_string(id) + " @a s1 ok",
+                            "assign #" + std::to_string(id + 1) + " 1/0 @a s1"));
+  }
+  JobSummary j = JobOf(1);
+  EXPECT_EQ(j.counters.preemptions, 5u);
+  EXPECT_EQ(j.counters.failures, 0u);
+  EXPECT_EQ(j.counters.attempts, 6u);
+  // One failure still leaves one more try.
+  auto out = Report("a", 1, 6, ReportResult::kFailed, 100);
+  EXPECT_THAT(Strs(Only<TaskChanged>(out)),
+              ElementsAre("task 1/0 pending f=1", "task 1/0 running f=1"));
+  out = Report("a", 1, 7, ReportResult::kSucceeded, 110);
+  EXPECT_THAT(Strs(out), ElementsAre("ended #7 1/0 @a succeeded",
+                                     "task 1/0 succeeded f=1 commit #7 outputs=0",
+                                     "job 1 succeeded", "ack #7 @a s1 ok"));
+}
+
+TEST_F(CoreTest, FailuresReachingMaxAttemptsFailTaskWhileOthersContinue) {
+  Hello("a", 1, 2, 0);
+  Submit(1, 2, 0, {}, /*max_attempts=*/2);  // #1 -> task 0, #2 -> task 1
+  auto out = Report("a", 1, 1, ReportResult::kFailed, 10);
+  EXPECT_THAT(Strs(out), ElementsAre("ended #1 1/0 @a failed", "task 1/0 pending f=1",
+                                     "created #3 1/0 @a", "task 1/0 running f=1",
+                                     "ack #1 @a s1 ok", "assign #3 1/0 @a s1"));
+  out = Report("a", 1, 3, ReportResult::kTimedOut, 20);  // timed out counts as a failure
+  EXPECT_THAT(Strs(out), ElementsAre("ended #3 1/0 @a timed_out", "task 1/0 failed f=2",
+                                     "ack #3 @a s1 ok"));
+  JobSummary j = JobOf(1);
+  EXPECT_EQ(j.state, JobState::kRunning);
+  EXPECT_EQ(j.failed, 1u);
+  EXPECT_EQ(j.running, 1u);
+  EXPECT_EQ(j.counters.failures, 2u);
+  EXPECT_FALSE(s_.CurrentAttempt({1, 0}).has_value());
+  out = Report("a", 1, 2, ReportResult::kSucceeded, 30);
+  EXPECT_THAT(Strs(out), ElementsAre("ended #2 1/1 @a succeeded",
+                                     "task 1/1 succeeded f=0 commit #2 outputs=0", "job 1 failed",
+                                     "ack #2 @a s1 ok"));
+  EXPECT_EQ(JobOf(1).state, JobState::kFailed);
+}
+
+TEST_F(CoreTest, MaxAttemptsOneFailsOnFirstFailure) {
+  Hello("a", 1, 1, 0);
+  Submit(1, 1, 0, {}, /*max_attempts=*/1);
+  auto out = Report("a", 1, 1, ReportResult::kFailed, 10);
+  EXPECT_THAT(Strs(out), ElementsAre("ended #1 1/0 @a failed", "task 1/0 failed f=1",
+                                     "job 1 failed", "ack #1 @a s1 ok"));
+}
+
+TEST_F(CoreTest, TimeoutBackstopKillsAttempt) {
+  Hello("a", 1, 1, 0);
+  Submit(1, 1, 0, {}, 3, Millis{10000});
+  // Heartbeats keep the worker alive; the backstop is started (0) + timeout + lease_timeout.
+  for (int64_t t = 1000; t <= 14000; t += 1000) {
+    Heartbeat("a", 1, t);
+    EXPECT_THAT(TickAt(t), IsEmpty());
+  }
+  EXPECT_THAT(TickAt(14999), IsEmpty());
+  auto out = TickAt(15000);
+  EXPECT_THAT(Strs(out), ElementsAre("ended #1 1/0 @a timed_out", "task 1/0 pending f=1",
+                                     "created #2 1/0 @a", "task 1/0 running f=1",
+                                     "kill #1 @a s1 timed_out", "assign #2 1/0 @a s1"));
+  EXPECT_EQ(JobOf(1).counters.failures, 1u);
+  // The new attempt's clock starts at its own placement.
+  Heartbeat("a", 1, 19000);
+  EXPECT_THAT(TickAt(23000), IsEmpty());
+  // A late report from the killed attempt is stale.
+  out = Report("a", 1, 1, ReportResult::kSucceeded, 23001);
+  EXPECT_THAT(Strs(out), ElementsAre("ack #1 @a s1 refused", "kill #1 @a s1 stale"));
+}
+
+TEST_F(CoreTest, NoTimeoutMeansNoBackstop) {
+  Hello("a", 1, 1, 0);
+  Submit(1, 1, 0);
+  for (int64_t t = 1000; t <= 100000; t += 1000) {
+    Heartbeat("a", 1, t);
+    EXPECT_THAT(TickAt(t), IsEmpty());
+  }
+  EXPECT_EQ(s_.CurrentAttempt({1, 0}), 1u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cancel
+
+TEST_F(CoreTest, CancelKillsRunningAndCancelsPending) {
+  Hello("a", 1, 2, 0);
+  Submit(1, 3, 0);
+  Submit(2, 1, 0);
+  auto out = Do(JobCancelled{1}, 10);
+  EXPECT_THAT(Strs(out), ElementsAre("ended #1 1/0 @a cancelled", "task 1/0 cancelled f=0",
+                                     "ended #2 1/1 @a cancelled", "task 1/1 cancelled f=0",
+                                     "task 1/2 cancelled f=0", "job 1 cancelled",
+                                     "created #3 2/0 @a", "task 2/0 running f=0",
+                                     "kill #1 @a s1 cancelled", "kill #2 @a s1 cancelled",
+                                     "assign #3 2/0 @a s1"));
+  JobSummary j = JobOf(1);
+  EXPECT_EQ(j.state, JobState::kCancelled);
+  EXPECT_EQ(j.cancelled, 3u);
+  EXPECT_EQ(j.running + j.pending, 0u);
+  EXPECT_EQ(Worker("a").slots_busy, 1u);
+  // Late reports for cancelled attempts are stale.
+  out = Report("a", 1, 1, ReportResult::kSucceeded, 20, {Out("late")});
+  EXPECT_THAT(Strs(out), ElementsAre("ack #1 @a s1 refused", "kill #1 @a s1 stale"));
+  EXPECT_EQ(JobOf(1).succeeded, 0u);
+  // Cancelling again, or cancelling a finished job: nothing.
+  EXPECT_THAT(Do(JobCancelled{1}, 30), IsEmpty());
+  Report("a", 1, 3, ReportResult::kSucceeded, 40);
+  ASSERT_EQ(JobOf(2).state, JobState::kSucceeded);
+  EXPECT_THAT(Do(JobCancelled{2}, 50), IsEmpty());
+  EXPECT_EQ(JobOf(2).state, JobState::kSucceeded);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Restore
+
+RestoredState SampleRestore() {
+  RestoredState st;
+  RestoredJob job;
+  job.spec = JobSubmitted{1, 3, Resources{1, 0, 0}, 3, Millis{0}};
+  job.counters = JobCounters{8, 1, 2, 1};
+  job.workers_lost = {"old"};
+  st.jobs.push_back(job);
+  RestoredJob done;
+  done.spec = JobSubmitted{2, 1, Resources{1, 0, 0}, 3, Millis{0}};
+  done.state = JobState::kSucceeded;
+  done.counters = JobCounters{1, 0, 0, 0};
+  st.jobs.push_back(done);
+  st.tasks = {{{1, 0}, TaskState::kSucceeded, 1},
+              {{1, 1}, TaskState::kRunning, 0},
+              {{1, 2}, TaskState::kRunning, 0},
+              {{2, 0}, TaskState::kSucceeded, 0}};
+  st.running = {{7, {1, 1}, "a"}, {8, {1, 2}, "b"}};
+  st.next_attempt_id = 12;  // #9..#11 ended before the restart
+  return st;
+}
+
+TEST_F(CoreTest, RestoreReadoptsAndExpiresOrphans) {
+  s_.Restore(SampleRestore(), At(100000));
+  EXPECT_EQ(s_.next_attempt_id(), 12u);
+  JobSummary j = JobOf(1);
+  EXPECT_EQ(j.state, JobState::kRunning);
+  EXPECT_EQ(j.succeeded, 1u);
+  EXPECT_EQ(j.running, 2u);
+  EXPECT_EQ(j.counters, (JobCounters{8, 1, 2, 1}));
+  EXPECT_EQ(j.workers_lost, 1u);
+  EXPECT_EQ(JobOf(2).state, JobState::kSucceeded);
+  EXPECT_EQ(s_.CurrentAttempt({1, 1}), 7u);
+  EXPECT_TRUE(s_.Workers().empty());
+
+  // b reports before saying hello: refused, and the orphan stays.
+  auto out = Report("b", 5, 8, ReportResult::kSucceeded, 100500);
+  EXPECT_THAT(Strs(out), ElementsAre("ack #8 @b s5 refused", "kill #8 @b s5 stale"));
+  EXPECT_EQ(s_.CurrentAttempt({1, 2}), 8u);
+
+  // a comes back holding #7: re-adopted, its slot counted.
+  out = Hello("a", 1, 1, 101000, {7});
+  EXPECT_THAT(out, IsEmpty());
+  EXPECT_EQ(Worker("a").slots_busy, 1u);
+  EXPECT_EQ(Worker("a").attempts_running, 1u);
+
+  Heartbeat("a", 1, 104000);
+  EXPECT_THAT(TickAt(104999), IsEmpty());
+  out = TickAt(105000);  // b never came back
+  EXPECT_THAT(Strs(out), ElementsAre("ended #8 1/2 @b lost", "task 1/2 pending f=0"));
+  j = JobOf(1);
+  EXPECT_EQ(j.counters.lost, 2u);
+  EXPECT_EQ(j.workers_lost, 2u);
+  EXPECT_EQ(j.pending, 1u);
+  // The re-adopted attempt is no orphan: it survives past the deadline and reports normally.
+  EXPECT_EQ(s_.CurrentAttempt({1, 1}), 7u);
+  out = Report("a", 1, 7, ReportResult::kSucceeded, 105100, {Out("f")});
+  EXPECT_THAT(Strs(out), ElementsAre("ended #7 1/1 @a succeeded",
+                                     "task 1/1 succeeded f=0 commit #7 outputs=1",
+                                     "created #12 1/2 @a", "task 1/2 running f=0",
+                                     "ack #7 @a s1 ok", "assign #12 1/2 @a s1"));
+  // b now returns too late: its #8 is stale.
+  out = Hello("b", 6, 1, 105200, {8});
+  EXPECT_THAT(Strs(out), ElementsAre("kill #8 @b s6 stale"));
+  out = Report("a", 1, 12, ReportResult::kSucceeded, 105300);
+  EXPECT_THAT(Strs(Only<JobChanged>(out)), ElementsAre("job 1 succeeded"));
+  EXPECT_EQ(JobOf(1).counters.attempts, 9u);  // 8 restored + 1
+}
+
+TEST_F(CoreTest, RestoredAttemptNotHeldByItsWorkerIsLostAtHello) {
+  s_.Restore(SampleRestore(), At(0));
+  auto out = Hello("a", 1, 1, 10, {});
+  EXPECT_THAT(Strs(out), ElementsAre("ended #7 1/1 @a lost", "task 1/1 pending f=0",
+                                     "created #12 1/1 @a", "task 1/1 running f=0",
+                                     "assign #12 1/1 @a s1"));
+  // The other orphan is untouched until its own deadline.
+  EXPECT_EQ(s_.CurrentAttempt({1, 2}), 8u);
+}
+
+TEST_F(CoreTest, RestoreOrphanCancelledBeforeItsWorkerReturns) {
+  s_.Restore(SampleRestore(), At(0));
+  auto out = Do(JobCancelled{1}, 10);
+  // No worker is known, so no kill messages yet; the hello kills the attempts as stale.
+  EXPECT_THAT(Strs(out), ElementsAre("ended #7 1/1 @a cancelled", "task 1/1 cancelled f=0",
+                                     "ended #8 1/2 @b cancelled", "task 1/2 cancelled f=0",
+                                     "job 1 cancelled"));
+  out = Hello("a", 1, 1, 20, {7});
+  EXPECT_THAT(Strs(out), ElementsAre("kill #7 @a s1 stale"));
+  EXPECT_EQ(Worker("a").slots_busy, 0u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Completion, counters, views, determinism
+
+TEST_F(CoreTest, JobCompletesOnceWhenAllTasksSucceed) {
+  Hello("a", 1, 3, 0);
+  Submit(1, 3, 0);
+  EXPECT_THAT(Only<JobChanged>(Report("a", 1, 1, ReportResult::kSucceeded, 1)), IsEmpty());
+  EXPECT_THAT(Only<JobChanged>(Report("a", 1, 3, ReportResult::kSucceeded, 2)), IsEmpty());
+  auto out = Report("a", 1, 2, ReportResult::kSucceeded, 3);
+  EXPECT_THAT(Strs(Only<JobChanged>(out)), ElementsAre("job 1 succeeded"));
+  JobSummary j = JobOf(1);
+  EXPECT_EQ(j.state, JobState::kSucceeded);
+  EXPECT_EQ(j.succeeded, 3u);
+  EXPECT_EQ(Worker("a").slots_busy, 0u);
+  EXPECT_EQ(Worker("a").attempts_running, 0u);
+}
+
+TEST_F(CoreTest, CountersAndViews) {
+  Hello("b", 2, 1, 0);
+  Hello("a", 1, 2, 0);
+  Submit(1, 4, 0);  // #1 -> a (2 free), #2 -> a (tie a1 b1, by name), #3 -> b; 1/3 pending
+  Submit(2, 1, 0);
+  std::vector<JobSummary> jobs = s_.Jobs();
+  ASSERT_EQ(jobs.size(), 2u);
+  EXPECT_EQ(jobs[0].job, 1u);
+  EXPECT_EQ(jobs[1].job, 2u);
+  EXPECT_EQ(jobs[0].running, 3u);
+  EXPECT_EQ(jobs[0].pending, 1u);
+  EXPECT_EQ(jobs[1].pending, 1u);
+  std::vector<WorkerView> ws = s_.Workers();
+  ASSERT_EQ(ws.size(), 2u);
+  EXPECT_EQ(ws[0].worker, "a");
+  EXPECT_EQ(ws[0].slots_busy, 2u);
+  EXPECT_EQ(ws[0].attempts_running, 2u);
+  EXPECT_EQ(ws[0].capacity.cpus, 2u);
+  EXPECT_EQ(ws[0].boot_id, "boot1");
+  EXPECT_EQ(ws[1].worker, "b");
+  EXPECT_EQ(ws[1].slots_busy, 1u);
+
+  Report("a", 1, 1, ReportResult::kFailed, 1);     // -> #4 (1/0 again) on a
+  Report("a", 1, 2, ReportResult::kPreempted, 2);  // -> #5 (1/1) on a
+  Report("b", 2, 3, ReportResult::kSucceeded, 3);  // -> #6 (1/3) on b
+  Heartbeat("a", 1, 4000);
+  TickAt(5000);  // b lost: #6 lost, 1/3 pending again; a is full
+  JobSummary j = JobOf(1);
+  EXPECT_EQ(j.counters, (JobCounters{6, 1, 1, 1}));
+  EXPECT_EQ(j.workers_lost, 1u);
+  EXPECT_EQ(j.running, 2u);
+  EXPECT_EQ(j.pending, 1u);
+  EXPECT_EQ(j.succeeded, 1u);
+  EXPECT_EQ(Worker("b").state, WorkerState::kLost);
+  EXPECT_EQ(Worker("b").slots_busy, 0u);
+  EXPECT_EQ(Worker("a").slots_busy, 2u);
+  EXPECT_EQ(JobOf(2).counters, JobCounters{});
+}
+
+TEST_F(CoreTest, SameEventsGiveSameDecisions) {
+  auto run = [] {
+    Scheduler s{Options{Millis{5000}}};
+    std::vector<std::string> all;
+    auto apply = [&](const Event& e, int64_t ms) {
+      for (const std::string& x : Strs(s.Apply(e, At(ms)))) all.push_back(x);
+    };
+    for (const char* w : {"w3", "w1", "w2", "w0"}) {
+      apply(WorkerHello{w, static_cast<SessionId>(w[1]), "boot", Resources{2, 0, 0}, {}}, 0);
+    }
+    apply(JobSubmitted{3, 7, {}, 2, Millis{0}}, 0);
+    apply(JobSubmitted{1, 5, {}, 2, Millis{0}}, 0);
+    for (AttemptId id = 1; id <= 8; ++id) {
+      for (const char* w : {"w0", "w1", "w2", "w3"}) {
+        apply(AttemptReport{w, static_cast<SessionId>(w[1]), id,
+                            id % 2 ? ReportResult::kFailed : ReportResult::kSucceeded, 0, {}, ""},
+              10 * id);
+      }
+    }
+    apply(WorkerHeartbeat{"w1", '1'}, 4000);
+    apply(Tick{}, 5000);
+    return all;
+  };
+  std::vector<std::string> first = run();
+  EXPECT_EQ(first, run());
+  EXPECT_GT(first.size(), 50u);
+}
+
+TEST(CoreTypes, ToStringWords) {
+  EXPECT_STREQ(ToString(TaskState::kPending), "pending");
+  EXPECT_STREQ(ToString(TaskState::kRunning), "running");
+  EXPECT_STREQ(ToString(TaskState::kSucceeded), "succeeded");
+  EXPECT_STREQ(ToString(TaskState::kFailed), "failed");
+  EXPECT_STREQ(ToString(TaskState::kCancelled), "cancelled");
+  EXPECT_STREQ(ToString(JobState::kRunning), "running");
+  EXPECT_STREQ(ToString(JobState::kSucceeded), "succeeded");
+  EXPECT_STREQ(ToString(JobState::kFailed), "failed");
+  EXPECT_STREQ(ToString(JobState::kCancelled), "cancelled");
+  EXPECT_STREQ(ToString(AttemptOutcome::kRunning), "running");
+  EXPECT_STREQ(ToString(AttemptOutcome::kSucceeded), "succeeded");
+  EXPECT_STREQ(ToString(AttemptOutcome::kFailed), "failed");
+  EXPECT_STREQ(ToString(AttemptOutcome::kTimedOut), "timed_out");
+  EXPECT_STREQ(ToString(AttemptOutcome::kPreempted), "preempted");
+  EXPECT_STREQ(ToString(AttemptOutcome::kLost), "lost");
+  EXPECT_STREQ(ToString(AttemptOutcome::kCancelled), "cancelled");
+}
+
+}  // namespace
+}  // namespace idlepool::core

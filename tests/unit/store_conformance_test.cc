@@ -1,0 +1,848 @@
+// One conformance suite for every store backend (SQLite, memory), plus SQLite-only tests for
+// what only a file can get wrong (garbage files, WAL, schema versions, crashes).
+//
+// Every durability test "reopens" the store before checking: for SQLite that closes the file and
+// opens it again, for the memory store it is the same object, so both must give the same answers.
+
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <ostream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/scheduler.h"
+#include "core/types.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "store/store.h"
+
+// Equality and printing for the plain records, so failures show both sides.
+namespace idlepool::core {
+const char* Name(TaskState s) {
+  static const char* n[] = {"pending", "running", "succeeded", "failed", "cancelled"};
+  return n[static_cast<int>(s)];
+}
+const char* Name(JobState s) {
+  static const char* n[] = {"running", "succeeded", "failed", "cancelled"};
+  return n[static_cast<int>(s)];
+}
+const char* Name(AttemptOutcome o) {
+  static const char* n[] = {"running", "succeeded", "failed",   "timed_out",
+                            "preempted", "lost",    "cancelled"};
+  return n[static_cast<int>(o)];
+}
+void PrintTo(TaskState s, std::ostream* os) { *os << Name(s); }
+void PrintTo(JobState s, std::ostream* os) { *os << Name(s); }
+void PrintTo(AttemptOutcome o, std::ostream* os) { *os << Name(o); }
+void PrintTo(const TaskKey& t, std::ostream* os) { *os << t.job << "/" << t.index; }
+void PrintTo(const JobCounters& c, std::ostream* os) {
+  *os << "{attempts=" << c.attempts << " failures=" << c.failures
+      << " preemptions=" << c.preemptions << " lost=" << c.lost << "}";
+}
+bool operator==(const RestoredTask& a, const RestoredTask& b) {
+  return a.task == b.task && a.state == b.state && a.failures == b.failures;
+}
+void PrintTo(const RestoredTask& t, std::ostream* os) {
+  *os << "{" << t.task.job << "/" << t.task.index << " " << Name(t.state)
+      << " failures=" << t.failures << "}";
+}
+bool operator==(const RestoredAttempt& a, const RestoredAttempt& b) {
+  return a.attempt == b.attempt && a.task == b.task && a.worker == b.worker;
+}
+void PrintTo(const RestoredAttempt& a, std::ostream* os) {
+  *os << "{attempt " << a.attempt << " " << a.task.job << "/" << a.task.index << " on "
+      << a.worker << "}";
+}
+}  // namespace idlepool::core
+
+namespace idlepool::store {
+bool operator==(const TaskRecord& a, const TaskRecord& b) {
+  return a.task == b.task && a.state == b.state && a.failures == b.failures &&
+         a.committed_attempt == b.committed_attempt;
+}
+void PrintTo(const TaskRecord& t, std::ostream* os) {
+  *os << "{" << t.task.job << "/" << t.task.index << " " << core::Name(t.state)
+      << " failures=" << t.failures << " committed=" << t.committed_attempt << "}";
+}
+bool operator==(const AttemptRecord& a, const AttemptRecord& b) {
+  return a.attempt == b.attempt && a.task == b.task && a.worker == b.worker &&
+         a.outcome == b.outcome && a.exit_code == b.exit_code && a.message == b.message &&
+         a.started_ms == b.started_ms && a.ended_ms == b.ended_ms;
+}
+void PrintTo(const AttemptRecord& a, std::ostream* os) {
+  *os << "{attempt " << a.attempt << " " << a.task.job << "/" << a.task.index << " on "
+      << a.worker << " " << core::Name(a.outcome) << " exit=" << a.exit_code << " msg='"
+      << a.message << "' " << a.started_ms << ".." << a.ended_ms << "}";
+}
+bool operator==(const TaskOutput& a, const TaskOutput& b) {
+  return a.index == b.index && a.file == b.file;
+}
+void PrintTo(const TaskOutput& o, std::ostream* os) {
+  *os << "{" << o.index << " " << o.file.path << " " << o.file.sha256 << " " << o.file.size
+      << "}";
+}
+
+namespace {
+
+using core::AttemptOutcome;
+using core::Decision;
+using core::JobState;
+using core::TaskKey;
+using core::TaskState;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+// ---------------------------------------------------------------------------------------------
+// Backends
+
+// A fresh temporary directory, removed at the end of the test.
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = testing::TempDir() + "idlepool_store_XXXXXX";
+    char* p = mkdtemp(tmpl.data());
+    if (p == nullptr) ADD_FAILURE() << "mkdtemp failed for " << tmpl;
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+class Harness {
+ public:
+  virtual ~Harness() = default;
+  virtual Store& store() = 0;
+  // SQLite: close the file and open it again. Memory: nothing (the same object).
+  virtual void Reopen() = 0;
+};
+
+class SqliteHarness : public Harness {
+ public:
+  SqliteHarness() : path_(dir_.path() + "/state.db") { Reopen(); }
+  Store& store() override { return *store_; }
+  void Reopen() override {
+    store_.reset();
+    absl::StatusOr<std::unique_ptr<Store>> s = OpenSqliteStore(path_);
+    ASSERT_TRUE(s.ok()) << s.status();
+    store_ = std::move(*s);
+  }
+
+ private:
+  TempDir dir_;
+  std::string path_;
+  std::unique_ptr<Store> store_;
+};
+
+class MemoryHarness : public Harness {
+ public:
+  Store& store() override { return *store_; }
+  void Reopen() override {}
+
+ private:
+  std::unique_ptr<Store> store_ = NewMemoryStore();
+};
+
+struct Backend {
+  std::string name;
+  std::function<std::unique_ptr<Harness>()> make;
+};
+
+void PrintTo(const Backend& b, std::ostream* os) { *os << b.name; }
+
+// ---------------------------------------------------------------------------------------------
+// Builders
+
+NewJob MakeJob(std::string name, uint32_t tasks, uint32_t max_attempts = 3) {
+  NewJob j;
+  j.name = std::move(name);
+  j.spec = std::string("spec\0bytes\xff", 11);
+  j.sched.task_count = tasks;
+  j.sched.resources = {2, 1, 512};
+  j.sched.max_attempts = max_attempts;
+  j.sched.timeout = core::Millis(600000);
+  return j;
+}
+
+Decision Created(core::AttemptId a, TaskKey t, std::string worker) {
+  return core::AttemptCreated{a, t, std::move(worker)};
+}
+Decision Ended(core::AttemptId a, TaskKey t, std::string worker, AttemptOutcome o,
+               int exit_code = 0, std::string message = "") {
+  return core::AttemptEnded{a, t, std::move(worker), o, exit_code, std::move(message)};
+}
+Decision TaskTo(TaskKey t, TaskState s, uint32_t failures = 0, core::AttemptId committed = 0,
+                std::vector<core::OutputFile> outputs = {}) {
+  return core::TaskChanged{t, s, failures, committed, std::move(outputs)};
+}
+Decision JobTo(core::JobId j, JobState s) { return core::JobChanged{j, s}; }
+
+core::OutputFile File(std::string path, char hex, uint64_t size) {
+  return {std::move(path), std::string(64, hex), size};
+}
+
+AttemptRecord Attempt(core::AttemptId a, TaskKey t, std::string worker, AttemptOutcome o,
+                      int exit_code, std::string message, int64_t started, int64_t ended) {
+  AttemptRecord r;
+  r.attempt = a;
+  r.task = t;
+  r.worker = std::move(worker);
+  r.outcome = o;
+  r.exit_code = exit_code;
+  r.message = std::move(message);
+  r.started_ms = started;
+  r.ended_ms = ended;
+  return r;
+}
+
+TaskRecord Task(TaskKey t, TaskState s, uint32_t failures = 0, core::AttemptId committed = 0) {
+  TaskRecord r;
+  r.task = t;
+  r.state = s;
+  r.failures = failures;
+  r.committed_attempt = committed;
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The conformance suite
+
+class StoreConformance : public ::testing::TestWithParam<Backend> {
+ protected:
+  void SetUp() override { h_ = GetParam().make(); }
+  Store& store() { return h_->store(); }
+
+  core::JobId Insert(const NewJob& job, int64_t now_ms = 1000) {
+    absl::StatusOr<core::JobId> id = store().InsertJob(job, now_ms);
+    EXPECT_TRUE(id.ok()) << id.status();
+    return id.ok() ? *id : 0;
+  }
+  core::RestoredState MustLoad() {
+    absl::StatusOr<core::RestoredState> s = store().Load();
+    EXPECT_TRUE(s.ok()) << s.status();
+    return s.ok() ? *std::move(s) : core::RestoredState{};
+  }
+  std::vector<TaskRecord> Tasks(core::JobId job) {
+    auto r = store().ListTasks(job);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *std::move(r) : std::vector<TaskRecord>{};
+  }
+  std::vector<AttemptRecord> Attempts(core::JobId job) {
+    auto r = store().ListAttempts(job);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *std::move(r) : std::vector<AttemptRecord>{};
+  }
+  std::vector<TaskOutput> Outputs(core::JobId job) {
+    auto r = store().ListOutputs(job);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *std::move(r) : std::vector<TaskOutput>{};
+  }
+  JobRecord Job(core::JobId job) {
+    auto r = store().GetJob(job);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *std::move(r) : JobRecord{};
+  }
+
+  std::unique_ptr<Harness> h_;
+};
+
+#define REOPEN() ASSERT_NO_FATAL_FAILURE(h_->Reopen())
+
+TEST_P(StoreConformance, InsertedJobIsDurableWithAllTasksPending) {
+  const core::JobId id = Insert(MakeJob("render", 3), 1234);
+  EXPECT_EQ(id, 1u);
+  REOPEN();
+
+  JobRecord j = Job(id);
+  EXPECT_EQ(j.id, id);
+  EXPECT_EQ(j.name, "render");
+  EXPECT_EQ(j.spec, std::string("spec\0bytes\xff", 11));
+  EXPECT_EQ(j.sched.job, id);
+  EXPECT_EQ(j.sched.task_count, 3u);
+  EXPECT_EQ(j.sched.resources, (core::Resources{2, 1, 512}));
+  EXPECT_EQ(j.sched.max_attempts, 3u);
+  EXPECT_EQ(j.sched.timeout, core::Millis(600000));
+  EXPECT_EQ(j.state, JobState::kRunning);
+  EXPECT_EQ(j.submitted_ms, 1234);
+  EXPECT_EQ(j.finished_ms, 0);
+
+  core::RestoredState s = MustLoad();
+  ASSERT_EQ(s.jobs.size(), 1u);
+  EXPECT_EQ(s.jobs[0].spec.job, id);
+  EXPECT_EQ(s.jobs[0].spec.task_count, 3u);
+  EXPECT_EQ(s.jobs[0].spec.resources, (core::Resources{2, 1, 512}));
+  EXPECT_EQ(s.jobs[0].spec.max_attempts, 3u);
+  EXPECT_EQ(s.jobs[0].spec.timeout, core::Millis(600000));
+  EXPECT_EQ(s.jobs[0].state, JobState::kRunning);
+  EXPECT_EQ(s.jobs[0].counters, core::JobCounters{});
+  EXPECT_THAT(s.jobs[0].workers_lost, IsEmpty());
+  EXPECT_THAT(s.tasks, ElementsAre(core::RestoredTask{{id, 0}, TaskState::kPending, 0},
+                                   core::RestoredTask{{id, 1}, TaskState::kPending, 0},
+                                   core::RestoredTask{{id, 2}, TaskState::kPending, 0}));
+  EXPECT_THAT(s.running, IsEmpty());
+  EXPECT_EQ(s.next_attempt_id, 1u);
+  EXPECT_THAT(Tasks(id), ElementsAre(Task({id, 0}, TaskState::kPending),
+                                     Task({id, 1}, TaskState::kPending),
+                                     Task({id, 2}, TaskState::kPending)));
+  EXPECT_THAT(Attempts(id), IsEmpty());
+  EXPECT_THAT(Outputs(id), IsEmpty());
+}
+
+TEST_P(StoreConformance, JobIdsAreSequentialAndNeverReusedAfterReopen) {
+  EXPECT_EQ(Insert(MakeJob("a", 1)), 1u);
+  EXPECT_EQ(Insert(MakeJob("b", 2)), 2u);
+  REOPEN();
+  EXPECT_EQ(Insert(MakeJob("c", 1)), 3u);
+  REOPEN();
+  absl::StatusOr<std::vector<JobRecord>> jobs = store().ListJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 3u);
+  EXPECT_EQ((*jobs)[0].id, 1u);
+  EXPECT_EQ((*jobs)[0].name, "a");
+  EXPECT_EQ((*jobs)[1].id, 2u);
+  EXPECT_EQ((*jobs)[1].sched.task_count, 2u);
+  EXPECT_EQ((*jobs)[2].id, 3u);
+  EXPECT_EQ((*jobs)[2].name, "c");
+  EXPECT_EQ(MustLoad().tasks.size(), 4u);
+}
+
+TEST_P(StoreConformance, InsertJobRejectsZeroTasks) {
+  absl::StatusOr<core::JobId> id = store().InsertJob(MakeJob("empty", 0), 1);
+  EXPECT_EQ(id.status().code(), absl::StatusCode::kInvalidArgument) << id.status();
+  REOPEN();
+  EXPECT_THAT(*store().ListJobs(), IsEmpty());
+  EXPECT_EQ(Insert(MakeJob("next", 1)), 1u);
+}
+
+TEST_P(StoreConformance, LifecycleIsExactAfterReopen) {
+  const core::JobId id = Insert(MakeJob("render", 2), 500);
+  const TaskKey t0{id, 0}, t1{id, 1};
+  // Message decisions and WorkerLost are mixed in, as the scheduler emits them: ignored.
+  ASSERT_TRUE(store()
+                  .Apply({Created(1, t0, "w1"), TaskTo(t0, TaskState::kRunning),
+                          Created(2, t1, "w2"), TaskTo(t1, TaskState::kRunning),
+                          core::AssignAttempt{"w1", 7, 1, t0}, core::AssignAttempt{"w2", 8, 2, t1}},
+                         1000)
+                  .ok());
+  ASSERT_TRUE(store()
+                  .Apply({Ended(1, t0, "w1", AttemptOutcome::kFailed, 2, "exit code 2"),
+                          TaskTo(t0, TaskState::kPending, 1),
+                          core::AckReport{"w1", 7, 1, true, ""}},
+                         2000)
+                  .ok());
+  REOPEN();
+  ASSERT_TRUE(store()
+                  .Apply({Created(3, t0, "w2"), TaskTo(t0, TaskState::kRunning, 1),
+                          core::AssignAttempt{"w2", 8, 3, t0}},
+                         3000)
+                  .ok());
+  ASSERT_TRUE(store()
+                  .Apply({Ended(3, t0, "w2", AttemptOutcome::kSucceeded),
+                          TaskTo(t0, TaskState::kSucceeded, 1, 3,
+                                 {File("frame_2.png", 'b', 20), File("frame_1.png", 'a', 10)}),
+                          core::AckReport{"w2", 8, 3, true, ""}},
+                         4000)
+                  .ok());
+  ASSERT_TRUE(store()
+                  .Apply({Ended(2, t1, "w2", AttemptOutcome::kSucceeded, 0, "done"),
+                          TaskTo(t1, TaskState::kSucceeded, 0, 2, {File("sub/x.txt", 'c', 0)}),
+                          JobTo(id, JobState::kSucceeded), core::AckReport{"w2", 8, 2, true, ""}},
+                         5000)
+                  .ok());
+  REOPEN();
+
+  EXPECT_THAT(Attempts(id),
+              ElementsAre(Attempt(1, t0, "w1", AttemptOutcome::kFailed, 2, "exit code 2", 1000,
+                                  2000),
+                          Attempt(2, t1, "w2", AttemptOutcome::kSucceeded, 0, "done", 1000, 5000),
+                          Attempt(3, t0, "w2", AttemptOutcome::kSucceeded, 0, "", 3000, 4000)));
+  EXPECT_THAT(Tasks(id), ElementsAre(Task(t0, TaskState::kSucceeded, 1, 3),
+                                     Task(t1, TaskState::kSucceeded, 0, 2)));
+  EXPECT_THAT(Outputs(id), ElementsAre(TaskOutput{0, File("frame_1.png", 'a', 10)},
+                                       TaskOutput{0, File("frame_2.png", 'b', 20)},
+                                       TaskOutput{1, File("sub/x.txt", 'c', 0)}));
+  JobRecord j = Job(id);
+  EXPECT_EQ(j.state, JobState::kSucceeded);
+  EXPECT_EQ(j.submitted_ms, 500);
+  EXPECT_EQ(j.finished_ms, 5000);
+
+  core::RestoredState s = MustLoad();
+  ASSERT_EQ(s.jobs.size(), 1u);
+  EXPECT_EQ(s.jobs[0].state, JobState::kSucceeded);
+  EXPECT_EQ(s.jobs[0].counters, (core::JobCounters{3, 1, 0, 0}));
+  EXPECT_THAT(s.jobs[0].workers_lost, IsEmpty());
+  EXPECT_THAT(s.tasks, ElementsAre(core::RestoredTask{t0, TaskState::kSucceeded, 1},
+                                   core::RestoredTask{t1, TaskState::kSucceeded, 0}));
+  EXPECT_THAT(s.running, IsEmpty());
+  EXPECT_EQ(s.next_attempt_id, 4u);
+}
+
+TEST_P(StoreConformance, RunningAttemptsComeBackAsRunning) {
+  const core::JobId a = Insert(MakeJob("a", 3));
+  const core::JobId b = Insert(MakeJob("b", 1));
+  ASSERT_TRUE(store()
+                  .Apply({Created(1, {a, 0}, "w1"), TaskTo({a, 0}, TaskState::kRunning),
+                          Created(2, {a, 2}, "w2"), TaskTo({a, 2}, TaskState::kRunning),
+                          Created(3, {b, 0}, "w1"), TaskTo({b, 0}, TaskState::kRunning)},
+                         1000)
+                  .ok());
+  ASSERT_TRUE(store()
+                  .Apply({Ended(2, {a, 2}, "w2", AttemptOutcome::kPreempted),
+                          TaskTo({a, 2}, TaskState::kPending)},
+                         2000)
+                  .ok());
+  REOPEN();
+  core::RestoredState s = MustLoad();
+  EXPECT_THAT(s.running, ElementsAre(core::RestoredAttempt{1, {a, 0}, "w1"},
+                                     core::RestoredAttempt{3, {b, 0}, "w1"}));
+  EXPECT_THAT(s.tasks, ElementsAre(core::RestoredTask{{a, 0}, TaskState::kRunning, 0},
+                                   core::RestoredTask{{a, 1}, TaskState::kPending, 0},
+                                   core::RestoredTask{{a, 2}, TaskState::kPending, 0},
+                                   core::RestoredTask{{b, 0}, TaskState::kRunning, 0}));
+  EXPECT_EQ(s.next_attempt_id, 4u);
+  EXPECT_EQ(Attempts(a)[0].outcome, AttemptOutcome::kRunning);
+  EXPECT_EQ(Attempts(a)[0].ended_ms, 0);
+}
+
+TEST_P(StoreConformance, NextAttemptIdIsOnePastTheLargestEver) {
+  const core::JobId id = Insert(MakeJob("a", 2));
+  EXPECT_EQ(MustLoad().next_attempt_id, 1u);
+  // Ids need not be dense; the largest one counts even once it has ended.
+  ASSERT_TRUE(store().Apply({Created(5, {id, 0}, "w1"), Created(17, {id, 1}, "w1")}, 1).ok());
+  ASSERT_TRUE(store().Apply({Ended(17, {id, 1}, "w1", AttemptOutcome::kLost)}, 2).ok());
+  REOPEN();
+  core::RestoredState s = MustLoad();
+  EXPECT_EQ(s.next_attempt_id, 18u);
+  EXPECT_THAT(s.running, ElementsAre(core::RestoredAttempt{5, {id, 0}, "w1"}));
+}
+
+TEST_P(StoreConformance, BatchWithAnUnknownNameIsRejectedAndNothingOfItIsWritten) {
+  const core::JobId id = Insert(MakeJob("a", 2));
+  const TaskKey t0{id, 0};
+  ASSERT_TRUE(store().Apply({Created(1, t0, "w1"), TaskTo(t0, TaskState::kRunning)}, 100).ok());
+
+  // A valid prefix touching every table, then one bad record.
+  const std::vector<Decision> prefix = {
+      Ended(1, t0, "w1", AttemptOutcome::kSucceeded),
+      TaskTo(t0, TaskState::kSucceeded, 0, 1, {File("out.png", 'a', 1)}),
+      Created(2, {id, 1}, "w2"),
+      TaskTo({id, 1}, TaskState::kRunning),
+      JobTo(id, JobState::kCancelled),
+  };
+  struct Case {
+    const char* what;
+    Decision bad;
+  };
+  const Case cases[] = {
+      {"AttemptCreated unknown job", Created(3, {99, 0}, "w1")},
+      {"AttemptCreated unknown index", Created(3, {id, 2}, "w1")},
+      {"AttemptEnded unknown attempt", Ended(42, t0, "w1", AttemptOutcome::kFailed)},
+      {"TaskChanged unknown job", TaskTo({99, 0}, TaskState::kRunning)},
+      {"TaskChanged unknown index", TaskTo({id, 7}, TaskState::kRunning)},
+      {"JobChanged unknown job", JobTo(99, JobState::kFailed)},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    std::vector<Decision> batch = prefix;
+    batch.push_back(c.bad);
+    absl::Status st = store().Apply(batch, 200);
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+    REOPEN();
+    EXPECT_THAT(Attempts(id), ElementsAre(Attempt(1, t0, "w1", AttemptOutcome::kRunning, 0, "",
+                                                  100, 0)));
+    EXPECT_THAT(Tasks(id), ElementsAre(Task(t0, TaskState::kRunning),
+                                       Task({id, 1}, TaskState::kPending)));
+    EXPECT_THAT(Outputs(id), IsEmpty());
+    JobRecord j = Job(id);
+    EXPECT_EQ(j.state, JobState::kRunning);
+    EXPECT_EQ(j.finished_ms, 0);
+    core::RestoredState s = MustLoad();
+    EXPECT_EQ(s.next_attempt_id, 2u);
+    EXPECT_EQ(s.jobs[0].counters, (core::JobCounters{1, 0, 0, 0}));
+  }
+
+  // The store is still usable, and the valid prefix alone goes through.
+  ASSERT_TRUE(store().Apply(prefix, 300).ok());
+  REOPEN();
+  EXPECT_THAT(Attempts(id),
+              ElementsAre(Attempt(1, t0, "w1", AttemptOutcome::kSucceeded, 0, "", 100, 300),
+                          Attempt(2, {id, 1}, "w2", AttemptOutcome::kRunning, 0, "", 300, 0)));
+  EXPECT_THAT(Outputs(id), ElementsAre(TaskOutput{0, File("out.png", 'a', 1)}));
+  EXPECT_EQ(Job(id).state, JobState::kCancelled);
+  EXPECT_EQ(Job(id).finished_ms, 300);
+}
+
+TEST_P(StoreConformance, InvalidAttemptRecordsAreRejected) {
+  const core::JobId id = Insert(MakeJob("a", 2));
+  const TaskKey t0{id, 0}, t1{id, 1};
+  ASSERT_TRUE(store().Apply({Created(1, t0, "w1")}, 100).ok());
+  ASSERT_TRUE(store().Apply({Created(2, t1, "w1"), Ended(2, t1, "w1", AttemptOutcome::kFailed)},
+                            100)
+                  .ok());
+  struct Case {
+    const char* what;
+    Decision bad;
+  };
+  const Case cases[] = {
+      {"attempt id reused", Created(1, t1, "w2")},
+      {"attempt id 0", Created(0, t1, "w2")},
+      {"ended twice", Ended(2, t1, "w1", AttemptOutcome::kSucceeded)},
+      {"ended with outcome running", Ended(1, t0, "w1", AttemptOutcome::kRunning)},
+      {"ended naming another task", Ended(1, t1, "w1", AttemptOutcome::kFailed)},
+      {"ended naming another worker", Ended(1, t0, "w9", AttemptOutcome::kFailed)},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    absl::Status st = store().Apply({TaskTo(t0, TaskState::kRunning), c.bad}, 200);
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+  }
+  REOPEN();
+  EXPECT_THAT(Attempts(id),
+              ElementsAre(Attempt(1, t0, "w1", AttemptOutcome::kRunning, 0, "", 100, 0),
+                          Attempt(2, t1, "w1", AttemptOutcome::kFailed, 0, "", 100, 100)));
+  EXPECT_THAT(Tasks(id), ElementsAre(Task(t0, TaskState::kPending), Task(t1, TaskState::kPending)));
+}
+
+TEST_P(StoreConformance, DuplicateOutputPathRejectsTheWholeBatch) {
+  const core::JobId id = Insert(MakeJob("a", 1));
+  const TaskKey t0{id, 0};
+  ASSERT_TRUE(store().Apply({Created(1, t0, "w1")}, 100).ok());
+  absl::Status st = store().Apply(
+      {Ended(1, t0, "w1", AttemptOutcome::kSucceeded),
+       TaskTo(t0, TaskState::kSucceeded, 0, 1, {File("a", '1', 1), File("a", '2', 2)}),
+       JobTo(id, JobState::kSucceeded)},
+      200);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+  REOPEN();
+  EXPECT_THAT(Outputs(id), IsEmpty());
+  EXPECT_THAT(Tasks(id), ElementsAre(Task(t0, TaskState::kPending)));
+  EXPECT_EQ(Attempts(id)[0].outcome, AttemptOutcome::kRunning);
+  EXPECT_EQ(Job(id).state, JobState::kRunning);
+}
+
+TEST_P(StoreConformance, CountersAndLostWorkersAreRecomputedPerJob) {
+  const core::JobId a = Insert(MakeJob("a", 4));
+  const core::JobId b = Insert(MakeJob("b", 1));
+  const core::JobId c = Insert(MakeJob("c", 1));
+  std::vector<Decision> created, ended;
+  struct A {
+    core::AttemptId id;
+    TaskKey task;
+    const char* worker;
+    AttemptOutcome outcome;
+  };
+  const A attempts[] = {
+      {1, {a, 0}, "w2", AttemptOutcome::kLost},      {2, {a, 0}, "w2", AttemptOutcome::kLost},
+      {3, {a, 1}, "w1", AttemptOutcome::kLost},      {4, {a, 1}, "w1", AttemptOutcome::kPreempted},
+      {5, {a, 2}, "w3", AttemptOutcome::kPreempted}, {6, {a, 2}, "w3", AttemptOutcome::kTimedOut},
+      {7, {a, 3}, "w3", AttemptOutcome::kFailed},    {8, {a, 3}, "w3", AttemptOutcome::kCancelled},
+      {9, {a, 0}, "w4", AttemptOutcome::kSucceeded}, {10, {a, 1}, "w5", AttemptOutcome::kRunning},
+      {11, {b, 0}, "w9", AttemptOutcome::kLost},     {12, {b, 0}, "w1", AttemptOutcome::kFailed},
+  };
+  for (const A& x : attempts) {
+    created.push_back(Created(x.id, x.task, x.worker));
+    if (x.outcome != AttemptOutcome::kRunning) {
+      ended.push_back(Ended(x.id, x.task, x.worker, x.outcome));
+    }
+  }
+  ASSERT_TRUE(store().Apply(created, 100).ok());
+  ASSERT_TRUE(store().Apply(ended, 200).ok());
+  // A WorkerLost record is accepted (nothing else to keep for it).
+  ASSERT_TRUE(store().Apply({core::WorkerLost{"w2"}}, 300).ok());
+  REOPEN();
+  core::RestoredState s = MustLoad();
+  ASSERT_EQ(s.jobs.size(), 3u);
+  EXPECT_EQ(s.jobs[0].spec.job, a);
+  EXPECT_EQ(s.jobs[0].counters, (core::JobCounters{10, 2, 2, 3}));
+  EXPECT_THAT(s.jobs[0].workers_lost, ElementsAre("w1", "w2"));
+  EXPECT_EQ(s.jobs[1].spec.job, b);
+  EXPECT_EQ(s.jobs[1].counters, (core::JobCounters{2, 1, 0, 1}));
+  EXPECT_THAT(s.jobs[1].workers_lost, ElementsAre("w9"));
+  EXPECT_EQ(s.jobs[2].spec.job, c);
+  EXPECT_EQ(s.jobs[2].counters, core::JobCounters{});
+  EXPECT_THAT(s.jobs[2].workers_lost, IsEmpty());
+  EXPECT_THAT(s.running, ElementsAre(core::RestoredAttempt{10, {a, 1}, "w5"}));
+  EXPECT_EQ(s.next_attempt_id, 13u);
+}
+
+TEST_P(StoreConformance, JobFinishTimeIsSetOnlyWhenTerminal) {
+  const core::JobId a = Insert(MakeJob("a", 1), 10);
+  const core::JobId b = Insert(MakeJob("b", 1), 20);
+  ASSERT_TRUE(store().Apply({JobTo(a, JobState::kRunning)}, 30).ok());
+  ASSERT_TRUE(store().Apply({JobTo(b, JobState::kFailed)}, 40).ok());
+  REOPEN();
+  EXPECT_EQ(Job(a).state, JobState::kRunning);
+  EXPECT_EQ(Job(a).finished_ms, 0);
+  EXPECT_EQ(Job(b).state, JobState::kFailed);
+  EXPECT_EQ(Job(b).finished_ms, 40);
+  ASSERT_TRUE(store().Apply({JobTo(a, JobState::kCancelled)}, 50).ok());
+  REOPEN();
+  EXPECT_EQ(Job(a).state, JobState::kCancelled);
+  EXPECT_EQ(Job(a).finished_ms, 50);
+  core::RestoredState s = MustLoad();
+  EXPECT_EQ(s.jobs[0].state, JobState::kCancelled);
+  EXPECT_EQ(s.jobs[1].state, JobState::kFailed);
+}
+
+TEST_P(StoreConformance, ReadsOfUnknownJobsAreNotFound) {
+  Insert(MakeJob("a", 1));
+  EXPECT_EQ(store().GetJob(2).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store().GetJob(0).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store().ListTasks(2).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store().ListAttempts(2).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store().ListOutputs(2).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(store().GetJob(1).ok());
+}
+
+TEST_P(StoreConformance, OnlyMessagesIsANoOp) {
+  const core::JobId id = Insert(MakeJob("a", 1));
+  ASSERT_TRUE(store()
+                  .Apply({core::AssignAttempt{"w1", 1, 1, {id, 0}},
+                          core::KillAttempt{"w1", 1, 9, core::KillReason::kStale},
+                          core::AckReport{"w1", 1, 9, false, "stale"},
+                          core::RefuseSession{"w1", 2, "name in use"}, core::WorkerLost{"w1"}},
+                         100)
+                  .ok());
+  ASSERT_TRUE(store().Apply({}, 100).ok());
+  REOPEN();
+  EXPECT_THAT(Attempts(id), IsEmpty());
+  EXPECT_EQ(MustLoad().next_attempt_id, 1u);
+}
+
+TEST_P(StoreConformance, LargeJobInsertsEveryTask) {
+  constexpr uint32_t kTasks = 100000;
+  const core::JobId id = Insert(MakeJob("big", kTasks));
+  REOPEN();
+  core::RestoredState s = MustLoad();
+  ASSERT_EQ(s.tasks.size(), kTasks);
+  EXPECT_EQ(s.tasks.front().task, (TaskKey{id, 0}));
+  EXPECT_EQ(s.tasks.back().task, (TaskKey{id, kTasks - 1}));
+  for (uint32_t i = 0; i < kTasks; ++i) {
+    ASSERT_EQ(s.tasks[i].task.index, i);
+    ASSERT_EQ(s.tasks[i].state, TaskState::kPending);
+  }
+}
+
+TEST_P(StoreConformance, ConcurrentReadersSeeWholeBatches) {
+  constexpr uint32_t kTasks = 200;
+  const core::JobId id = Insert(MakeJob("a", kTasks));
+  std::atomic<bool> done{false};
+  std::atomic<int> errors{0};
+  std::vector<std::thread> readers;
+  for (int r = 0; r < 3; ++r) {
+    readers.emplace_back([&] {
+      while (!done.load()) {
+        auto attempts = store().ListAttempts(id);
+        auto tasks = store().ListTasks(id);
+        auto state = store().Load();
+        if (!attempts.ok() || !tasks.ok() || !state.ok()) ++errors;
+        // Each batch creates and ends one attempt and commits its task: a reader sees both or
+        // neither.
+        if (state.ok()) {
+          uint64_t running = state->running.size();
+          if (running != 0) ++errors;
+        }
+      }
+    });
+  }
+  for (uint32_t i = 0; i < kTasks; ++i) {
+    const TaskKey t{id, i};
+    absl::Status st = store().Apply({Created(i + 1, t, "w"), TaskTo(t, TaskState::kRunning),
+                                     Ended(i + 1, t, "w", AttemptOutcome::kSucceeded),
+                                     TaskTo(t, TaskState::kSucceeded, 0, i + 1)},
+                                    i);
+    if (!st.ok()) ++errors;
+  }
+  done = true;
+  for (std::thread& t : readers) t.join();
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(Attempts(id).size(), kTasks);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Backends, StoreConformance,
+    ::testing::Values(Backend{"Sqlite", [] { return std::unique_ptr<Harness>(new SqliteHarness); }},
+                      Backend{"Memory", [] { return std::unique_ptr<Harness>(new MemoryHarness); }}),
+    [](const ::testing::TestParamInfo<Backend>& info) { return info.param.name; });
+
+// ---------------------------------------------------------------------------------------------
+// SQLite only
+
+class SqliteStoreTest : public ::testing::Test {
+ protected:
+  std::string Path(const std::string& name) const { return dir_.path() + "/" + name; }
+
+  // Runs `sql` on the file through a separate plain sqlite connection.
+  static void RawExec(const std::string& path, const std::string& sql) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    char* err = nullptr;
+    int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
+    EXPECT_EQ(rc, SQLITE_OK) << (err ? err : "");
+    sqlite3_free(err);
+    sqlite3_close(db);
+  }
+  static std::string RawQuery(const std::string& path, const std::string& sql) {
+    sqlite3* db = nullptr;
+    std::string out;
+    if (sqlite3_open(path.c_str(), &db) == SQLITE_OK) {
+      sqlite3_stmt* s = nullptr;
+      if (sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr) == SQLITE_OK &&
+          sqlite3_step(s) == SQLITE_ROW) {
+        out = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
+      }
+      sqlite3_finalize(s);
+    }
+    sqlite3_close(db);
+    return out;
+  }
+  static std::string ReadFile(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+
+  TempDir dir_;
+};
+
+TEST_F(SqliteStoreTest, GarbageFileIsAnErrorNamingThePath) {
+  const std::string path = Path("garbage.db");
+  std::string garbage;
+  for (int i = 0; i < 400; ++i) garbage += "this is not a database, just some text. ";
+  {
+    std::ofstream(path, std::ios::binary) << garbage;
+  }
+  absl::StatusOr<std::unique_ptr<Store>> s = OpenSqliteStore(path);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kDataLoss) << s.status();
+  EXPECT_THAT(s.status().message(), HasSubstr(path));
+  EXPECT_EQ(ReadFile(path), garbage);  // left untouched
+}
+
+TEST_F(SqliteStoreTest, ShortGarbageFileIsAnErrorNamingThePath) {
+  const std::string path = Path("short.db");
+  {
+    std::ofstream(path, std::ios::binary) << "SQLite format 2\n";
+  }
+  absl::StatusOr<std::unique_ptr<Store>> s = OpenSqliteStore(path);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.status().message(), HasSubstr(path));
+}
+
+TEST_F(SqliteStoreTest, UnopenablePathIsAnErrorNamingThePath) {
+  const std::string path = Path("no/such/dir/state.db");
+  absl::StatusOr<std::unique_ptr<Store>> s = OpenSqliteStore(path);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kUnavailable) << s.status();
+  EXPECT_THAT(s.status().message(), HasSubstr(path));
+
+  absl::StatusOr<std::unique_ptr<Store>> d = OpenSqliteStore(dir_.path());  // a directory
+  ASSERT_FALSE(d.ok());
+  EXPECT_THAT(d.status().message(), HasSubstr(dir_.path()));
+}
+
+TEST_F(SqliteStoreTest, OtherSqliteDatabaseIsRefused) {
+  const std::string path = Path("other.db");
+  RawExec(path, "CREATE TABLE photos (id INTEGER PRIMARY KEY, name TEXT)");
+  absl::StatusOr<std::unique_ptr<Store>> s = OpenSqliteStore(path);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kDataLoss) << s.status();
+  EXPECT_THAT(s.status().message(), HasSubstr(path));
+  EXPECT_EQ(RawQuery(path, "SELECT count(*) FROM sqlite_master"), "1");  // not modified
+}
+
+TEST_F(SqliteStoreTest, WalModeIsActive) {
+  const std::string path = Path("state.db");
+  {
+    auto s = OpenSqliteStore(path);
+    ASSERT_TRUE(s.ok()) << s.status();
+    ASSERT_TRUE((*s)->InsertJob(MakeJob("a", 1), 1).ok());
+    // While open, the write went to the WAL file.
+    EXPECT_TRUE(std::filesystem::exists(path + "-wal"));
+    EXPECT_EQ(RawQuery(path, "PRAGMA journal_mode"), "wal");
+  }
+  EXPECT_EQ(RawQuery(path, "PRAGMA journal_mode"), "wal");  // persistent in the file
+}
+
+TEST_F(SqliteStoreTest, NewerSchemaVersionIsRefused) {
+  const std::string path = Path("state.db");
+  {
+    auto s = OpenSqliteStore(path);
+    ASSERT_TRUE(s.ok()) << s.status();
+    ASSERT_TRUE((*s)->InsertJob(MakeJob("a", 1), 1).ok());
+  }
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "1");
+  RawExec(path, "PRAGMA user_version = 7");
+  absl::StatusOr<std::unique_ptr<Store>> s = OpenSqliteStore(path);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kDataLoss) << s.status();
+  EXPECT_THAT(s.status().message(), HasSubstr(path));
+  EXPECT_THAT(s.status().message(), HasSubstr("schema version 7"));
+  // Back to the known version, it opens again with the data intact.
+  RawExec(path, "PRAGMA user_version = 1");
+  auto again = OpenSqliteStore(path);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ((*again)->ListJobs()->size(), 1u);
+}
+
+TEST_F(SqliteStoreTest, DeletedJobIdIsNeverReused) {
+  const std::string path = Path("state.db");
+  {
+    auto s = OpenSqliteStore(path);
+    ASSERT_TRUE(s.ok()) << s.status();
+    ASSERT_EQ(*(*s)->InsertJob(MakeJob("a", 1), 1), 1u);
+    ASSERT_EQ(*(*s)->InsertJob(MakeJob("b", 1), 1), 2u);
+  }
+  // Some future maintenance deletes the newest job: its id must still never come back.
+  RawExec(path, "DELETE FROM tasks WHERE job_id = 2; DELETE FROM jobs WHERE id = 2;");
+  auto s = OpenSqliteStore(path);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(*(*s)->InsertJob(MakeJob("c", 1), 1), 3u);
+}
+
+TEST_F(SqliteStoreTest, CommittedWritesSurviveAProcessCrash) {
+  const std::string path = Path("state.db");
+  // The child commits, then dies without closing anything (no checkpoint, WAL left behind).
+  EXPECT_EXIT(
+      {
+        auto s = OpenSqliteStore(path);
+        if (!s.ok()) _exit(2);
+        auto id = (*s)->InsertJob(MakeJob("a", 2), 1);
+        if (!id.ok()) _exit(3);
+        if (!(*s)->Apply({Created(1, {*id, 0}, "w1"), TaskTo({*id, 0}, TaskState::kRunning)}, 5)
+                 .ok()) {
+          _exit(4);
+        }
+        _exit(0);
+      },
+      ::testing::ExitedWithCode(0), "");
+  EXPECT_TRUE(std::filesystem::exists(path + "-wal"));
+  auto s = OpenSqliteStore(path);
+  ASSERT_TRUE(s.ok()) << s.status();
+  auto state = (*s)->Load();
+  ASSERT_TRUE(state.ok()) << state.status();
+  ASSERT_EQ(state->jobs.size(), 1u);
+  EXPECT_THAT(state->running, ElementsAre(core::RestoredAttempt{1, {1, 0}, "w1"}));
+  EXPECT_EQ(state->next_attempt_id, 2u);
+}
+
+}  // namespace
+}  // namespace idlepool::store
