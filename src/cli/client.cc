@@ -44,7 +44,7 @@ PoolClient::PoolClient(const std::string& address, std::string token) : token_(s
 std::unique_ptr<grpc::ClientContext> PoolClient::Context() const {
   auto ctx = std::make_unique<grpc::ClientContext>();
   ctx->AddMetadata("x-idlepool-token", token_);
-  ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  ctx->set_deadline(platform::DeadlineAfter(std::chrono::seconds(30)));
   return ctx;
 }
 

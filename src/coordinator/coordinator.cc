@@ -191,7 +191,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
       if (shut_down_) return;
       shut_down_ = true;
     }
-    if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    if (server_) server_->Shutdown(platform::DeadlineAfter(std::chrono::seconds(1)));
     {
       std::lock_guard lock(queue_mu_);
       stopping_ = true;

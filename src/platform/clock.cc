@@ -20,6 +20,10 @@ const Clock& SystemClock() {
   return clock;
 }
 
+std::chrono::system_clock::time_point DeadlineAfter(std::chrono::milliseconds d) {
+  return std::chrono::system_clock::now() + d;
+}
+
 void SleepFor(std::chrono::milliseconds d) { std::this_thread::sleep_for(d); }
 
 }  // namespace idlepool::platform

@@ -29,6 +29,9 @@ class RealClock final : public Clock {
 // Process-wide real clock.
 const Clock& SystemClock();
 
+// A wall-clock deadline `d` from now, in the form gRPC deadlines take.
+std::chrono::system_clock::time_point DeadlineAfter(std::chrono::milliseconds d);
+
 // Blocks the calling thread for `d`. The only sleep in the code base.
 void SleepFor(std::chrono::milliseconds d);
 

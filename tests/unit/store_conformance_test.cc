@@ -641,7 +641,7 @@ TEST_P(StoreConformance, LargeJobInsertsEveryTask) {
 }
 
 TEST_P(StoreConformance, ConcurrentReadersSeeWholeBatches) {
-  constexpr uint32_t kTasks = 200;
+  constexpr uint32_t kTasks = 60;
   const core::JobId id = Insert(MakeJob("a", kTasks));
   std::atomic<bool> done{false};
   std::atomic<int> errors{0};

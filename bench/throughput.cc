@@ -1,0 +1,159 @@
+// bench/throughput: end-to-end task throughput of a pool on this machine, against GNU parallel.
+//
+// A coordinator and 2 workers (in this process, over gRPC on 127.0.0.1, with the real SQLite
+// store) run a job of N no-op tasks (`count = N`, command `true`); the figure is N over the
+// job's makespan (submit to last commit, from the coordinator's records). In the same run, GNU
+// parallel runs the same number of `true` with the same concurrency, and a serial posix_spawn
+// loop gives the machine's ceiling for spawning processes one after another. Each figure is the
+// median of --repeats runs.
+//
+//   build/bench/throughput [--tasks 5000] [--repeats 3] [--slots 4]
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "cli/client.h"
+#include "coordinator/coordinator.h"
+#include "platform/random.h"
+#include "spdlog/spdlog.h"
+#include "spec/spec.h"
+#include "worker/worker.h"
+
+extern char** environ;
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+double Seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+// One pool run; returns tasks per second (N / makespan).
+double RunPool(int tasks, int slots, const std::string& dir) {
+  idlepool::coordinator::Options co;
+  co.listen = "127.0.0.1:0";
+  co.data_dir = dir + "/coordinator";
+  auto c = idlepool::coordinator::Coordinator::Start(co);
+  if (!c.ok()) {
+    std::fprintf(stderr, "coordinator: %s\n", c.status().ToString().c_str());
+    std::exit(1);
+  }
+  std::string addr = absl::StrCat("127.0.0.1:", (*c)->port());
+  std::vector<std::unique_ptr<idlepool::worker::Worker>> ws;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 2; ++i) {
+    idlepool::worker::Options o;
+    o.coordinator = addr;
+    o.token = (*c)->token();
+    o.name = absl::StrCat("bench-", i);
+    o.slots = static_cast<uint32_t>(slots);
+    o.work_dir = absl::StrCat(dir, "/worker-", i);
+    ws.push_back(std::make_unique<idlepool::worker::Worker>(o));
+    threads.emplace_back([w = ws.back().get()] { (void)w->Run(); });
+  }
+  idlepool::cli::PoolClient client(addr, (*c)->token());
+  // Wait until both workers are connected, so the figure is the pool's, not its start-up.
+  for (int i = 0; i < 400; ++i) {
+    auto w = client.ListWorkers();
+    if (w.ok() && w->workers_size() == 2) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  idlepool::spec::JobSpec spec;
+  spec.name = "noop";
+  spec.command = {"true"};
+  spec.kind = idlepool::spec::TaskKind::kCount;
+  spec.count = static_cast<uint64_t>(tasks);
+  auto reply = client.Submit(spec, "bench");
+  if (!reply.ok()) {
+    std::fprintf(stderr, "submit: %s\n", reply.status().ToString().c_str());
+    std::exit(1);
+  }
+  auto st = client.Wait(reply->job(), nullptr);
+  if (!st.ok() || st->state() != "succeeded") {
+    std::fprintf(stderr, "job did not succeed\n");
+    std::exit(1);
+  }
+  double makespan = static_cast<double>(st->finished_ms() - st->submitted_ms()) / 1000.0;
+  for (auto& w : ws) w->Stop();
+  for (auto& t : threads) t.join();
+  (*c)->Shutdown();
+  return tasks / makespan;
+}
+
+double RunParallel(int tasks, int jobs, const std::string& dir) {
+  std::string list = dir + "/args.txt";
+  {
+    std::ofstream out(list);
+    for (int i = 0; i < tasks; ++i) out << i << "\n";
+  }
+  std::string cmd = absl::StrCat("parallel --will-cite -j", jobs, " true :::: ", list,
+                                 " >/dev/null 2>&1");
+  auto t0 = Clock::now();
+  int rc = std::system(cmd.c_str());
+  auto t1 = Clock::now();
+  if (rc != 0) return -1;
+  return tasks / Seconds(t0, t1);
+}
+
+double RunSerialSpawn(int tasks) {
+  char* argv[] = {const_cast<char*>("true"), nullptr};
+  auto t0 = Clock::now();
+  for (int i = 0; i < tasks; ++i) {
+    pid_t pid;
+    if (posix_spawnp(&pid, "true", nullptr, nullptr, argv, environ) != 0) return -1;
+    waitpid(pid, nullptr, 0);
+  }
+  return tasks / Seconds(t0, Clock::now());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int tasks = 5000, repeats = 3, slots = 4;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string a = argv[i];
+    if (a == "--tasks") tasks = std::atoi(argv[i + 1]);
+    else if (a == "--repeats") repeats = std::atoi(argv[i + 1]);
+    else if (a == "--slots") slots = std::atoi(argv[i + 1]);
+  }
+  spdlog::set_level(spdlog::level::warn);
+  std::string dir = (fs::temp_directory_path() /
+                     ("idlepool-bench-" + idlepool::platform::RandomHex(4))).string();
+  fs::create_directories(dir);
+  std::printf("bench/throughput: %d no-op tasks (`true`), 2 workers x %d slots, %d repeats, %u cores\n",
+              tasks, slots, repeats, std::thread::hardware_concurrency());
+  std::vector<double> pool, par, spawn;
+  for (int r = 0; r < repeats; ++r) {
+    pool.push_back(RunPool(tasks, slots, absl::StrCat(dir, "/run-", r)));
+    par.push_back(RunParallel(tasks, 2 * slots, dir));
+    spawn.push_back(RunSerialSpawn(tasks));
+    std::printf("  run %d: idlepool %.0f tasks/s, GNU parallel %.0f tasks/s, serial spawn %.0f/s\n",
+                r + 1, pool.back(), par.back(), spawn.back());
+    std::fflush(stdout);
+  }
+  double p = Median(pool), g = Median(par), s = Median(spawn);
+  std::printf("median: idlepool %.0f tasks/s end to end | GNU parallel -j%d %.0f tasks/s | "
+              "ratio %.1fx | serial posix_spawn ceiling %.0f/s\n",
+              p, 2 * slots, g, g > 0 ? p / g : 0.0, s);
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  return 0;
+}
