@@ -233,7 +233,6 @@ ExitInfo Process::Wait(std::chrono::milliseconds timeout, std::chrono::milliseco
     info.signal = WTERMSIG(status);
     info.exit_code = 128 + info.signal;
   }
-  ::fsync(out_log_);
   ::close(out_log_);
   ::close(err_log_);
   out_log_ = err_log_ = -1;
