@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <fstream>
+#include <ostream>
 #include <set>
 #include <string>
 #include <string_view>
@@ -18,7 +19,6 @@
 namespace idlepool::spec {
 namespace {
 
-using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
 struct CorpusRow {
@@ -27,10 +27,16 @@ struct CorpusRow {
   std::string expected;  // comma list, or "ERROR"
 };
 
+// Names a row in failure messages instead of dumping its bytes.
+void PrintTo(const CorpusRow& row, std::ostream* os) {
+  *os << "line " << row.line << ": '" << row.spec << "'";
+}
+
 std::string CorpusPath() { return std::string(IDLEPOOL_SHARED_DATA) + "/framespecs.tsv"; }
 
 // Loaded before tests are registered: one parameterized test per row. An absent file gives no
-// rows; FramesCorpus.FileIsPresent then says so (and the row suite is allowed to be empty).
+// rows; FramesCorpus.FileIsPresentAndComplete then says so (and the row suite is allowed to be
+// empty).
 std::vector<CorpusRow> LoadCorpus(bool* present = nullptr) {
   std::ifstream in(CorpusPath(), std::ios::binary);
   if (present != nullptr) *present = static_cast<bool>(in);
