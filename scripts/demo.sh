@@ -52,6 +52,7 @@ for _ in $(seq 1200); do
   sleep 0.1
 done
 kill -9 "${wpid[2]}"
+wait "${wpid[2]}" 2>/dev/null || true
 echo "killed worker-2 (pid ${wpid[2]}) with $done_tasks of 15 tasks done; its frames go to the others"
 
 say "waiting for the job"

@@ -16,7 +16,6 @@
 #include "absl/strings/str_format.h"
 #include "cli/client.h"
 #include "coordinator/coordinator.h"
-#include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
 #include "platform/clock.h"
 #include "platform/process.h"
@@ -43,13 +42,47 @@ std::string EnvOr(const char* name, const std::string& fallback) {
   return v && *v ? v : fallback;
 }
 
-std::string ToJson(const google::protobuf::Message& m) {
-  std::string out;
-  google::protobuf::util::JsonPrintOptions opts;
-  opts.preserve_proto_field_names = true;
-  opts.always_print_primitive_fields = true;
-  (void)google::protobuf::util::MessageToJsonString(m, &out, opts);
-  return out;
+// JSON for scripts: numbers stay numbers (protobuf's JSON mapping would quote 64-bit ints).
+nlohmann::json JobJson(const idlepool::v1::JobStatus& s) {
+  nlohmann::json j;
+  j["job"] = s.job();
+  j["name"] = s.name();
+  j["state"] = s.state();
+  j["tasks"] = s.tasks();
+  j["pending"] = s.pending();
+  j["running"] = s.running();
+  j["succeeded"] = s.succeeded();
+  j["failed"] = s.failed();
+  j["cancelled"] = s.cancelled();
+  j["attempts"] = s.attempts();
+  j["failures"] = s.failures();
+  j["preemptions"] = s.preemptions();
+  j["attempts_lost"] = s.attempts_lost();
+  j["workers_lost"] = s.workers_lost();
+  j["submitted_ms"] = s.submitted_ms();
+  j["finished_ms"] = s.finished_ms();
+  j["makespan_s"] = s.finished_ms() ? (s.finished_ms() - s.submitted_ms()) / 1000.0 : 0.0;
+  j["failed_tasks"] = nlohmann::json::array();
+  for (const auto& f : s.failed_tasks()) {
+    j["failed_tasks"].push_back({{"index", f.index()}, {"message", f.message()}});
+  }
+  return j;
+}
+
+nlohmann::json WorkersJson(const idlepool::v1::ListWorkersReply& r) {
+  nlohmann::json j;
+  j["workers"] = nlohmann::json::array();
+  for (const auto& w : r.workers()) {
+    j["workers"].push_back({{"worker", w.worker()},
+                            {"hostname", w.hostname()},
+                            {"state", w.state()},
+                            {"slots", w.capacity().cpus()},
+                            {"memory_mb", w.capacity().memory_mb()},
+                            {"slots_busy", w.slots_busy()},
+                            {"attempts_running", w.attempts_running()},
+                            {"last_seen_ms_ago", w.last_seen_ms_ago()}});
+  }
+  return j;
 }
 
 double MakespanSeconds(const idlepool::v1::JobStatus& s) {
@@ -104,19 +137,8 @@ void PrintJob(const idlepool::v1::JobStatus& s) {
 
 nlohmann::json RunSummary(const idlepool::v1::JobStatus& s, const std::vector<std::string>& out,
                           const std::string& out_dir) {
-  nlohmann::json j;
+  nlohmann::json j = JobJson(s);
   j["job_id"] = s.job();
-  j["name"] = s.name();
-  j["state"] = s.state();
-  j["tasks"] = s.tasks();
-  j["succeeded"] = s.succeeded();
-  j["failed"] = s.failed();
-  j["attempts"] = s.attempts();
-  j["failures"] = s.failures();
-  j["preemptions"] = s.preemptions();
-  j["attempts_lost"] = s.attempts_lost();
-  j["workers_lost"] = s.workers_lost();
-  j["makespan_s"] = MakespanSeconds(s);
   j["out_dir"] = out_dir;
   j["outputs"] = out;
   return j;
@@ -336,13 +358,16 @@ int main(int argc, char** argv) {
     if (status_job) {
       auto s = client.GetJob(*status_job);
       if (!s.ok()) return Fail(s.status());
-      if (json) std::printf("%s\n", ToJson(*s).c_str()); else PrintJob(*s);
+      if (json) std::printf("%s\n", JobJson(*s).dump().c_str()); else PrintJob(*s);
       return 0;
     }
     auto jobs = client.ListJobs();
     if (!jobs.ok()) return Fail(jobs.status());
     if (json) {
-      std::printf("%s\n", ToJson(*jobs).c_str());
+      nlohmann::json j;
+      j["jobs"] = nlohmann::json::array();
+      for (const auto& x : jobs->jobs()) j["jobs"].push_back(JobJson(x));
+      std::printf("%s\n", j.dump().c_str());
       return 0;
     }
     std::printf("%-6s %-24s %-10s %8s %8s %8s %9s\n", "JOB", "NAME", "STATE", "DONE", "TASKS",
@@ -362,7 +387,7 @@ int main(int argc, char** argv) {
     Progress progress(quiet || json);
     auto s = client.Wait(job_id, [&](const auto& st) { progress.Update(st); });
     if (!s.ok()) return Fail(s.status());
-    if (json) std::printf("%s\n", ToJson(*s).c_str()); else PrintJob(*s);
+    if (json) std::printf("%s\n", JobJson(*s).dump().c_str()); else PrintJob(*s);
     return s->state() == "succeeded" ? 0 : 1;
   }
 
@@ -381,7 +406,7 @@ int main(int argc, char** argv) {
     auto w = client.ListWorkers();
     if (!w.ok()) return Fail(w.status());
     if (json) {
-      std::printf("%s\n", ToJson(*w).c_str());
+      std::printf("%s\n", WorkersJson(*w).dump().c_str());
       return 0;
     }
     std::printf("%-20s %-20s %-13s %6s %6s %10s\n", "WORKER", "HOST", "STATE", "SLOTS", "BUSY",
