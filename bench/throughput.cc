@@ -128,6 +128,10 @@ double RunSerialSpawn(int tasks) {
 
 int main(int argc, char** argv) {
   int tasks = 5000, repeats = 3, slots = 4;
+  bool pool_only = false;  // --pool-only: skip the peers (for profiling)
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--pool-only") pool_only = true;
+  }
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--tasks") tasks = std::atoi(argv[i + 1]);
@@ -143,8 +147,8 @@ int main(int argc, char** argv) {
   std::vector<double> pool, par, spawn;
   for (int r = 0; r < repeats; ++r) {
     pool.push_back(RunPool(tasks, slots, absl::StrCat(dir, "/run-", r)));
-    par.push_back(RunParallel(tasks, 2 * slots, dir));
-    spawn.push_back(RunSerialSpawn(tasks));
+    par.push_back(pool_only ? 0 : RunParallel(tasks, 2 * slots, dir));
+    spawn.push_back(pool_only ? 0 : RunSerialSpawn(tasks));
     std::printf("  run %d: idlepool %.0f tasks/s, GNU parallel %.0f tasks/s, serial spawn %.0f/s\n",
                 r + 1, pool.back(), par.back(), spawn.back());
     std::fflush(stdout);

@@ -24,6 +24,7 @@ int PidfdOpen(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 
 // One captured stream: a head kept in the file, a tail ring kept in memory once the head cap is
 // reached.
 struct LogSink {
+  std::string path;  // created on the first byte: a silent task costs no file
   int fd = -1;
   uint64_t head_cap = 0;
   uint64_t tail_cap = 0;
@@ -31,6 +32,9 @@ struct LogSink {
   uint64_t dropped = 0;
   std::string tail;  // last tail_cap bytes past the head
 
+  ~LogSink() {
+    if (fd >= 0) ::close(fd);
+  }
   void Add(const char* data, size_t n) {
     if (written < head_cap) {
       size_t take = static_cast<size_t>(std::min<uint64_t>(n, head_cap - written));
@@ -54,6 +58,10 @@ struct LogSink {
     }
   }
   void WriteAll(const char* data, size_t n) {
+    if (fd < 0 && n > 0) {
+      fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      if (fd < 0) return;  // the log is best effort; the task must not stall on it
+    }
     while (n > 0) {
       ssize_t w = ::write(fd, data, n);
       if (w < 0) {
@@ -89,12 +97,6 @@ absl::StatusOr<std::unique_ptr<Process>> Process::Start(const SpawnOptions& opts
   p->stderr_path_ = opts.stderr_path;
   p->head_cap_ = opts.log_head_bytes;
   p->tail_cap_ = opts.log_tail_bytes;
-  p->out_log_ = ::open(opts.stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  p->err_log_ = ::open(opts.stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (p->out_log_ < 0 || p->err_log_ < 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("cannot create log files in ", opts.cwd, ": ", std::strerror(errno)));
-  }
   int out_pipe[2], err_pipe[2];
   if (::pipe2(out_pipe, O_CLOEXEC) != 0) return absl::InternalError("pipe2 failed");
   if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
@@ -153,8 +155,8 @@ absl::StatusOr<std::unique_ptr<Process>> Process::Start(const SpawnOptions& opts
 ExitInfo Process::Wait(std::chrono::milliseconds timeout, std::chrono::milliseconds kill_grace) {
   using SteadyClock = std::chrono::steady_clock;
   ExitInfo info;
-  LogSink out{out_log_, head_cap_, tail_cap_};
-  LogSink err{err_log_, head_cap_, tail_cap_};
+  LogSink out{stdout_path_, -1, head_cap_, tail_cap_};
+  LogSink err{stderr_path_, -1, head_cap_, tail_cap_};
   const auto start = SteadyClock::now();
   std::optional<SteadyClock::time_point> deadline;
   if (timeout.count() > 0) deadline = start + timeout;
@@ -233,9 +235,8 @@ ExitInfo Process::Wait(std::chrono::milliseconds timeout, std::chrono::milliseco
     info.signal = WTERMSIG(status);
     info.exit_code = 128 + info.signal;
   }
-  ::close(out_log_);
-  ::close(err_log_);
-  out_log_ = err_log_ = -1;
+  if (out.fd >= 0) { ::close(out.fd); out.fd = -1; }
+  if (err.fd >= 0) { ::close(err.fd); err.fd = -1; }
   info.stderr_tail = ReadTail(stderr_path_, 2048);
   if (info.stderr_tail.empty()) info.stderr_tail = ReadTail(stdout_path_, 2048);
   return info;
@@ -251,7 +252,7 @@ Process::~Process() {
     ::kill(-pid_, SIGKILL);
     ::waitpid(pid_, nullptr, 0);
   }
-  for (int fd : {out_fd_, err_fd_, pidfd_, out_log_, err_log_}) {
+  for (int fd : {out_fd_, err_fd_, pidfd_}) {
     if (fd >= 0) ::close(fd);
   }
 }

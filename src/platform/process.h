@@ -28,7 +28,7 @@ struct SpawnOptions {
   std::vector<std::string> argv;  // argv[0] is looked up in PATH when it has no '/'
   std::vector<std::string> env;   // full environment, "KEY=VALUE"
   std::string cwd;
-  std::string stdout_path;        // log files, created/truncated
+  std::string stdout_path;        // log files, created on the first byte written
   std::string stderr_path;
   // Bytes kept at the head of each log; beyond it output is still drained at full speed (a task
   // printing gigabytes never blocks on its pipe) but only the last tail_bytes are kept and
@@ -51,8 +51,7 @@ class Process {
   Process(const Process&) = delete;
   Process& operator=(const Process&) = delete;
 
-  // Errors: kNotFound when argv[0] cannot be found or executed, kInternal for spawn failures,
-  // kFailedPrecondition when the log files cannot be created.
+  // Errors: kNotFound when argv[0] cannot be found or executed, kInternal for spawn failures.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<Process>> Start(const SpawnOptions& opts);
 
   // Pumps logs until exit. `timeout` 0 means none; on timeout the group gets SIGTERM, then
@@ -70,8 +69,6 @@ class Process {
   int out_fd_ = -1;
   int err_fd_ = -1;
   int pidfd_ = -1;
-  int out_log_ = -1;
-  int err_log_ = -1;
   std::string stdout_path_, stderr_path_;
   uint64_t head_cap_ = 0;
   uint64_t tail_cap_ = 0;
