@@ -30,7 +30,7 @@ using idlepool::cli::PoolClient;
 
 namespace {
 
-const char* kVersion = "0.1.0";
+const char* kVersion = IDLEPOOL_VERSION;
 
 int Fail(const absl::Status& st) {
   std::fprintf(stderr, "idlepool: %s\n", std::string(st.message()).c_str());

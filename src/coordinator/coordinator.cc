@@ -35,6 +35,7 @@ namespace {
 
 constexpr const char* kTokenKey = "x-idlepool-token";
 constexpr int kMaxMessageBytes = 64 << 20;
+constexpr uint32_t kProtocolVersion = 1;
 constexpr size_t kMaxLogTail = 4096;
 
 grpc::Status ToGrpc(const absl::Status& s) {
@@ -222,6 +223,12 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "session must start with Hello");
     }
     const v1::Hello& hello = first.hello();
+    if (hello.protocol_version() != kProtocolVersion) {
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                          absl::StrCat("worker speaks protocol version ", hello.protocol_version(),
+                                       ", this coordinator speaks ", kProtocolVersion,
+                                       "; run the same idlepool version on both"));
+    }
     if (hello.worker().empty() || hello.worker().size() > 256) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                           "Hello.worker must be a name of 1 to 256 bytes");

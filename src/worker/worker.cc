@@ -95,6 +95,11 @@ class Worker::Impl {
                                                         " refused the token: ",
                                                         st.error_message()));
       }
+      if (st.error_code() == grpc::StatusCode::FAILED_PRECONDITION ||
+          st.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "coordinator ", options_.coordinator, " refused this worker: ", st.error_message()));
+      }
       if (stopping_) break;
       if (welcomed) backoff = core::Millis(100);
       spdlog::warn("session with {} ended ({}); reconnecting in {} ms", options_.coordinator,
@@ -156,6 +161,7 @@ class Worker::Impl {
     v1::WorkerMessage hello_msg;
     auto* hello = hello_msg.mutable_hello();
     hello->set_protocol_version(1);
+    hello->set_version(IDLEPOOL_VERSION);
     hello->set_worker(options_.name);
     hello->set_boot_id(boot_id_);
     hello->mutable_capacity()->set_cpus(options_.slots);

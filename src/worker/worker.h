@@ -41,7 +41,8 @@ class Worker {
 
   // Serves until Stop(). Reconnects with backoff whenever the coordinator is unreachable.
   // Returns kPermissionDenied when the coordinator refuses the token (retrying cannot help),
-  // kFailedPrecondition when the work dir is unusable, OK after Stop().
+  // kFailedPrecondition when the work dir is unusable or the coordinator refuses this worker's
+  // hello (protocol version, bad capacity), OK after Stop().
   absl::Status Run();
 
   // Vacates: running attempts are killed and reported as preempted (not failures), then Run()
