@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "grpcpp/grpcpp.h"
+#include "status_convert.h"
 
 namespace idlepool::blob {
 namespace fs = std::filesystem;
@@ -25,17 +26,6 @@ absl::Status ErrnoStatus(const std::string& what, int err) {
   return absl::InternalError(msg);
 }
 
-absl::Status FromGrpc(const grpc::Status& s, const std::string& what) {
-  std::string msg = absl::StrCat(what, ": ", s.error_message());
-  switch (s.error_code()) {
-    case grpc::StatusCode::NOT_FOUND: return absl::NotFoundError(msg);
-    case grpc::StatusCode::PERMISSION_DENIED: return absl::PermissionDeniedError(msg);
-    case grpc::StatusCode::DATA_LOSS: return absl::DataLossError(msg);
-    case grpc::StatusCode::INVALID_ARGUMENT: return absl::InvalidArgumentError(msg);
-    case grpc::StatusCode::RESOURCE_EXHAUSTED: return absl::ResourceExhaustedError(msg);
-    default: return absl::UnavailableError(msg);
-  }
-}
 
 }  // namespace
 
@@ -226,7 +216,7 @@ absl::Status UploadFile(v1::Pool::Stub* stub, const std::string& token, const st
   writer->WritesDone();
   grpc::Status st = writer->Finish();
   if (!local.ok()) return local;
-  if (!st.ok()) return FromGrpc(st, absl::StrCat("upload of ", path));
+  if (!st.ok()) return wire::FromGrpc(st, absl::StrCat("upload of ", path));
   return absl::OkStatus();
 }
 
@@ -268,7 +258,7 @@ absl::Status DownloadBlob(v1::Pool::Stub* stub, const std::string& token,
   grpc::Status st = reader->Finish();
   if (local.ok() && ::fsync(fd) != 0) local = ErrnoStatus(absl::StrCat("fsync ", temp), errno);
   ::close(fd);
-  if (local.ok() && !st.ok()) local = FromGrpc(st, absl::StrCat("download of blob ", sha256));
+  if (local.ok() && !st.ok()) local = wire::FromGrpc(st, absl::StrCat("download of blob ", sha256));
   if (local.ok() && got != size) {
     local = absl::DataLossError(
         absl::StrCat("blob ", sha256, ": received ", got, " bytes, expected ", size));

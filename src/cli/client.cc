@@ -12,26 +12,11 @@
 #include "coordinator/wire.h"
 #include "grpcpp/grpcpp.h"
 #include "platform/clock.h"
+#include "status_convert.h"
 
 namespace idlepool::cli {
 namespace fs = std::filesystem;
 
-absl::Status FromGrpc(const grpc::Status& s, const std::string& what) {
-  std::string msg = absl::StrCat(what, ": ", s.error_message());
-  switch (s.error_code()) {
-    case grpc::StatusCode::OK: return absl::OkStatus();
-    case grpc::StatusCode::PERMISSION_DENIED: return absl::PermissionDeniedError(msg);
-    case grpc::StatusCode::INVALID_ARGUMENT: return absl::InvalidArgumentError(msg);
-    case grpc::StatusCode::NOT_FOUND: return absl::NotFoundError(msg);
-    case grpc::StatusCode::FAILED_PRECONDITION: return absl::FailedPreconditionError(msg);
-    case grpc::StatusCode::RESOURCE_EXHAUSTED: return absl::ResourceExhaustedError(msg);
-    case grpc::StatusCode::DATA_LOSS: return absl::DataLossError(msg);
-    case grpc::StatusCode::UNAVAILABLE:
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-      return absl::UnavailableError(msg);
-    default: return absl::InternalError(msg);
-  }
-}
 
 PoolClient::PoolClient(const std::string& address, std::string token) : token_(std::move(token)) {
   grpc::ChannelArguments args;
@@ -71,7 +56,7 @@ absl::StatusOr<v1::SubmitJobReply> PoolClient::Submit(const spec::JobSpec& spec,
     v1::HasBlobsReply present;
     auto ctx = Context();
     grpc::Status st = stub_->HasBlobs(ctx.get(), has, &present);
-    if (!st.ok()) return FromGrpc(st, "checking inputs");
+    if (!st.ok()) return wire::FromGrpc(st, "checking inputs");
     std::set<std::string> uploaded;
     for (size_t i = 0; i < spec.inputs.size(); ++i) {
       bool there = static_cast<int>(i) < present.present_size() && present.present(i);
@@ -84,7 +69,7 @@ absl::StatusOr<v1::SubmitJobReply> PoolClient::Submit(const spec::JobSpec& spec,
   v1::SubmitJobReply reply;
   auto ctx = Context();
   grpc::Status st = stub_->SubmitJob(ctx.get(), req, &reply);
-  if (!st.ok()) return FromGrpc(st, "submit");
+  if (!st.ok()) return wire::FromGrpc(st, "submit");
   return reply;
 }
 
@@ -94,7 +79,7 @@ absl::StatusOr<v1::JobStatus> PoolClient::GetJob(uint64_t job) {
   v1::JobStatus reply;
   auto ctx = Context();
   grpc::Status st = stub_->GetJob(ctx.get(), ref, &reply);
-  if (!st.ok()) return FromGrpc(st, absl::StrCat("job ", job));
+  if (!st.ok()) return wire::FromGrpc(st, absl::StrCat("job ", job));
   return reply;
 }
 
@@ -102,7 +87,7 @@ absl::StatusOr<v1::ListJobsReply> PoolClient::ListJobs() {
   v1::ListJobsReply reply;
   auto ctx = Context();
   grpc::Status st = stub_->ListJobs(ctx.get(), v1::ListJobsRequest(), &reply);
-  if (!st.ok()) return FromGrpc(st, "list jobs");
+  if (!st.ok()) return wire::FromGrpc(st, "list jobs");
   return reply;
 }
 
@@ -110,7 +95,7 @@ absl::StatusOr<v1::ListWorkersReply> PoolClient::ListWorkers() {
   v1::ListWorkersReply reply;
   auto ctx = Context();
   grpc::Status st = stub_->ListWorkers(ctx.get(), v1::ListWorkersRequest(), &reply);
-  if (!st.ok()) return FromGrpc(st, "list workers");
+  if (!st.ok()) return wire::FromGrpc(st, "list workers");
   return reply;
 }
 
@@ -120,7 +105,7 @@ absl::StatusOr<std::string> PoolClient::Cancel(uint64_t job) {
   v1::CancelJobReply reply;
   auto ctx = Context();
   grpc::Status st = stub_->CancelJob(ctx.get(), ref, &reply);
-  if (!st.ok()) return FromGrpc(st, absl::StrCat("cancel job ", job));
+  if (!st.ok()) return wire::FromGrpc(st, absl::StrCat("cancel job ", job));
   return reply.state();
 }
 
@@ -158,7 +143,7 @@ absl::StatusOr<std::vector<std::string>> PoolClient::Fetch(uint64_t job,
   {
     auto ctx = Context();
     grpc::Status st = stub_->ListOutputs(ctx.get(), ref, &outputs);
-    if (!st.ok()) return FromGrpc(st, absl::StrCat("outputs of job ", job));
+    if (!st.ok()) return wire::FromGrpc(st, absl::StrCat("outputs of job ", job));
   }
   std::map<std::string, int> path_count;
   for (const auto& t : outputs.tasks()) {

@@ -46,7 +46,4 @@ class PoolClient {
   std::string token_;
 };
 
-// Converts a gRPC status to absl, prefixing `what`.
-absl::Status FromGrpc(const grpc::Status& s, const std::string& what);
-
 }  // namespace idlepool::cli

@@ -24,6 +24,7 @@
 #include "grpcpp/grpcpp.h"
 #include "idlepool.grpc.pb.h"
 #include "platform/random.h"
+#include "status_convert.h"
 #include "spdlog/spdlog.h"
 #include "spec/spec.h"
 #include "store/store.h"
@@ -38,27 +39,6 @@ constexpr int kMaxMessageBytes = 64 << 20;
 constexpr uint32_t kProtocolVersion = 1;
 constexpr size_t kMaxLogTail = 4096;
 
-grpc::Status ToGrpc(const absl::Status& s) {
-  grpc::StatusCode code = grpc::StatusCode::INTERNAL;
-  switch (s.code()) {
-    case absl::StatusCode::kOk: return grpc::Status::OK;
-    case absl::StatusCode::kInvalidArgument: code = grpc::StatusCode::INVALID_ARGUMENT; break;
-    case absl::StatusCode::kNotFound: code = grpc::StatusCode::NOT_FOUND; break;
-    case absl::StatusCode::kFailedPrecondition:
-      code = grpc::StatusCode::FAILED_PRECONDITION;
-      break;
-    case absl::StatusCode::kResourceExhausted:
-      code = grpc::StatusCode::RESOURCE_EXHAUSTED;
-      break;
-    case absl::StatusCode::kDataLoss: code = grpc::StatusCode::DATA_LOSS; break;
-    case absl::StatusCode::kUnavailable: code = grpc::StatusCode::UNAVAILABLE; break;
-    case absl::StatusCode::kPermissionDenied:
-      code = grpc::StatusCode::PERMISSION_DENIED;
-      break;
-    default: break;
-  }
-  return grpc::Status(code, std::string(s.message()));
-}
 
 bool IsRecord(const core::Decision& d) {
   return std::holds_alternative<core::AttemptCreated>(d) ||
@@ -315,13 +295,13 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
       return grpc::Status::OK;
     }
     auto writer = blobs_.NewWriter(sha, size);
-    if (!writer.ok()) return ToGrpc(writer.status());
+    if (!writer.ok()) return wire::ToGrpc(writer.status());
     do {
       if (auto st = (*writer)->Append(chunk.data().data(), chunk.data().size()); !st.ok()) {
-        return ToGrpc(st);
+        return wire::ToGrpc(st);
       }
     } while (reader->Read(&chunk));
-    return ToGrpc((*writer)->Commit());
+    return wire::ToGrpc((*writer)->Commit());
   }
 
   grpc::Status GetBlob(grpc::ServerContext* ctx, const v1::GetBlobRequest* req,
@@ -355,7 +335,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
     if (auto st = CheckToken(ctx); !st.ok()) return st;
     const v1::JobSpec& proto = req->spec();
     spec::JobSpec spec = wire::FromProto(proto);
-    if (auto st = spec::Validate(spec); !st.ok()) return ToGrpc(st);
+    if (auto st = spec::Validate(spec); !st.ok()) return wire::ToGrpc(st);
     for (const auto& in : proto.inputs()) {
       if (!blobs_.Has(in.sha256())) {
         return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
@@ -364,7 +344,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
       }
     }
     auto tasks = spec::ExpandTasks(spec);
-    if (!tasks.ok()) return ToGrpc(tasks.status());
+    if (!tasks.ok()) return wire::ToGrpc(tasks.status());
     if (tasks->empty()) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "job has no tasks");
     }
@@ -376,7 +356,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
     job.sched.max_attempts = spec.max_attempts;
     job.sched.timeout = core::Millis(static_cast<int64_t>(spec.timeout_s) * 1000);
     auto id = store_->InsertJob(job, clock_.WallMs());
-    if (!id.ok()) return ToGrpc(id.status());
+    if (!id.ok()) return wire::ToGrpc(id.status());
     // Durable now. Hand it to the core and answer once the core knows it, so a status call
     // right after submit always finds the job.
     job.sched.job = *id;
@@ -416,10 +396,10 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
                            v1::ListOutputsReply* reply) override {
     if (auto st = CheckToken(ctx); !st.ok()) return st;
     auto job = store_->GetJob(req->job());
-    if (!job.ok()) return ToGrpc(job.status());
+    if (!job.ok()) return wire::ToGrpc(job.status());
     reply->set_state(core::ToString(job->state));
     auto outputs = store_->ListOutputs(req->job());
-    if (!outputs.ok()) return ToGrpc(outputs.status());
+    if (!outputs.ok()) return wire::ToGrpc(outputs.status());
     v1::TaskOutputs* cur = nullptr;
     for (const auto& o : *outputs) {
       if (!cur || cur->index() != o.index) {
@@ -549,7 +529,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
     auto summary = Query<std::optional<core::JobSummary>>([this, id] { return sched_.Job(id); });
     if (!summary) return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("no job ", id));
     auto rec = store_->GetJob(id);
-    if (!rec.ok()) return ToGrpc(rec.status());
+    if (!rec.ok()) return wire::ToGrpc(rec.status());
     out->set_job(id);
     out->set_name(rec->name);
     out->set_state(core::ToString(summary->state));
