@@ -12,6 +12,7 @@
 #include "coordinator/wire.h"
 #include "grpcpp/grpcpp.h"
 #include "platform/clock.h"
+#include "spdlog/spdlog.h"
 #include "status_convert.h"
 
 namespace idlepool::cli {
@@ -113,16 +114,23 @@ absl::StatusOr<v1::JobStatus> PoolClient::Wait(
     uint64_t job, const std::function<void(const v1::JobStatus&)>& progress) {
   std::string last;
   int unavailable = 0;
+  bool reached = false;
   while (true) {
     auto s = GetJob(job);
     if (!s.ok()) {
-      // Ride out a coordinator restart; give up after about a minute of silence.
-      if (s.status().code() == absl::StatusCode::kUnavailable && ++unavailable < 600) {
+      // Ride out a coordinator restart once we have reached it; give up after about a minute
+      // of silence. A coordinator never reached is an error at once (wrong address).
+      if (reached && s.status().code() == absl::StatusCode::kUnavailable && ++unavailable < 600) {
+        if (unavailable == 1) {
+          spdlog::warn("coordinator unreachable ({}); still waiting for job {}",
+                       std::string(s.status().message()), job);
+        }
         platform::SleepFor(std::chrono::milliseconds(100));
         continue;
       }
       return s.status();
     }
+    reached = true;
     unavailable = 0;
     std::string key = absl::StrCat(s->state(), s->succeeded(), "/", s->running(), "/",
                                    s->failed(), "/", s->attempts());

@@ -32,9 +32,24 @@ namespace {
 
 const char* kVersion = IDLEPOOL_VERSION;
 
+// Exit codes: 0 success, 1 a failure (job failed, coordinator unreachable...), 2 bad input
+// (the command line, a job spec).
 int Fail(const absl::Status& st) {
   std::fprintf(stderr, "idlepool: %s\n", std::string(st.message()).c_str());
   return st.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+}
+
+int BadSpec(const absl::Status& st) {
+  std::fprintf(stderr, "idlepool: %s\n", std::string(st.message()).c_str());
+  return 2;
+}
+
+std::string Plural(uint64_t n, const char* word) {
+  return absl::StrCat(n, " ", word, n == 1 ? "" : "s");
+}
+
+std::string Seconds(double s) {
+  return s < 10 ? absl::StrFormat("%.3f s", s) : absl::StrFormat("%.1f s", s);
 }
 
 std::string EnvOr(const char* name, const std::string& fallback) {
@@ -96,20 +111,23 @@ class Progress {
   explicit Progress(bool quiet) : quiet_(quiet), tty_(::isatty(STDERR_FILENO)) {}
   void Update(const idlepool::v1::JobStatus& s) {
     if (quiet_) return;
-    uint32_t done = s.succeeded() + s.failed() + s.cancelled();
+    uint32_t finished = s.succeeded() + s.failed() + s.cancelled();
     if (tty_) {
       int width = 30;
-      int filled = s.tasks() ? static_cast<int>(width * done / s.tasks()) : width;
+      int filled = s.tasks() ? static_cast<int>(width * finished / s.tasks()) : width;
       std::string bar(filled, '#');
       bar.resize(width, '.');
-      std::fprintf(stderr, "\r[%s] %u/%u tasks  running %u  failed %u  attempts %llu  %s   ",
-                   bar.c_str(), done, s.tasks(), s.running(), s.failed(),
+      std::fprintf(stderr,
+                   "\r[%s] %u/%u succeeded  running %u  pending %u  failed %u  attempts %llu  %s   ",
+                   bar.c_str(), s.succeeded(), s.tasks(), s.running(), s.pending(), s.failed(),
                    static_cast<unsigned long long>(s.attempts()), s.state().c_str());
       if (s.state() != "running") std::fprintf(stderr, "\n");
     } else {
-      std::fprintf(stderr, "job %llu: %u/%u tasks done, %u running, %u failed, %llu attempts, %s\n",
-                   static_cast<unsigned long long>(s.job()), done, s.tasks(), s.running(),
-                   s.failed(), static_cast<unsigned long long>(s.attempts()), s.state().c_str());
+      std::fprintf(stderr,
+                   "job %llu: %u/%u succeeded, %u running, %u pending, %u failed, %s, %s\n",
+                   static_cast<unsigned long long>(s.job()), s.succeeded(), s.tasks(),
+                   s.running(), s.pending(), s.failed(), Plural(s.attempts(), "attempt").c_str(),
+                   s.state().c_str());
     }
     std::fflush(stderr);
   }
@@ -129,15 +147,24 @@ void PrintJob(const idlepool::v1::JobStatus& s) {
               static_cast<unsigned long long>(s.failures()),
               static_cast<unsigned long long>(s.preemptions()),
               static_cast<unsigned long long>(s.attempts_lost()), s.workers_lost());
-  if (s.finished_ms() != 0) std::printf("  makespan %.1f s\n", MakespanSeconds(s));
+  if (s.finished_ms() != 0) std::printf("  makespan %s\n", Seconds(MakespanSeconds(s)).c_str());
   for (const auto& f : s.failed_tasks()) {
-    std::printf("  task %u failed: %s\n", f.index(), f.message().c_str());
+    // The message's first line says why; the rest is the tail of the task's stderr.
+    std::string msg = f.message();
+    while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+    std::string indented;
+    for (char c : msg) {
+      indented += c;
+      if (c == '\n') indented += "      | ";
+    }
+    std::printf("  task %u failed: %s\n", f.index(), indented.c_str());
   }
 }
 
 nlohmann::json RunSummary(const idlepool::v1::JobStatus& s, const std::vector<std::string>& out,
                           const std::string& out_dir) {
   nlohmann::json j = JobJson(s);
+  j.erase("job");
   j["job_id"] = s.job();
   j["out_dir"] = out_dir;
   j["outputs"] = out;
@@ -341,14 +368,14 @@ int main(int argc, char** argv) {
   if (*submit) {
     if (!need_token()) return 2;
     auto spec = idlepool::spec::ParseJobFile(job_file);
-    if (!spec.ok()) return Fail(spec.status());
+    if (!spec.ok()) return BadSpec(spec.status());
     PoolClient client = MakeClient(common);
     auto reply = client.Submit(*spec, fs::absolute(job_file).string());
     if (!reply.ok()) return Fail(reply.status());
     std::printf("%llu\n", static_cast<unsigned long long>(reply->job()));
-    std::fprintf(stderr, "submitted job %llu '%s': %u tasks\n",
+    std::fprintf(stderr, "submitted job %llu '%s': %s\n",
                  static_cast<unsigned long long>(reply->job()), spec->name.c_str(),
-                 reply->tasks());
+                 Plural(reply->tasks(), "task").c_str());
     return 0;
   }
 
@@ -394,9 +421,17 @@ int main(int argc, char** argv) {
   if (*fetch) {
     if (!need_token()) return 2;
     PoolClient client = MakeClient(common);
+    auto status = client.GetJob(job_id);
+    if (!status.ok()) return Fail(status.status());
     auto files = client.Fetch(job_id, out_dir);
     if (!files.ok()) return Fail(files.status());
-    std::printf("%zu files in %s\n", files->size(), out_dir.c_str());
+    std::printf("%s in %s\n", Plural(files->size(), "file").c_str(), out_dir.c_str());
+    if (status->state() != "succeeded") {
+      std::fprintf(stderr,
+                   "note: job %llu is %s: these are the outputs of the %s committed so far\n",
+                   static_cast<unsigned long long>(job_id), status->state().c_str(),
+                   Plural(status->succeeded(), "task").c_str());
+    }
     return 0;
   }
 
@@ -430,7 +465,7 @@ int main(int argc, char** argv) {
 
   if (*run) {
     auto spec = idlepool::spec::ParseJobFile(job_file);
-    if (!spec.ok()) return Fail(spec.status());
+    if (!spec.ok()) return BadSpec(spec.status());
     bool temp_dir = run_data_dir.empty();
     if (temp_dir) {
       run_data_dir = (fs::temp_directory_path() /
@@ -477,7 +512,8 @@ int main(int argc, char** argv) {
             std::printf("%s\n", RunSummary(*s, *files, out_dir).dump().c_str());
           } else {
             PrintJob(*s);
-            std::printf("  %zu output files in %s\n", files->size(), out_dir.c_str());
+            std::printf("  %s in %s\n", Plural(files->size(), "output file").c_str(),
+                        out_dir.c_str());
           }
           rc = s->state() == "succeeded" ? 0 : 1;
         }

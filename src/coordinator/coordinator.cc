@@ -23,6 +23,7 @@
 #include "core/scheduler.h"
 #include "grpcpp/grpcpp.h"
 #include "idlepool.grpc.pb.h"
+#include "platform/process.h"
 #include "platform/random.h"
 #include "status_convert.h"
 #include "spdlog/spdlog.h"
@@ -118,6 +119,11 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
       return absl::FailedPreconditionError(
           absl::StrCat("cannot create data dir ", options_.data_dir, ": ", ec.message()));
     }
+    // One coordinator per data dir: two would both write the store and hand out the same
+    // attempt ids.
+    auto lock = platform::FileLock::Acquire((fs::path(options_.data_dir) / "LOCK").string());
+    if (!lock.ok()) return lock.status();
+    lock_ = std::move(*lock);
     auto token = LoadOrCreateToken(options_.data_dir, &token_created_);
     if (!token.ok()) return token.status();
     token_ = *token;
@@ -146,6 +152,9 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
 
     grpc::ServerBuilder builder;
     builder.AddListeningPort(options_.listen, grpc::InsecureServerCredentials(), &port_);
+    // gRPC sets SO_REUSEPORT by default, which lets a second coordinator bind the same port and
+    // steal half the connections. A port in use must be an error.
+    builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
     builder.RegisterService(this);
     builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
     builder.SetMaxSendMessageSize(kMaxMessageBytes);
@@ -228,14 +237,6 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
       sessions_[session->id] = session;
       hostnames_[hello.worker()] = hello.hostname();
     }
-    {
-      v1::CoordinatorMessage welcome;
-      welcome.mutable_welcome()->set_heartbeat_ms(
-          static_cast<uint32_t>(options_.heartbeat.count()));
-      welcome.mutable_welcome()->set_lease_timeout_ms(
-          static_cast<uint32_t>(options_.lease_timeout.count()));
-      session->Send(std::move(welcome));
-    }
     std::thread writer([session] { session->WriterLoop(); });
     spdlog::info("worker {} ({}) connected, session {}, {} slots, holding {} attempts",
                  hello.worker(), hello.hostname(), session->id, hello.capacity().cpus(),
@@ -248,6 +249,22 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
     ev.capacity = wire::FromProto(hello.capacity());
     ev.held.assign(hello.held_attempts().begin(), hello.held_attempts().end());
     Post(std::move(ev));
+    // Welcome only a session the core accepted (a name clash is refused instead), so a worker
+    // never reads "joined" and then a refusal.
+    PostItem(Item{std::nullopt, [this, session] {
+                    for (const core::WorkerView& w : sched_.Workers()) {
+                      if (w.worker != session->worker || w.session != session->id ||
+                          w.state != core::WorkerState::kConnected) {
+                        continue;
+                      }
+                      v1::CoordinatorMessage welcome;
+                      welcome.mutable_welcome()->set_heartbeat_ms(
+                          static_cast<uint32_t>(options_.heartbeat.count()));
+                      welcome.mutable_welcome()->set_lease_timeout_ms(
+                          static_cast<uint32_t>(options_.lease_timeout.count()));
+                      session->Send(std::move(welcome));
+                    }
+                  }});
 
     v1::WorkerMessage msg;
     while (stream->Read(&msg)) {
@@ -255,6 +272,11 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
         Post(core::WorkerHeartbeat{session->worker, session->id});
       } else if (msg.has_report()) {
         Post(ToCoreReport(*session, msg.report()));
+      } else if (msg.has_leaving()) {
+        const auto& v = msg.leaving().vacated_attempts();
+        Post(core::WorkerLeaving{session->worker, session->id,
+                                 std::vector<core::AttemptId>(v.begin(), v.end())});
+        spdlog::info("worker {} is leaving; {} attempts vacated", session->worker, v.size());
       }
       // Unknown or repeated Hello messages are ignored: one Hello per session.
     }
@@ -396,6 +418,9 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
                            v1::ListOutputsReply* reply) override {
     if (auto st = CheckToken(ctx); !st.ok()) return st;
     auto job = store_->GetJob(req->job());
+    if (absl::IsNotFound(job.status())) {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("no job ", req->job()));
+    }
     if (!job.ok()) return wire::ToGrpc(job.status());
     reply->set_state(core::ToString(job->state));
     auto outputs = store_->ListOutputs(req->job());
@@ -425,6 +450,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
       out->set_worker(w.worker);
       out->set_state(w.state == core::WorkerState::kConnected      ? "connected"
                      : w.state == core::WorkerState::kDisconnected ? "disconnected"
+                     : w.state == core::WorkerState::kLeft         ? "left"
                                                                    : "lost");
       *out->mutable_capacity() = wire::ToProto(w.capacity);
       out->set_slots_busy(w.slots_busy);
@@ -686,6 +712,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
 
   Options options_;
   const platform::Clock& clock_;
+  std::unique_ptr<platform::FileLock> lock_;
   blob::BlobDir blobs_;
   std::unique_ptr<store::Store> store_;
   std::string token_;

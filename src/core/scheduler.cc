@@ -106,6 +106,7 @@ std::vector<Decision> Scheduler::Apply(const Event& event, MonoTime now) {
                  [&](const WorkerHello& e) { OnHello(e, now, out); },
                  [&](const WorkerHeartbeat& e) { OnHeartbeat(e, now, out); },
                  [&](const SessionClosed& e) { OnSessionClosed(e, now, out); },
+                 [&](const WorkerLeaving& e) { OnLeaving(e, now, out); },
                  [&](const AttemptReport& e) { OnReport(e, now, out); },
                  [&](const Tick&) { OnTick(now, out); },
              },
@@ -229,6 +230,20 @@ void Scheduler::OnSessionClosed(const SessionClosed& e, MonoTime now, std::vecto
   if (w.state == WorkerState::kConnected) w.state = WorkerState::kDisconnected;
 }
 
+void Scheduler::OnLeaving(const WorkerLeaving& e, MonoTime now, std::vector<Decision>& out) {
+  auto it = workers_.find(e.worker);
+  if (it == workers_.end()) return;
+  WorkerRec& w = it->second;
+  if (w.session != e.session || w.state == WorkerState::kLost) return;
+  w.state = WorkerState::kLeft;
+  w.last_seen = now;
+  for (AttemptId id : std::set<AttemptId>(e.vacated.begin(), e.vacated.end())) {
+    if (w.attempts.count(id) != 0) {
+      EndAttempt(id, AttemptOutcome::kPreempted, 0, "vacated: worker stopped by its owner", out);
+    }
+  }
+}
+
 void Scheduler::OnReport(const AttemptReport& e, MonoTime now, std::vector<Decision>& out) {
   std::string refusal;
   auto a = attempts_.find(e.attempt);
@@ -281,9 +296,9 @@ void Scheduler::OnTick(MonoTime now, std::vector<Decision>& out) {
   // Silent workers. Checked before timeouts: a silent worker's attempts are lost, not failed.
   std::vector<WorkerName> silent;
   for (const auto& [name, w] : workers_) {
-    if (w.state != WorkerState::kLost && w.last_seen + options_.lease_timeout <= now) {
-      silent.push_back(name);
-    }
+    if (w.state == WorkerState::kLost) continue;
+    if (w.state == WorkerState::kLeft && w.attempts.empty()) continue;  // gone, owing nothing
+    if (w.last_seen + options_.lease_timeout <= now) silent.push_back(name);
   }
   for (const WorkerName& name : silent) LoseWorker(name, out);
 
@@ -538,7 +553,7 @@ std::vector<WorkerView> Scheduler::Workers() const {
   std::vector<WorkerView> all;
   all.reserve(workers_.size());
   for (const auto& [name, w] : workers_) {
-    all.push_back(WorkerView{name, w.state, w.boot_id, w.capacity, w.slots_busy,
+    all.push_back(WorkerView{name, w.state, w.session, w.boot_id, w.capacity, w.slots_busy,
                              static_cast<uint32_t>(w.attempts.size()), w.last_seen});
   }
   return all;

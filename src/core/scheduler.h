@@ -77,6 +77,16 @@ struct SessionClosed {
   SessionId session = 0;
 };
 
+// The worker is stopping (its owner took the machine back, or it was shut down): it gets no
+// more work, and the attempts it lists were vacated; they end kPreempted (never a failure) and
+// their tasks are pending again at once, without waiting for the lease. Attempts it holds but
+// does not list (finished, report on its way) stay until their reports arrive.
+struct WorkerLeaving {
+  WorkerName worker;
+  SessionId session = 0;
+  std::vector<AttemptId> vacated;
+};
+
 enum class ReportResult : uint8_t { kSucceeded, kFailed, kTimedOut, kPreempted };
 
 struct AttemptReport {
@@ -93,7 +103,7 @@ struct AttemptReport {
 struct Tick {};
 
 using Event = std::variant<JobSubmitted, JobCancelled, WorkerHello, WorkerHeartbeat,
-                           SessionClosed, AttemptReport, Tick>;
+                           SessionClosed, WorkerLeaving, AttemptReport, Tick>;
 
 // ---------------------------------------------------------------------------------------------
 // Decisions (outputs)
@@ -205,10 +215,13 @@ struct JobSummary {
   uint32_t workers_lost = 0;  // distinct workers lost while running this job's attempts
 };
 
-enum class WorkerState : uint8_t { kConnected, kDisconnected, kLost };
+// kLeft: said it was leaving (WorkerLeaving); never declared lost for its silence afterwards
+// unless it still holds attempts.
+enum class WorkerState : uint8_t { kConnected, kDisconnected, kLost, kLeft };
 struct WorkerView {
   WorkerName worker;
   WorkerState state = WorkerState::kConnected;
+  SessionId session = 0;  // the current (or last) session
   std::string boot_id;
   Resources capacity;
   uint32_t slots_busy = 0;
@@ -280,6 +293,7 @@ class Scheduler {
   void OnHello(const WorkerHello& e, MonoTime now, std::vector<Decision>& out);
   void OnHeartbeat(const WorkerHeartbeat& e, MonoTime now, std::vector<Decision>& out);
   void OnSessionClosed(const SessionClosed& e, MonoTime now, std::vector<Decision>& out);
+  void OnLeaving(const WorkerLeaving& e, MonoTime now, std::vector<Decision>& out);
   void OnReport(const AttemptReport& e, MonoTime now, std::vector<Decision>& out);
   void OnTick(MonoTime now, std::vector<Decision>& out);
 

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/file.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -256,6 +257,28 @@ Process::~Process() {
     if (fd >= 0) ::close(fd);
   }
 }
+
+absl::StatusOr<std::unique_ptr<FileLock>> FileLock::Acquire(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return absl::InternalError(absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
+  }
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    char buf[32] = {0};
+    ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+    ::close(fd);
+    std::string holder = n > 0 ? absl::StrCat(" (pid ", std::string(buf, strcspn(buf, "\n")), ")")
+                               : "";
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, " is locked by another process", holder,
+                     ": another coordinator is using this data dir"));
+  }
+  std::string pid = absl::StrCat(::getpid(), "\n");
+  if (::ftruncate(fd, 0) == 0) (void)::pwrite(fd, pid.data(), pid.size(), 0);
+  return std::unique_ptr<FileLock>(new FileLock(fd));
+}
+
+FileLock::~FileLock() { ::close(fd_); }
 
 void IgnoreSigpipe() { ::signal(SIGPIPE, SIG_IGN); }
 

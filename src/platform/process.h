@@ -76,6 +76,22 @@ class Process {
   std::atomic<bool> kill_requested_{false};
 };
 
+// An exclusive advisory lock (flock) on `path`, created if missing, held until the FileLock is
+// destroyed or the process dies (the kernel drops it even on SIGKILL). The holder's pid is
+// written into the file for messages. Errors: kFailedPrecondition naming the holder when
+// another process holds it, kInternal when the file cannot be opened.
+class FileLock {
+ public:
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<FileLock>> Acquire(const std::string& path);
+  ~FileLock();
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+ private:
+  explicit FileLock(int fd) : fd_(fd) {}
+  int fd_;
+};
+
 // Ignores SIGPIPE process-wide (gRPC and log pipes report EPIPE instead).
 void IgnoreSigpipe();
 

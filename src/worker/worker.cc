@@ -80,8 +80,12 @@ class Worker::Impl {
     args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
     args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
     // Reconnect quickly after a coordinator restart; the default backoff reaches minutes.
-    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
-    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
+    // gRPC's defaults (1 s initial, 20 s minimum connect backoff, up to 120 s) would keep a
+    // worker away well past the lease timeout after a coordinator restart, and its attempts
+    // would be lost instead of re-adopted.
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
     channel_ = grpc::CreateCustomChannel(options_.coordinator, grpc::InsecureChannelCredentials(),
                                          args);
     stub_ = v1::Pool::NewStub(channel_);
@@ -105,29 +109,39 @@ class Worker::Impl {
       spdlog::warn("session with {} ended ({}); reconnecting in {} ms", options_.coordinator,
                    st.ok() ? "closed" : st.error_message(), backoff.count());
       WaitStop(backoff);
-      backoff = std::min(backoff * 2, core::Millis(5000));
+      // At most 1 s between tries: a coordinator restart must find its workers back well within
+      // the lease timeout, so their running attempts are re-adopted rather than re-run.
+      backoff = std::min(backoff * 2, core::Millis(1000));
     }
     JoinAttemptThreads();
     return absl::OkStatus();
   }
 
   void Stop() {
-    bool was = stopping_.exchange(true);
-    if (was) return;
+    if (stopping_.exchange(true)) return;
     spdlog::info("worker {} stopping: vacating running attempts", options_.name);
-    std::vector<std::shared_ptr<Attempt>> running;
+    // Every attempt still running is killed and handed back at once (a preemption, never a
+    // failure). Finished attempts whose reports are on their way are kept until acknowledged.
+    std::vector<std::shared_ptr<Attempt>> all;
     {
       std::lock_guard lock(mu_);
-      for (auto& [id, a] : attempts_) running.push_back(a);
+      for (auto& [id, a] : attempts_) all.push_back(a);
     }
-    for (auto& a : running) {
+    v1::WorkerMessage leaving;
+    for (auto& a : all) {
       std::lock_guard lock(a->mu);
-      a->vacating = true;
+      if (a->finished) continue;
+      a->killed = true;
+      leaving.mutable_leaving()->add_vacated_attempts(a->id);
       if (a->process) a->process->Kill(SIGKILL);
     }
-    // Give the attempt threads a moment to send their preempted reports before the session
-    // ends (the coordinator requeues them at once instead of waiting for the lease).
+    if (!leaving.has_leaving()) leaving.mutable_leaving();
+    Send(leaving);
     JoinAttemptThreads();
+    {
+      std::unique_lock lock(mu_);
+      acked_cv_.wait_for(lock, std::chrono::seconds(2), [&] { return attempts_.empty(); });
+    }
     {
       std::lock_guard lock(stream_mu_);
       if (ctx_) ctx_->TryCancel();
@@ -143,8 +157,7 @@ class Worker::Impl {
     std::string dir;  // path prefix: DIR.task/, DIR.checkpoint/, DIR.stdout.log, DIR.stderr.log
     std::mutex mu;
     std::unique_ptr<platform::Process> process;  // set while the command runs
-    bool killed = false;    // told to stop by the coordinator: no report
-    bool vacating = false;  // the worker is stopping: report preempted
+    bool killed = false;    // killed (by the coordinator, or vacated when stopping): no report
     bool finished = false;  // report built, awaiting acknowledgement
     v1::AttemptReport report;
   };
@@ -246,9 +259,18 @@ class Worker::Impl {
     a->id = as.attempt();
     a->assignment = as;
     a->dir = (fs::path(options_.work_dir) / "attempts" / std::to_string(as.attempt())).string();
+    if (stopping_) {
+      // Assigned while the Leaving message was in flight: hand it straight back.
+      v1::WorkerMessage m;
+      m.mutable_report()->set_attempt(as.attempt());
+      m.mutable_report()->set_result(v1::AttemptReport::PREEMPTED);
+      m.mutable_report()->set_message("worker is leaving");
+      Send(m);
+      return;
+    }
     {
       std::lock_guard lock(mu_);
-      if (stopping_ || attempts_.count(a->id)) return;
+      if (attempts_.count(a->id)) return;
       attempts_[a->id] = a;
       threads_.emplace_back([this, a] { RunAttempt(a); });
       // Reap threads of attempts that are done, so a long-lived worker does not accumulate them.
@@ -315,6 +337,7 @@ class Worker::Impl {
       if (it == attempts_.end()) return;
       a = it->second;
       attempts_.erase(it);
+      acked_cv_.notify_all();
     }
     // Four names side by side rather than one directory around them: a no-op task then costs
     // two inodes, not five, which is most of the per-task file system work.
@@ -369,10 +392,6 @@ class Worker::Impl {
     {
       std::lock_guard lock(a->mu);
       a->process.reset();
-      if (a->vacating && report.result() != v1::AttemptReport::SUCCEEDED) {
-        report.set_result(v1::AttemptReport::PREEMPTED);
-        report.set_message("worker stopped by its owner");
-      }
       if (!a->killed) {
         a->finished = true;
         a->report = report;
@@ -392,7 +411,7 @@ class Worker::Impl {
 
   bool Abandoned(Attempt& a) {
     std::lock_guard lock(a.mu);
-    return a.killed || a.vacating;
+    return a.killed;
   }
 
   void Execute(Attempt& a, v1::AttemptReport* report) {
@@ -449,7 +468,7 @@ class Worker::Impl {
 
     {
       std::lock_guard lock(a.mu);
-      if (a.killed || a.vacating) return Fail(report, "stopped before it started");
+      if (a.killed) return Fail(report, "stopped before it started");
       auto proc = platform::Process::Start(sp);
       if (!proc.ok()) {
         report->set_exit_code(127);
@@ -475,6 +494,8 @@ class Worker::Impl {
     // Collect outputs. A pattern that matches nothing fails the attempt: a render that wrote no
     // frame must not count as done.
     std::set<std::string> seen;
+    std::error_code real_ec;
+    const std::string real_task_dir = fs::canonical(task_dir, real_ec).string();
     for (const auto& pattern : as.outputs()) {
       std::string full = task_dir + "/" + pattern;
       glob_t g{};
@@ -487,6 +508,16 @@ class Worker::Impl {
           if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
           std::string rel = path.substr(task_dir.size() + 1);
           if (input_paths.count(rel)) continue;  // staged inputs are not outputs
+          // A symlink may point inside the task dir (latest.png -> frame10.png), never out of
+          // it: an output is the task's work, not a file of the lending machine.
+          std::error_code ec;
+          fs::path real = fs::canonical(path, ec);
+          if (ec || real.string().rfind(real_task_dir + "/", 0) != 0) {
+            ::globfree(&g);
+            report->clear_outputs();
+            return Fail(report, absl::StrCat("output '", rel,
+                                             "' is a link to a file outside the task dir"));
+          }
           ++matched;
           if (!seen.insert(rel).second) continue;
           auto digest = blob::HashFile(path);
@@ -584,6 +615,7 @@ class Worker::Impl {
   uint64_t next_spare_ = 0;
 
   std::mutex mu_;  // guards attempts_, threads_, done_threads_
+  std::condition_variable acked_cv_;  // attempts_ shrank
   std::map<uint64_t, std::shared_ptr<Attempt>> attempts_;
   std::vector<std::thread> threads_;
   std::vector<std::thread::id> done_threads_;

@@ -880,3 +880,67 @@ TEST(CoreTypes, ToStringWords) {
 
 }  // namespace
 }  // namespace idlepool::core
+
+// ---------------------------------------------------------------------------------------------
+// Leaving (the owner stopped the worker)
+
+namespace idlepool::core {
+namespace {
+
+TEST_F(CoreTest, LeavingVacatesListedAttemptsAtOnceAndTakesNoMoreWork) {
+  Hello("a", 1, 2, 0);
+  Hello("b", 2, 1, 0);
+  Submit(1, 3, 0);  // most free slots first: #1 1/0 @a, #2 1/1 @a, #3 1/2 @b
+  ASSERT_EQ(Worker("a").attempts_running, 2u);
+  // a finished #2 (its report is on the way) and vacated #1.
+  auto out = Do(WorkerLeaving{"a", 1, {1}}, 100);
+  EXPECT_THAT(Strs(out), ElementsAre("ended #1 1/0 @a preempted", "task 1/0 pending f=0"));
+  EXPECT_EQ(Worker("a").state, WorkerState::kLeft);
+  // The requeued task waits for a worker that is not leaving, even though a has a free slot.
+  out = Report("b", 2, 3, ReportResult::kSucceeded, 200);
+  EXPECT_THAT(Strs(Only<AssignAttempt>(out)), ElementsAre("assign #4 1/0 @b s2"));
+  // The report of the attempt it finished before leaving is still accepted.
+  out = Report("a", 1, 2, ReportResult::kSucceeded, 300);
+  EXPECT_THAT(Strs(Only<AckReport>(out)), ElementsAre("ack #2 @a s1 ok"));
+  JobSummary j = JobOf(1);
+  EXPECT_EQ(j.counters.preemptions, 1u);
+  EXPECT_EQ(j.counters.failures, 0u);
+  EXPECT_EQ(j.counters.lost, 0u);
+  EXPECT_EQ(j.workers_lost, 0u);
+}
+
+TEST_F(CoreTest, LeftWorkerOwingNothingIsNeverDeclaredLost) {
+  Hello("a", 1, 1, 0);
+  Do(WorkerLeaving{"a", 1, {}}, 10);
+  Do(SessionClosed{"a", 1}, 20);
+  EXPECT_THAT(TickAt(60'000), IsEmpty());
+  EXPECT_EQ(Worker("a").state, WorkerState::kLeft);
+  // It can come back.
+  Submit(1, 1, 60'000);
+  auto out = Hello("a", 2, 1, 60'001, {}, "boot2");
+  EXPECT_THAT(Strs(Only<AssignAttempt>(out)), ElementsAre("assign #1 1/0 @a s2"));
+}
+
+TEST_F(CoreTest, LeftWorkerStillOwingAReportIsLostAfterTheLease) {
+  Hello("a", 1, 1, 0);
+  Submit(1, 1, 0);                      // #1 on a
+  Do(WorkerLeaving{"a", 1, {}}, 10);    // #1 finished; its report never arrives
+  EXPECT_THAT(TickAt(5009), IsEmpty());
+  auto out = TickAt(5010);
+  EXPECT_THAT(Strs(out), ElementsAre("lost a", "ended #1 1/0 @a lost", "task 1/0 pending f=0"));
+}
+
+TEST_F(CoreTest, LeavingFromAnOldSessionOrForAnotherWorkersAttemptIsIgnored) {
+  Hello("a", 1, 1, 0);
+  Hello("b", 2, 1, 0);
+  Submit(1, 2, 0);  // #1 @a, #2 @b
+  EXPECT_THAT(Do(WorkerLeaving{"a", 99, {1}}, 10), IsEmpty());  // stale session
+  EXPECT_EQ(Worker("a").state, WorkerState::kConnected);
+  auto out = Do(WorkerLeaving{"a", 1, {2}}, 20);  // #2 is b's: not a's to vacate
+  EXPECT_THAT(out, IsEmpty());
+  EXPECT_EQ(s_.CurrentAttempt({1, 1}), AttemptId{2});
+  EXPECT_EQ(Worker("a").state, WorkerState::kLeft);
+}
+
+}  // namespace
+}  // namespace idlepool::core
