@@ -12,27 +12,27 @@ OUT=$ROOT/out/demo
 rm -rf "$OUT"
 mkdir -p "$OUT/logs"
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
 trap cleanup EXIT
 
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
 say "starting a coordinator (data dir $OUT/coordinator)"
 "$BIN" coordinator --listen 127.0.0.1:0 --data-dir "$OUT/coordinator" >"$OUT/logs/coordinator.log" 2>&1 &
-pids+=($!)
+pids+=($!); disown $!
 for _ in $(seq 200); do grep -q "listening on" "$OUT/logs/coordinator.log" 2>/dev/null && break; sleep 0.05; done
 ADDR=$(sed -n 's/.*listening on \([^ ]*\).*/\1/p' "$OUT/logs/coordinator.log" | head -1)
 [ -n "$ADDR" ] || { cat "$OUT/logs/coordinator.log"; exit 1; }
 export IDLEPOOL_COORDINATOR=$ADDR
 export IDLEPOOL_TOKEN=$(cat "$OUT/coordinator/pool.token")
-sed -n '1,4p' "$OUT/logs/coordinator.log"
+grep -A1 -E "listening on|join a machine" "$OUT/logs/coordinator.log" | grep -v -- "^--"
 
 say "starting 3 workers (one slot each)"
 declare -A wpid
 for w in 1 2 3; do
   "$BIN" worker --name "worker-$w" --slots 1 --work-dir "$OUT/worker-$w" >"$OUT/logs/worker-$w.log" 2>&1 &
   wpid[$w]=$!
-  pids+=($!)
+  pids+=($!); disown $!
 done
 for _ in $(seq 200); do
   n=$("$BIN" workers --json | jq '[.workers[] | select(.state=="connected")] | length')
@@ -52,7 +52,6 @@ for _ in $(seq 1200); do
   sleep 0.1
 done
 kill -9 "${wpid[2]}"
-wait "${wpid[2]}" 2>/dev/null || true
 echo "killed worker-2 (pid ${wpid[2]}) with $done_tasks of 15 tasks done; its frames go to the others"
 
 say "waiting for the job"

@@ -460,6 +460,9 @@ class Worker::Impl {
     add("OMP_NUM_THREADS", std::to_string(cpus));
     if (!params.chunk.frames.empty()) {
       add("IDLEPOOL_FRAMES", spec::JoinFrames(params.chunk.frames));
+      if (params.chunk.frames.size() == 1) {
+        add("IDLEPOOL_FRAME", std::to_string(params.chunk.frames[0]));
+      }
       add("IDLEPOOL_FRAME_START", std::to_string(params.chunk.start));
       add("IDLEPOOL_FRAME_END", std::to_string(params.chunk.end));
       add("IDLEPOOL_FRAME_STEP", std::to_string(params.chunk.step));
