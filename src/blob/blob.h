@@ -84,7 +84,8 @@ class BlobDir {
                                         const std::string& sha256, uint64_t size,
                                         const std::string& dest);
 
-// Copies `src` to `dst` via a hard link when possible (same file system), else a byte copy.
-[[nodiscard]] absl::Status LinkOrCopy(const std::string& src, const std::string& dst);
+// Copies `src` to `dst` (creating parent dirs): a reflink where the file system has them, else
+// an in-kernel copy. Never a hard link: a task may modify its inputs, the cache must not change.
+[[nodiscard]] absl::Status CloneOrCopy(const std::string& src, const std::string& dst);
 
 }  // namespace idlepool::blob

@@ -21,8 +21,8 @@ namespace fs = std::filesystem;
 
 PoolClient::PoolClient(const std::string& address, std::string token) : token_(std::move(token)) {
   grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(64 << 20);
-  args.SetMaxSendMessageSize(64 << 20);
+  args.SetMaxReceiveMessageSize(128 << 20);
+  args.SetMaxSendMessageSize(128 << 20);
   channel_ = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
   stub_ = v1::Pool::NewStub(channel_);
 }
@@ -150,7 +150,13 @@ absl::StatusOr<std::vector<std::string>> PoolClient::Fetch(uint64_t job,
   v1::ListOutputsReply outputs;
   {
     auto ctx = Context();
-    grpc::Status st = stub_->ListOutputs(ctx.get(), ref, &outputs);
+    auto reader = stub_->ListOutputs(ctx.get(), ref);
+    v1::ListOutputsReply page;
+    while (reader->Read(&page)) {
+      outputs.set_state(page.state());
+      for (auto& t : *page.mutable_tasks()) *outputs.add_tasks() = std::move(t);
+    }
+    grpc::Status st = reader->Finish();
     if (!st.ok()) return wire::FromGrpc(st, absl::StrCat("outputs of job ", job));
   }
   std::map<std::string, int> path_count;

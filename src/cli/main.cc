@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -193,11 +194,16 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", common.log_level, "trace, debug, info, warn, error")
       ->capture_default_str();
 
+  std::string token_file;
   auto add_client_opts = [&](CLI::App* sub) {
     sub->add_option("--coordinator", common.coordinator,
                     "coordinator address host:port (env IDLEPOOL_COORDINATOR)")
         ->capture_default_str();
-    sub->add_option("--token", common.token, "pool token (env IDLEPOOL_TOKEN)");
+    sub->add_option("--token", common.token,
+                    "pool token (env IDLEPOOL_TOKEN; visible to other users in `ps`, prefer the "
+                    "environment or --token-file)");
+    sub->add_option("--token-file", token_file, "read the pool token from this file")
+        ->check(CLI::ExistingFile);
   };
 
   // coordinator
@@ -287,6 +293,10 @@ int main(int argc, char** argv) {
   spdlog::set_default_logger(spdlog::stderr_color_mt("idlepool"));
   spdlog::set_level(spdlog::level::from_str(common.log_level));
 
+  if (!token_file.empty()) {
+    std::ifstream in(token_file);
+    std::getline(in, common.token);
+  }
   auto need_token = [&]() -> bool {
     if (!common.token.empty()) return true;
     std::fprintf(stderr,
@@ -314,9 +324,11 @@ int main(int argc, char** argv) {
                 copts.data_dir.c_str());
     if ((*c)->token_created()) std::printf("created a new pool secret in %s/pool.token\n",
                                            copts.data_dir.c_str());
-    std::printf("join a machine to this pool with:\n  idlepool worker --coordinator %s --token %s "
-                "--work-dir /var/tmp/idlepool-worker\n",
-                addr.c_str(), (*c)->token().c_str());
+    std::printf("join a machine to this pool with:\n  IDLEPOOL_TOKEN=%s idlepool worker "
+                "--coordinator %s --work-dir /var/tmp/idlepool-worker\n",
+                (*c)->token().c_str(), addr.c_str());
+    std::printf("(or copy %s/pool.token to the machine and pass --token-file)\n",
+                copts.data_dir.c_str());
     std::printf("submit with:\n  IDLEPOOL_COORDINATOR=%s IDLEPOOL_TOKEN=%s idlepool submit "
                 "JOB.toml\n",
                 addr.c_str(), (*c)->token().c_str());
@@ -464,6 +476,7 @@ int main(int argc, char** argv) {
   }
 
   if (*run) {
+    idlepool::platform::BlockTerminationSignals();
     auto spec = idlepool::spec::ParseJobFile(job_file);
     if (!spec.ok()) return BadSpec(spec.status());
     bool temp_dir = run_data_dir.empty();
@@ -493,6 +506,19 @@ int main(int argc, char** argv) {
       ws.push_back(std::make_unique<idlepool::worker::Worker>(o));
       threads.emplace_back([w = ws.back().get()] { (void)w->Run(); });
     }
+    // Ctrl-C / SIGTERM: the tasks run in their own process groups, so they would outlive us;
+    // vacate the workers (which kills them), stop the pool and clean up before exiting.
+    std::thread([&] {
+      int sig = idlepool::platform::WaitForTerminationSignal();
+      std::fprintf(stderr, "\nidlepool: signal %d: stopping the local pool\n", sig);
+      for (auto& w : ws) w->Stop();
+      (*c)->Shutdown();
+      if (temp_dir) {
+        std::error_code ec;
+        fs::remove_all(run_data_dir, ec);
+      }
+      std::_Exit(130);
+    }).detach();
     PoolClient client(addr, (*c)->token());
     int rc = 0;
     auto reply = client.Submit(*spec, fs::absolute(job_file).string());

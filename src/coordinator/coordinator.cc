@@ -14,6 +14,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -36,7 +37,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kTokenKey = "x-idlepool-token";
-constexpr int kMaxMessageBytes = 64 << 20;
+constexpr int kMaxMessageBytes = 128 << 20;  // a 64 MiB items file plus framing fits
 constexpr uint32_t kProtocolVersion = 1;
 constexpr size_t kMaxLogTail = 4096;
 
@@ -108,7 +109,8 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
       : options_(options),
         clock_(clock),
         blobs_((fs::path(options.data_dir) / "blobs").string()),
-        sched_(core::Options{options.lease_timeout}) {}
+        sched_(core::Options{.lease_timeout = options.lease_timeout,
+                             .stall_threshold = options.lease_timeout / 2}) {}
 
   ~CoordinatorImpl() override { Shutdown(); }
 
@@ -235,7 +237,6 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
     {
       std::lock_guard lock(sessions_mu_);
       sessions_[session->id] = session;
-      hostnames_[hello.worker()] = hello.hostname();
     }
     std::thread writer([session] { session->WriterLoop(); });
     spdlog::info("worker {} ({}) connected, session {}, {} slots, holding {} attempts",
@@ -256,6 +257,10 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
                       if (w.worker != session->worker || w.session != session->id ||
                           w.state != core::WorkerState::kConnected) {
                         continue;
+                      }
+                      {
+                        std::lock_guard lock(sessions_mu_);
+                        hostnames_[session->worker] = session->hostname;
                       }
                       v1::CoordinatorMessage welcome;
                       welcome.mutable_welcome()->set_heartbeat_ms(
@@ -415,20 +420,26 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
   }
 
   grpc::Status ListOutputs(grpc::ServerContext* ctx, const v1::JobRef* req,
-                           v1::ListOutputsReply* reply) override {
+                           grpc::ServerWriter<v1::ListOutputsReply>* writer) override {
     if (auto st = CheckToken(ctx); !st.ok()) return st;
-    auto job = store_->GetJob(req->job());
+    auto job = store_->GetJobHeader(req->job());
     if (absl::IsNotFound(job.status())) {
       return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("no job ", req->job()));
     }
     if (!job.ok()) return wire::ToGrpc(job.status());
-    reply->set_state(core::ToString(job->state));
     auto outputs = store_->ListOutputs(req->job());
     if (!outputs.ok()) return wire::ToGrpc(outputs.status());
+    constexpr int kTasksPerPage = 10000;
+    v1::ListOutputsReply page;
+    page.set_state(core::ToString(job->state));
     v1::TaskOutputs* cur = nullptr;
     for (const auto& o : *outputs) {
       if (!cur || cur->index() != o.index) {
-        cur = reply->add_tasks();
+        if (page.tasks_size() == kTasksPerPage) {
+          if (!writer->Write(page)) return grpc::Status::OK;
+          page.clear_tasks();
+        }
+        cur = page.add_tasks();
         cur->set_index(o.index);
       }
       auto* f = cur->add_files();
@@ -436,6 +447,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
       f->set_sha256(o.file.sha256);
       f->set_size(o.file.size);
     }
+    writer->Write(page);
     return grpc::Status::OK;
   }
 
@@ -498,39 +510,63 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
     return grpc::Status::OK;
   }
 
+  // Why an output path reported by a worker cannot be committed, or "" if it can: a normalized
+  // relative UTF-8 path ("a/b.png"; "frame..png" is fine, ".." as a component is not).
+  static std::string OutputPathProblem(const std::string& path) {
+    if (path.empty() || path.size() > 4096) return "has a bad length";
+    if (!spec::IsValidUtf8(path)) return "is not valid UTF-8";
+    if (path.find('\0') != std::string::npos || path.find('\n') != std::string::npos) {
+      return "contains a NUL or newline";
+    }
+    if (path.front() == '/') return "is absolute";
+    size_t start = 0;
+    while (start <= path.size()) {
+      size_t end = path.find('/', start);
+      if (end == std::string::npos) end = path.size();
+      std::string_view part(path.data() + start, end - start);
+      if (part.empty() || part == "." || part == "..") return "is not a normalized relative path";
+      start = end + 1;
+    }
+    return "";
+  }
+
+  // Checks everything a worker reports before the core sees it: a report the store would
+  // refuse must never reach it (the coordinator stops on a store error).
   core::AttemptReport ToCoreReport(const struct Session& s, const v1::AttemptReport& r) {
     core::AttemptReport ev;
     ev.worker = s.worker;
     ev.session = s.id;
     ev.attempt = r.attempt();
     ev.exit_code = r.exit_code();
-    ev.message = r.message().substr(0, 1024);
-    if (!r.log_tail().empty()) {
-      std::string tail = r.log_tail();
-      if (tail.size() > kMaxLogTail) tail = tail.substr(tail.size() - kMaxLogTail);
-      ev.message += "\n" + tail;
-    }
+    ev.message = spec::TruncateUtf8(r.message(), 1024);
+    if (!r.log_tail().empty()) ev.message += "\n" + spec::TruncateUtf8(r.log_tail(), kMaxLogTail);
     switch (r.result()) {
       case v1::AttemptReport::SUCCEEDED: ev.result = core::ReportResult::kSucceeded; break;
       case v1::AttemptReport::TIMED_OUT: ev.result = core::ReportResult::kTimedOut; break;
       case v1::AttemptReport::PREEMPTED: ev.result = core::ReportResult::kPreempted; break;
       default: ev.result = core::ReportResult::kFailed; break;
     }
-    if (ev.result == core::ReportResult::kSucceeded) {
-      for (const auto& o : r.outputs()) {
-        // Outputs are uploaded before the report; one that is missing, or a path that could
-        // escape the output dir, fails the attempt instead of committing a hole.
-        bool bad_path = o.path().empty() || o.path()[0] == '/' ||
-                        o.path().find("..") != std::string::npos;
-        if (bad_path || !blobs_.Has(o.sha256())) {
-          ev.result = core::ReportResult::kFailed;
-          ev.outputs.clear();
-          ev.message = bad_path ? absl::StrCat("output path '", o.path(), "' is not allowed")
-                                : absl::StrCat("output '", o.path(), "' was not uploaded");
-          break;
-        }
-        ev.outputs.push_back(core::OutputFile{o.path(), o.sha256(), o.size()});
+    if (ev.result != core::ReportResult::kSucceeded) return ev;
+    std::set<std::string> seen;
+    for (const auto& o : r.outputs()) {
+      // Outputs are uploaded before the report. One that is missing, of another size, listed
+      // twice, or at a path that could escape the output dir fails the attempt instead of
+      // committing a hole.
+      std::string problem = OutputPathProblem(o.path());
+      if (problem.empty() && !seen.insert(o.path()).second) problem = "is listed twice";
+      if (problem.empty() && !blobs_.Has(o.sha256())) problem = "was not uploaded";
+      if (problem.empty()) {
+        std::error_code ec;
+        auto size = fs::file_size(blobs_.PathOf(o.sha256()), ec);
+        if (ec || size != o.size()) problem = "has a size that does not match its blob";
       }
+      if (!problem.empty()) {
+        ev.result = core::ReportResult::kFailed;
+        ev.outputs.clear();
+        ev.message = absl::StrCat("output '", spec::TruncateUtf8(o.path(), 256), "' ", problem);
+        return ev;
+      }
+      ev.outputs.push_back(core::OutputFile{o.path(), o.sha256(), o.size()});
     }
     return ev;
   }
@@ -554,7 +590,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
   grpc::Status FillJobStatus(core::JobId id, bool with_failures, v1::JobStatus* out) {
     auto summary = Query<std::optional<core::JobSummary>>([this, id] { return sched_.Job(id); });
     if (!summary) return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("no job ", id));
-    auto rec = store_->GetJob(id);
+    auto rec = store_->GetJobHeader(id);  // never the spec: this runs on every poll
     if (!rec.ok()) return wire::ToGrpc(rec.status());
     out->set_job(id);
     out->set_name(rec->name);

@@ -255,6 +255,10 @@ void Scheduler::OnReport(const AttemptReport& e, MonoTime now, std::vector<Decis
     refusal = "attempt is assigned to another worker";
   } else if (w == workers_.end() || w->second.attempts.count(e.attempt) == 0) {
     refusal = "attempt has not been re-adopted by this worker";
+  } else if (w->second.session != e.session) {
+    // Only the worker's current session speaks for it: a refused impostor using its name, or
+    // a stream the worker has already replaced, cannot commit results.
+    refusal = "report from a session that is not the worker's current one";
   }
   if (!refusal.empty()) {
     out.push_back(AckReport{e.worker, e.session, e.attempt, false, refusal});
@@ -283,6 +287,18 @@ void Scheduler::OnReport(const AttemptReport& e, MonoTime now, std::vector<Decis
 }
 
 void Scheduler::OnTick(MonoTime now, std::vector<Decision>& out) {
+  if (options_.stall_threshold > Millis{0} && last_tick_ &&
+      now - *last_tick_ > options_.stall_threshold) {
+    // The coordinator itself was not running: nobody's lease ran during the gap.
+    const Millis gap = std::chrono::duration_cast<Millis>(now - *last_tick_);
+    for (auto& [name, w] : workers_) w.last_seen = std::min(now, w.last_seen + gap);
+    for (auto& [id, a] : attempts_) {
+      a.started += gap;
+      if (a.orphan_deadline) *a.orphan_deadline += gap;
+    }
+  }
+  last_tick_ = now;
+
   // Restored attempts whose worker did not come back in time.
   std::vector<AttemptId> expired;
   for (const auto& [id, a] : attempts_) {
@@ -307,7 +323,7 @@ void Scheduler::OnTick(MonoTime now, std::vector<Decision>& out) {
   for (const auto& [id, a] : attempts_) {
     if (a.orphan_deadline) continue;
     const Millis timeout = JobOf(a.task).spec.timeout;
-    if (timeout > Millis{0} && a.started + timeout + options_.lease_timeout <= now) {
+    if (timeout > Millis{0} && a.started + timeout + options_.timeout_grace <= now) {
       overdue.push_back(id);
     }
   }
@@ -539,6 +555,15 @@ std::optional<JobSummary> Scheduler::Job(JobId id) const {
   }
   s.counters = job.counters;
   s.workers_lost = static_cast<uint32_t>(job.workers_lost.size());
+  if (s.pending > 0) {
+    const Resources& need = job.spec.resources;
+    s.fits_no_worker = std::none_of(workers_.begin(), workers_.end(), [&](const auto& kv) {
+      const WorkerRec& w = kv.second;
+      return Schedulable(w) && w.capacity.cpus >= need.cpus && w.capacity.gpus >= need.gpus &&
+             (need.memory_mb == 0 || w.capacity.memory_mb == 0 ||
+              w.capacity.memory_mb >= need.memory_mb);
+    });
+  }
   return s;
 }
 

@@ -16,8 +16,12 @@
 //
 // Protocol rules implemented here (DESIGN.md, "Protocol essentials"):
 //   - Fencing: every assignment gets a fresh AttemptId. A report for an attempt that is not the
-//     task's current running attempt on that worker is refused (AckReport{accepted=false}) and
-//     the attempt is killed (KillAttempt{kStale}). A task's outputs are committed exactly once.
+//     task's current running attempt on that worker, arriving on that worker's current session,
+//     is refused (AckReport{accepted=false}) and the attempt is killed (KillAttempt{kStale}).
+//     A task's outputs are committed exactly once.
+//   - The coordinator's own stalls do not count against workers: a gap between Ticks longer than
+//     Options::stall_threshold extends every lease, orphan deadline and attempt clock by the
+//     gap, since no heartbeat could be read during it.
 //   - Liveness: a worker silent for Options::lease_timeout is lost; its attempts end kLost and
 //     their tasks are pending again at once. A worker that says hello again with the same boot
 //     id re-adopts the attempts it still holds that are current; anything else it holds is
@@ -213,6 +217,9 @@ struct JobSummary {
   uint32_t pending = 0, running = 0, succeeded = 0, failed = 0, cancelled = 0;
   JobCounters counters;
   uint32_t workers_lost = 0;  // distinct workers lost while running this job's attempts
+  // Pending tasks that no connected worker could ever fit (cpus, gpus or memory beyond every
+  // worker's capacity): they wait for a bigger worker to join.
+  bool fits_no_worker = false;
 };
 
 // kLeft: said it was leaving (WorkerLeaving); never declared lost for its silence afterwards
@@ -233,6 +240,14 @@ struct Options {
   // Silence after which a worker is lost. Default 5 s (DESIGN.md; HTCondor's equivalent, the
   // startd's ALIVE_INTERVAL, is minutes: volatile machines need much faster detection).
   Millis lease_timeout{5000};
+  // How long past a job's timeout the core waits for the worker's own timeout report before it
+  // gives up on the attempt: the worker's SIGTERM-to-SIGKILL grace (10 s) plus margin.
+  Millis timeout_grace{20000};
+  // A gap between Ticks longer than this means the coordinator itself was not running (paused,
+  // suspended, starved): the gap is not charged to any lease, orphan deadline or attempt clock.
+  // The coordinator ticks every 100 ms and sets lease_timeout / 2; 0 disables the rule (tests
+  // and simulations that advance time in large steps).
+  Millis stall_threshold{0};
 };
 
 class Scheduler {
@@ -325,6 +340,7 @@ class Scheduler {
   std::map<AttemptId, AttemptRec> attempts_;  // running attempts only
   std::map<WorkerName, WorkerRec> workers_;
   std::set<TaskKey> pending_;  // placement order
+  std::optional<MonoTime> last_tick_;
 };
 
 }  // namespace idlepool::core

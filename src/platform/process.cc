@@ -162,6 +162,7 @@ ExitInfo Process::Wait(std::chrono::milliseconds timeout, std::chrono::milliseco
   std::optional<SteadyClock::time_point> deadline;
   if (timeout.count() > 0) deadline = start + timeout;
   std::optional<SteadyClock::time_point> hard_kill_at;
+  std::optional<SteadyClock::time_point> exited_at;
   bool exited = false;
   int status = 0;
   char buf[64 * 1024];
@@ -219,9 +220,12 @@ ExitInfo Process::Wait(std::chrono::milliseconds timeout, std::chrono::milliseco
       ::kill(-pid_, SIGKILL);
       hard_kill_at.reset();
     }
-    if (exited && (out_fd_ >= 0 || err_fd_ >= 0) && n == 0) {
-      // Leader exited and the group was killed; pipes still open means a process outside the
-      // group (a daemon that called setsid) kept them. Stop waiting for it.
+    if (exited && !exited_at) exited_at = now;
+    if (exited && (out_fd_ >= 0 || err_fd_ >= 0) &&
+        (n == 0 || now - *exited_at > std::chrono::seconds(1))) {
+      // Leader exited and the group was killed; pipes still open after that means a process
+      // outside the group (a daemon that called setsid) holds them, possibly writing forever.
+      // Stop waiting for it.
       break;
     }
   }

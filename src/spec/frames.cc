@@ -68,14 +68,17 @@ int64_t At(int64_t a, uint64_t offset, int64_t dir) {
   return static_cast<int64_t>(dir > 0 ? ua + offset : ua - offset);
 }
 
-// Specs can be long; keep messages readable.
+// Specs can be long; keep messages readable. Quoted text is cut at a character boundary and
+// shows invalid UTF-8 bytes as '?', so messages are valid UTF-8.
 std::string Shorten(absl::string_view s) {
   constexpr size_t kMax = 80;
-  if (s.size() <= kMax) return std::string(s);
-  return absl::StrCat(s.substr(0, kMax), "...");
+  if (s.size() <= kMax) return TruncateUtf8(internal::ToStd(s), kMax);
+  return absl::StrCat(TruncateUtf8(internal::ToStd(s), kMax), "...");
 }
 
-std::string Rest(absl::string_view s) { return s.empty() ? "nothing" : absl::StrCat("'", s, "'"); }
+std::string Rest(absl::string_view s) {
+  return s.empty() ? "nothing" : absl::StrCat("'", TruncateUtf8(internal::ToStd(s), s.size()), "'");
+}
 
 absl::Status TermError(absl::string_view spec, absl::string_view term, absl::string_view why) {
   return absl::InvalidArgumentError(

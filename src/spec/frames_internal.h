@@ -15,6 +15,7 @@ namespace idlepool::spec::internal {
 // Debian's Abseil is built with its own string_view (ABSL_OPTION_USE_STD_STRING_VIEW 0), which
 // does not convert from std::string_view; the implementation works in absl::string_view.
 inline absl::string_view ToAbsl(std::string_view s) { return {s.data(), s.size()}; }
+inline std::string_view ToStd(absl::string_view s) { return {s.data(), s.size()}; }
 
 // Calls `visit` for each chunk ChunkFrames(spec, chunk) would return, in order, without keeping
 // them; stops early when `visit` returns false. Same errors as ChunkFrames.

@@ -39,11 +39,14 @@ namespace {
 
 namespace fs = std::filesystem;
 using internal::ToAbsl;
+using internal::ToStd;
 
 constexpr uint64_t kMaxJobFileBytes = kMaxItemsFileBytes;  // inline items make big files
 constexpr size_t kMaxNameBytes = 128;
 constexpr int64_t kU32Max = std::numeric_limits<uint32_t>::max();
 constexpr int64_t kI64Max = std::numeric_limits<int64_t>::max();
+constexpr std::string_view kAttemptsWhy =
+    " (failures per task: a task that fails at once would be run that many times)";
 
 constexpr std::string_view kTopKeys[] = {"name",    "command",    "frames", "chunk",
                                          "items",   "items_file", "count",  "inputs",
@@ -52,11 +55,16 @@ constexpr std::string_view kResourceKeys[] = {"cpus", "gpus", "memory_mb"};
 constexpr std::string_view kRetryKeys[] = {"max_attempts", "timeout_s"};
 constexpr std::string_view kKindKeys[] = {"frames", "items", "items_file", "count"};
 
+// Text quoted in a message: cut at a character boundary, invalid UTF-8 bytes shown as '?', so
+// that every message is itself valid UTF-8 (it may travel in a gRPC status).
 std::string Shorten(std::string_view s) {
   constexpr size_t kMax = 80;
-  if (s.size() <= kMax) return std::string(s);
-  return absl::StrCat(ToAbsl(s.substr(0, kMax)), "...");
+  if (s.size() <= kMax) return TruncateUtf8(s, kMax);
+  return absl::StrCat(TruncateUtf8(s, kMax), "...");
 }
+
+// Every string of a JobSpec travels in a proto3 `string` field, which must be valid UTF-8.
+constexpr std::string_view kNotUtf8 = "is not valid UTF-8 (invalid bytes are shown as '?')";
 
 // ------------------------------------------------------------------------------------------
 // Command templates.
@@ -126,6 +134,7 @@ struct Problem {
   std::string field;     // "chunk", "resources.cpus"
   int64_t element = -1;  // index into an array field, to point at it in a TOML file
   std::string message;
+  int64_t input = -1;  // index into JobSpec::inputs, mapped back to the TOML entry it came from
 };
 using MaybeProblem = std::optional<Problem>;
 
@@ -143,6 +152,9 @@ bool ValidNameChar(char c) {
 }
 
 MaybeProblem CheckName(const std::string& name) {
+  if (!IsValidUtf8(name)) {
+    return Bad("name", absl::StrCat("'", Shorten(name), "' ", ToAbsl(kNotUtf8)));
+  }
   if (name.empty() || name.size() > kMaxNameBytes ||
       !std::all_of(name.begin(), name.end(), ValidNameChar)) {
     return Bad("name",
@@ -156,13 +168,22 @@ MaybeProblem CheckName(const std::string& name) {
   return std::nullopt;
 }
 
-// A path relative to the task dir that cannot leave it.
+// A normalized path relative to the task dir (staged inputs, outputs globs): it cannot leave the
+// dir, and one place has one spelling, so staged paths can be compared as text. A '..' inside a
+// component ("frame..png") is an ordinary name.
 std::optional<std::string> RelativePathError(std::string_view path) {
   if (path.empty()) return "is empty";
+  if (!IsValidUtf8(path)) return std::string(kNotUtf8);
   if (path.find('\0') != std::string_view::npos) return "contains a NUL byte";
+  if (path.find_first_of("\n\r") != std::string_view::npos) {
+    return "contains a line break (\\n or \\r)";
+  }
   if (path.front() == '/') return "must be relative to the task dir, not absolute";
+  if (path.back() == '/') return "must be a normalized path (no trailing '/')";
   for (absl::string_view part : absl::StrSplit(ToAbsl(path), '/')) {
-    if (part == "..") return "must not contain '..'";
+    if (part == "..") return "must not contain '..' as a path component";
+    if (part.empty()) return "must be a normalized path (no empty component, as in 'a//b')";
+    if (part == ".") return "must be a normalized path (no '.' component)";
   }
   return std::nullopt;
 }
@@ -184,6 +205,9 @@ MaybeProblem CheckTasks(const JobSpec& spec) {
   switch (spec.kind) {
     case TaskKind::kFrames: {
       if (spec.chunk == 0) return Bad("chunk", "must be a positive integer, got 0");
+      if (!IsValidUtf8(spec.frames)) {
+        return Bad("frames", absl::StrCat("'", Shorten(spec.frames), "' ", ToAbsl(kNotUtf8)));
+      }
       absl::StatusOr<uint64_t> n = internal::CountChunks(spec.frames, spec.chunk, kMaxTasks);
       if (!n.ok()) return Bad("frames", std::string(n.status().message()), -1, n.status().code());
       return std::nullopt;
@@ -206,6 +230,10 @@ MaybeProblem CheckTasks(const JobSpec& spec) {
         }
         if (item.find('\0') != std::string::npos) {
           return Bad("items", absl::StrCat("item [", i, "] contains a NUL byte"), i);
+        }
+        if (!IsValidUtf8(item)) {
+          return Bad("items",
+                     absl::StrCat("item [", i, "] '", Shorten(item), "' ", ToAbsl(kNotUtf8)), i);
         }
       }
       return std::nullopt;
@@ -242,6 +270,9 @@ MaybeProblem CheckCommand(const JobSpec& spec) {
     const std::string& arg = spec.command[i];
     if (arg.find('\0') != std::string::npos) {
       return Bad("command", absl::StrCat(Element(i, arg), ": contains a NUL byte"), i);
+    }
+    if (!IsValidUtf8(arg)) {
+      return Bad("command", absl::StrCat(Element(i, arg), ": ", ToAbsl(kNotUtf8)), i);
     }
     if (absl::Status s = ScanTemplate(arg, pieces[i]); !s.ok()) {
       return Bad("command", absl::StrCat(Element(i, arg), ": ", s.message()), i);
@@ -307,6 +338,10 @@ MaybeProblem CheckSpec(const JobSpec& spec) {
   if (spec.max_attempts == 0) {
     return Bad("retry.max_attempts", "must be a positive integer, got 0");
   }
+  if (spec.max_attempts > kMaxAttempts) {
+    return Bad("retry.max_attempts", absl::StrCat("must be at most ", kMaxAttempts, ", got ",
+                                                  spec.max_attempts, ToAbsl(kAttemptsWhy)));
+  }
   for (size_t i = 0; i < spec.outputs.size(); ++i) {
     if (auto why = RelativePathError(spec.outputs[i])) {
       return Bad("outputs", absl::StrCat(Element(i, spec.outputs[i]), ": ", *why), i);
@@ -317,22 +352,38 @@ MaybeProblem CheckSpec(const JobSpec& spec) {
                absl::StrCat(spec.inputs.size(), " files, over the limit of ", kMaxInputFiles), -1,
                absl::StatusCode::kResourceExhausted);
   }
+  // Inputs are expanded from the TOML entries, so an input's index is not an element index;
+  // Problem::input lets ParseJobToml point at the entry the input came from.
+  auto bad_input = [](size_t i, std::string message) {
+    Problem p = Bad("inputs", std::move(message));
+    p.input = static_cast<int64_t>(i);
+    return p;
+  };
   std::unordered_map<std::string_view, size_t> staged;
+  staged.reserve(spec.inputs.size());
   for (size_t i = 0; i < spec.inputs.size(); ++i) {
     const std::string& path = spec.inputs[i].path;
-    std::optional<std::string> why = RelativePathError(path);
-    if (!why.has_value()) {
-      for (absl::string_view part : absl::StrSplit(ToAbsl(path), '/')) {
-        if (part.empty() || part == ".") why = "must be a normalized path (no '.' or '//')";
-      }
-    }
-    // Inputs are expanded from the TOML entries, so no element index maps back to the file.
-    if (why.has_value()) {
-      return Bad("inputs", absl::StrCat("staged path [", i, "] '", Shorten(path), "' ", *why));
+    if (std::optional<std::string> why = RelativePathError(path)) {
+      return bad_input(i, absl::StrCat("staged path [", i, "] '", Shorten(path), "' ", *why));
     }
     if (auto [it, inserted] = staged.emplace(path, i); !inserted) {
-      return Bad("inputs", absl::StrCat("staged paths [", it->second, "] and [", i, "] are both '",
-                                        Shorten(path), "'"));
+      return bad_input(i, absl::StrCat("staged paths [", it->second, "] and [", i, "] are both '",
+                                       Shorten(path), "'"));
+    }
+  }
+  // A staged path under another one ('a' and 'a/b'): the task dir cannot hold both. Paths are
+  // normalized, so checking each one's parent directories as text finds every such pair.
+  for (size_t i = 0; i < spec.inputs.size(); ++i) {
+    const std::string_view path = spec.inputs[i].path;
+    for (size_t slash = path.find('/'); slash != std::string_view::npos;
+         slash = path.find('/', slash + 1)) {
+      const std::string_view dir = path.substr(0, slash);
+      if (auto it = staged.find(dir); it != staged.end()) {
+        return bad_input(std::max(i, it->second),
+                         absl::StrCat("inputs '", Shorten(dir), "' and '", Shorten(path),
+                                      "' cannot both be staged: '", Shorten(dir),
+                                      "' would have to be a file and a directory"));
+      }
     }
   }
   return CheckCommand(spec);
@@ -438,9 +489,11 @@ absl::Status CheckKeys(const Ctx& ctx, const toml::table& t, std::string_view pr
 }
 
 // Reads an optional integer in [min, max] into `out`; leaves `out` alone when absent.
+// `why_max` is appended to the message for a value over `max`.
 template <typename T>
 absl::Status ReadInt(const Ctx& ctx, const toml::table& t, std::string_view key,
-                     std::string_view full_key, int64_t min, int64_t max, T& out) {
+                     std::string_view full_key, int64_t min, int64_t max, T& out,
+                     std::string_view why_max = "") {
   const toml::node* n = t.get(key);
   if (n == nullptr) return absl::OkStatus();
   const char* what = min == 1 ? "a positive integer" : "a non-negative integer";
@@ -453,7 +506,8 @@ absl::Status ReadInt(const Ctx& ctx, const toml::table& t, std::string_view key,
     return KeyError(ctx, n->source(), full_key, absl::StrCat("must be ", what, ", got ", v));
   }
   if (v > max) {
-    return KeyError(ctx, n->source(), full_key, absl::StrCat("must be at most ", max, ", got ", v));
+    return KeyError(ctx, n->source(), full_key,
+                    absl::StrCat("must be at most ", max, ", got ", v, ToAbsl(why_max)));
   }
   out = static_cast<T>(v);
   return absl::OkStatus();
@@ -574,6 +628,10 @@ absl::Status ReadItemsFile(const Ctx& ctx, const toml::node& n, std::vector<std:
       return fail(absl::StatusCode::kInvalidArgument,
                   absl::StrCat(at(), ": contains a NUL byte (is it a text file?)"));
     }
+    if (!IsValidUtf8(ToStd(line))) {
+      return fail(absl::StatusCode::kInvalidArgument,
+                  absl::StrCat(at(), ": is not valid UTF-8 (is the file in another encoding?)"));
+    }
     if (out.size() == kMaxTasks) {
       return fail(
           absl::StatusCode::kResourceExhausted,
@@ -610,6 +668,9 @@ fs::path Normal(const fs::path& p) {
 class InputExpander {
  public:
   explicit InputExpander(const Ctx& ctx) : ctx_(ctx) {}
+
+  // The `inputs` entry each expanded input came from, in order; valid while the TOML lives.
+  const std::vector<const toml::node*>& origins() const { return origins_; }
 
   absl::Status Expand(const toml::node& n, std::vector<Input>& out) {
     const toml::array* arr = n.as_array();
@@ -730,11 +791,13 @@ class InputExpander {
     }
     if (out.size() >= kMaxInputFiles) return TooMany(el);
     out.push_back(Input{std::move(source), std::move(path)});
+    origins_.push_back(&el);
     return absl::OkStatus();
   }
 
   const Ctx& ctx_;
   std::unordered_map<std::string, std::string> staged_;  // staged path -> source
+  std::vector<const toml::node*> origins_;               // per input: the entry it came from
 };
 
 // The default job name: the file's stem, with characters a name may not hold replaced.
@@ -748,9 +811,13 @@ std::string DefaultName(const std::string& file_name) {
   return name;
 }
 
-absl::Status Locate(const Ctx& ctx, const toml::table& root, const Problem& p) {
+absl::Status Locate(const Ctx& ctx, const toml::table& root, const Problem& p,
+                    const std::vector<const toml::node*>& input_origins) {
   std::string key = p.field;
   const toml::node* n = toml::at_path(root, p.field).node();
+  if (p.input >= 0 && static_cast<size_t>(p.input) < input_origins.size()) {
+    n = input_origins[static_cast<size_t>(p.input)];
+  }
   if (n == nullptr && p.field == "items" && root.get("items_file") != nullptr) {
     key = "items_file";
     n = root.get("items_file");
@@ -846,8 +913,8 @@ absl::StatusOr<JobSpec> ReadJob(const Ctx& ctx, const toml::table& root) {
     }
   }
 
+  InputExpander expander(ctx);
   if (const toml::node* n = root.get("inputs")) {
-    InputExpander expander(ctx);
     if (absl::Status s = expander.Expand(*n, spec.inputs); !s.ok()) return s;
   }
   if (absl::Status s = ReadStringArray(ctx, root, "outputs", spec.outputs); !s.ok()) return s;
@@ -869,8 +936,8 @@ absl::StatusOr<JobSpec> ReadJob(const Ctx& ctx, const toml::table& root) {
     }
   }
   if (retry != nullptr) {
-    if (absl::Status s = ReadInt(ctx, *retry, "max_attempts", "retry.max_attempts", 1, kU32Max,
-                                 spec.max_attempts);
+    if (absl::Status s = ReadInt(ctx, *retry, "max_attempts", "retry.max_attempts", 1, kMaxAttempts,
+                                 spec.max_attempts, kAttemptsWhy);
         !s.ok()) {
       return s;
     }
@@ -881,7 +948,7 @@ absl::StatusOr<JobSpec> ReadJob(const Ctx& ctx, const toml::table& root) {
     }
   }
 
-  if (MaybeProblem p = CheckSpec(spec)) return Locate(ctx, root, *p);
+  if (MaybeProblem p = CheckSpec(spec)) return Locate(ctx, root, *p, expander.origins());
   return spec;
 }
 

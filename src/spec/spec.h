@@ -15,6 +15,7 @@
 // This is the grammar of OpenCue, Deadline and the `fileseq` convention.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -32,6 +33,18 @@ inline constexpr uint64_t kMaxTasks = 1'000'000;               // tasks in one j
 inline constexpr uint64_t kMaxItemsFileBytes = 64ull << 20;    // 64 MiB
 inline constexpr uint64_t kMaxItemBytes = 64 * 1024;           // one item
 inline constexpr uint64_t kMaxInputFiles = 100'000;
+inline constexpr uint32_t kMaxAttempts = 100;                  // retry.max_attempts
+
+// True if `s` is well-formed UTF-8 (RFC 3629): no stray or missing continuation bytes, no
+// overlong encodings ("\xC0\xAF"), no surrogates ("\xED\xA0\x80"), nothing past U+10FFFF.
+// This is what protobuf requires of a proto3 `string` field, so every string of a JobSpec
+// must pass it (Validate checks). U+0000 is valid UTF-8 (other rules may refuse it).
+[[nodiscard]] bool IsValidUtf8(std::string_view s);
+
+// `s` cut to at most `max_bytes` bytes without splitting a character. Bytes that are not part
+// of a well-formed UTF-8 sequence are first replaced by '?', one '?' per byte, so the result is
+// always valid UTF-8 (and equals `s` when `s` is valid and short enough).
+[[nodiscard]] std::string TruncateUtf8(std::string_view s, size_t max_bytes);
 
 // Expands a frame spec to its frames, in order, duplicates removed (first position kept).
 // Refuses (kResourceExhausted) a spec whose terms add up to more than `max_frames` frames,
@@ -58,7 +71,8 @@ struct FrameChunk {
 
 struct Input {
   std::string source;  // absolute path of a regular file on the submitting machine
-  std::string path;    // where it is staged, relative to the task dir ('/'-separated, no "..")
+  std::string path;    // where it is staged, relative to the task dir: '/'-separated, normalized
+                       // (no "", "." or ".." component, no trailing '/'), valid UTF-8
 };
 
 enum class TaskKind : uint8_t { kFrames, kItems, kCount };
@@ -73,9 +87,9 @@ struct JobSpec {
   std::vector<std::string> items;    // kItems (items or the lines of items_file)
   uint64_t count = 0;                // kCount
   std::vector<Input> inputs;         // files (directories and globs already expanded)
-  std::vector<std::string> outputs;  // globs relative to the task dir
+  std::vector<std::string> outputs;  // globs relative to the task dir, normalized like Input::path
   core::Resources resources;         // cpus default 1
-  uint32_t max_attempts = 3;         // failures per task; preemptions never count
+  uint32_t max_attempts = 3;         // failures per task, 1..kMaxAttempts; preemptions never count
   uint32_t timeout_s = 0;            // per attempt; 0 = none
 };
 
@@ -91,6 +105,10 @@ struct JobSpec {
 
 // Checks a spec that did not come from a file (e.g. one received over the wire): every rule
 // ParseJobToml enforces that does not need the file (placeholders, sizes, paths, resources).
+// Among them: every string that travels in the wire form (name, command, frames, items,
+// outputs, staged input paths) is valid UTF-8; staged paths and outputs globs are normalized
+// relative paths without NUL or line breaks; no staged path lies under another (a file cannot
+// also be a directory); max_attempts is at most kMaxAttempts.
 // Messages name the field ("job spec: field 'chunk': ...").
 [[nodiscard]] absl::Status Validate(const JobSpec& spec);
 

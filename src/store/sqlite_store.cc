@@ -42,7 +42,6 @@ constexpr const char* kSchemaV1 = R"sql(
 CREATE TABLE jobs (
   id            INTEGER PRIMARY KEY AUTOINCREMENT,
   name          TEXT    NOT NULL,
-  spec          BLOB    NOT NULL,
   task_count    INTEGER NOT NULL,
   cpus          INTEGER NOT NULL,
   gpus          INTEGER NOT NULL,
@@ -51,7 +50,10 @@ CREATE TABLE jobs (
   timeout_ms    INTEGER NOT NULL,
   state         TEXT    NOT NULL,
   submitted_ms  INTEGER NOT NULL,
-  finished_ms   INTEGER NOT NULL DEFAULT 0
+  finished_ms   INTEGER NOT NULL DEFAULT 0,
+  -- Last: reading the columns before it never walks the blob's overflow pages, so a status
+  -- poll costs microseconds even for a job whose spec holds a million items.
+  spec          BLOB    NOT NULL
 );
 CREATE TABLE tasks (
   job_id             INTEGER NOT NULL REFERENCES jobs(id),
@@ -181,6 +183,21 @@ absl::StatusCode CodeFor(int rc) {
   }
 }
 
+// Every column of a jobs row except spec, in the order ReadJobHeader reads them. Header reads
+// (GetJobHeader, ListJobs) select only these, so they never copy the spec blob; spec is the
+// table's last column, so they never walk its overflow pages either.
+#define IDLEPOOL_JOB_HEADER_COLUMNS \
+  "id, name, task_count, cpus, gpus, memory_mb, max_attempts, timeout_ms, state, "  \
+  "submitted_ms, finished_ms"
+constexpr int kJobHeaderColumns = 11;  // spec, when selected, is column kJobHeaderColumns
+constexpr const char* kGetJobSql =
+    "SELECT " IDLEPOOL_JOB_HEADER_COLUMNS ", spec FROM jobs WHERE id = ?";
+constexpr const char* kGetJobHeaderSql =
+    "SELECT " IDLEPOOL_JOB_HEADER_COLUMNS " FROM jobs WHERE id = ?";
+constexpr const char* kListJobsSql =
+    "SELECT " IDLEPOOL_JOB_HEADER_COLUMNS " FROM jobs ORDER BY id";
+#undef IDLEPOOL_JOB_HEADER_COLUMNS
+
 // Statements prepared once per connection.
 struct Statements {
   StmtPtr begin_immediate, begin_deferred, commit, rollback;
@@ -189,7 +206,8 @@ struct Statements {
   StmtPtr update_task, delete_outputs, insert_output;
   StmtPtr update_job;
   StmtPtr load_jobs, load_counts, load_lost, load_tasks, load_running, max_attempt;
-  StmtPtr get_job, list_jobs, job_exists, list_tasks, list_attempts, list_outputs;
+  StmtPtr get_job, get_job_header, list_jobs, job_exists, list_tasks, list_attempts,
+      list_outputs;
 };
 
 // --- the store --------------------------------------------------------------------------------
@@ -209,6 +227,7 @@ class SqliteStore final : public Store {
   absl::Status Apply(const std::vector<core::Decision>& records, int64_t now_ms) override;
   absl::StatusOr<core::RestoredState> Load() override;
   absl::StatusOr<JobRecord> GetJob(core::JobId job) override;
+  absl::StatusOr<JobRecord> GetJobHeader(core::JobId job) override;
   absl::StatusOr<std::vector<JobRecord>> ListJobs() override;
   absl::StatusOr<std::vector<TaskRecord>> ListTasks(core::JobId job) override;
   absl::StatusOr<std::vector<AttemptRecord>> ListAttempts(core::JobId job) override;
@@ -241,7 +260,10 @@ class SqliteStore final : public Store {
   void Rollback();
   absl::Status ApplyOne(const core::Decision& d, int64_t now_ms);
   absl::StatusOr<bool> JobExists(core::JobId job);
-  absl::Status ReadJob(sqlite3_stmt* s, JobRecord& out) const;
+  // Reads the kJobHeaderColumns of a jobs row (everything but spec) into `out`.
+  absl::Status ReadJobHeader(sqlite3_stmt* s, JobRecord& out) const;
+  absl::StatusOr<JobRecord> ReadOneJob(const StmtPtr& stmt, core::JobId job, bool with_spec,
+                                       absl::string_view what);
 
   template <typename Enum>
   absl::Status ParseCol(sqlite3_stmt* s, int i, std::optional<Enum> (*parse)(absl::string_view),
@@ -412,12 +434,10 @@ absl::Status SqliteStore::PrepareAll() {
       {&st_.load_running,
        "SELECT id, job_id, idx, worker FROM attempts WHERE outcome = ? ORDER BY id"},
       {&st_.max_attempt, "SELECT coalesce(max(id), 0) FROM attempts"},
-      {&st_.get_job,
-       "SELECT id, name, spec, task_count, cpus, gpus, memory_mb, max_attempts, timeout_ms, "
-       "state, submitted_ms, finished_ms FROM jobs WHERE id = ?"},
-      {&st_.list_jobs,
-       "SELECT id, name, spec, task_count, cpus, gpus, memory_mb, max_attempts, timeout_ms, "
-       "state, submitted_ms, finished_ms FROM jobs ORDER BY id"},
+      // The header columns first (read by ReadJobHeader), then spec, read by GetJob only.
+      {&st_.get_job, kGetJobSql},
+      {&st_.get_job_header, kGetJobHeaderSql},
+      {&st_.list_jobs, kListJobsSql},
       {&st_.job_exists, "SELECT 1 FROM jobs WHERE id = ?"},
       {&st_.list_tasks,
        "SELECT idx, state, failures, committed_attempt FROM tasks WHERE job_id = ? "
@@ -716,22 +736,22 @@ absl::StatusOr<core::RestoredState> SqliteStore::Load() {
   return out;
 }
 
-absl::Status SqliteStore::ReadJob(sqlite3_stmt* s, JobRecord& out) const {
+absl::Status SqliteStore::ReadJobHeader(sqlite3_stmt* s, JobRecord& out) const {
   out.id = static_cast<core::JobId>(ColInt(s, 0));
   out.name = ColText(s, 1);
-  out.spec = ColBlob(s, 2);
+  out.spec.clear();
   out.sched.job = out.id;
-  out.sched.task_count = static_cast<uint32_t>(ColInt(s, 3));
-  out.sched.resources.cpus = static_cast<uint32_t>(ColInt(s, 4));
-  out.sched.resources.gpus = static_cast<uint32_t>(ColInt(s, 5));
-  out.sched.resources.memory_mb = static_cast<uint64_t>(ColInt(s, 6));
-  out.sched.max_attempts = static_cast<uint32_t>(ColInt(s, 7));
-  out.sched.timeout = core::Millis(ColInt(s, 8));
-  if (absl::Status st = ParseCol(s, 9, in::ParseJobState, "job state", out.state); !st.ok()) {
+  out.sched.task_count = static_cast<uint32_t>(ColInt(s, 2));
+  out.sched.resources.cpus = static_cast<uint32_t>(ColInt(s, 3));
+  out.sched.resources.gpus = static_cast<uint32_t>(ColInt(s, 4));
+  out.sched.resources.memory_mb = static_cast<uint64_t>(ColInt(s, 5));
+  out.sched.max_attempts = static_cast<uint32_t>(ColInt(s, 6));
+  out.sched.timeout = core::Millis(ColInt(s, 7));
+  if (absl::Status st = ParseCol(s, 8, in::ParseJobState, "job state", out.state); !st.ok()) {
     return st;
   }
-  out.submitted_ms = ColInt(s, 10);
-  out.finished_ms = ColInt(s, 11);
+  out.submitted_ms = ColInt(s, 9);
+  out.finished_ms = ColInt(s, 10);
   return absl::OkStatus();
 }
 
@@ -746,18 +766,28 @@ absl::StatusOr<bool> SqliteStore::JobExists(core::JobId job) {
   return Err(rc, "read job");
 }
 
-absl::StatusOr<JobRecord> SqliteStore::GetJob(core::JobId job) {
+absl::StatusOr<JobRecord> SqliteStore::ReadOneJob(const StmtPtr& stmt, core::JobId job,
+                                                  bool with_spec, absl::string_view what) {
   std::lock_guard lock(mu_);
-  Use u(st_.get_job);
+  Use u(stmt);
   if (int rc = sqlite3_bind_int64(u, 1, static_cast<int64_t>(job)); rc != SQLITE_OK) {
-    return Err(rc, "GetJob: bind");
+    return Err(rc, absl::StrCat(what, ": bind"));
   }
   int rc = sqlite3_step(u);
   if (rc == SQLITE_DONE) return NotFound(job);
-  if (rc != SQLITE_ROW) return Err(rc, "GetJob: read job");
+  if (rc != SQLITE_ROW) return Err(rc, absl::StrCat(what, ": read job"));
   JobRecord out;
-  if (absl::Status s = ReadJob(u, out); !s.ok()) return s;
+  if (absl::Status s = ReadJobHeader(u, out); !s.ok()) return s;
+  if (with_spec) out.spec = ColBlob(u, kJobHeaderColumns);
   return out;
+}
+
+absl::StatusOr<JobRecord> SqliteStore::GetJob(core::JobId job) {
+  return ReadOneJob(st_.get_job, job, /*with_spec=*/true, "GetJob");
+}
+
+absl::StatusOr<JobRecord> SqliteStore::GetJobHeader(core::JobId job) {
+  return ReadOneJob(st_.get_job_header, job, /*with_spec=*/false, "GetJobHeader");
 }
 
 absl::StatusOr<std::vector<JobRecord>> SqliteStore::ListJobs() {
@@ -767,7 +797,7 @@ absl::StatusOr<std::vector<JobRecord>> SqliteStore::ListJobs() {
   int rc;
   while ((rc = sqlite3_step(u)) == SQLITE_ROW) {
     JobRecord j;
-    if (absl::Status s = ReadJob(u, j); !s.ok()) return s;
+    if (absl::Status s = ReadJobHeader(u, j); !s.ok()) return s;
     out.push_back(std::move(j));
   }
   if (rc != SQLITE_DONE) return Err(rc, "ListJobs: read jobs");

@@ -38,7 +38,7 @@ struct NewJob {
 struct JobRecord {
   core::JobId id = 0;
   std::string name;
-  std::string spec;
+  std::string spec;  // empty in headers (GetJobHeader, ListJobs)
   core::JobSubmitted sched;
   core::JobState state = core::JobState::kRunning;
   int64_t submitted_ms = 0;  // wall clock, Unix ms (display only, never used for timeouts)
@@ -90,8 +90,17 @@ class Store {
   [[nodiscard]] virtual absl::StatusOr<core::RestoredState> Load() = 0;
 
   // Reads.
+
+  // The whole job, spec included. The spec can be large (tens of MB for a job of 100k items):
+  // call this only when the spec is needed, and GetJobHeader otherwise.
   [[nodiscard]] virtual absl::StatusOr<JobRecord> GetJob(core::JobId job) = 0;
-  [[nodiscard]] virtual absl::StatusOr<std::vector<JobRecord>> ListJobs() = 0;  // by id
+  // The job without its spec: every field as GetJob returns it except `spec`, which is left
+  // empty. The spec is never copied (the SQLite backend does not select its column), so this is
+  // what status and wait polls should use. Errors as GetJob (kNotFound for an unknown id).
+  [[nodiscard]] virtual absl::StatusOr<JobRecord> GetJobHeader(core::JobId job) = 0;
+  // Every job, by id, as headers: like GetJobHeader, `spec` is empty and never read. Use GetJob
+  // for the spec of one job.
+  [[nodiscard]] virtual absl::StatusOr<std::vector<JobRecord>> ListJobs() = 0;
   [[nodiscard]] virtual absl::StatusOr<std::vector<TaskRecord>> ListTasks(core::JobId job) = 0;
   // By attempt id.
   [[nodiscard]] virtual absl::StatusOr<std::vector<AttemptRecord>> ListAttempts(

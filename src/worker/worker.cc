@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <set>
@@ -51,6 +52,7 @@ class Worker::Impl {
         cache_((fs::path(options_.work_dir) / "cache").string()) {
     if (options_.name.empty()) options_.name = HostName();
     if (options_.slots == 0) options_.slots = std::max(1u, std::thread::hardware_concurrency());
+    heartbeat_ = options_.heartbeat;
   }
 
   ~Impl() {
@@ -62,8 +64,18 @@ class Worker::Impl {
 
   absl::Status Run() {
     std::error_code ec;
+    fs::create_directories(options_.work_dir, ec);
+    // One worker per work dir: two would wipe each other's attempts.
+    auto lock = platform::FileLock::Acquire((fs::path(options_.work_dir) / "LOCK").string());
+    if (!lock.ok()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "work dir ", options_.work_dir, " is in use by another worker: ", lock.status().message()));
+    }
+    work_dir_lock_ = std::move(*lock);
     // Attempts left by an earlier run of this worker belong to a previous boot: the coordinator
-    // has requeued them, so their files are garbage.
+    // has requeued them. Their processes may still run (the worker was SIGKILLed): kill them,
+    // then their files are garbage.
+    KillLeftoverProcessGroups();
     fs::remove_all(fs::path(options_.work_dir) / "attempts", ec);
     fs::remove_all(fs::path(options_.work_dir) / "spare", ec);
     fs::create_directories(fs::path(options_.work_dir) / "attempts", ec);
@@ -75,7 +87,7 @@ class Worker::Impl {
     if (auto st = cache_.Init(); !st.ok()) return st;
 
     grpc::ChannelArguments args;
-    args.SetMaxReceiveMessageSize(64 << 20);
+    args.SetMaxReceiveMessageSize(128 << 20);
     args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
     args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
     args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
@@ -212,7 +224,7 @@ class Worker::Impl {
       hb.mutable_heartbeat();
       std::unique_lock lock(hb_mu);
       while (!session_over) {
-        hb_cv.wait_for(lock, options_.heartbeat, [&] { return session_over.load(); });
+        hb_cv.wait_for(lock, heartbeat_.load(), [&] { return session_over.load(); });
         if (session_over) break;
         std::lock_guard slock(stream_mu_);
         if (stream_ && !stream_->Write(hb)) break;
@@ -225,6 +237,14 @@ class Worker::Impl {
         *welcomed = true;
         spdlog::info("worker {} joined {} (boot {}), {} slots", options_.name,
                      options_.coordinator, boot_id_.substr(0, 8), options_.slots);
+        // Heartbeat at least three times per lease, whatever was configured here: a worker
+        // slower than its lease would be declared lost while healthy.
+        core::Millis lease(msg.welcome().lease_timeout_ms());
+        if (lease.count() > 0 && heartbeat_.load() > lease / 3) {
+          spdlog::warn("heartbeat {} ms is too slow for the coordinator's {} ms lease; using {} ms",
+                       heartbeat_.load().count(), lease.count(), (lease / 3).count());
+          heartbeat_ = lease / 3;
+        }
       } else if (msg.has_assign()) {
         StartAttempt(msg.assign());
       } else if (msg.has_kill()) {
@@ -345,32 +365,84 @@ class Worker::Impl {
     RecycleDir(a->dir + ".task");
     RecycleDir(a->dir + ".checkpoint");
     fs::remove(a->dir + ".stdout.log", ec);
+    fs::remove(a->dir + ".pgid", ec);
     fs::remove(a->dir + ".stderr.log", ec);
+  }
+
+  // Each running attempt's process group id is kept in DIR.pgid until the attempt is
+  // forgotten, so a restarted worker can kill what its SIGKILLed predecessor left running. A
+  // group is killed only if its leader still carries that attempt's IDLEPOOL_ATTEMPT_ID, so a
+  // reused pid is never hit.
+  void KillLeftoverProcessGroups() {
+    std::error_code ec;
+    for (fs::directory_iterator it(fs::path(options_.work_dir) / "attempts", ec), end;
+         !ec && it != end; it.increment(ec)) {
+      const fs::path& p = it->path();
+      if (p.extension() != ".pgid") continue;
+      std::ifstream in(p);
+      pid_t pgid = 0;
+      if (!(in >> pgid) || pgid <= 1) continue;
+      std::string want = "IDLEPOOL_ATTEMPT_ID=" + p.stem().string();
+      std::ifstream env("/proc/" + std::to_string(pgid) + "/environ", std::ios::binary);
+      std::string var;
+      bool match = false;
+      while (std::getline(env, var, '\0')) {
+        if (var == want) { match = true; break; }
+      }
+      if (match) {
+        spdlog::warn("killing process group {} left running by attempt {} of an earlier run",
+                     pgid, p.stem().string());
+        ::kill(-pgid, SIGKILL);
+      }
+    }
   }
 
   // Task and checkpoint dirs are recycled: an emptied dir is renamed into a spare pool and
   // renamed back for the next attempt. On ext4, allocating fresh inodes after many deletions
   // (mkdir) was the largest per-task cost of short tasks; a rename allocates nothing.
   absl::Status MakeDir(const std::string& path) {
-    std::string spare;
-    {
-      std::lock_guard lock(spare_mu_);
-      if (!spare_dirs_.empty()) {
+    while (true) {
+      std::string spare;
+      {
+        std::lock_guard lock(spare_mu_);
+        if (spare_dirs_.empty()) break;
         spare = std::move(spare_dirs_.back());
         spare_dirs_.pop_back();
       }
+      // Checked again at reuse: something that escaped its process group (setsid) may have
+      // written into the dir after it was emptied. Such a dir is discarded, never reused.
+      std::error_code ec;
+      if (fs::is_empty(spare, ec) && !ec && ::rename(spare.c_str(), path.c_str()) == 0) {
+        return absl::OkStatus();
+      }
+      RemoveTree(spare);
     }
-    if (!spare.empty() && ::rename(spare.c_str(), path.c_str()) == 0) return absl::OkStatus();
     if (::mkdir(path.c_str(), 0755) == 0) return absl::OkStatus();
     return absl::InternalError(absl::StrCat("cannot create ", path, ": ", std::strerror(errno)));
   }
 
-  void RecycleDir(const std::string& path) {
+  // Removes everything below `dir` (not `dir` itself), also subdirs a task made read-only.
+  static void RemoveContents(const fs::path& dir) {
     std::error_code ec;
-    for (fs::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
-      fs::remove_all(it->path(), ec);
+    fs::permissions(dir, fs::perms::owner_all, fs::perm_options::add, ec);
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+      std::error_code ec2;
+      if (it->is_directory(ec2) && !it->is_symlink(ec2)) RemoveContents(it->path());
+      fs::remove(it->path(), ec2);
     }
-    {
+  }
+
+  static void RemoveTree(const fs::path& dir) {
+    RemoveContents(dir);
+    std::error_code ec;
+    fs::remove(dir, ec);
+    if (ec) spdlog::warn("cannot remove {}: {}", dir.string(), ec.message());
+  }
+
+  void RecycleDir(const std::string& path) {
+    RemoveContents(path);
+    std::error_code ec;
+    if (fs::is_empty(path, ec) && !ec) {
       std::lock_guard lock(spare_mu_);
       if (spare_dirs_.size() < kMaxSpareDirs) {
         std::string spare = absl::StrCat(options_.work_dir, "/spare/", next_spare_++);
@@ -380,7 +452,7 @@ class Worker::Impl {
         }
       }
     }
-    fs::remove_all(path, ec);
+    RemoveTree(path);
   }
 
   // Runs in its own thread.
@@ -430,8 +502,9 @@ class Worker::Impl {
       if (!st.ok()) return Fail(report, absl::StrCat("cannot stage input '", in.path(), "': ",
                                                      st.message()));
       std::string dst = task_dir + "/" + in.path();
-      st = blob::LinkOrCopy(cache_.PathOf(in.sha256()), dst);
+      st = blob::CloneOrCopy(cache_.PathOf(in.sha256()), dst);
       if (!st.ok()) return Fail(report, std::string(st.message()));
+      ::chmod(dst.c_str(), (in.mode() & 0777) | 0400);
     }
 
     spec::TaskParams params = wire::FromProto(as.task());
@@ -478,12 +551,13 @@ class Worker::Impl {
         return Fail(report, std::string(proc.status().message()));
       }
       a.process = std::move(*proc);
+      std::ofstream(a.dir + ".pgid") << a.process->pid() << "\n";
     }
     platform::Process* proc = a.process.get();  // owned by `a`, reset only by RunAttempt
     platform::ExitInfo exit = proc->Wait(core::Millis(static_cast<int64_t>(as.timeout_s()) * 1000),
                                          options_.kill_grace);
     report->set_exit_code(exit.exit_code);
-    report->set_log_tail(exit.stderr_tail);
+    report->set_log_tail(TailUtf8(exit.stderr_tail, 2048));
     if (exit.timed_out) {
       report->set_result(v1::AttemptReport::TIMED_OUT);
       report->set_message(absl::StrCat("timed out after ", as.timeout_s(), " s"));
@@ -511,6 +585,12 @@ class Worker::Impl {
           if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
           std::string rel = path.substr(task_dir.size() + 1);
           if (input_paths.count(rel)) continue;  // staged inputs are not outputs
+          if (!spec::IsValidUtf8(rel)) {
+            ::globfree(&g);
+            report->clear_outputs();
+            return Fail(report, absl::StrCat("output file name '", rel,
+                                             "' is not valid UTF-8; rename it in the command"));
+          }
           // A symlink may point inside the task dir (latest.png -> frame10.png), never out of
           // it: an output is the task's work, not a file of the lending machine.
           std::error_code ec;
@@ -557,9 +637,21 @@ class Worker::Impl {
     report->set_result(v1::AttemptReport::SUCCEEDED);
   }
 
-  static void Fail(v1::AttemptReport* report, std::string message) {
+  // Everything put in a report is valid UTF-8 (protobuf refuses anything else, and the session
+  // would be torn down over it): messages are cut on character boundaries, invalid bytes
+  // replaced.
+  static void Fail(v1::AttemptReport* report, const std::string& message) {
     report->set_result(v1::AttemptReport::FAILED);
-    report->set_message(std::move(message));
+    report->set_message(spec::TruncateUtf8(message, 1024));
+  }
+
+  // The last `max` bytes of `s` as valid UTF-8, starting on a character boundary.
+  static std::string TailUtf8(const std::string& s, size_t max) {
+    size_t start = s.size() > max ? s.size() - max : 0;
+    while (start < s.size() && start > 0 && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80) {
+      ++start;
+    }
+    return spec::TruncateUtf8(std::string_view(s).substr(start), max);
   }
 
   absl::Status UploadIfMissing(const std::string& path, const v1::OutputFile& o) {
@@ -592,9 +684,7 @@ class Worker::Impl {
       backoff *= 2;
     }
     if (!st.ok()) return st;
-    // Staged inputs are hard links to the cache: make them read-only so a task cannot corrupt
-    // the cached copy, keeping the executable bit.
-    ::chmod(dest.c_str(), (in.mode() & 0111) | 0444);
+    ::chmod(dest.c_str(), 0444);
     return absl::OkStatus();
   }
 
@@ -602,9 +692,11 @@ class Worker::Impl {
   const platform::Clock& clock_;
   const std::string boot_id_;
   blob::BlobDir cache_;
+  std::unique_ptr<platform::FileLock> work_dir_lock_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Pool::Stub> stub_;
   std::atomic<bool> stopping_{false};
+  std::atomic<core::Millis> heartbeat_;
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;
 

@@ -29,6 +29,29 @@ rc=0; "$IDLEPOOL" run "$T/ln-out.toml" --local-workers 1 --out "$T/out5" >"$T/ln
 [ $rc = 1 ] || fail "a link out of the task dir was accepted (rc $rc)"
 grep -q "outside the task dir" "$T/ln.out" || fail "link message: $(cat "$T/ln.out")"
 [ ! -e "$T/out5/h.txt" ] || fail "the worker's /etc/hostname was shipped as an output"
+# Text that is not clean UTF-8 never jams a worker: a failing task whose stderr tail is cut in
+# the middle of a character, and an output file name that is not UTF-8, fail cleanly.
+cat >"$T/utf.toml" <<'TOML'
+name = "utf"
+command = ["sh", "-c", "i=0; while [ $i -lt 1500 ]; do printf '\\303\\251' >&2; i=$((i+1)); done; printf z >&2; exit 5"]
+count = 1
+[retry]
+max_attempts = 1
+TOML
+rc=0; "$IDLEPOOL" run "$T/utf.toml" --local-workers 1 --out "$T/out7" --json >"$T/utf.json" 2>"$T/utf.log" || rc=$?
+[ $rc = 1 ] || fail "utf job rc $rc: $(cat "$T/utf.log")"
+jq -e '.state == "failed" and .attempts == 1' "$T/utf.json" >/dev/null || fail "utf: $(cat "$T/utf.json")"
+cat >"$T/latin1.toml" <<'TOML'
+name = "latin1"
+command = ["sh", "-c", "echo hi > \"$(printf 'caf\\351.png')\""]
+count = 1
+outputs = ["*.png"]
+[retry]
+max_attempts = 1
+TOML
+rc=0; "$IDLEPOOL" run "$T/latin1.toml" --local-workers 1 --out "$T/out8" >"$T/latin1.out" 2>&1 || rc=$?
+[ $rc = 1 ] || fail "latin1 job rc $rc: $(cat "$T/latin1.out")"
+grep -q "not valid UTF-8" "$T/latin1.out" || fail "latin1 message: $(cat "$T/latin1.out")"
 # A spec error exits 2 (bad input), a failed job 1.
 printf 'name = "x"\ncommand = ["true"]\ncount = 2000000\n' >"$T/big.toml"
 rc=0; "$IDLEPOOL" run "$T/big.toml" --local-workers 1 --out "$T/out6" 2>/dev/null || rc=$?

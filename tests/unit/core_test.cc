@@ -622,22 +622,22 @@ TEST_F(CoreTest, MaxAttemptsOneFailsOnFirstFailure) {
 TEST_F(CoreTest, TimeoutBackstopKillsAttempt) {
   Hello("a", 1, 1, 0);
   Submit(1, 1, 0, {}, 3, Millis{10000});
-  // Heartbeats keep the worker alive; the backstop is started (0) + timeout + lease_timeout.
-  for (int64_t t = 1000; t <= 14000; t += 1000) {
+  // Heartbeats keep the worker alive; the backstop is started (0) + timeout + timeout_grace.
+  for (int64_t t = 1000; t <= 29000; t += 1000) {
     Heartbeat("a", 1, t);
     EXPECT_THAT(TickAt(t), IsEmpty());
   }
-  EXPECT_THAT(TickAt(14999), IsEmpty());
-  auto out = TickAt(15000);
+  EXPECT_THAT(TickAt(29999), IsEmpty());
+  auto out = TickAt(30000);
   EXPECT_THAT(Strs(out), ElementsAre("ended #1 1/0 @a timed_out", "task 1/0 pending f=1",
                                      "created #2 1/0 @a", "task 1/0 running f=1",
                                      "kill #1 @a s1 timed_out", "assign #2 1/0 @a s1"));
   EXPECT_EQ(JobOf(1).counters.failures, 1u);
   // The new attempt's clock starts at its own placement.
-  Heartbeat("a", 1, 19000);
-  EXPECT_THAT(TickAt(23000), IsEmpty());
+  Heartbeat("a", 1, 34000);
+  EXPECT_THAT(TickAt(38000), IsEmpty());
   // A late report from the killed attempt is stale.
-  out = Report("a", 1, 1, ReportResult::kSucceeded, 23001);
+  out = Report("a", 1, 1, ReportResult::kSucceeded, 38001);
   EXPECT_THAT(Strs(out), ElementsAre("ack #1 @a s1 refused", "kill #1 @a s1 stale"));
 }
 
@@ -940,6 +940,75 @@ TEST_F(CoreTest, LeavingFromAnOldSessionOrForAnotherWorkersAttemptIsIgnored) {
   EXPECT_THAT(out, IsEmpty());
   EXPECT_EQ(s_.CurrentAttempt({1, 1}), AttemptId{2});
   EXPECT_EQ(Worker("a").state, WorkerState::kLeft);
+}
+
+}  // namespace
+}  // namespace idlepool::core
+
+namespace idlepool::core {
+namespace {
+
+TEST(CoreStallTest, CoordinatorStallIsNotChargedToLeases) {
+  Scheduler s(Options{.lease_timeout = Millis{5000}, .stall_threshold = Millis{2500}});
+  (void)s.Apply(WorkerHello{"a", 1, "boot", Resources{1, 0, 0}, {}}, At(0));
+  (void)s.Apply(JobSubmitted{1, 1, Resources{}, 3, Millis{0}}, At(0));
+  (void)s.Apply(Tick{}, At(100));
+  (void)s.Apply(WorkerHeartbeat{"a", 1}, At(1000));
+  // The coordinator was frozen from 1100 to 9100: 8 s with no tick and no heartbeat read.
+  (void)s.Apply(Tick{}, At(1100));
+  EXPECT_TRUE(s.Apply(Tick{}, At(9100)).empty()) << "a healthy worker was declared lost";
+  EXPECT_EQ(s.Workers()[0].state, WorkerState::kConnected);
+  // Its lease runs again from the stall's end: lost 5 s after its last heartbeat, gap excluded.
+  for (int64_t t = 9200; t < 13000; t += 100) EXPECT_TRUE(s.Apply(Tick{}, At(t)).empty());
+  bool lost = false;
+  for (int64_t t = 13000; t <= 14000 && !lost; t += 100) {
+    for (const Decision& d : s.Apply(Tick{}, At(t))) lost |= std::holds_alternative<WorkerLost>(d);
+  }
+  EXPECT_TRUE(lost);
+}
+
+TEST(CoreStallTest, WithoutStallDetectionTheSameGapLosesTheWorker) {
+  Scheduler s(Options{.lease_timeout = Millis{5000}});
+  (void)s.Apply(WorkerHello{"a", 1, "boot", Resources{1, 0, 0}, {}}, At(0));
+  (void)s.Apply(WorkerHeartbeat{"a", 1}, At(1000));
+  (void)s.Apply(Tick{}, At(1100));
+  auto out = s.Apply(Tick{}, At(9100));
+  ASSERT_FALSE(out.empty());
+  EXPECT_TRUE(std::holds_alternative<WorkerLost>(out[0]));
+}
+
+TEST(CoreFitTest, JobThatFitsNoWorkerIsFlagged) {
+  Scheduler s;
+  (void)s.Apply(WorkerHello{"a", 1, "boot", Resources{2, 0, 0}, {}}, At(0));
+  (void)s.Apply(JobSubmitted{1, 1, Resources{4, 0, 0}, 3, Millis{0}}, At(0));
+  (void)s.Apply(JobSubmitted{2, 1, Resources{1, 1, 0}, 3, Millis{0}}, At(0));
+  (void)s.Apply(JobSubmitted{3, 3, Resources{2, 0, 0}, 3, Millis{0}}, At(0));
+  EXPECT_TRUE(s.Job(1)->fits_no_worker);   // 4 cpus > 2 slots
+  EXPECT_TRUE(s.Job(2)->fits_no_worker);   // no GPUs anywhere
+  EXPECT_FALSE(s.Job(3)->fits_no_worker);  // waits for slots, but fits
+  (void)s.Apply(WorkerHello{"big", 2, "boot", Resources{8, 1, 0}, {}}, At(1));
+  EXPECT_FALSE(s.Job(1)->fits_no_worker);
+  EXPECT_FALSE(s.Job(2)->fits_no_worker);
+}
+
+TEST(CoreFenceTest, ReportFromARefusedImpostorSessionIsRefused) {
+  Scheduler s;
+  (void)s.Apply(WorkerHello{"w1", 1, "real", Resources{1, 0, 0}, {}}, At(0));
+  (void)s.Apply(JobSubmitted{1, 1, Resources{}, 3, Millis{0}}, At(0));  // attempt #1 on w1
+  auto refused = s.Apply(WorkerHello{"w1", 2, "impostor", Resources{1, 0, 0}, {}}, At(1));
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_TRUE(std::holds_alternative<RefuseSession>(refused[0]));
+  AttemptReport forged;
+  forged.worker = "w1";
+  forged.session = 2;
+  forged.attempt = 1;
+  forged.outputs = {OutputFile{"out.txt", std::string(64, 'b'), 6}};
+  auto out = s.Apply(forged, At(2));
+  ASSERT_EQ(out.size(), 2u);
+  ASSERT_TRUE(std::holds_alternative<AckReport>(out[0]));
+  EXPECT_FALSE(std::get<AckReport>(out[0]).accepted);
+  EXPECT_EQ(s.Job(1)->succeeded, 0u);
+  EXPECT_EQ(s.CurrentAttempt({1, 0}), AttemptId{1});
 }
 
 }  // namespace

@@ -128,5 +128,19 @@ TEST_F(ProcessTest, StragglersAreKilledWhenTheLeaderExits) {
   EXPECT_TRUE(DiesSoon(child)) << "straggler " << child << " still alive";
 }
 
+TEST_F(ProcessTest, WaitEndsWhenAnEscapedDaemonKeepsThePipeBusy) {
+  // A daemon that left the process group (setsid) and keeps writing to the inherited stdout
+  // must not keep the attempt alive forever once the command itself has exited.
+  auto p = Process::Start(Opts({"sh", "-c",
+                                "setsid sh -c 'echo $$ > daemon.pid; while :; do echo tick; "
+                                "sleep 0.05; done' & sleep 0.3; exit 4"}));
+  ASSERT_TRUE(p.ok());
+  ExitInfo e = (*p)->Wait(std::chrono::milliseconds(0), std::chrono::milliseconds(1000));
+  EXPECT_EQ(e.exit_code, 4);
+  pid_t daemon = std::stoi(Read("daemon.pid"));
+  ::kill(daemon, SIGKILL);  // outside our group: the test cleans up after itself
+  EXPECT_TRUE(DiesSoon(daemon));
+}
+
 }  // namespace
 }  // namespace idlepool::platform

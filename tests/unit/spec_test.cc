@@ -87,6 +87,86 @@ void WriteFile(const fs::path& p, std::string_view content) {
 }
 
 // ==========================================================================================
+// UTF-8 helpers. (A hex escape runs on through hex digits: "\xC3(" is two bytes, "\xAFab" one.)
+
+TEST(Utf8, IsValidUtf8AcceptsWellFormedText) {
+  for (std::string_view ok : {
+           std::string_view(""), std::string_view("plain ascii"),
+           std::string_view("a\0b", 3),           // U+0000 is valid UTF-8
+           std::string_view("caf\xC3\xA9"),       // é, 2 bytes
+           std::string_view("\xE2\x82\xAC"),      // €, 3 bytes
+           std::string_view("\xF0\x9F\x98\x80"),  // 😀, 4 bytes
+           std::string_view("\xED\x9F\xBF"),      // U+D7FF, just below the surrogates
+           std::string_view("\xEE\x80\x80"),      // U+E000, just above them
+           std::string_view("\xF4\x8F\xBF\xBF"),  // U+10FFFF, the last code point
+       }) {
+    EXPECT_TRUE(IsValidUtf8(ok)) << ::testing::PrintToString(std::string(ok));
+  }
+}
+
+TEST(Utf8, IsValidUtf8RefusesMalformedText) {
+  for (std::string_view bad : {
+           std::string_view("\x80"),              // continuation byte with no lead
+           std::string_view("a\xC3"),             // truncated 2-byte sequence
+           std::string_view("\xC3("),             // lead byte, then no continuation
+           std::string_view("\xE2\x82"),          // truncated 3-byte sequence
+           std::string_view("\xE2(\xA1"),         // bad second byte
+           std::string_view("\xF0\x9F\x98x"),     // bad fourth byte
+           std::string_view("\xC0\xAF"),          // overlong '/'
+           std::string_view("\xC1\xBF"),          // overlong
+           std::string_view("\xE0\x80\xAF"),      // overlong '/' in 3 bytes
+           std::string_view("\xF0\x80\x80\xAF"),  // overlong '/' in 4 bytes
+           std::string_view("\xED\xA0\x80"),      // U+D800, a surrogate
+           std::string_view("\xED\xBF\xBF"),      // U+DFFF, a surrogate
+           std::string_view("\xF4\x90\x80\x80"),  // U+110000, past the last code point
+           std::string_view("\xF5\x80\x80\x80"),  // lead byte past U+10FFFF
+           std::string_view("\xFF"), std::string_view("\xFE"),
+           std::string_view("caf\xE9"),  // Latin-1 é
+       }) {
+    EXPECT_FALSE(IsValidUtf8(bad)) << ::testing::PrintToString(std::string(bad));
+  }
+}
+
+TEST(Utf8, TruncateUtf8NeverSplitsACharacter) {
+  EXPECT_EQ(TruncateUtf8("abc", 10), "abc");
+  EXPECT_EQ(TruncateUtf8("abc", 3), "abc");
+  EXPECT_EQ(TruncateUtf8("abc", 2), "ab");
+  EXPECT_EQ(TruncateUtf8("abc", 0), "");
+  EXPECT_EQ(TruncateUtf8("", 5), "");
+  // A 2-byte character split by the limit is dropped whole.
+  EXPECT_EQ(TruncateUtf8("a\xC3\xA9", 2), "a");
+  EXPECT_EQ(TruncateUtf8("a\xC3\xA9", 3), "a\xC3\xA9");
+  // A 4-byte character: all or nothing.
+  const std::string emoji = "x\xF0\x9F\x98\x80y";
+  EXPECT_EQ(TruncateUtf8(emoji, 1), "x");
+  EXPECT_EQ(TruncateUtf8(emoji, 2), "x");
+  EXPECT_EQ(TruncateUtf8(emoji, 4), "x");
+  EXPECT_EQ(TruncateUtf8(emoji, 5), "x\xF0\x9F\x98\x80");
+  EXPECT_EQ(TruncateUtf8(emoji, 6), emoji);
+}
+
+TEST(Utf8, TruncateUtf8ReplacesEachInvalidByteWithAQuestionMark) {
+  EXPECT_EQ(TruncateUtf8("a\xC3(b", 10), "a?(b");  // invalid continuation byte
+  EXPECT_EQ(TruncateUtf8("a\xC3(b", 2), "a?");
+  EXPECT_EQ(TruncateUtf8("\x80\x80", 10), "??");            // stray continuation bytes
+  EXPECT_EQ(TruncateUtf8("\xC0\xAF", 10), "??");            // overlong
+  EXPECT_EQ(TruncateUtf8("\xED\xA0\x80", 10), "???");       // surrogate
+  EXPECT_EQ(TruncateUtf8("\xF4\x90\x80\x80", 10), "????");  // past U+10FFFF
+  EXPECT_EQ(TruncateUtf8("ab\xE2\x82", 10), "ab??");        // truncated at the end
+  EXPECT_EQ(TruncateUtf8("caf\xE9 \xC3\xA9t\xC3\xA9", 100), "caf? \xC3\xA9t\xC3\xA9");
+  // Replacement first, then the cut: "?" counts one byte like the byte it replaces.
+  EXPECT_EQ(TruncateUtf8("\xFF\xC3\xA9", 2), "?");
+  EXPECT_EQ(TruncateUtf8("\xFF\xC3\xA9", 3), "?\xC3\xA9");
+  for (std::string_view s : {"\xC0\xAFxyz", "x\xF0\x9F\x98", "\xED\xA0\x80\xE2\x82\xAC"}) {
+    for (size_t n = 0; n <= s.size() + 1; ++n) {
+      const std::string t = TruncateUtf8(s, n);
+      EXPECT_TRUE(IsValidUtf8(t)) << ::testing::PrintToString(t);
+      EXPECT_LE(t.size(), n);
+    }
+  }
+}
+
+// ==========================================================================================
 // Frame grammar (the corpus test covers the documented forms row by row).
 
 TEST(ParseFrames, WhitespaceAroundTermsIsIgnored) {
@@ -528,6 +608,11 @@ TEST_F(JobToml, IntegerRanges) {
           "job.toml:4:13: key 'resources.memory_mb': must be a non-negative integer, got -5");
   Invalid(head + "[retry]\nmax_attempts = 0\n",
           "job.toml:4:16: key 'retry.max_attempts': must be a positive integer, got 0");
+  Invalid(head + "[retry]\nmax_attempts = 101\n",
+          "job.toml:4:16: key 'retry.max_attempts': must be at most 100, got 101");
+  Invalid(head + "[retry]\nmax_attempts = 5000000000\n",
+          "job.toml:4:16: key 'retry.max_attempts': must be at most 100, got 5000000000");
+  EXPECT_EQ(Parse(head + "[retry]\nmax_attempts = 100\n")->max_attempts, 100u);
   Invalid(head + "[retry]\ntimeout_s = -1\n",
           "job.toml:4:13: key 'retry.timeout_s': must be a non-negative integer, got -1");
   Invalid("command = [\"a\"]\ncount = 0\n",
@@ -646,6 +731,13 @@ TEST_F(JobToml, ItemsFileOtherErrors) {
   EXPECT_THAT(Invalid("command = [\"a\"]\nitems_file = \"bin.txt\"\n",
                       "job.toml:2:14: key 'items_file': 'bin.txt' line 2"),
               HasSubstr("NUL"));
+  WriteFile(dir_.path() / "latin1.txt", "ok\ncaf\xE9\n");
+  Invalid("command = [\"a\"]\nitems_file = \"latin1.txt\"\n",
+          "job.toml:2:14: key 'items_file': 'latin1.txt' line 2: is not valid UTF-8");
+  WriteFile(dir_.path() / "utf8.txt", "caf\xC3\xA9\n\xF0\x9F\x98\x80\n");
+  absl::StatusOr<JobSpec> utf8 = Parse("command = [\"a\"]\nitems_file = \"utf8.txt\"\n");
+  ASSERT_TRUE(utf8.ok()) << utf8.status();
+  EXPECT_THAT(utf8->items, ElementsAre("caf\xC3\xA9", "\xF0\x9F\x98\x80"));
 }
 
 TEST_F(JobToml, ItemsFileWithTooManyItems) {
@@ -739,6 +831,40 @@ TEST_F(JobInputs, TwoFilesStagedAtOnePathIsAnError) {
                                         HasSubstr("would both be staged as 'other.pov'")));
 }
 
+TEST_F(JobInputs, AFileAndADirectoryAtOnePathIsAnError) {
+  // 'lib' inside the job dir is a file; '../outside/lib' is a directory staged as 'lib/...'.
+  WriteFile(job_ / "lib", "a file");
+  absl::StatusOr<JobSpec> spec = ParseInputs("\"lib\", \"../outside/lib\"");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  // Points at the entry that brought in the second of the two.
+  EXPECT_EQ(Msg(spec.status()),
+            "job.toml:3:18: key 'inputs': inputs 'lib' and 'lib/deep/more.inc' cannot both be "
+            "staged: 'lib' would have to be a file and a directory");
+}
+
+TEST_F(JobInputs, FileNamesThatCannotTravelAreRefusedAtTheirEntry) {
+  WriteFile(job_ / "latin1" / "caf\xE9.txt", "x");
+  EXPECT_EQ(Msg(ParseInputs("\"scene.pov\", \"latin1\"").status()),
+            "job.toml:3:24: key 'inputs': staged path [1] 'latin1/caf?.txt' is not valid UTF-8 "
+            "(invalid bytes are shown as '?')");
+  WriteFile(job_ / "nl" / "a\nb.txt", "x");
+  EXPECT_THAT(Msg(ParseInputs("\"scene.pov\", \"nl\"").status()),
+              StartsWith("job.toml:3:24: key 'inputs': staged path [1] 'nl/a\nb.txt' contains a "
+                         "line break"));
+}
+
+TEST_F(JobInputs, DotsInsideANameAreFine) {
+  WriteFile(job_ / "frame..png", "p");
+  WriteFile(job_ / "v1..2" / "..hidden", "h");
+  absl::StatusOr<JobSpec> spec = ParseInputs("\"frame..png\", \"v1..2\"");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  std::vector<std::string> paths;
+  for (const Input& in : spec->inputs) paths.push_back(in.path);
+  EXPECT_THAT(paths, ElementsAre("frame..png", "v1..2/..hidden"));
+  EXPECT_TRUE(Validate(*spec).ok());
+}
+
 TEST_F(JobInputs, MissingFileIsNotFoundWithKeyLineAndPath) {
   absl::StatusOr<JobSpec> spec = ParseInputs("\"scene.pov\", \"missing.pov\"");
   ASSERT_FALSE(spec.ok());
@@ -774,6 +900,24 @@ TEST_F(JobToml, OutputsMustStayInTheTaskDir) {
   Invalid("command = [\"a\"]\ncount = 1\noutputs = [\"\"]\n",
           "job.toml:3:12: key 'outputs': element [0] '': is empty");
   EXPECT_TRUE(Parse("command = [\"a\"]\ncount = 1\noutputs = [\"out/**/*.exr\", \"a..b\"]\n").ok());
+}
+
+TEST_F(JobToml, OutputsMustBeNormalized) {
+  Invalid("command = [\"a\"]\ncount = 1\noutputs = [\"out//*.png\"]\n",
+          "job.toml:3:12: key 'outputs': element [0] 'out//*.png': must be a normalized path "
+          "(no empty component");
+  Invalid("command = [\"a\"]\ncount = 1\noutputs = [\"*.png\", \"renders/\"]\n",
+          "job.toml:3:21: key 'outputs': element [1] 'renders/': must be a normalized path "
+          "(no trailing '/')");
+  Invalid("command = [\"a\"]\ncount = 1\noutputs = [\"./*.png\"]\n",
+          "job.toml:3:12: key 'outputs': element [0] './*.png': must be a normalized path "
+          "(no '.' component)");
+  Invalid("command = [\"a\"]\ncount = 1\noutputs = [\"a\\nb\"]\n",
+          "job.toml:3:12: key 'outputs': element [0] 'a\nb': contains a line break");
+  absl::StatusOr<JobSpec> ok = Parse(
+      "command = [\"a\"]\ncount = 1\noutputs = [\"frame..png\", \"shots/..x/*.exr\", \"...\"]\n");
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_THAT(ok->outputs, ElementsAre("frame..png", "shots/..x/*.exr", "..."));
 }
 
 // ------------------------------------------------------------------------------------------
@@ -945,6 +1089,12 @@ TEST(Validate, ResourcesAndRetry) {
   s = ValidSpec();
   s.max_attempts = 0;
   ExpectInvalid(s, "job spec: field 'retry.max_attempts': must be a positive integer, got 0");
+  s.max_attempts = kMaxAttempts;
+  EXPECT_TRUE(Validate(s).ok());
+  s.max_attempts = kMaxAttempts + 1;
+  ExpectInvalid(s, "job spec: field 'retry.max_attempts': must be at most 100, got 101");
+  s.max_attempts = std::numeric_limits<uint32_t>::max();
+  ExpectInvalid(s, "job spec: field 'retry.max_attempts': must be at most 100, got 4294967295");
 }
 
 TEST(Validate, OutputAndInputPaths) {
@@ -967,6 +1117,100 @@ TEST(Validate, OutputAndInputPaths) {
   ExpectInvalid(s, "job spec: field 'inputs': staged paths [0] and [2] are both 'run.py'");
   s.inputs.assign(kMaxInputFiles + 1, Input{"/x", "x"});
   ExpectInvalid(s, "job spec: field 'inputs': 100001 files", absl::StatusCode::kResourceExhausted);
+}
+
+TEST(Validate, PathsMustBeNormalized) {
+  JobSpec s = ValidSpec();
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"a//b", "must be a normalized path (no empty component, as in 'a//b')"},
+      {"out/", "must be a normalized path (no trailing '/')"},
+      {"./a", "must be a normalized path (no '.' component)"},
+      {"a/./b", "must be a normalized path (no '.' component)"},
+      {".", "must be a normalized path (no '.' component)"},
+      {"..", "must not contain '..' as a path component"},
+      {"a/..", "must not contain '..' as a path component"},
+      {"a/../b", "must not contain '..' as a path component"},
+      {"a\nb", "contains a line break"},
+      {"a\rb", "contains a line break"},
+      {std::string("a\0b", 3), "contains a NUL byte"},
+  };
+  for (const auto& [path, why] : bad) {
+    s = ValidSpec();
+    s.inputs.push_back({"/x", path});
+    ExpectInvalid(s, "job spec: field 'inputs': staged path [2] '" + path + "' " + why);
+    s = ValidSpec();
+    s.outputs = {"*.json", path};
+    ExpectInvalid(s, "job spec: field 'outputs': element [1] '" + path + "': " + why);
+  }
+  // '..' inside a name is an ordinary name.
+  for (const char* fine : {"frame..png", "v1..2/a", "..hidden", "a/b..", "...", "a.b/.c"}) {
+    s = ValidSpec();
+    s.inputs.push_back({"/x", fine});
+    s.outputs = {fine};
+    EXPECT_TRUE(Validate(s).ok()) << fine << ": " << Validate(s);
+  }
+}
+
+TEST(Validate, AStagedPathUnderAnotherIsRefused) {
+  const std::string conflict =
+      "job spec: field 'inputs': inputs 'a' and 'a/b' cannot both be staged: 'a' would have to "
+      "be a file and a directory";
+  JobSpec s = ValidSpec();
+  s.inputs = {{"/x/a", "a"}, {"/y/a/b", "a/b"}};
+  EXPECT_EQ(Msg(Validate(s)), conflict);
+  s.inputs = {{"/y/a/b", "a/b"}, {"/z", "z"}, {"/x/a", "a"}};  // either order
+  EXPECT_EQ(Msg(Validate(s)), conflict);
+  s.inputs = {{"/x/a", "cfg/a"}, {"/y/b", "cfg/a/deep/b"}};  // any depth
+  ExpectInvalid(s,
+                "job spec: field 'inputs': inputs 'cfg/a' and 'cfg/a/deep/b' cannot both be "
+                "staged: 'cfg/a' would have to be a file and a directory");
+  // Shared directories and names that only start alike are fine.
+  s.inputs = {{"/1", "a/b"}, {"/2", "a/c"},    {"/3", "ab/c"}, {"/4", "a.b"},
+              {"/5", "b"},   {"/6", "a/bc/d"}, {"/7", "bc/d"}};
+  EXPECT_TRUE(Validate(s).ok()) << Validate(s);
+}
+
+TEST(Validate, EveryWireStringMustBeUtf8) {
+  JobSpec s = ValidSpec();
+  s.name = "r\xFF";
+  ExpectInvalid(s, "job spec: field 'name': 'r?' is not valid UTF-8");
+  s = ValidSpec();
+  s.command = {"x", "a\xC3("};
+  ExpectInvalid(s, "job spec: field 'command': element [1] 'a?(': is not valid UTF-8");
+  s = ValidSpec();
+  s.outputs = {"*.json", "out/\xED\xA0\x80.png"};
+  ExpectInvalid(s, "job spec: field 'outputs': element [1] 'out/???.png': is not valid UTF-8");
+  s = ValidSpec();
+  s.inputs.push_back({"/x", "caf\xE9.txt"});
+  ExpectInvalid(s, "job spec: field 'inputs': staged path [2] 'caf?.txt' is not valid UTF-8");
+  s = ValidSpec();
+  s.kind = TaskKind::kItems;
+  s.count = 0;
+  s.items = {"ok", "\xC0\xAF"};
+  ExpectInvalid(s, "job spec: field 'items': item [1] '?\?' is not valid UTF-8");
+  s = ValidSpec();
+  s.kind = TaskKind::kFrames;
+  s.count = 0;
+  s.frames = "1-\xFF";
+  ExpectInvalid(s, "job spec: field 'frames': '1-?' is not valid UTF-8");
+  // The message itself is valid UTF-8, even when the text is cut at the 80-byte limit.
+  s = ValidSpec();
+  s.command = {"x", std::string(79, 'a') + "\xC3\xA9\xFF"};
+  const absl::Status st = Validate(s);
+  EXPECT_FALSE(st.ok());
+  EXPECT_TRUE(IsValidUtf8(Msg(st))) << st;
+  EXPECT_THAT(Msg(st), HasSubstr("'" + std::string(79, 'a') + "...': is not valid UTF-8"));
+
+  // Non-ASCII text that is valid UTF-8 travels fine.
+  s = ValidSpec();
+  s.command = {"echo", "h\xC3\xA9llo \xF0\x9F\x98\x80", "{index}"};
+  s.outputs = {"\xC3\xA9t\xC3\xA9/*.png"};
+  s.inputs = {{"/d/caf\xC3\xA9.csv", "caf\xC3\xA9.csv"}};
+  EXPECT_TRUE(Validate(s).ok()) << Validate(s);
+  s.kind = TaskKind::kItems;
+  s.count = 0;
+  s.items = {"\xE6\x97\xA5\xE6\x9C\xAC"};
+  EXPECT_TRUE(Validate(s).ok()) << Validate(s);
 }
 
 TEST(Validate, Placeholders) {

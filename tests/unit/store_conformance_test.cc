@@ -221,6 +221,39 @@ TaskRecord Task(TaskKey t, TaskState s, uint32_t failures = 0, core::AttemptId c
   return r;
 }
 
+// Expects `header` to be `full` without its spec: every other field equal, spec empty.
+void ExpectHeaderOf(const JobRecord& header, const JobRecord& full) {
+  SCOPED_TRACE(::testing::Message() << "job " << full.id);
+  EXPECT_EQ(header.id, full.id);
+  EXPECT_EQ(header.name, full.name);
+  EXPECT_TRUE(header.spec.empty()) << header.spec.size() << " spec bytes in a header";
+  EXPECT_EQ(header.sched.job, full.sched.job);
+  EXPECT_EQ(header.sched.task_count, full.sched.task_count);
+  EXPECT_EQ(header.sched.resources, full.sched.resources);
+  EXPECT_EQ(header.sched.max_attempts, full.sched.max_attempts);
+  EXPECT_EQ(header.sched.timeout, full.sched.timeout);
+  EXPECT_EQ(header.state, full.state);
+  EXPECT_EQ(header.submitted_ms, full.submitted_ms);
+  EXPECT_EQ(header.finished_ms, full.finished_ms);
+}
+
+// Two jobs that differ in every field, the second finished; a large spec on the first.
+NewJob HeaderJobA() {
+  NewJob j = MakeJob("render", 3);
+  j.spec = std::string(3 << 20, 'x') + std::string("\0end", 4);
+  return j;
+}
+NewJob HeaderJobB() {
+  NewJob j;
+  j.name = "encode";
+  j.spec = std::string("other\0spec", 10);
+  j.sched.task_count = 5;
+  j.sched.resources = {8, 0, 4096};
+  j.sched.max_attempts = 1;
+  j.sched.timeout = core::Millis(1500);
+  return j;
+}
+
 // ---------------------------------------------------------------------------------------------
 // The conformance suite
 
@@ -256,6 +289,11 @@ class StoreConformance : public ::testing::TestWithParam<Backend> {
   }
   JobRecord Job(core::JobId job) {
     auto r = store().GetJob(job);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *std::move(r) : JobRecord{};
+  }
+  JobRecord Header(core::JobId job) {
+    auto r = store().GetJobHeader(job);
     EXPECT_TRUE(r.ok()) << r.status();
     return r.ok() ? *std::move(r) : JobRecord{};
   }
@@ -605,10 +643,75 @@ TEST_P(StoreConformance, ReadsOfUnknownJobsAreNotFound) {
   Insert(MakeJob("a", 1));
   EXPECT_EQ(store().GetJob(2).status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(store().GetJob(0).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store().GetJobHeader(2).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store().GetJobHeader(0).status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(store().ListTasks(2).status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(store().ListAttempts(2).status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(store().ListOutputs(2).status().code(), absl::StatusCode::kNotFound);
   EXPECT_TRUE(store().GetJob(1).ok());
+  EXPECT_TRUE(store().GetJobHeader(1).ok());
+}
+
+TEST_P(StoreConformance, JobHeaderOfAnEmptyStoreIsNotFound) {
+  absl::StatusOr<JobRecord> h = store().GetJobHeader(1);
+  EXPECT_EQ(h.status().code(), absl::StatusCode::kNotFound) << h.status();
+  REOPEN();
+  EXPECT_EQ(store().GetJobHeader(1).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_P(StoreConformance, JobHeaderIsTheJobWithoutItsSpec) {
+  const NewJob a = HeaderJobA(), b = HeaderJobB();
+  const core::JobId ia = Insert(a, 111), ib = Insert(b, 222);
+  ASSERT_TRUE(store().Apply({JobTo(ib, JobState::kFailed)}, 333).ok());
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE(round == 0 ? "before reopen" : "after reopen");
+    const JobRecord fa = Job(ia), fb = Job(ib);
+    EXPECT_EQ(fa.spec, a.spec);  // GetJob still returns the spec
+    EXPECT_EQ(fb.spec, b.spec);
+    ExpectHeaderOf(Header(ia), fa);
+    ExpectHeaderOf(Header(ib), fb);
+    // Spot-check the header against what was written, not only against GetJob.
+    const JobRecord hb = Header(ib);
+    EXPECT_EQ(hb.id, ib);
+    EXPECT_EQ(hb.name, "encode");
+    EXPECT_EQ(hb.sched.job, ib);
+    EXPECT_EQ(hb.sched.task_count, 5u);
+    EXPECT_EQ(hb.sched.resources, (core::Resources{8, 0, 4096}));
+    EXPECT_EQ(hb.sched.max_attempts, 1u);
+    EXPECT_EQ(hb.sched.timeout, core::Millis(1500));
+    EXPECT_EQ(hb.state, JobState::kFailed);
+    EXPECT_EQ(hb.submitted_ms, 222);
+    EXPECT_EQ(hb.finished_ms, 333);
+    EXPECT_EQ(Header(ia).state, JobState::kRunning);
+    EXPECT_EQ(Header(ia).finished_ms, 0);
+    REOPEN();
+  }
+}
+
+TEST_P(StoreConformance, ListJobsReturnsHeadersWithoutSpecs) {
+  const NewJob a = HeaderJobA(), b = HeaderJobB();
+  const core::JobId ia = Insert(a, 111), ib = Insert(b, 222);
+  ASSERT_TRUE(store().Apply({JobTo(ib, JobState::kSucceeded)}, 444).ok());
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE(round == 0 ? "before reopen" : "after reopen");
+    absl::StatusOr<std::vector<JobRecord>> jobs = store().ListJobs();
+    ASSERT_TRUE(jobs.ok()) << jobs.status();
+    ASSERT_EQ(jobs->size(), 2u);
+    ExpectHeaderOf((*jobs)[0], Job(ia));
+    ExpectHeaderOf((*jobs)[1], Job(ib));
+    EXPECT_EQ((*jobs)[0].id, ia);
+    EXPECT_EQ((*jobs)[0].name, "render");
+    EXPECT_EQ((*jobs)[0].sched.task_count, 3u);
+    EXPECT_EQ((*jobs)[0].sched.resources, (core::Resources{2, 1, 512}));
+    EXPECT_EQ((*jobs)[0].submitted_ms, 111);
+    EXPECT_EQ((*jobs)[0].state, JobState::kRunning);
+    EXPECT_EQ((*jobs)[1].id, ib);
+    EXPECT_EQ((*jobs)[1].name, "encode");
+    EXPECT_EQ((*jobs)[1].sched.timeout, core::Millis(1500));
+    EXPECT_EQ((*jobs)[1].state, JobState::kSucceeded);
+    EXPECT_EQ((*jobs)[1].finished_ms, 444);
+    REOPEN();
+  }
 }
 
 TEST_P(StoreConformance, OnlyMessagesIsANoOp) {

@@ -1,0 +1,75 @@
+// Strict UTF-8 checks (RFC 3629): what protobuf accepts in a proto3 `string` field.
+
+#include <algorithm>
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "spec/spec.h"
+
+namespace idlepool::spec {
+namespace {
+
+bool Continuation(unsigned char c) { return (c & 0xC0) == 0x80; }
+
+// The length of the well-formed UTF-8 sequence at s[i], or 0 if none starts there (a stray
+// continuation byte, an overlong form, a surrogate, a code point past U+10FFFF, a truncated
+// sequence, or one of the bytes C0, C1, F5..FF).
+size_t SequenceAt(std::string_view s, size_t i) {
+  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[i + k]); };
+  const unsigned char c = b(0);
+  if (c < 0x80) return 1;
+  size_t len = 0;
+  unsigned char lo = 0x80;  // allowed range of the second byte
+  unsigned char hi = 0xBF;
+  if (c >= 0xC2 && c <= 0xDF) {
+    len = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    len = 3;
+    if (c == 0xE0) lo = 0xA0;  // overlong below U+0800
+    if (c == 0xED) hi = 0x9F;  // surrogates U+D800..U+DFFF
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    len = 4;
+    if (c == 0xF0) lo = 0x90;  // overlong below U+10000
+    if (c == 0xF4) hi = 0x8F;  // past U+10FFFF
+  } else {
+    return 0;
+  }
+  if (s.size() - i < len) return 0;
+  if (b(1) < lo || b(1) > hi) return 0;
+  for (size_t k = 2; k < len; ++k) {
+    if (!Continuation(b(k))) return 0;
+  }
+  return len;
+}
+
+}  // namespace
+
+bool IsValidUtf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = SequenceAt(s, i);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
+std::string TruncateUtf8(std::string_view s, size_t max_bytes) {
+  std::string out;
+  out.reserve(std::min(s.size(), max_bytes));
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = SequenceAt(s, i);
+    if (n == 0) {  // one invalid byte becomes one '?'
+      if (out.size() + 1 > max_bytes) break;
+      out.push_back('?');
+      ++i;
+      continue;
+    }
+    if (out.size() + n > max_bytes) break;
+    out.append(s.substr(i, n));
+    i += n;
+  }
+  return out;
+}
+
+}  // namespace idlepool::spec
