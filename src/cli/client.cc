@@ -38,7 +38,7 @@ absl::StatusOr<v1::SubmitJobReply> PoolClient::Submit(const spec::JobSpec& spec,
                                                       const std::string& source_file) {
   v1::SubmitJobRequest req;
   *req.mutable_spec() = wire::ToProto(spec);
-  req.mutable_spec()->set_source(source_file);
+  req.mutable_spec()->set_source(spec::TruncateUtf8(source_file, 4096));  // display only
   std::vector<blob::FileDigest> digests;
   v1::HasBlobsRequest has;
   for (int i = 0; i < static_cast<int>(spec.inputs.size()); ++i) {

@@ -77,6 +77,7 @@ nlohmann::json JobJson(const idlepool::v1::JobStatus& s) {
   j["workers_lost"] = s.workers_lost();
   j["submitted_ms"] = s.submitted_ms();
   j["finished_ms"] = s.finished_ms();
+  j["fits_no_worker"] = s.fits_no_worker();
   j["makespan_s"] = s.finished_ms() ? (s.finished_ms() - s.submitted_ms()) / 1000.0 : 0.0;
   j["failed_tasks"] = nlohmann::json::array();
   for (const auto& f : s.failed_tasks()) {
@@ -149,6 +150,9 @@ void PrintJob(const idlepool::v1::JobStatus& s) {
               static_cast<unsigned long long>(s.preemptions()),
               static_cast<unsigned long long>(s.attempts_lost()), s.workers_lost());
   if (s.finished_ms() != 0) std::printf("  makespan %s\n", Seconds(MakespanSeconds(s)).c_str());
+  if (s.fits_no_worker()) {
+    std::printf("  waiting: no connected worker has the cpus/gpus/memory one task needs\n");
+  }
   for (const auto& f : s.failed_tasks()) {
     // The message's first line says why; the rest is the tail of the task's stderr.
     std::string msg = f.message();

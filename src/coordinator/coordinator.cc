@@ -606,6 +606,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
     out->set_preemptions(summary->counters.preemptions);
     out->set_attempts_lost(summary->counters.lost);
     out->set_workers_lost(summary->workers_lost);
+    out->set_fits_no_worker(summary->fits_no_worker);
     out->set_submitted_ms(rec->submitted_ms);
     out->set_finished_ms(rec->finished_ms);
     if (with_failures && summary->failed > 0) {

@@ -118,6 +118,11 @@ class Worker::Impl {
       }
       if (stopping_) break;
       if (welcomed) backoff = core::Millis(100);
+      if (!welcomed && refused_) {
+        // Refused at hello (its name is taken by a live worker): that will not change soon.
+        backoff = core::Millis(5000);
+      }
+      refused_ = false;
       spdlog::warn("session with {} ended ({}); reconnecting in {} ms", options_.coordinator,
                    st.ok() ? "closed" : st.error_message(), backoff.count());
       WaitStop(backoff);
@@ -253,6 +258,7 @@ class Worker::Impl {
         OnAck(msg.ack());
       } else if (msg.has_refused()) {
         spdlog::error("coordinator refused this worker: {}", msg.refused().reason());
+        refused_ = true;
       }
     }
     {
@@ -696,6 +702,7 @@ class Worker::Impl {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Pool::Stub> stub_;
   std::atomic<bool> stopping_{false};
+  bool refused_ = false;  // the last session was refused (read by Run's thread only)
   std::atomic<core::Millis> heartbeat_;
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;
