@@ -72,6 +72,7 @@ class Worker::Impl {
           "work dir ", options_.work_dir, " is in use by another worker: ", lock.status().message()));
     }
     work_dir_lock_ = std::move(*lock);
+    work_dir_real_ = fs::canonical(options_.work_dir, ec).string();
     // Attempts left by an earlier run of this worker belong to a previous boot: the coordinator
     // has requeued them. Their processes may still run (the worker was SIGKILLed): kill them,
     // then their files are garbage.
@@ -371,35 +372,33 @@ class Worker::Impl {
     RecycleDir(a->dir + ".task");
     RecycleDir(a->dir + ".checkpoint");
     fs::remove(a->dir + ".stdout.log", ec);
-    fs::remove(a->dir + ".pgid", ec);
     fs::remove(a->dir + ".stderr.log", ec);
   }
 
-  // Each running attempt's process group id is kept in DIR.pgid until the attempt is
-  // forgotten, so a restarted worker can kill what its SIGKILLed predecessor left running. A
-  // group is killed only if its leader still carries that attempt's IDLEPOOL_ATTEMPT_ID, so a
-  // reused pid is never hit.
+  // Every task runs with IDLEPOOL_WORK_DIR set to this worker's work dir, so a restarted worker
+  // can find and kill what its SIGKILLed predecessor left running (the tasks are in their own
+  // process groups and outlive it). Costs nothing per task: no pid files.
   void KillLeftoverProcessGroups() {
+    const std::string want = "IDLEPOOL_WORK_DIR=" + work_dir_real_;
+    std::set<pid_t> groups;
     std::error_code ec;
-    for (fs::directory_iterator it(fs::path(options_.work_dir) / "attempts", ec), end;
-         !ec && it != end; it.increment(ec)) {
-      const fs::path& p = it->path();
-      if (p.extension() != ".pgid") continue;
-      std::ifstream in(p);
-      pid_t pgid = 0;
-      if (!(in >> pgid) || pgid <= 1) continue;
-      std::string want = "IDLEPOOL_ATTEMPT_ID=" + p.stem().string();
-      std::ifstream env("/proc/" + std::to_string(pgid) + "/environ", std::ios::binary);
+    for (fs::directory_iterator it("/proc", ec), end; !ec && it != end; it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      if (name.empty() || !std::all_of(name.begin(), name.end(), ::isdigit)) continue;
+      pid_t pid = std::stoi(name);
+      if (pid == ::getpid()) continue;
+      std::ifstream env(it->path() / "environ", std::ios::binary);
       std::string var;
-      bool match = false;
       while (std::getline(env, var, '\0')) {
-        if (var == want) { match = true; break; }
+        if (var != want) continue;
+        pid_t pgid = ::getpgid(pid);
+        if (pgid > 1 && pgid != ::getpgrp()) groups.insert(pgid);
+        break;
       }
-      if (match) {
-        spdlog::warn("killing process group {} left running by attempt {} of an earlier run",
-                     pgid, p.stem().string());
-        ::kill(-pgid, SIGKILL);
-      }
+    }
+    for (pid_t g : groups) {
+      spdlog::warn("killing process group {} left running by an earlier run of this worker", g);
+      ::kill(-g, SIGKILL);
     }
   }
 
@@ -535,6 +534,7 @@ class Worker::Impl {
     add("IDLEPOOL_TASK_DIR", task_dir);
     add("IDLEPOOL_CHECKPOINT_DIR", ckpt_dir);
     add("IDLEPOOL_WORKER", options_.name);
+    add("IDLEPOOL_WORK_DIR", work_dir_real_);
     add("IDLEPOOL_CPUS", std::to_string(cpus));
     add("OMP_NUM_THREADS", std::to_string(cpus));
     if (!params.chunk.frames.empty()) {
@@ -557,7 +557,6 @@ class Worker::Impl {
         return Fail(report, std::string(proc.status().message()));
       }
       a.process = std::move(*proc);
-      std::ofstream(a.dir + ".pgid") << a.process->pid() << "\n";
     }
     platform::Process* proc = a.process.get();  // owned by `a`, reset only by RunAttempt
     platform::ExitInfo exit = proc->Wait(core::Millis(static_cast<int64_t>(as.timeout_s()) * 1000),
@@ -699,6 +698,7 @@ class Worker::Impl {
   const std::string boot_id_;
   blob::BlobDir cache_;
   std::unique_ptr<platform::FileLock> work_dir_lock_;
+  std::string work_dir_real_;  // canonical work dir, marks this worker's tasks
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Pool::Stub> stub_;
   std::atomic<bool> stopping_{false};

@@ -66,6 +66,8 @@ job_field() { "$IDLEPOOL" status "$1" --json | jq -r ".$2"; }
 job_at_least() { [ "$(job_field "$1" "$2")" -ge "$3" ]; }  # job_at_least JOB FIELD N
 job_done() { [ "$(job_field "$1" state)" != running ]; }
 
+dead() { ! kill -0 "$1" 2>/dev/null || grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; }
+
 # sql QUERY: reads the coordinator's store (the real SQLite file).
 sql() { sqlite3 -readonly "$T/coord/pool.db" "$1"; }
 
