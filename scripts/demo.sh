@@ -62,6 +62,11 @@ say "fetching the frames"
 "$BIN" fetch "$JOB" --out "$OUT/frames"
 count=$(ls "$OUT/frames"/frame*.png | wc -l)
 [ "$count" = 60 ] || { echo "expected 60 frames, got $count"; exit 1; }
+# Exactly once, from the coordinator's own records: 60 committed outputs, 60 distinct frames.
+once=$(sqlite3 -readonly "$OUT/coordinator/pool.db" \
+  "SELECT COUNT(*) || ' committed, ' || COUNT(DISTINCT path) || ' distinct' FROM outputs WHERE job_id=$JOB")
+echo "store: $once"
+[ "$once" = "60 committed, 60 distinct" ] || { echo "frames not committed exactly once"; exit 1; }
 
 say "assembling the animation with ffmpeg"
 ffmpeg -loglevel error -y -framerate 24 -i "$OUT/frames/frame%02d.png" -c:v libx264 -pix_fmt yuv420p \
