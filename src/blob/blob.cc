@@ -177,26 +177,6 @@ absl::Status BlobDir::Writer::Commit() {
   return absl::OkStatus();
 }
 
-absl::Status BlobDir::AddFile(const std::string& path, const std::string& sha256, uint64_t size) {
-  if (Has(sha256)) return absl::OkStatus();
-  auto w = NewWriter(sha256, size);
-  if (!w.ok()) return w.status();
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoStatus(absl::StrCat("cannot open ", path), errno);
-  std::string buf(kChunkBytes, '\0');
-  absl::Status st;
-  while (st.ok()) {
-    ssize_t n = ::read(fd, buf.data(), buf.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) { st = ErrnoStatus(absl::StrCat("cannot read ", path), errno); break; }
-    if (n == 0) break;
-    st = (*w)->Append(buf.data(), static_cast<size_t>(n));
-  }
-  ::close(fd);
-  if (!st.ok()) return st;
-  return (*w)->Commit();
-}
-
 absl::Status UploadFile(v1::Pool::Stub* stub, const std::string& token, const std::string& path,
                         const FileDigest& digest) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

@@ -68,9 +68,6 @@ class BlobDir {
   };
   [[nodiscard]] absl::StatusOr<std::unique_ptr<Writer>> NewWriter(const std::string& sha256,
                                                                   uint64_t size);
-  // Copies a local file in, verifying it.
-  [[nodiscard]] absl::Status AddFile(const std::string& path, const std::string& sha256,
-                                     uint64_t size);
 
  private:
   std::string root_;
