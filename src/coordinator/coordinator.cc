@@ -124,7 +124,10 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
     // One coordinator per data dir: two would both write the store and hand out the same
     // attempt ids.
     auto lock = platform::FileLock::Acquire((fs::path(options_.data_dir) / "LOCK").string());
-    if (!lock.ok()) return lock.status();
+    if (!lock.ok()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "another coordinator is using this data dir: ", lock.status().message()));
+    }
     lock_ = std::move(*lock);
     auto token = LoadOrCreateToken(options_.data_dir, &token_created_);
     if (!token.ok()) return token.status();
@@ -430,14 +433,17 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
     auto outputs = store_->ListOutputs(req->job());
     if (!outputs.ok()) return wire::ToGrpc(outputs.status());
     constexpr int kTasksPerPage = 10000;
+    constexpr size_t kPageBytes = 16 << 20;  // well under the 128 MiB message limit
+    size_t page_bytes = 0;
     v1::ListOutputsReply page;
     page.set_state(core::ToString(job->state));
     v1::TaskOutputs* cur = nullptr;
     for (const auto& o : *outputs) {
       if (!cur || cur->index() != o.index) {
-        if (page.tasks_size() == kTasksPerPage) {
+        if (page.tasks_size() == kTasksPerPage || page_bytes > kPageBytes) {
           if (!writer->Write(page)) return grpc::Status::OK;
           page.clear_tasks();
+          page_bytes = 0;
         }
         cur = page.add_tasks();
         cur->set_index(o.index);
@@ -446,6 +452,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
       f->set_path(o.file.path);
       f->set_sha256(o.file.sha256);
       f->set_size(o.file.size);
+      page_bytes += o.file.path.size() + 96;  // path, hash, size and framing, roughly
     }
     writer->Write(page);
     return grpc::Status::OK;
@@ -481,7 +488,13 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
     if (!known) {
       return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("no job ", req->job()));
     }
-    Post(core::JobCancelled{req->job()});
+    // Answer only once the cancellation is committed: a cancel acknowledged and then undone by
+    // a crash would run the job again.
+    auto done = std::make_shared<std::promise<void>>();
+    auto fut = done->get_future();
+    PostItem(Item{core::Event(core::JobCancelled{req->job()}), nullptr,
+                  [done] { done->set_value(); }});
+    fut.wait();
     auto state = Query<std::string>([this, id = req->job()] {
       auto s = sched_.Job(id);
       return std::string(s ? core::ToString(s->state) : "unknown");
@@ -494,6 +507,9 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
   struct Item {
     std::optional<core::Event> event;
     std::function<void()> fn;  // runs on the core thread before `event` is applied
+    // Runs once the records of the batch holding `event` are committed: an RPC that must not
+    // answer before its effect is durable waits for it.
+    std::function<void()> after_commit;
   };
 
   grpc::Status CheckToken(grpc::ServerContext* ctx) const {
@@ -640,12 +656,14 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
         batch.swap(queue_);
       }
       decisions.clear();
+      std::vector<std::function<void()>> committed;
       for (auto& item : batch) {
         if (item.fn) item.fn();
         if (item.event) {
           auto d = sched_.Apply(*item.event, clock_.Now());
           std::move(d.begin(), d.end(), std::back_inserter(decisions));
         }
+        if (item.after_commit) committed.push_back(std::move(item.after_commit));
       }
       batch.clear();
       auto now = clock_.Now();
@@ -654,7 +672,10 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
         std::move(d.begin(), d.end(), std::back_inserter(decisions));
         next_tick = now + options_.tick;
       }
-      if (decisions.empty()) continue;
+      if (decisions.empty()) {
+        for (auto& fn : committed) fn();
+        continue;
+      }
       bool has_records = std::any_of(decisions.begin(), decisions.end(), IsRecord);
       if (has_records) {
         absl::Status st = store_->Apply(decisions, clock_.WallMs());
@@ -668,6 +689,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
         }
       }
       Dispatch(decisions);
+      for (auto& fn : committed) fn();
     }
   }
 

@@ -274,8 +274,7 @@ absl::StatusOr<std::unique_ptr<FileLock>> FileLock::Acquire(const std::string& p
     std::string holder = n > 0 ? absl::StrCat(" (pid ", std::string(buf, strcspn(buf, "\n")), ")")
                                : "";
     return absl::FailedPreconditionError(
-        absl::StrCat(path, " is locked by another process", holder,
-                     ": another coordinator is using this data dir"));
+        absl::StrCat(path, " is locked by another process", holder));
   }
   std::string pid = absl::StrCat(::getpid(), "\n");
   if (::ftruncate(fd, 0) == 0) (void)::pwrite(fd, pid.data(), pid.size(), 0);

@@ -223,6 +223,7 @@ class Worker::Impl {
     }
 
     std::atomic<bool> session_over{false};
+    std::atomic<bool> hb_changed{false};  // the interval changed: restart the wait
     std::mutex hb_mu;
     std::condition_variable hb_cv;
     std::thread heartbeat([&] {
@@ -230,8 +231,10 @@ class Worker::Impl {
       hb.mutable_heartbeat();
       std::unique_lock lock(hb_mu);
       while (!session_over) {
-        hb_cv.wait_for(lock, heartbeat_.load(), [&] { return session_over.load(); });
+        hb_cv.wait_for(lock, heartbeat_.load(),
+                       [&] { return session_over.load() || hb_changed.load(); });
         if (session_over) break;
+        hb_changed = false;
         std::lock_guard slock(stream_mu_);
         if (stream_ && !stream_->Write(hb)) break;
       }
@@ -250,6 +253,9 @@ class Worker::Impl {
           spdlog::warn("heartbeat {} ms is too slow for the coordinator's {} ms lease; using {} ms",
                        heartbeat_.load().count(), lease.count(), (lease / 3).count());
           heartbeat_ = lease / 3;
+          std::lock_guard lock(hb_mu);
+          hb_changed = true;
+          hb_cv.notify_all();
         }
       } else if (msg.has_assign()) {
         StartAttempt(msg.assign());
@@ -369,7 +375,7 @@ class Worker::Impl {
     // Four names side by side rather than one directory around them: a no-op task then costs
     // two inodes, not five, which is most of the per-task file system work.
     std::error_code ec;
-    RecycleDir(a->dir + ".task");
+    RemoveTree(a->dir + ".task");
     RecycleDir(a->dir + ".checkpoint");
     fs::remove(a->dir + ".stdout.log", ec);
     fs::remove(a->dir + ".stderr.log", ec);
@@ -402,9 +408,11 @@ class Worker::Impl {
     }
   }
 
-  // Task and checkpoint dirs are recycled: an emptied dir is renamed into a spare pool and
-  // renamed back for the next attempt. On ext4, allocating fresh inodes after many deletions
-  // (mkdir) was the largest per-task cost of short tasks; a rename allocates nothing.
+  // Checkpoint dirs are recycled: an emptied dir is renamed into a spare pool and renamed back
+  // for the next attempt. On ext4, allocating fresh inodes after many deletions (mkdir) was the
+  // largest per-task cost of short tasks; a rename allocates nothing. Only checkpoint dirs. A task dir is always new: it is the working directory a
+  // process that escaped its group (setsid) keeps, and a reused one would let it write into
+  // another task's outputs. Tasks address checkpoint dirs by path, which a rename invalidates.
   absl::Status MakeDir(const std::string& path) {
     while (true) {
       std::string spare;
@@ -495,9 +503,10 @@ class Worker::Impl {
     const v1::Assignment& as = a.assignment;
     std::string task_dir = a.dir + ".task";
     std::string ckpt_dir = a.dir + ".checkpoint";
-    for (const std::string& d : {task_dir, ckpt_dir}) {
-      if (absl::Status st = MakeDir(d); !st.ok()) return Fail(report, std::string(st.message()));
+    if (::mkdir(task_dir.c_str(), 0755) != 0) {
+      return Fail(report, absl::StrCat("cannot create ", task_dir, ": ", std::strerror(errno)));
     }
+    if (absl::Status st = MakeDir(ckpt_dir); !st.ok()) return Fail(report, std::string(st.message()));
 
     // Stage inputs: fetch each blob into the cache once, then link it into the task dir.
     std::set<std::string> input_paths;
