@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -305,21 +306,29 @@ class Worker::Impl {
       std::lock_guard lock(mu_);
       if (attempts_.count(a->id)) return;
       attempts_[a->id] = a;
-      threads_.emplace_back([this, a] { RunAttempt(a); });
-      // Reap threads of attempts that are done, so a long-lived worker does not accumulate them.
-      ReapFinishedThreadsLocked();
+      run_queue_.push_back(a);
+      // Runner threads are kept and reused (creating a thread per attempt was a visible cost
+      // for short tasks); a new one is started only when none is idle, so no attempt waits.
+      if (idle_runners_ == 0) {
+        threads_.emplace_back([this] { RunnerLoop(); });
+      } else {
+        runner_cv_.notify_one();
+      }
     }
   }
 
-  void ReapFinishedThreadsLocked() {
-    for (auto it = done_threads_.begin(); it != done_threads_.end();) {
-      auto t = std::find_if(threads_.begin(), threads_.end(),
-                            [&](const std::thread& th) { return th.get_id() == *it; });
-      if (t != threads_.end()) {
-        t->join();
-        threads_.erase(t);
-      }
-      it = done_threads_.erase(it);
+  void RunnerLoop() {
+    std::unique_lock lock(mu_);
+    while (true) {
+      ++idle_runners_;
+      runner_cv_.wait(lock, [&] { return !run_queue_.empty() || runners_exit_; });
+      --idle_runners_;
+      if (run_queue_.empty()) return;  // told to exit, nothing left to run
+      std::shared_ptr<Attempt> a = std::move(run_queue_.front());
+      run_queue_.pop_front();
+      lock.unlock();
+      RunAttempt(std::move(a));
+      lock.lock();
     }
   }
 
@@ -327,12 +336,15 @@ class Worker::Impl {
     std::vector<std::thread> threads;
     {
       std::lock_guard lock(mu_);
+      runners_exit_ = true;
+      runner_cv_.notify_all();
       threads.swap(threads_);
-      done_threads_.clear();
     }
     for (auto& t : threads) {
       if (t.joinable()) t.join();
     }
+    std::lock_guard lock(mu_);
+    runners_exit_ = false;
   }
 
   void KillAttempt(uint64_t id, const std::string& reason) {
@@ -468,7 +480,7 @@ class Worker::Impl {
     RemoveTree(path);
   }
 
-  // Runs in its own thread.
+  // Runs on a runner thread.
   void RunAttempt(std::shared_ptr<Attempt> a) {
     v1::AttemptReport report;
     report.set_attempt(a->id);
@@ -490,8 +502,6 @@ class Worker::Impl {
     } else {
       Forget(a->id);
     }
-    std::lock_guard lock(mu_);
-    done_threads_.push_back(std::this_thread::get_id());
   }
 
   bool Abandoned(Attempt& a) {
@@ -725,11 +735,14 @@ class Worker::Impl {
   std::vector<std::string> spare_dirs_;
   uint64_t next_spare_ = 0;
 
-  std::mutex mu_;  // guards attempts_, threads_, done_threads_
+  std::mutex mu_;  // guards attempts_, threads_, run_queue_, idle_runners_, runners_exit_
   std::condition_variable acked_cv_;  // attempts_ shrank
   std::map<uint64_t, std::shared_ptr<Attempt>> attempts_;
-  std::vector<std::thread> threads_;
-  std::vector<std::thread::id> done_threads_;
+  std::vector<std::thread> threads_;  // runner threads
+  std::condition_variable runner_cv_;
+  std::deque<std::shared_ptr<Attempt>> run_queue_;
+  int idle_runners_ = 0;
+  bool runners_exit_ = false;
 };
 
 Worker::Worker(Options options, const platform::Clock& clock)
