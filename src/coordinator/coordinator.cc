@@ -372,6 +372,12 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
                             absl::StrCat("input '", in.path(), "' (blob ", in.sha256(),
                                          ") was not uploaded before SubmitJob"));
       }
+      std::error_code ec;
+      if (fs::file_size(blobs_.PathOf(in.sha256()), ec) != in.size() || ec) {
+        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                            absl::StrCat("input '", in.path(), "' claims ", in.size(),
+                                         " bytes but its blob holds a different size"));
+      }
     }
     auto tasks = spec::ExpandTasks(spec);
     if (!tasks.ok()) return wire::ToGrpc(tasks.status());
