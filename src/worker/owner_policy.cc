@@ -1,0 +1,187 @@
+#include "worker/owner_policy.h"
+
+#include <cstdio>
+#include <sstream>
+#include <utility>
+
+namespace idlepool::worker {
+namespace {
+
+bool Is(const std::optional<bool>& v, bool want) { return v.has_value() && *v == want; }
+
+// True only when the reading is known and strictly above the limit (NaN compares false).
+bool Above(const std::optional<double>& v, double limit) { return v.has_value() && *v > limit; }
+
+// True only when the reading is known and strictly below the threshold.
+bool Below(const std::optional<double>& v, double threshold) {
+  return v.has_value() && *v < threshold;
+}
+
+bool DayIn(uint8_t days, int weekday) { return (days >> (((weekday % 7) + 7) % 7)) & 1u; }
+
+Decision Vacate(std::string reason) { return {Action::kVacate, Mode::kIdle, std::move(reason)}; }
+
+// A suspend-class result: an idle worker stays idle; a running one suspends; one suspended for
+// vacate_after_suspend_s or longer is vacated.
+Decision Suspend(const PolicyConfig& config, const PolicyState& prev, double now_s,
+                 const std::string& reason) {
+  switch (prev.mode) {
+    case Mode::kIdle:
+      return {Action::kSuspend, Mode::kIdle, "not starting: " + reason};
+    case Mode::kSuspended:
+      if (now_s - prev.since_s >= config.vacate_after_suspend_s) {
+        return Vacate("suspended too long: " + reason);
+      }
+      return {Action::kSuspend, Mode::kSuspended, reason};
+    case Mode::kRunning:
+      break;
+  }
+  return {Action::kSuspend, Mode::kSuspended, reason};
+}
+
+std::string Num(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+}  // namespace
+
+bool InWindow(const TimeWindow& window, LocalTime local) {
+  const int m = local.minute_of_day;
+  if (window.start_minute < window.end_minute) {
+    return DayIn(window.days, local.weekday) && m >= window.start_minute &&
+           m < window.end_minute;
+  }
+  // Wraps past midnight: the evening part on its own day, the morning part on the next day.
+  return (DayIn(window.days, local.weekday) && m >= window.start_minute) ||
+         (DayIn(window.days, local.weekday + 6) && m < window.end_minute);
+}
+
+Decision Decide(const Readings& r, const PolicyConfig& config, const PolicyState& prev,
+                double now_s, LocalTime local) {
+  // 1. The machine is about to stop under us: give the task back now.
+  if (Is(r.lid_closed, true)) return Vacate("lid closed");
+  if (Is(r.sleep_imminent, true)) return Vacate("sleep imminent");
+
+  // 2. Outside every allowed window.
+  if (!config.windows.empty()) {
+    bool inside = false;
+    for (const TimeWindow& w : config.windows) inside = inside || InWindow(w, local);
+    if (!inside) return Vacate("outside allowed time windows");
+  }
+
+  // 3. On battery.
+  if (Is(r.on_ac_power, false)) {
+    switch (config.on_battery) {
+      case BatteryAction::kVacate:
+        return Vacate("on battery");
+      case BatteryAction::kSuspend:
+        return Suspend(config, prev, now_s, "on battery");
+      case BatteryAction::kRun:
+        break;
+    }
+  }
+
+  // 4. Too hot.
+  if (Above(r.temperature_c, config.max_temperature_c)) {
+    return Suspend(config, prev, now_s,
+                   "temperature " + Num(*r.temperature_c) + " C above " +
+                       Num(config.max_temperature_c));
+  }
+
+  // 5. The owner is using the CPU.
+  if (Above(r.owner_cpu_load, config.max_owner_cpu_load)) {
+    return Suspend(config, prev, now_s,
+                   "owner cpu load " + Num(*r.owner_cpu_load) + " above " +
+                       Num(config.max_owner_cpu_load));
+  }
+
+  // 6. The owner is at the machine. start_idle_s == 0 marks a dedicated machine.
+  if (config.start_idle_s > 0) {
+    const double threshold =
+        prev.mode == Mode::kIdle ? config.start_idle_s : config.resume_idle_s;
+    if (Below(r.idle_seconds, threshold)) {
+      return Suspend(config, prev, now_s,
+                     "owner active (idle " + Num(*r.idle_seconds) + " s < " + Num(threshold) +
+                         " s)");
+    }
+  }
+
+  // 7. Nothing stops work.
+  switch (prev.mode) {
+    case Mode::kIdle:
+      return {Action::kRun, Mode::kRunning, "start: owner idle"};
+    case Mode::kSuspended:
+      return {Action::kRun, Mode::kRunning, "resume: owner idle"};
+    case Mode::kRunning:
+      break;
+  }
+  return {Action::kRun, Mode::kRunning, "running"};
+}
+
+PolicyState Advance(const PolicyState& prev, const Decision& decision, double now_s) {
+  if (decision.next_mode == prev.mode) return prev;
+  return {decision.next_mode, now_s};
+}
+
+std::string DefaultConfigToml() {
+  const PolicyConfig d;
+  std::ostringstream out;
+  out << "# idlepool worker owner policy. Values shown are the defaults.\n"
+      << "\n"
+      << "# Start work only after the owner has been idle this long (HTCondor's desktop\n"
+      << "# policy waits 15). 0 = dedicated machine: never wait, owner input never suspends.\n"
+      << "start_idle_minutes = " << Num(d.start_idle_s / 60) << "\n"
+      << "\n"
+      << "# A running task is suspended when the owner was active within this many seconds,\n"
+      << "# and a suspended one resumes once the owner has been idle this long.\n"
+      << "resume_idle_seconds = " << Num(d.resume_idle_s) << "\n"
+      << "\n"
+      << "# Vacate (give back) a task that stayed suspended this long.\n"
+      << "vacate_after_suspend_seconds = " << Num(d.vacate_after_suspend_s) << "\n"
+      << "\n"
+      << "# On battery: \"vacate\", \"suspend\" or \"run\".\n"
+      << "on_battery = \"" << ToString(d.on_battery) << "\"\n"
+      << "\n"
+      << "# Suspend above this CPU temperature (degrees Celsius).\n"
+      << "max_temperature_c = " << Num(d.max_temperature_c) << "\n"
+      << "\n"
+      << "# Suspend when the owner's own CPU load (0..1, the pool's tasks excluded) exceeds this.\n"
+      << "max_owner_cpu_load = " << Num(d.max_owner_cpu_load) << "\n"
+      << "\n"
+      << "# Work only inside these local-time windows; empty = always. end <= start wraps past\n"
+      << "# midnight, and the morning part belongs to the day the window started, e.g.\n"
+      << "# windows = [{days = \"mon-fri\", start = \"19:00\", end = \"07:00\"}]\n"
+      << "windows = []\n";
+  return out.str();
+}
+
+const char* ToString(Action action) {
+  switch (action) {
+    case Action::kRun: return "run";
+    case Action::kSuspend: return "suspend";
+    case Action::kVacate: return "vacate";
+  }
+  return "?";
+}
+
+const char* ToString(BatteryAction action) {
+  switch (action) {
+    case BatteryAction::kRun: return "run";
+    case BatteryAction::kSuspend: return "suspend";
+    case BatteryAction::kVacate: return "vacate";
+  }
+  return "?";
+}
+
+const char* ToString(Mode mode) {
+  switch (mode) {
+    case Mode::kIdle: return "idle";
+    case Mode::kRunning: return "running";
+    case Mode::kSuspended: return "suspended";
+  }
+  return "?";
+}
+
+}  // namespace idlepool::worker

@@ -1,0 +1,136 @@
+// Owner policy: decides, from what the lent machine's sensors say, whether the pool may run work
+// on it now, must pause (suspend) its task, or must give the task back (vacate).
+//
+// Decide() is a pure function: no clocks, no I/O. The caller samples the sensors, passes the
+// monotonic time `now_s` and the owner's local wall time, and carries PolicyState between calls
+// (Advance() builds the next state). Standard library only.
+//
+// Rules, in priority order (the first that applies wins):
+//   1. lid closed or sleep imminent               -> vacate at once
+//   2. windows non-empty and `local` in none       -> vacate
+//   3. on battery (on_ac_power == false)           -> config.on_battery (kRun: rule ignored)
+//   4. temperature_c > max_temperature_c           -> suspend
+//   5. owner_cpu_load > max_owner_cpu_load         -> suspend
+//   6. owner active                                -> suspend
+//        running:   idle_seconds < resume_idle_s   (the owner touched the machine)
+//        suspended: idle_seconds < resume_idle_s   (not idle long enough to resume)
+//        idle:      idle_seconds < start_idle_s    (not idle long enough to start)
+//        start_idle_s == 0 marks a dedicated machine: owner input never stops work.
+//   7. otherwise                                   -> run
+// A suspend result (rules 3-6) from a worker that has been suspended for
+// >= vacate_after_suspend_s is escalated to vacate. When no suspend rule holds, a suspended
+// task resumes, whatever the time it spent suspended.
+//
+// An unknown sensor (nullopt) never stops work: every rule that reads it does not apply. A NaN
+// reading is treated like an unknown one (every comparison with it is false).
+//
+// Modes: vacating always moves to Mode::kIdle. From kIdle there is no task, so a suspend- or
+// vacate-class result both mean "accept no work"; the action keeps the class for reporting
+// (kSuspend: the machine may become usable soon; kVacate: not until the condition ends).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace idlepool::worker {
+
+// One sample of the machine's sensors. nullopt = the sensor is unknown on this machine.
+struct Readings {
+  std::optional<double> idle_seconds;     // seconds since the owner's last keyboard/mouse input
+  std::optional<bool> on_ac_power;        // false = running on battery
+  std::optional<double> battery_percent;  // 0..100; informational, no rule reads it yet
+  std::optional<double> temperature_c;    // hottest CPU package sensor
+  std::optional<bool> lid_closed;
+  std::optional<double> owner_cpu_load;   // 0..1: machine load minus the pool's own tasks
+  std::optional<bool> sleep_imminent;     // the OS announced suspend/hibernate
+};
+
+enum class Action { kRun, kSuspend, kVacate };
+enum class BatteryAction { kRun, kSuspend, kVacate };
+
+// A weekly time window in the owner's local time.
+struct TimeWindow {
+  uint8_t days = 0;       // bit 0 = Monday .. bit 6 = Sunday
+  int start_minute = 0;   // minutes since local midnight, 0..1439, inclusive
+  int end_minute = 0;     // 0..1439, exclusive; end <= start wraps past midnight, and the
+                          // early-morning part belongs to the day the window started
+                          // (mon-fri 19:00-07:00 covers Friday night until Saturday 07:00,
+                          // but not Monday 00:00-07:00). end == start: 24 hours from start.
+};
+
+inline constexpr uint8_t kMonday = 1u << 0;
+inline constexpr uint8_t kTuesday = 1u << 1;
+inline constexpr uint8_t kWednesday = 1u << 2;
+inline constexpr uint8_t kThursday = 1u << 3;
+inline constexpr uint8_t kFriday = 1u << 4;
+inline constexpr uint8_t kSaturday = 1u << 5;
+inline constexpr uint8_t kSunday = 1u << 6;
+inline constexpr uint8_t kWeekdays = kMonday | kTuesday | kWednesday | kThursday | kFriday;
+inline constexpr uint8_t kEveryDay = kWeekdays | kSaturday | kSunday;
+
+struct PolicyConfig {
+  // Start work only after the owner has been idle this long. HTCondor's stock desktop policy
+  // (StartIdleTime) waits 15 minutes of keyboard idle; we start sooner because tasks are
+  // suspended at the owner's first input anyway. 0 = dedicated machine: never wait, and owner
+  // input never suspends work.
+  double start_idle_s = 300;
+  // Resume a suspended task once the owner has been idle this long; a running task is
+  // suspended when idle_seconds drops below it. HTCondor's desktop policy uses 5 minutes
+  // (ContinueIdleTime); 1 minute keeps a lent machine useful between short interruptions.
+  double resume_idle_s = 60;
+  // Vacate a task that has stayed suspended this long (HTCondor: MaxSuspendTime, 10 minutes);
+  // shorter here so the coordinator can reschedule the attempt elsewhere sooner.
+  double vacate_after_suspend_s = 120;
+  // What to do on battery. BOINC's default is not to compute on batteries; we vacate rather
+  // than suspend because a laptop off its charger usually stays off it for a long time.
+  BatteryAction on_battery = BatteryAction::kVacate;
+  // Suspend above this CPU temperature: a margin below the ~100 °C at which typical laptop CPUs
+  // (Intel TjMax) throttle, so the owner's machine never runs hot because of the pool.
+  double max_temperature_c = 90;
+  // Suspend when the owner's own load exceeds this (HTCondor's desktop policy suspends when
+  // the non-Condor load average exceeds HighLoad = 0.5).
+  double max_owner_cpu_load = 0.5;
+  // Work is allowed only inside one of these windows; empty = always allowed.
+  std::vector<TimeWindow> windows;
+};
+
+enum class Mode { kIdle, kRunning, kSuspended };
+
+// The previous decision, carried by the caller between calls.
+struct PolicyState {
+  Mode mode = Mode::kIdle;  // kIdle: no task, none accepted; kRunning; kSuspended
+  double since_s = 0;       // when `mode` was entered, on the same monotonic scale as now_s
+};
+
+struct LocalTime {
+  int weekday = 0;        // 0 = Monday .. 6 = Sunday
+  int minute_of_day = 0;  // 0..1439
+};
+
+struct Decision {
+  Action action = Action::kRun;
+  Mode next_mode = Mode::kIdle;
+  std::string reason;  // short, human-readable: which rule decided
+};
+
+Decision Decide(const Readings& readings, const PolicyConfig& config, const PolicyState& prev,
+                double now_s, LocalTime local);
+
+// The state after applying `decision` at now_s: since_s is kept while the mode is unchanged.
+PolicyState Advance(const PolicyState& prev, const Decision& decision, double now_s);
+
+// True when `local` lies in `window` (start inclusive, end exclusive, see TimeWindow).
+bool InWindow(const TimeWindow& window, LocalTime local);
+
+// The defaults of PolicyConfig as commented TOML (keys: start_idle_minutes,
+// resume_idle_seconds, vacate_after_suspend_seconds, on_battery, max_temperature_c,
+// max_owner_cpu_load, windows). Parsing is not implemented yet.
+std::string DefaultConfigToml();
+
+const char* ToString(Action action);
+const char* ToString(BatteryAction action);
+const char* ToString(Mode mode);
+
+}  // namespace idlepool::worker
