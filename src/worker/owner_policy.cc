@@ -130,6 +130,8 @@ std::string DefaultConfigToml() {
   std::ostringstream out;
   out << "# idlepool worker owner policy. Values shown are the defaults.\n"
       << "\n"
+      << "[owner]\n"
+      << "\n"
       << "# Start work only after the owner has been idle this long (HTCondor's desktop\n"
       << "# policy waits 15). 0 = dedicated machine: never wait, owner input never suspends.\n"
       << "start_idle_minutes = " << Num(d.start_idle_s / 60) << "\n"
@@ -150,10 +152,12 @@ std::string DefaultConfigToml() {
       << "# Suspend when the owner's own CPU load (0..1, the pool's tasks excluded) exceeds this.\n"
       << "max_owner_cpu_load = " << Num(d.max_owner_cpu_load) << "\n"
       << "\n"
-      << "# Work only inside these local-time windows; empty = always. end <= start wraps past\n"
-      << "# midnight, and the morning part belongs to the day the window started, e.g.\n"
-      << "# windows = [{days = \"mon-fri\", start = \"19:00\", end = \"07:00\"}]\n"
-      << "windows = []\n";
+      << "# Work only inside these local-time windows; absent or empty = always. days is\n"
+      << "# \"daily\", a range (\"mon-fri\"), a list (\"sat,sun\") or both (\"mon-wed,fri\");\n"
+      << "# start and end are \"HH:MM\" (00:00..23:59). end <= start wraps past midnight, and\n"
+      << "# the morning part belongs to the day the window started. Example, to use in place\n"
+      << "# of the line after it:\n"
+      << "# windows = [{days = \"mon-fri\", start = \"19:00\", end = \"07:00\"}]\n";
   return out.str();
 }
 

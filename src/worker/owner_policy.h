@@ -124,9 +124,10 @@ PolicyState Advance(const PolicyState& prev, const Decision& decision, double no
 // True when `local` lies in `window` (start inclusive, end exclusive, see TimeWindow).
 bool InWindow(const TimeWindow& window, LocalTime local);
 
-// The defaults of PolicyConfig as commented TOML (keys: start_idle_minutes,
-// resume_idle_seconds, vacate_after_suspend_seconds, on_battery, max_temperature_c,
-// max_owner_cpu_load, windows). Parsing is not implemented yet.
+// The defaults of PolicyConfig as commented TOML, a table [owner] with the keys
+// start_idle_minutes, resume_idle_seconds, vacate_after_suspend_seconds, on_battery,
+// max_temperature_c, max_owner_cpu_load and (commented out, as an example) windows.
+// ParsePolicyConfig (owner_policy_config.h) reads it back to PolicyConfig{}.
 std::string DefaultConfigToml();
 
 const char* ToString(Action action);

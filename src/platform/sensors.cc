@@ -1,0 +1,125 @@
+#include "platform/sensors.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <optional>
+#include <string_view>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace idlepool::platform {
+namespace {
+
+constexpr size_t kMaxFileBytes = 4096;
+
+// The trimmed content of dir/name, or nullopt when missing, unreadable or too large.
+std::optional<std::string> ReadValue(const std::string& dir, const char* name) {
+  std::string path = absl::StrCat(dir, "/", name);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return std::nullopt;
+  std::string buf;
+  char chunk[512];
+  bool ok = true;
+  while (true) {
+    ssize_t n = ::read(fd, chunk, sizeof(chunk));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      ok = false;
+      break;
+    }
+    if (n == 0) break;
+    buf.append(chunk, static_cast<size_t>(n));
+    if (buf.size() > kMaxFileBytes) {
+      ok = false;
+      break;
+    }
+  }
+  ::close(fd);
+  if (!ok) return std::nullopt;
+  constexpr std::string_view kSpace = " \t\r\n\v\f";
+  size_t b = buf.find_first_not_of(kSpace);
+  if (b == std::string::npos) return std::nullopt;
+  size_t e = buf.find_last_not_of(kSpace);
+  return buf.substr(b, e - b + 1);
+}
+
+std::optional<double> ReadNumber(const std::string& dir, const char* name, double lo, double hi) {
+  std::optional<std::string> s = ReadValue(dir, name);
+  if (!s) return std::nullopt;
+  double v = 0;
+  const char* first = s->data();
+  const char* last = s->data() + s->size();
+  if (first != last && *first == '+') ++first;  // from_chars rejects a leading '+'
+  auto [ptr, ec] = std::from_chars(first, last, v);
+  if (ec != std::errc() || ptr != last) return std::nullopt;
+  if (!std::isfinite(v) || v < lo || v > hi) return std::nullopt;
+  return v;
+}
+
+std::optional<bool> ReadBool(const std::string& dir, const char* name) {
+  std::optional<std::string> s = ReadValue(dir, name);
+  if (!s) return std::nullopt;
+  if (*s == "0") return false;
+  if (*s == "1") return true;
+  return std::nullopt;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<FakeSensorDir>> FakeSensorDir::Open(const std::string& dir) {
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return absl::NotFoundError(absl::StrCat("sensor directory not found: ", dir));
+  }
+  int fd = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (fd < 0) {
+    return absl::InternalError(absl::StrCat("inotify_init1 failed: ", std::strerror(errno)));
+  }
+  if (::inotify_add_watch(fd, dir.c_str(),
+                          IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE | IN_CREATE | IN_MODIFY) < 0) {
+    std::string why = absl::StrCat("cannot watch ", dir, ": ", std::strerror(errno));
+    ::close(fd);
+    return absl::InternalError(why);
+  }
+  return std::unique_ptr<FakeSensorDir>(new FakeSensorDir(dir, fd));
+}
+
+FakeSensorDir::~FakeSensorDir() { ::close(fd_); }
+
+worker::Readings FakeSensorDir::Read() {
+  worker::Readings r;
+  r.idle_seconds = ReadNumber(dir_, "idle_seconds", 0, HUGE_VAL);
+  r.on_ac_power = ReadBool(dir_, "on_ac_power");
+  r.battery_percent = ReadNumber(dir_, "battery_percent", 0, 100);
+  r.temperature_c = ReadNumber(dir_, "temperature_c", -100, 200);
+  r.lid_closed = ReadBool(dir_, "lid_closed");
+  r.owner_cpu_load = ReadNumber(dir_, "owner_cpu_load", 0, 1);
+  r.sleep_imminent = ReadBool(dir_, "sleep_imminent");
+  return r;
+}
+
+bool FakeSensorDir::WaitForChange(std::chrono::milliseconds timeout) {
+  long long ms = timeout.count();
+  if (ms < 0) ms = 0;
+  if (ms > 0x7fffffff) ms = 0x7fffffff;
+  pollfd pfd{fd_, POLLIN, 0};
+  int n = ::poll(&pfd, 1, static_cast<int>(ms));
+  if (n == 0) return false;
+  // Drain every queued event: one call reports all changes made so far. An error (EINTR,
+  // queue overflow) also answers "may have changed", which is always safe.
+  alignas(inotify_event) char buf[4096];
+  while (::read(fd_, buf, sizeof(buf)) > 0) {
+  }
+  return true;
+}
+
+}  // namespace idlepool::platform

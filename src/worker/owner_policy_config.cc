@@ -1,0 +1,360 @@
+#include "worker/owner_policy_config.h"
+
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace idlepool::worker {
+namespace {
+
+absl::string_view A(std::string_view s) { return {s.data(), s.size()}; }
+
+constexpr std::string_view kTopKeys[] = {"owner"};
+constexpr std::string_view kOwnerKeys[] = {"start_idle_minutes",
+                                           "resume_idle_seconds",
+                                           "vacate_after_suspend_seconds",
+                                           "on_battery",
+                                           "max_temperature_c",
+                                           "max_owner_cpu_load",
+                                           "windows"};
+constexpr std::string_view kWindowKeys[] = {"days", "start", "end"};
+constexpr std::string_view kDayNames[] = {"mon", "tue", "wed", "thu", "fri", "sat", "sun"};
+constexpr size_t kMaxFileBytes = 1 << 20;
+
+std::string Where(const std::string& file, const toml::source_region& r) {
+  return absl::StrCat(file, ":", r.begin.line, ":", r.begin.column);
+}
+
+absl::Status KeyError(const std::string& file, const toml::source_region& where,
+                      std::string_view key, std::string_view message) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(Where(file, where), ": key '", A(key), "': ", A(message)));
+}
+
+std::string Shorten(std::string_view s) {
+  constexpr size_t kMax = 60;
+  std::string out;
+  for (char c : s.substr(0, kMax)) out += (static_cast<unsigned char>(c) < 0x80) ? c : '?';
+  if (s.size() > kMax) out += "...";
+  return out;
+}
+
+std::string Describe(const toml::node& n) {
+  switch (n.type()) {
+    case toml::node_type::integer:
+      return absl::StrCat("the integer ", *n.value<int64_t>());
+    case toml::node_type::floating_point:
+      return absl::StrCat("the float ", *n.value<double>());
+    case toml::node_type::string:
+      return absl::StrCat("the string \"", Shorten(*n.value<std::string_view>()), "\"");
+    case toml::node_type::boolean:
+      return *n.value<bool>() ? "true" : "false";
+    case toml::node_type::array:
+      return "an array";
+    case toml::node_type::table:
+      return "a table";
+    default:
+      return "a date/time";
+  }
+}
+
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// Refuses keys not in `allowed`, reporting the first one in file order.
+template <size_t N>
+absl::Status CheckKeys(const std::string& file, const toml::table& t, std::string_view prefix,
+                       const std::string_view (&allowed)[N]) {
+  const toml::key* first = nullptr;
+  for (auto&& [k, v] : t) {
+    if (std::find(std::begin(allowed), std::end(allowed), k.str()) != std::end(allowed)) continue;
+    auto before = [](const toml::source_position& a, const toml::source_position& b) {
+      return a.line != b.line ? a.line < b.line : a.column < b.column;
+    };
+    if (first == nullptr || before(k.source().begin, first->source().begin)) first = &k;
+  }
+  if (first == nullptr) return absl::OkStatus();
+  const std::string_view name = first->str();
+  std::string hint;
+  size_t best = 3;
+  for (std::string_view a : allowed) {
+    const size_t d = EditDistance(name, a);
+    if (d < best) {
+      best = d;
+      hint = absl::StrCat(" (did you mean '", A(a), "'?)");
+    }
+  }
+  if (hint.empty() && prefix.empty() &&
+      std::find(std::begin(kOwnerKeys), std::end(kOwnerKeys), name) != std::end(kOwnerKeys)) {
+    hint = " (it belongs under [owner])";
+  }
+  std::vector<std::string> list(std::begin(allowed), std::end(allowed));
+  return absl::InvalidArgumentError(absl::StrCat(Where(file, first->source()), ": unknown key '",
+                                                 A(prefix), Shorten(name), "'", hint,
+                                                 "; allowed here: ", absl::StrJoin(list, ", ")));
+}
+
+// Reads an optional number in [min, max] (integer or float) into `out`, times `scale`.
+absl::Status ReadNumber(const std::string& file, const toml::table& t, std::string_view key,
+                        double min, double max, double scale, double& out) {
+  const toml::node* n = t.get(key);
+  if (n == nullptr) return absl::OkStatus();
+  const std::string full = absl::StrCat("owner.", A(key));
+  const std::string range =
+      std::isinf(max) ? absl::StrCat("a number >= ", min)
+                      : absl::StrCat("a number between ", min, " and ", max);
+  if (!n->is_number()) {
+    return KeyError(file, n->source(), full,
+                    absl::StrCat("must be ", range, ", got ", Describe(*n)));
+  }
+  const double v = n->is_integer() ? static_cast<double>(n->as_integer()->get())
+                                   : n->as_floating_point()->get();
+  if (!std::isfinite(v) || v < min || v > max) {
+    return KeyError(file, n->source(), full,
+                    absl::StrCat("must be ", range, ", got ", Describe(*n)));
+  }
+  out = v * scale;
+  return absl::OkStatus();
+}
+
+int DayIndex(std::string_view s) {
+  for (size_t i = 0; i < std::size(kDayNames); ++i) {
+    if (kDayNames[i] == s) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+  return s;
+}
+
+// "daily", or a comma-separated list of days ("sat") and forward ranges ("mon-fri").
+bool ParseDays(std::string_view s, uint8_t& out, std::string& why) {
+  if (Trim(s) == "daily") {
+    out = kEveryDay;
+    return true;
+  }
+  uint8_t days = 0;
+  size_t pos = 0;
+  while (true) {
+    const size_t comma = s.find(',', pos);
+    const std::string_view part =
+        Trim(s.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos));
+    const size_t dash = part.find('-');
+    const std::string_view a = Trim(part.substr(0, dash));
+    const std::string_view b =
+        dash == std::string_view::npos ? a : Trim(part.substr(dash + 1));
+    const int ia = DayIndex(a);
+    const int ib = DayIndex(b);
+    if (part.empty() || ia < 0 || ib < 0) {
+      why = absl::StrCat("unknown day '", Shorten(part.empty() ? s : part), "'");
+      return false;
+    }
+    if (ib < ia) {
+      why = absl::StrCat("range '", Shorten(part), "' goes backwards (write e.g. 'fri-sun,mon')");
+      return false;
+    }
+    for (int i = ia; i <= ib; ++i) days |= static_cast<uint8_t>(1u << i);
+    if (comma == std::string_view::npos) break;
+    pos = comma + 1;
+  }
+  out = days;
+  return true;
+}
+
+// "HH:MM", two digits each, 00:00..23:59.
+bool ParseClock(std::string_view s, int& minute) {
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  if (s.size() != 5 || s[2] != ':' || !digit(s[0]) || !digit(s[1]) || !digit(s[3]) ||
+      !digit(s[4])) {
+    return false;
+  }
+  const int h = (s[0] - '0') * 10 + (s[1] - '0');
+  const int m = (s[3] - '0') * 10 + (s[4] - '0');
+  if (h > 23 || m > 59) return false;
+  minute = h * 60 + m;
+  return true;
+}
+
+absl::Status ReadWindow(const std::string& file, const toml::node& el, size_t index,
+                        TimeWindow& out) {
+  const std::string prefix = absl::StrCat("owner.windows[", index, "]");
+  const toml::table* t = el.as_table();
+  if (t == nullptr) {
+    return KeyError(file, el.source(), prefix,
+                    absl::StrCat("must be a table {days = \"mon-fri\", start = \"HH:MM\", "
+                                 "end = \"HH:MM\"}, got ",
+                                 Describe(el)));
+  }
+  if (absl::Status s = CheckKeys(file, *t, prefix + ".", kWindowKeys); !s.ok()) return s;
+  for (std::string_view key : kWindowKeys) {
+    const std::string full = absl::StrCat(prefix, ".", A(key));
+    const toml::node* n = t->get(key);
+    if (n == nullptr) {
+      return KeyError(file, el.source(), full, "is required (days, start and end all are)");
+    }
+    if (!n->is_string()) {
+      return KeyError(file, n->source(), full,
+                      absl::StrCat("must be a string, got ", Describe(*n)));
+    }
+    const std::string_view v = *n->value<std::string_view>();
+    if (key == "days") {
+      std::string why;
+      if (!ParseDays(v, out.days, why)) {
+        return KeyError(file, n->source(), full,
+                        absl::StrCat(why, "; write \"daily\", a range like \"mon-fri\" or a "
+                                          "list like \"sat,sun\" (mon tue wed thu fri sat sun)"));
+      }
+    } else {
+      int& minute = key == "start" ? out.start_minute : out.end_minute;
+      if (!ParseClock(v, minute)) {
+        return KeyError(file, n->source(), full,
+                        absl::StrCat("must be a time \"HH:MM\" between \"00:00\" and \"23:59\", "
+                                     "got \"",
+                                     Shorten(v), "\""));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<PolicyConfig> ReadOwner(const std::string& file, const toml::table& root) {
+  PolicyConfig config;
+  if (absl::Status s = CheckKeys(file, root, "", kTopKeys); !s.ok()) return s;
+  const toml::node* owner_node = root.get("owner");
+  if (owner_node == nullptr) return config;
+  const toml::table* owner = owner_node->as_table();
+  if (owner == nullptr) {
+    return KeyError(file, owner_node->source(), "owner",
+                    absl::StrCat("must be a table, got ", Describe(*owner_node)));
+  }
+  if (absl::Status s = CheckKeys(file, *owner, "owner.", kOwnerKeys); !s.ok()) return s;
+  constexpr double kInf = HUGE_VAL;
+  absl::Status s;
+  if (s = ReadNumber(file, *owner, "start_idle_minutes", 0, kInf, 60, config.start_idle_s);
+      !s.ok())
+    return s;
+  if (s = ReadNumber(file, *owner, "resume_idle_seconds", 0, kInf, 1, config.resume_idle_s);
+      !s.ok())
+    return s;
+  if (s = ReadNumber(file, *owner, "vacate_after_suspend_seconds", 0, kInf, 1,
+                     config.vacate_after_suspend_s);
+      !s.ok())
+    return s;
+  if (s = ReadNumber(file, *owner, "max_temperature_c", 30, 150, 1, config.max_temperature_c);
+      !s.ok())
+    return s;
+  if (s = ReadNumber(file, *owner, "max_owner_cpu_load", 0, 1, 1, config.max_owner_cpu_load);
+      !s.ok())
+    return s;
+
+  if (const toml::node* n = owner->get("on_battery")) {
+    constexpr std::string_view kWant = "must be \"run\", \"suspend\" or \"vacate\", got ";
+    if (!n->is_string()) {
+      return KeyError(file, n->source(), "owner.on_battery",
+                      absl::StrCat(A(kWant), Describe(*n)));
+    }
+    const std::string_view v = *n->value<std::string_view>();
+    if (v == "run") {
+      config.on_battery = BatteryAction::kRun;
+    } else if (v == "suspend") {
+      config.on_battery = BatteryAction::kSuspend;
+    } else if (v == "vacate") {
+      config.on_battery = BatteryAction::kVacate;
+    } else {
+      return KeyError(file, n->source(), "owner.on_battery",
+                      absl::StrCat(A(kWant), Describe(*n)));
+    }
+  }
+
+  if (const toml::node* n = owner->get("windows")) {
+    const toml::array* arr = n->as_array();
+    if (arr == nullptr) {
+      return KeyError(file, n->source(), "owner.windows",
+                      absl::StrCat("must be an array of tables, got ", Describe(*n)));
+    }
+    for (size_t i = 0; i < arr->size(); ++i) {
+      TimeWindow w;
+      if (s = ReadWindow(file, (*arr)[i], i, w); !s.ok()) return s;
+      config.windows.push_back(w);
+    }
+  }
+  return config;
+}
+
+}  // namespace
+
+absl::StatusOr<PolicyConfig> ParsePolicyConfig(std::string_view toml,
+                                               const std::string& file_name) {
+#if TOML_EXCEPTIONS
+  toml::table root;
+  try {
+    root = toml::parse(toml, file_name);
+  } catch (const toml::parse_error& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Where(file_name, e.source()), ": TOML syntax error: ", A(e.description())));
+  }
+#else
+  toml::parse_result parsed = toml::parse(toml, file_name);
+  if (!parsed) {
+    const toml::parse_error& e = parsed.error();
+    return absl::InvalidArgumentError(
+        absl::StrCat(Where(file_name, e.source()), ": TOML syntax error: ", A(e.description())));
+  }
+  toml::table root = std::move(parsed).table();
+#endif
+  return ReadOwner(file_name, root);
+}
+
+absl::StatusOr<PolicyConfig> LoadPolicyConfig(const std::string& path) {
+  errno = 0;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    const int err = errno;
+    if (err == ENOENT) {
+      return absl::NotFoundError(absl::StrCat(path, ": no such file"));
+    }
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, ": cannot open: ", err != 0 ? std::strerror(err) : "unknown error"));
+  }
+  std::string text;
+  char buf[65536];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    text.append(buf, static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxFileBytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": larger than ", kMaxFileBytes, " bytes"));
+    }
+  }
+  if (in.bad()) return absl::FailedPreconditionError(absl::StrCat(path, ": read error"));
+  return ParsePolicyConfig(text, path);
+}
+
+}  // namespace idlepool::worker

@@ -1,0 +1,33 @@
+// Reading the owner policy (PolicyConfig) from TOML.
+//
+// The file holds one table, [owner], whose keys are all optional (an absent key keeps the
+// PolicyConfig{} default; an absent [owner] table gives the defaults):
+//   start_idle_minutes           number >= 0
+//   resume_idle_seconds          number >= 0
+//   vacate_after_suspend_seconds number >= 0
+//   on_battery                   "run" | "suspend" | "vacate"
+//   max_temperature_c            number in 30..150
+//   max_owner_cpu_load           number in 0..1
+//   windows                      array of tables {days, start, end}:
+//       days  = "daily" | "mon-fri" | "sat,sun" | "mon-wed,fri" (ranges go forward)
+//       start = "HH:MM", end = "HH:MM" (two digits each, 00:00..23:59)
+// Unknown keys, wrong types and out-of-range values are errors of the form
+// "FILE:LINE:COL: key 'owner.x': ..." (kInvalidArgument). DefaultConfigToml() round-trips.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "worker/owner_policy.h"
+
+namespace idlepool::worker {
+
+// Parses `toml`; `file_name` is used only in messages.
+absl::StatusOr<PolicyConfig> ParsePolicyConfig(std::string_view toml,
+                                               const std::string& file_name);
+
+// Reads and parses the file at `path`: kNotFound (naming the path) when it does not exist.
+absl::StatusOr<PolicyConfig> LoadPolicyConfig(const std::string& path);
+
+}  // namespace idlepool::worker

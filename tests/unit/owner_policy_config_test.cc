@@ -1,0 +1,341 @@
+#include "worker/owner_policy_config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "worker/owner_policy.h"
+
+namespace idlepool::worker {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kFile[] = "policy.toml";
+
+absl::StatusOr<PolicyConfig> P(const std::string& toml) { return ParsePolicyConfig(toml, kFile); }
+
+// The error message of parsing `toml`; fails the test when parsing succeeds.
+std::string Err(const std::string& toml) {
+  absl::StatusOr<PolicyConfig> r = P(toml);
+  EXPECT_FALSE(r.ok()) << toml;
+  if (r.ok()) return "";
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+  return std::string(r.status().message());
+}
+
+void ExpectDefaults(const PolicyConfig& c) {
+  const PolicyConfig d;
+  EXPECT_EQ(c.start_idle_s, d.start_idle_s);
+  EXPECT_EQ(c.resume_idle_s, d.resume_idle_s);
+  EXPECT_EQ(c.vacate_after_suspend_s, d.vacate_after_suspend_s);
+  EXPECT_EQ(c.on_battery, d.on_battery);
+  EXPECT_EQ(c.max_temperature_c, d.max_temperature_c);
+  EXPECT_EQ(c.max_owner_cpu_load, d.max_owner_cpu_load);
+  EXPECT_TRUE(c.windows.empty());
+}
+
+uint8_t Days(const std::string& days) {
+  absl::StatusOr<PolicyConfig> r =
+      P("[owner]\nwindows = [{days = \"" + days + "\", start = \"08:00\", end = \"17:00\"}]\n");
+  EXPECT_TRUE(r.ok()) << days << ": " << r.status();
+  if (!r.ok() || r->windows.size() != 1) return 0;
+  return r->windows[0].days;
+}
+
+// ---------------------------------------------------------------- defaults, round trip
+
+TEST(PolicyConfigParse, EmptyFileAndEmptyTableGiveDefaults) {
+  absl::StatusOr<PolicyConfig> a = P("");
+  ASSERT_TRUE(a.ok()) << a.status();
+  ExpectDefaults(*a);
+  absl::StatusOr<PolicyConfig> b = P("[owner]\n");
+  ASSERT_TRUE(b.ok()) << b.status();
+  ExpectDefaults(*b);
+}
+
+TEST(PolicyConfigParse, DefaultConfigTomlRoundTrips) {
+  const std::string toml = DefaultConfigToml();
+  EXPECT_NE(toml.find("[owner]\n"), std::string::npos) << toml;
+  absl::StatusOr<PolicyConfig> r = P(toml);
+  ASSERT_TRUE(r.ok()) << r.status() << "\n" << toml;
+  ExpectDefaults(*r);
+}
+
+TEST(PolicyConfigParse, DefaultConfigTomlExampleWindowParsesWhenUncommented) {
+  std::string toml = DefaultConfigToml();
+  const std::string example =
+      "# windows = [{days = \"mon-fri\", start = \"19:00\", end = \"07:00\"}]\n";
+  const size_t at = toml.find(example);
+  ASSERT_NE(at, std::string::npos) << toml;
+  toml.erase(at, 2);  // uncomment: drop "# "
+  absl::StatusOr<PolicyConfig> r = P(toml);
+  ASSERT_TRUE(r.ok()) << r.status() << "\n" << toml;
+  ASSERT_EQ(r->windows.size(), 1u);
+  EXPECT_EQ(r->windows[0].days, kWeekdays);
+  EXPECT_EQ(r->windows[0].start_minute, 19 * 60);
+  EXPECT_EQ(r->windows[0].end_minute, 7 * 60);
+  EXPECT_EQ(r->start_idle_s, PolicyConfig{}.start_idle_s);
+}
+
+// ---------------------------------------------------------------- every key
+
+TEST(PolicyConfigParse, EveryKey) {
+  absl::StatusOr<PolicyConfig> r = P(
+      "[owner]\n"
+      "start_idle_minutes = 2.5\n"
+      "resume_idle_seconds = 30\n"
+      "vacate_after_suspend_seconds = 600\n"
+      "on_battery = \"suspend\"\n"
+      "max_temperature_c = 85.5\n"
+      "max_owner_cpu_load = 1\n"
+      "windows = [\n"
+      "  {days = \"mon-fri\", start = \"19:00\", end = \"07:00\"},\n"
+      "  {days = \"sat,sun\", start = \"00:00\", end = \"00:00\"},\n"
+      "]\n");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->start_idle_s, 150);
+  EXPECT_EQ(r->resume_idle_s, 30);
+  EXPECT_EQ(r->vacate_after_suspend_s, 600);
+  EXPECT_EQ(r->on_battery, BatteryAction::kSuspend);
+  EXPECT_EQ(r->max_temperature_c, 85.5);
+  EXPECT_EQ(r->max_owner_cpu_load, 1);
+  ASSERT_EQ(r->windows.size(), 2u);
+  EXPECT_EQ(r->windows[0].days, kWeekdays);
+  EXPECT_EQ(r->windows[0].start_minute, 1140);
+  EXPECT_EQ(r->windows[0].end_minute, 420);
+  EXPECT_EQ(r->windows[1].days, kSaturday | kSunday);
+  EXPECT_EQ(r->windows[1].start_minute, 0);
+  EXPECT_EQ(r->windows[1].end_minute, 0);
+}
+
+TEST(PolicyConfigParse, AbsentKeysKeepDefaults) {
+  absl::StatusOr<PolicyConfig> r = P("[owner]\nresume_idle_seconds = 5\n");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->resume_idle_s, 5);
+  EXPECT_EQ(r->start_idle_s, PolicyConfig{}.start_idle_s);
+  EXPECT_EQ(r->on_battery, PolicyConfig{}.on_battery);
+}
+
+TEST(PolicyConfigParse, OnBatteryValues) {
+  EXPECT_EQ(P("[owner]\non_battery = \"run\"\n")->on_battery, BatteryAction::kRun);
+  EXPECT_EQ(P("[owner]\non_battery = \"suspend\"\n")->on_battery, BatteryAction::kSuspend);
+  EXPECT_EQ(P("[owner]\non_battery = \"vacate\"\n")->on_battery, BatteryAction::kVacate);
+}
+
+TEST(PolicyConfigParse, ZeroAndBoundsAccepted) {
+  absl::StatusOr<PolicyConfig> r = P(
+      "[owner]\nstart_idle_minutes = 0\nresume_idle_seconds = 0\n"
+      "vacate_after_suspend_seconds = 0\nmax_temperature_c = 30\nmax_owner_cpu_load = 0\n");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->start_idle_s, 0);
+  EXPECT_EQ(r->max_temperature_c, 30);
+  EXPECT_EQ(r->max_owner_cpu_load, 0);
+  EXPECT_EQ(P("[owner]\nmax_temperature_c = 150\n")->max_temperature_c, 150);
+}
+
+TEST(PolicyConfigParse, ArrayOfTablesSyntaxAlsoWorks) {
+  absl::StatusOr<PolicyConfig> r =
+      P("[[owner.windows]]\ndays = \"daily\"\nstart = \"09:30\"\nend = \"18:15\"\n");
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->windows.size(), 1u);
+  EXPECT_EQ(r->windows[0].days, kEveryDay);
+  EXPECT_EQ(r->windows[0].start_minute, 570);
+  EXPECT_EQ(r->windows[0].end_minute, 1095);
+}
+
+// ---------------------------------------------------------------- days
+
+TEST(PolicyConfigDays, Variants) {
+  EXPECT_EQ(Days("daily"), kEveryDay);
+  EXPECT_EQ(Days("mon-fri"), kWeekdays);
+  EXPECT_EQ(Days("sat,sun"), kSaturday | kSunday);
+  EXPECT_EQ(Days("mon,wed,fri"), kMonday | kWednesday | kFriday);
+  EXPECT_EQ(Days("mon-wed,fri"), kMonday | kTuesday | kWednesday | kFriday);
+  EXPECT_EQ(Days("mon-sun"), kEveryDay);
+  EXPECT_EQ(Days("tue"), kTuesday);
+  EXPECT_EQ(Days("sat, sun"), kSaturday | kSunday);
+  EXPECT_EQ(Days("thu-thu"), kThursday);
+}
+
+TEST(PolicyConfigDays, Refused) {
+  for (const char* bad : {"", "monday", "Mon", "fri-mon", "mon,", ",mon", "mon--fri", "weekdays",
+                          "mon-", "daily,mon"}) {
+    const std::string msg = Err(std::string("[owner]\nwindows = [{days = \"") + bad +
+                                "\", start = \"08:00\", end = \"17:00\"}]\n");
+    EXPECT_THAT(msg, HasSubstr("policy.toml:2:")) << bad;
+    EXPECT_THAT(msg, HasSubstr("key 'owner.windows[0].days'")) << bad;
+  }
+  EXPECT_THAT(Err("[owner]\nwindows = [{days = \"fri-mon\", start = \"08:00\", end = \"17:00\"}]\n"),
+              HasSubstr("goes backwards"));
+  EXPECT_THAT(Err("[owner]\nwindows = [{days = \"funday\", start = \"08:00\", end = \"17:00\"}]\n"),
+              HasSubstr("unknown day 'funday'"));
+}
+
+// ---------------------------------------------------------------- HH:MM
+
+TEST(PolicyConfigClock, Accepted) {
+  absl::StatusOr<PolicyConfig> r =
+      P("[owner]\nwindows = [{days = \"daily\", start = \"00:00\", end = \"23:59\"}]\n");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->windows[0].start_minute, 0);
+  EXPECT_EQ(r->windows[0].end_minute, 1439);
+}
+
+TEST(PolicyConfigClock, Refused) {
+  for (const char* bad : {"24:00", "7:5", "12:60", "07:5", "7:05", "", "12", "12:00:00", "ab:cd",
+                          "-1:00", "12.30", " 12:30"}) {
+    const std::string msg = Err(std::string("[owner]\nwindows = [{days = \"daily\", start = \"") +
+                                bad + "\", end = \"17:00\"}]\n");
+    EXPECT_THAT(msg, HasSubstr("policy.toml:2:")) << bad;
+    EXPECT_THAT(msg, HasSubstr("key 'owner.windows[0].start'")) << bad;
+    EXPECT_THAT(msg, HasSubstr("HH:MM")) << bad;
+  }
+  EXPECT_THAT(Err("[owner]\nwindows = [{days = \"daily\", start = \"08:00\", end = \"24:00\"}]\n"),
+              HasSubstr("key 'owner.windows[0].end'"));
+}
+
+// ---------------------------------------------------------------- errors
+
+TEST(PolicyConfigErrors, UnknownOwnerKeySuggests) {
+  const std::string msg = Err("[owner]\nresume_idle_seconds = 5\nstart_idle_minute = 3\n");
+  EXPECT_THAT(msg, HasSubstr("policy.toml:3:1: unknown key 'owner.start_idle_minute'"));
+  EXPECT_THAT(msg, HasSubstr("did you mean 'start_idle_minutes'?"));
+}
+
+TEST(PolicyConfigErrors, UnknownKeyWithoutSuggestion) {
+  const std::string msg = Err("[owner]\ncolour = \"blue\"\n");
+  EXPECT_THAT(msg, HasSubstr("policy.toml:2:1: unknown key 'owner.colour'"));
+  EXPECT_THAT(msg, ::testing::Not(HasSubstr("did you mean")));
+  EXPECT_THAT(msg, HasSubstr("allowed here:"));
+}
+
+TEST(PolicyConfigErrors, UnknownTopLevelKey) {
+  EXPECT_THAT(Err("onwer = 1\n"), HasSubstr("policy.toml:1:1: unknown key 'onwer' (did you mean 'owner'?)"));
+  EXPECT_THAT(Err("on_battery = \"run\"\n"), HasSubstr("it belongs under [owner]"));
+  EXPECT_THAT(Err("[other]\n"), HasSubstr("unknown key 'other'"));
+}
+
+TEST(PolicyConfigErrors, OwnerNotATable) {
+  EXPECT_THAT(Err("owner = 5\n"), HasSubstr("policy.toml:1:9: key 'owner': must be a table"));
+}
+
+TEST(PolicyConfigErrors, UnknownWindowKey) {
+  const std::string msg =
+      Err("[owner]\nwindows = [{day = \"daily\", start = \"08:00\", end = \"17:00\"}]\n");
+  EXPECT_THAT(msg, HasSubstr("policy.toml:2:"));
+  EXPECT_THAT(msg, HasSubstr("unknown key 'owner.windows[0].day' (did you mean 'days'?)"));
+}
+
+TEST(PolicyConfigErrors, MissingWindowKey) {
+  for (const char* key : {"days", "start", "end"}) {
+    std::string w = "{days = \"daily\", start = \"08:00\", end = \"17:00\"}";
+    // The second window lacks `key`.
+    std::string toml = "[owner]\nwindows = [" + w + ", {";
+    bool first = true;
+    for (const char* k : {"days", "start", "end"}) {
+      if (std::string(k) == key) continue;
+      if (!first) toml += ", ";
+      first = false;
+      toml += std::string(k) + (std::string(k) == "days" ? " = \"daily\"" : " = \"08:00\"");
+    }
+    toml += "}]\n";
+    const std::string msg = Err(toml);
+    EXPECT_THAT(msg, HasSubstr("policy.toml:2:"));
+    EXPECT_THAT(msg, HasSubstr(std::string("key 'owner.windows[1].") + key + "': is required"));
+  }
+}
+
+TEST(PolicyConfigErrors, WindowsWrongTypes) {
+  EXPECT_THAT(Err("[owner]\nwindows = \"mon-fri\"\n"),
+              HasSubstr("policy.toml:2:11: key 'owner.windows': must be an array of tables, got "
+                        "the string \"mon-fri\""));
+  EXPECT_THAT(Err("[owner]\nwindows = [1]\n"),
+              HasSubstr("policy.toml:2:12: key 'owner.windows[0]': must be a table"));
+  EXPECT_THAT(Err("[owner]\nwindows = [{days = 1, start = \"08:00\", end = \"17:00\"}]\n"),
+              HasSubstr("key 'owner.windows[0].days': must be a string, got the integer 1"));
+  EXPECT_THAT(Err("[owner]\nwindows = [{days = \"daily\", start = 800, end = \"17:00\"}]\n"),
+              HasSubstr("key 'owner.windows[0].start': must be a string"));
+}
+
+TEST(PolicyConfigErrors, NumbersWrongType) {
+  for (const char* key : {"start_idle_minutes", "resume_idle_seconds",
+                          "vacate_after_suspend_seconds", "max_temperature_c",
+                          "max_owner_cpu_load"}) {
+    const std::string msg = Err(std::string("[owner]\n") + key + " = \"5\"\n");
+    EXPECT_THAT(msg, HasSubstr(std::string("policy.toml:2:")));
+    EXPECT_THAT(msg, HasSubstr(std::string("key 'owner.") + key + "': must be a number"));
+    EXPECT_THAT(msg, HasSubstr("got the string \"5\""));
+    EXPECT_THAT(Err(std::string("[owner]\n") + key + " = true\n"), HasSubstr("got true"));
+  }
+}
+
+TEST(PolicyConfigErrors, NumbersOutOfRange) {
+  for (const char* key :
+       {"start_idle_minutes", "resume_idle_seconds", "vacate_after_suspend_seconds"}) {
+    const std::string msg = Err(std::string("[owner]\n\n") + key + " = -1\n");
+    EXPECT_THAT(msg, HasSubstr("policy.toml:3:"));
+    EXPECT_THAT(msg, HasSubstr(std::string("key 'owner.") + key + "': must be a number >= 0"));
+    EXPECT_THAT(Err(std::string("[owner]\n") + key + " = nan\n"), HasSubstr(key));
+    EXPECT_THAT(Err(std::string("[owner]\n") + key + " = inf\n"), HasSubstr(key));
+  }
+  EXPECT_THAT(Err("[owner]\nmax_temperature_c = 29.9\n"),
+              HasSubstr("policy.toml:2:21: key 'owner.max_temperature_c': must be a number "
+                        "between 30 and 150, got the float 29.9"));
+  EXPECT_THAT(Err("[owner]\nmax_temperature_c = 151\n"),
+              HasSubstr("key 'owner.max_temperature_c': must be a number between 30 and 150"));
+  EXPECT_THAT(Err("[owner]\nmax_owner_cpu_load = 1.01\n"),
+              HasSubstr("key 'owner.max_owner_cpu_load': must be a number between 0 and 1"));
+  EXPECT_THAT(Err("[owner]\nmax_owner_cpu_load = -0.1\n"),
+              HasSubstr("key 'owner.max_owner_cpu_load'"));
+}
+
+TEST(PolicyConfigErrors, OnBatteryBad) {
+  EXPECT_THAT(Err("[owner]\non_battery = \"pause\"\n"),
+              HasSubstr("policy.toml:2:14: key 'owner.on_battery': must be \"run\", \"suspend\" "
+                        "or \"vacate\", got the string \"pause\""));
+  EXPECT_THAT(Err("[owner]\non_battery = 1\n"), HasSubstr("key 'owner.on_battery'"));
+}
+
+TEST(PolicyConfigErrors, SyntaxError) {
+  EXPECT_THAT(Err("[owner]\nstart_idle_minutes = \n"),
+              HasSubstr("policy.toml:2:"));
+  EXPECT_THAT(Err("[owner]\nstart_idle_minutes = \n"), HasSubstr("TOML syntax error"));
+}
+
+// ---------------------------------------------------------------- files
+
+TEST(PolicyConfigLoad, MissingFileIsNotFound) {
+  const std::string path = "/nonexistent-dir-idlepool/policy.toml";
+  absl::StatusOr<PolicyConfig> r = LoadPolicyConfig(path);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr(path));
+}
+
+TEST(PolicyConfigLoad, ReadsFileAndNamesItInErrors) {
+  const std::string dir = ::testing::TempDir();
+  const std::string path = dir + "/owner_policy_config_test_" + std::to_string(::getpid()) + ".toml";
+  {
+    std::ofstream out(path);
+    out << "[owner]\non_battery = \"run\"\n";
+  }
+  absl::StatusOr<PolicyConfig> r = LoadPolicyConfig(path);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->on_battery, BatteryAction::kRun);
+  {
+    std::ofstream out(path);
+    out << "[owner]\non_battery = \"never\"\n";
+  }
+  r = LoadPolicyConfig(path);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr(path + ":2:14: key 'owner.on_battery'"));
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace idlepool::worker
