@@ -7,14 +7,12 @@
 // ParseJobToml maps back to a line and column in the file.
 
 #include <glob.h>
-#include <sys/stat.h>
 #include <toml++/toml.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <optional>
 #include <string>
@@ -33,9 +31,13 @@
 #include "absl/strings/str_split.h"
 #include "spec/frames_internal.h"
 #include "spec/spec.h"
+#include "spec/toml_util.h"
 
 namespace idlepool::spec {
 namespace {
+
+using toml_util::Describe;
+using toml_util::Shorten;
 
 namespace fs = std::filesystem;
 using internal::ToAbsl;
@@ -55,13 +57,6 @@ constexpr std::string_view kResourceKeys[] = {"cpus", "gpus", "memory_mb"};
 constexpr std::string_view kRetryKeys[] = {"max_attempts", "timeout_s"};
 constexpr std::string_view kKindKeys[] = {"frames", "items", "items_file", "count"};
 
-// Text quoted in a message: cut at a character boundary, invalid UTF-8 bytes shown as '?', so
-// that every message is itself valid UTF-8 (it may travel in a gRPC status).
-std::string Shorten(std::string_view s) {
-  constexpr size_t kMax = 80;
-  if (s.size() <= kMax) return TruncateUtf8(s, kMax);
-  return absl::StrCat(TruncateUtf8(s, kMax), "...");
-}
 
 // Every string of a JobSpec travels in a proto3 `string` field, which must be valid UTF-8.
 constexpr std::string_view kNotUtf8 = "is not valid UTF-8 (invalid bytes are shown as '?')";
@@ -398,7 +393,7 @@ struct Ctx {
 };
 
 std::string Where(const Ctx& ctx, const toml::source_region& r) {
-  return absl::StrCat(ctx.file, ":", r.begin.line, ":", r.begin.column);
+  return toml_util::Where(ctx.file, r);
 }
 
 absl::Status KeyError(const Ctx& ctx, const toml::source_region& where, std::string_view key,
@@ -408,44 +403,12 @@ absl::Status KeyError(const Ctx& ctx, const toml::source_region& where, std::str
       code, absl::StrCat(Where(ctx, where), ": key '", ToAbsl(key), "': ", ToAbsl(message)));
 }
 
-std::string Describe(const toml::node& n) {
-  switch (n.type()) {
-    case toml::node_type::integer:
-      return absl::StrCat(*n.value<int64_t>());
-    case toml::node_type::floating_point:
-      return absl::StrCat("the float ", *n.value<double>());
-    case toml::node_type::string:
-      return absl::StrCat("the string \"", Shorten(*n.value<std::string_view>()), "\"");
-    case toml::node_type::boolean:
-      return *n.value<bool>() ? "true" : "false";
-    case toml::node_type::array:
-      return "an array";
-    case toml::node_type::table:
-      return "a table";
-    default:
-      return "a date/time";
-  }
-}
 
 const toml::key* KeyOf(const toml::table& t, std::string_view name) {
   auto it = t.find(name);
   return it == t.end() ? nullptr : &it->first;
 }
 
-size_t EditDistance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
 
 template <size_t N>
 bool Contains(const std::string_view (&list)[N], std::string_view s) {
@@ -456,22 +419,12 @@ bool Contains(const std::string_view (&list)[N], std::string_view s) {
 template <size_t N>
 absl::Status CheckKeys(const Ctx& ctx, const toml::table& t, std::string_view prefix,
                        const std::string_view (&allowed)[N]) {
-  const toml::key* first = nullptr;
-  for (auto&& [k, v] : t) {
-    if (Contains(allowed, k.str())) continue;
-    auto before = [](const toml::source_position& a, const toml::source_position& b) {
-      return a.line != b.line ? a.line < b.line : a.column < b.column;
-    };
-    if (first == nullptr || before(k.source().begin, first->source().begin)) first = &k;
-  }
+  const toml::key* first = toml_util::FirstUnknownKey(t, allowed);
   if (first == nullptr) return absl::OkStatus();
   const std::string_view name = first->str();
   std::string hint;
-  for (std::string_view a : allowed) {
-    if (EditDistance(name, a) <= 2) {
-      hint = absl::StrCat(" (did you mean '", ToAbsl(a), "'?)");
-      break;
-    }
+  if (auto close = toml_util::ClosestKey(name, allowed)) {
+    hint = absl::StrCat(" (did you mean '", ToAbsl(*close), "'?)");
   }
   if (hint.empty() && prefix.empty()) {
     if (Contains(kResourceKeys, name)) hint = " (it belongs under [resources])";
@@ -556,50 +509,6 @@ fs::path Resolve(const Ctx& ctx, const std::string& entry) {
   return (p.is_absolute() ? p : ctx.base / p).lexically_normal();
 }
 
-// Reads a whole regular file of at most `limit` bytes. The size is checked with stat() first, so
-// a huge file is refused without reading any of it; the read also stops past the limit in case
-// the file grows meanwhile. Messages name the file; callers add the context.
-absl::StatusOr<std::string> ReadSmallFile(const fs::path& path, uint64_t limit,
-                                          std::string_view what) {
-  const std::string name = path.string();
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
-    const int err = errno;
-    if (err == ENOENT || err == ENOTDIR) {
-      return absl::NotFoundError(absl::StrCat("no such file '", name, "'"));
-    }
-    return absl::Status(
-        absl::ErrnoToStatusCode(err),
-        absl::StrCat("cannot read '", name, "': ", std::generic_category().message(err)));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    return absl::InvalidArgumentError(absl::StrCat("'", name, "' is not a regular file"));
-  }
-  if (static_cast<uint64_t>(st.st_size) > limit) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("'", name, "' is ", st.st_size, " bytes, over the limit of ", limit,
-                     " bytes (", limit >> 20, " MiB) for ", ToAbsl(what)));
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return absl::PermissionDeniedError(absl::StrCat("cannot open '", name, "'"));
-  }
-  std::string data;
-  data.reserve(static_cast<size_t>(st.st_size));
-  std::vector<char> buf(64 * 1024);
-  while (true) {
-    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    data.append(buf.data(), static_cast<size_t>(in.gcount()));
-    if (data.size() > limit) {
-      return absl::ResourceExhaustedError(absl::StrCat("'", name, "' grew past the limit of ",
-                                                       limit, " bytes for ", ToAbsl(what),
-                                                       " while it was read"));
-    }
-    if (!in) break;
-  }
-  if (in.bad()) return absl::DataLossError(absl::StrCat("error reading '", name, "'"));
-  return data;
-}
 
 // Items: one per line; blank lines skipped; "\r\n" endings accepted.
 absl::Status ReadItemsFile(const Ctx& ctx, const toml::node& n, std::vector<std::string>& out) {
@@ -609,7 +518,7 @@ absl::Status ReadItemsFile(const Ctx& ctx, const toml::node& n, std::vector<std:
   };
   if (entry.empty()) return fail(absl::StatusCode::kInvalidArgument, "must not be empty");
   const fs::path path = Resolve(ctx, entry);
-  absl::StatusOr<std::string> data = ReadSmallFile(path, kMaxItemsFileBytes, "an items file");
+  absl::StatusOr<std::string> data = toml_util::ReadSmallFile(path.string(), kMaxItemsFileBytes, "an items file");
   if (!data.ok()) return fail(data.status().code(), std::string(data.status().message()));
 
   out.clear();
@@ -968,28 +877,13 @@ absl::StatusOr<JobSpec> ParseJobToml(std::string_view toml_text, const std::stri
   if (!base.has_filename() && base != base.root_path()) base = base.parent_path();  // "a/b/"
   ctx.base = base;
 
-#if TOML_EXCEPTIONS
-  toml::table root;
-  try {
-    root = toml::parse(toml_text, file_name);
-  } catch (const toml::parse_error& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(Where(ctx, e.source()), ": TOML syntax error: ", ToAbsl(e.description())));
-  }
-#else
-  toml::parse_result parsed = toml::parse(toml_text, file_name);
-  if (!parsed) {
-    const toml::parse_error& e = parsed.error();
-    return absl::InvalidArgumentError(
-        absl::StrCat(Where(ctx, e.source()), ": TOML syntax error: ", ToAbsl(e.description())));
-  }
-  toml::table root = std::move(parsed).table();
-#endif
-  return ReadJob(ctx, root);
+  absl::StatusOr<toml::table> root = toml_util::Parse(toml_text, file_name);
+  if (!root.ok()) return root.status();
+  return ReadJob(ctx, *root);
 }
 
 absl::StatusOr<JobSpec> ParseJobFile(const std::string& path) {
-  absl::StatusOr<std::string> text = ReadSmallFile(path, kMaxJobFileBytes, "a job file");
+  absl::StatusOr<std::string> text = toml_util::ReadSmallFile(path, kMaxJobFileBytes, "a job file");
   if (!text.ok()) {
     return absl::Status(text.status().code(), absl::StrCat(path, ": ", text.status().message()));
   }

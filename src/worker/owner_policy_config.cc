@@ -3,10 +3,7 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
-#include <fstream>
 #include <iterator>
 #include <sstream>
 #include <string>
@@ -16,9 +13,15 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "spec/toml_util.h"
 
 namespace idlepool::worker {
 namespace {
+
+using spec::toml_util::Describe;
+using spec::toml_util::Shorten;
+using spec::toml_util::Where;
+namespace toml_util = spec::toml_util;
 
 absl::string_view A(std::string_view s) { return {s.data(), s.size()}; }
 
@@ -34,9 +37,6 @@ constexpr std::string_view kWindowKeys[] = {"days", "start", "end"};
 constexpr std::string_view kDayNames[] = {"mon", "tue", "wed", "thu", "fri", "sat", "sun"};
 constexpr size_t kMaxFileBytes = 1 << 20;
 
-std::string Where(const std::string& file, const toml::source_region& r) {
-  return absl::StrCat(file, ":", r.begin.line, ":", r.begin.column);
-}
 
 absl::Status KeyError(const std::string& file, const toml::source_region& where,
                       std::string_view key, std::string_view message) {
@@ -44,70 +44,19 @@ absl::Status KeyError(const std::string& file, const toml::source_region& where,
       absl::StrCat(Where(file, where), ": key '", A(key), "': ", A(message)));
 }
 
-std::string Shorten(std::string_view s) {
-  constexpr size_t kMax = 60;
-  std::string out;
-  for (char c : s.substr(0, kMax)) out += (static_cast<unsigned char>(c) < 0x80) ? c : '?';
-  if (s.size() > kMax) out += "...";
-  return out;
-}
 
-std::string Describe(const toml::node& n) {
-  switch (n.type()) {
-    case toml::node_type::integer:
-      return absl::StrCat("the integer ", *n.value<int64_t>());
-    case toml::node_type::floating_point:
-      return absl::StrCat("the float ", *n.value<double>());
-    case toml::node_type::string:
-      return absl::StrCat("the string \"", Shorten(*n.value<std::string_view>()), "\"");
-    case toml::node_type::boolean:
-      return *n.value<bool>() ? "true" : "false";
-    case toml::node_type::array:
-      return "an array";
-    case toml::node_type::table:
-      return "a table";
-    default:
-      return "a date/time";
-  }
-}
 
-size_t EditDistance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
 
 // Refuses keys not in `allowed`, reporting the first one in file order.
 template <size_t N>
 absl::Status CheckKeys(const std::string& file, const toml::table& t, std::string_view prefix,
                        const std::string_view (&allowed)[N]) {
-  const toml::key* first = nullptr;
-  for (auto&& [k, v] : t) {
-    if (std::find(std::begin(allowed), std::end(allowed), k.str()) != std::end(allowed)) continue;
-    auto before = [](const toml::source_position& a, const toml::source_position& b) {
-      return a.line != b.line ? a.line < b.line : a.column < b.column;
-    };
-    if (first == nullptr || before(k.source().begin, first->source().begin)) first = &k;
-  }
+  const toml::key* first = toml_util::FirstUnknownKey(t, allowed);
   if (first == nullptr) return absl::OkStatus();
   const std::string_view name = first->str();
   std::string hint;
-  size_t best = 3;
-  for (std::string_view a : allowed) {
-    const size_t d = EditDistance(name, a);
-    if (d < best) {
-      best = d;
-      hint = absl::StrCat(" (did you mean '", A(a), "'?)");
-    }
+  if (auto close = toml_util::ClosestKey(name, allowed)) {
+    hint = absl::StrCat(" (did you mean '", A(*close), "'?)");
   }
   if (hint.empty() && prefix.empty() &&
       std::find(std::begin(kOwnerKeys), std::end(kOwnerKeys), name) != std::end(kOwnerKeys)) {
@@ -313,48 +262,16 @@ absl::StatusOr<PolicyConfig> ReadOwner(const std::string& file, const toml::tabl
 
 absl::StatusOr<PolicyConfig> ParsePolicyConfig(std::string_view toml,
                                                const std::string& file_name) {
-#if TOML_EXCEPTIONS
-  toml::table root;
-  try {
-    root = toml::parse(toml, file_name);
-  } catch (const toml::parse_error& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(Where(file_name, e.source()), ": TOML syntax error: ", A(e.description())));
-  }
-#else
-  toml::parse_result parsed = toml::parse(toml, file_name);
-  if (!parsed) {
-    const toml::parse_error& e = parsed.error();
-    return absl::InvalidArgumentError(
-        absl::StrCat(Where(file_name, e.source()), ": TOML syntax error: ", A(e.description())));
-  }
-  toml::table root = std::move(parsed).table();
-#endif
-  return ReadOwner(file_name, root);
+  absl::StatusOr<toml::table> root = toml_util::Parse(toml, file_name);
+  if (!root.ok()) return root.status();
+  return ReadOwner(file_name, *root);
 }
 
 absl::StatusOr<PolicyConfig> LoadPolicyConfig(const std::string& path) {
-  errno = 0;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    const int err = errno;
-    if (err == ENOENT) {
-      return absl::NotFoundError(absl::StrCat(path, ": no such file"));
-    }
-    return absl::FailedPreconditionError(
-        absl::StrCat(path, ": cannot open: ", err != 0 ? std::strerror(err) : "unknown error"));
-  }
-  std::string text;
-  char buf[65536];
-  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
-    text.append(buf, static_cast<size_t>(in.gcount()));
-    if (text.size() > kMaxFileBytes) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, ": larger than ", kMaxFileBytes, " bytes"));
-    }
-  }
-  if (in.bad()) return absl::FailedPreconditionError(absl::StrCat(path, ": read error"));
-  return ParsePolicyConfig(text, path);
+  absl::StatusOr<std::string> text =
+      toml_util::ReadSmallFile(path, kMaxFileBytes, "an owner policy config");
+  if (!text.ok()) return text.status();
+  return ParsePolicyConfig(*text, path);
 }
 
 }  // namespace idlepool::worker

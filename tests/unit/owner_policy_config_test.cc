@@ -257,7 +257,7 @@ TEST(PolicyConfigErrors, WindowsWrongTypes) {
   EXPECT_THAT(Err("[owner]\nwindows = [1]\n"),
               HasSubstr("policy.toml:2:12: key 'owner.windows[0]': must be a table"));
   EXPECT_THAT(Err("[owner]\nwindows = [{days = 1, start = \"08:00\", end = \"17:00\"}]\n"),
-              HasSubstr("key 'owner.windows[0].days': must be a string, got the integer 1"));
+              HasSubstr("key 'owner.windows[0].days': must be a string, got 1"));
   EXPECT_THAT(Err("[owner]\nwindows = [{days = \"daily\", start = 800, end = \"17:00\"}]\n"),
               HasSubstr("key 'owner.windows[0].start': must be a string"));
 }

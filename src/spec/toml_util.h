@@ -1,0 +1,48 @@
+// Shared pieces for reading TOML files with messages that name the place: the job spec
+// (spec/job_spec.cc) and the worker's owner policy config (worker/owner_policy_config.cc).
+//
+// Pure functions over toml++ nodes, except ReadSmallFile, which reads a file. Thread-safe.
+// Messages are valid UTF-8 (quoted text goes through TruncateUtf8).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include <toml++/toml.h>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace idlepool::spec::toml_util {
+
+// "FILE:LINE:COL".
+std::string Where(const std::string& file, const toml::source_region& r);
+
+// Parses TOML text; a syntax error becomes kInvalidArgument "FILE:L:C: TOML syntax error: ...".
+[[nodiscard]] absl::StatusOr<toml::table> Parse(std::string_view text, const std::string& file);
+
+// Text quoted in a message: at most 80 bytes, cut on a character boundary, "..." when cut.
+std::string Shorten(std::string_view s);
+
+// What a node holds, for "must be X, got Y": "5", "the float 1.5", "the string \"x\"", "true",
+// "an array", "a table", "a date/time".
+std::string Describe(const toml::node& n);
+
+// The key of `t` not in `allowed` that comes first in the file, or nullptr if there is none.
+const toml::key* FirstUnknownKey(const toml::table& t, std::span<const std::string_view> allowed);
+
+// The allowed key closest to `name` within 2 edits (Levenshtein), for "did you mean".
+std::optional<std::string_view> ClosestKey(std::string_view name,
+                                           std::span<const std::string_view> allowed);
+
+// Reads a whole regular file of at most `limit` bytes; the size is checked with stat() first,
+// so a huge file is refused without reading it. `what` names it in messages ("a job file").
+// Errors: kNotFound, kInvalidArgument (not a regular file), kResourceExhausted (too large),
+// kPermissionDenied, kDataLoss (read error); messages name the path.
+[[nodiscard]] absl::StatusOr<std::string> ReadSmallFile(const std::string& path, uint64_t limit,
+                                                        std::string_view what);
+
+}  // namespace idlepool::spec::toml_util
