@@ -10,7 +10,7 @@ PACKAGES=(
   # libraries
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libsqlite3-dev libtomlplusplus-dev libcli11-dev libspdlog-dev libfmt-dev
-  nlohmann-json3-dev libssl-dev
+  nlohmann-json3-dev libssl-dev libsystemd-dev dbus-daemon
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev parallel procps jq sqlite3
   # the demo's real input and tools

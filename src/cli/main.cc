@@ -24,6 +24,7 @@
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 #include "spec/spec.h"
+#include "worker/owner_policy_config.h"
 #include "worker/worker.h"
 
 namespace fs = std::filesystem;
@@ -74,6 +75,8 @@ nlohmann::json JobJson(const idlepool::v1::JobStatus& s) {
   j["failures"] = s.failures();
   j["preemptions"] = s.preemptions();
   j["attempts_lost"] = s.attempts_lost();
+  j["suspensions"] = s.suspensions();
+  j["lost_seconds"] = static_cast<double>(s.lost_ms()) / 1000.0;
   j["workers_lost"] = s.workers_lost();
   j["submitted_ms"] = s.submitted_ms();
   j["finished_ms"] = s.finished_ms();
@@ -97,7 +100,10 @@ nlohmann::json WorkersJson(const idlepool::v1::ListWorkersReply& r) {
                             {"memory_mb", w.capacity().memory_mb()},
                             {"slots_busy", w.slots_busy()},
                             {"attempts_running", w.attempts_running()},
-                            {"last_seen_ms_ago", w.last_seen_ms_ago()}});
+                            {"last_seen_ms_ago", w.last_seen_ms_ago()},
+                            {"accepting", w.accepting()},
+                            {"owner_state", w.owner_state()},
+                            {"owner_reason", w.owner_reason()}});
   }
   return j;
 }
@@ -149,6 +155,9 @@ void PrintJob(const idlepool::v1::JobStatus& s) {
               static_cast<unsigned long long>(s.failures()),
               static_cast<unsigned long long>(s.preemptions()),
               static_cast<unsigned long long>(s.attempts_lost()), s.workers_lost());
+  std::printf("  owners: %llu suspensions, %s of work lost to preemptions and lost workers\n",
+              static_cast<unsigned long long>(s.suspensions()),
+              Seconds(static_cast<double>(s.lost_ms()) / 1000.0).c_str());
   if (s.finished_ms() != 0) std::printf("  makespan %s\n", Seconds(MakespanSeconds(s)).c_str());
   if (s.fits_no_worker()) {
     std::printf("  waiting: no connected worker has the cpus/gpus/memory one task needs\n");
@@ -230,8 +239,23 @@ int main(int argc, char** argv) {
   auto* work = app.add_subcommand("worker", "lend this machine to a pool");
   add_client_opts(work);
   work->add_option("--slots", wopts.slots, "CPU slots offered (default: number of cores)");
-  work->add_option("--work-dir", wopts.work_dir, "task dirs, logs and the blob cache")
-      ->required();
+  work->add_option("--work-dir", wopts.work_dir, "task dirs, logs and the blob cache (required)");
+  std::string worker_config;
+  bool print_default_config = false, dedicated = false, normal_priority = false;
+  work->add_option("--config", worker_config,
+                   "owner policy file (TOML, table [owner]; see --print-default-config)");
+  work->add_flag("--print-default-config", print_default_config,
+                 "print the default owner policy, with comments, and exit");
+  work->add_option("--sensors-dir", wopts.sensors_dir,
+                   "read the owner's sensors from one-value files in DIR instead of the "
+                   "machine's (idle_seconds, on_ac_power, battery_percent, temperature_c, "
+                   "lid_closed, owner_cpu_load, sleep_imminent)");
+  work->add_flag("--dedicated", dedicated,
+                 "a machine lent full time: owner input never waits or suspends work "
+                 "(start_idle_minutes = 0); battery, lid, sleep and heat rules still hold");
+  work->add_flag("--normal-priority", normal_priority,
+                 "run tasks at normal CPU and I/O priority (default: SCHED_IDLE, nice 19, idle "
+                 "I/O)");
   work->add_option("--name", wopts.name, "worker name, unique in the pool (default: host name)");
   work->add_option("--memory-mb", wopts.memory_mb, "memory offered (default: not stated)");
   work->add_option("--heartbeat-ms", worker_hb_ms, "heartbeat interval")
@@ -352,6 +376,21 @@ int main(int argc, char** argv) {
   }
 
   if (*work) {
+    if (print_default_config) {
+      std::printf("%s", idlepool::worker::DefaultConfigToml().c_str());
+      return 0;
+    }
+    if (wopts.work_dir.empty()) {
+      std::fprintf(stderr, "idlepool worker: --work-dir is required\n");
+      return 2;
+    }
+    if (!worker_config.empty()) {
+      auto policy = idlepool::worker::LoadPolicyConfig(worker_config);
+      if (!policy.ok()) return Fail(policy.status());
+      wopts.policy = *policy;
+    }
+    if (dedicated) wopts.policy.start_idle_s = 0;
+    wopts.low_priority = !normal_priority;
     if (!need_token()) return 2;
     idlepool::platform::BlockTerminationSignals();
     wopts.coordinator = common.coordinator;
@@ -460,12 +499,14 @@ int main(int argc, char** argv) {
       std::printf("%s\n", WorkersJson(*w).dump().c_str());
       return 0;
     }
-    std::printf("%-20s %-20s %-13s %6s %6s %10s\n", "WORKER", "HOST", "STATE", "SLOTS", "BUSY",
-                "SEEN");
+    std::printf("%-20s %-20s %-13s %6s %6s %10s  %s\n", "WORKER", "HOST", "STATE", "SLOTS",
+                "BUSY", "SEEN", "OWNER");
     for (const auto& x : w->workers()) {
-      std::printf("%-20s %-20s %-13s %6u %6u %8.1fs\n", x.worker().c_str(), x.hostname().c_str(),
-                  x.state().c_str(), x.capacity().cpus(), x.slots_busy(),
-                  static_cast<double>(x.last_seen_ms_ago()) / 1000.0);
+      std::string owner = x.owner_state().empty() ? "-" : x.owner_state();
+      if (!x.owner_reason().empty()) owner += " (" + x.owner_reason() + ")";
+      std::printf("%-20s %-20s %-13s %6u %6u %8.1fs  %s\n", x.worker().c_str(),
+                  x.hostname().c_str(), x.state().c_str(), x.capacity().cpus(), x.slots_busy(),
+                  static_cast<double>(x.last_seen_ms_ago()) / 1000.0, owner.c_str());
     }
     return 0;
   }
@@ -507,6 +548,11 @@ int main(int argc, char** argv) {
       o.name = absl::StrCat("local-", i + 1);
       o.slots = std::max(1u, cores / local_workers);
       o.work_dir = absl::StrCat(run_data_dir, "/worker-", i + 1);
+      // Your own job on your own machine: your typing and the charger do not stop it (the lid,
+      // sleep and heat rules still do); Ctrl-C gives tasks 1 s to save a checkpoint.
+      o.policy.start_idle_s = 0;
+      o.policy.on_battery = idlepool::worker::BatteryAction::kRun;
+      o.policy.vacate_grace_s = 1;
       ws.push_back(std::make_unique<idlepool::worker::Worker>(o));
       threads.emplace_back([w = ws.back().get()] { (void)w->Run(); });
     }

@@ -101,7 +101,12 @@ struct Session {
 struct JobInfo {
   v1::JobSpec spec;
   std::vector<spec::TaskParams> tasks;
+  // Some task may have a checkpoint in the store: only then does an assignment read it.
+  bool any_checkpoint = false;
 };
+
+// A checkpoint has at most this many files (each is one blob, listed in every assignment).
+constexpr int kMaxCheckpointFiles = 10000;
 
 class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
  public:
@@ -149,6 +154,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
       auto tasks = spec::ExpandTasks(wire::FromProto(info.spec));
       if (!tasks.ok()) return tasks.status();
       info.tasks = std::move(*tasks);
+      info.any_checkpoint = true;  // not known without a query; assignments will look
       jobs_[job.spec.job] = std::move(info);
     }
     sched_.Restore(*restored, clock_.Now());
@@ -252,6 +258,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
     ev.boot_id = hello.boot_id();
     ev.capacity = wire::FromProto(hello.capacity());
     ev.held.assign(hello.held_attempts().begin(), hello.held_attempts().end());
+    ev.accepting = !hello.not_accepting();
     Post(std::move(ev));
     // Welcome only a session the core accepted (a name clash is refused instead), so a worker
     // never reads "joined" and then a refusal.
@@ -285,6 +292,31 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
         Post(core::WorkerLeaving{session->worker, session->id,
                                  std::vector<core::AttemptId>(v.begin(), v.end())});
         spdlog::info("worker {} is leaving; {} attempts vacated", session->worker, v.size());
+      } else if (msg.has_owner_state()) {
+        const v1::OwnerState& o = msg.owner_state();
+        core::OwnerStateChanged ev;
+        ev.worker = session->worker;
+        ev.session = session->id;
+        ev.accepting = o.accepting();
+        ev.state = spec::TruncateUtf8(o.state(), 32);
+        ev.reason = spec::TruncateUtf8(o.reason(), 256);
+        ev.suspended.assign(o.suspended_attempts().begin(), o.suspended_attempts().end());
+        spdlog::info("worker {}: owner policy says {} ({}){}", session->worker, ev.state,
+                     ev.reason, ev.accepting ? "" : "; no new work");
+        Post(std::move(ev));
+      } else if (msg.has_checkpoint()) {
+        core::CheckpointSaved ev;
+        ev.worker = session->worker;
+        ev.session = session->id;
+        ev.attempt = msg.checkpoint().attempt();
+        std::string problem = CheckFiles(msg.checkpoint().files(), &ev.files);
+        if (!problem.empty()) {
+          // The previous checkpoint stays; the attempt goes on.
+          spdlog::warn("worker {}: checkpoint of attempt {} ignored: {}", session->worker,
+                       ev.attempt, problem);
+        } else {
+          Post(std::move(ev));
+        }
       }
       // Unknown or repeated Hello messages are ignored: one Hello per session.
     }
@@ -481,6 +513,9 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
       out->set_slots_busy(w.slots_busy);
       out->set_attempts_running(w.attempts_running);
       out->set_last_seen_ms_ago((now - w.last_seen).count());
+      out->set_accepting(w.accepting);
+      out->set_owner_state(w.owner_state);
+      out->set_owner_reason(w.owner_reason);
       auto it = hostnames_.find(w.worker);
       if (it != hostnames_.end()) out->set_hostname(it->second);
     }
@@ -568,6 +603,20 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
       case v1::AttemptReport::PREEMPTED: ev.result = core::ReportResult::kPreempted; break;
       default: ev.result = core::ReportResult::kFailed; break;
     }
+    if (ev.result == core::ReportResult::kPreempted) {
+      // Work lost is bounded by what could plausibly have run: a year.
+      ev.lost = core::Millis(std::min<uint64_t>(r.lost_ms(), 365ull * 24 * 3600 * 1000));
+      if (r.has_checkpoint()) {
+        std::vector<core::OutputFile> files;
+        std::string problem = CheckFiles(r.checkpoint(), &files);
+        if (problem.empty()) {
+          ev.checkpoint = std::move(files);
+        } else {
+          spdlog::warn("worker {}: final checkpoint of attempt {} ignored: {}", s.worker,
+                       r.attempt(), problem);
+        }
+      }
+    }
     if (ev.result != core::ReportResult::kSucceeded) return ev;
     std::set<std::string> seen;
     for (const auto& o : r.outputs()) {
@@ -591,6 +640,33 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
       ev.outputs.push_back(core::OutputFile{o.path(), o.sha256(), o.size()});
     }
     return ev;
+  }
+
+  // Checks the files of a checkpoint as they come from a worker: each at a safe relative path,
+  // listed once, and already uploaded with the size it claims. Returns "" and fills `out`, or
+  // what is wrong.
+  std::string CheckFiles(const google::protobuf::RepeatedPtrField<v1::OutputFile>& files,
+                         std::vector<core::OutputFile>* out) {
+    if (files.size() > kMaxCheckpointFiles) {
+      return absl::StrCat(files.size(), " files (at most ", kMaxCheckpointFiles, ")");
+    }
+    std::set<std::string> seen;
+    for (const auto& f : files) {
+      std::string problem = OutputPathProblem(f.path());
+      if (problem.empty() && !seen.insert(f.path()).second) problem = "is listed twice";
+      if (problem.empty() && !blobs_.Has(f.sha256())) problem = "was not uploaded";
+      if (problem.empty()) {
+        std::error_code ec;
+        auto size = fs::file_size(blobs_.PathOf(f.sha256()), ec);
+        if (ec || size != f.size()) problem = "has a size that does not match its blob";
+      }
+      if (!problem.empty()) {
+        out->clear();
+        return absl::StrCat("file '", spec::TruncateUtf8(f.path(), 256), "' ", problem);
+      }
+      out->push_back(core::OutputFile{f.path(), f.sha256(), f.size()});
+    }
+    return "";
   }
 
   void Post(core::Event ev) { PostItem(Item{std::move(ev), nullptr}); }
@@ -629,6 +705,8 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
     out->set_attempts_lost(summary->counters.lost);
     out->set_workers_lost(summary->workers_lost);
     out->set_fits_no_worker(summary->fits_no_worker);
+    out->set_suspensions(summary->counters.suspensions);
+    out->set_lost_ms(static_cast<uint64_t>(summary->counters.lost_work.count()));
     out->set_submitted_ms(rec->submitted_ms);
     out->set_finished_ms(rec->finished_ms);
     if (with_failures && summary->failed > 0) {
@@ -723,7 +801,25 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
         *as->mutable_outputs() = spec.outputs();
         *as->mutable_resources() = spec.resources();
         as->set_timeout_s(spec.timeout_s());
+        if (it->second.any_checkpoint) {
+          auto ckpt = store_->GetCheckpoint(a->task);
+          if (!ckpt.ok()) {
+            // Starting from scratch loses work but nothing else: say so and go on.
+            spdlog::warn("attempt {}: cannot read the checkpoint of task {}: {}", a->attempt,
+                         a->task.index, std::string(ckpt.status().message()));
+          } else {
+            for (const auto& f : *ckpt) {
+              auto* o = as->add_checkpoint();
+              o->set_path(f.path);
+              o->set_sha256(f.sha256);
+              o->set_size(f.size);
+            }
+          }
+        }
         s->Send(std::move(m));
+      } else if (auto* c = std::get_if<core::TaskCheckpointed>(&d)) {
+        auto it = jobs_.find(c->task.job);
+        if (it != jobs_.end()) it->second.any_checkpoint = true;
       } else if (auto* k = std::get_if<core::KillAttempt>(&d)) {
         if (auto s = FindSession(k->session)) {
           v1::CoordinatorMessage m;

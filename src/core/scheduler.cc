@@ -29,7 +29,8 @@ Overloaded(Ts...) -> Overloaded<Ts...>;
 bool IsRecord(const Decision& d) {
   return std::holds_alternative<AttemptCreated>(d) || std::holds_alternative<AttemptEnded>(d) ||
          std::holds_alternative<TaskChanged>(d) || std::holds_alternative<JobChanged>(d) ||
-         std::holds_alternative<WorkerLost>(d);
+         std::holds_alternative<WorkerLost>(d) || std::holds_alternative<AttemptSuspended>(d) ||
+         std::holds_alternative<TaskCheckpointed>(d);
 }
 
 bool Unfinished(TaskState s) { return s == TaskState::kPending || s == TaskState::kRunning; }
@@ -78,7 +79,7 @@ void Scheduler::Restore(const RestoredState& state, MonoTime now) {
     if (t.current != 0) continue;  // one running attempt per task
     t.state = TaskState::kRunning;
     t.current = ra.attempt;
-    attempts_[ra.attempt] = AttemptRec{ra.task, ra.worker, now, now + options_.lease_timeout};
+    attempts_[ra.attempt] = AttemptRec{ra.task, ra.worker, now, now + options_.lease_timeout, now};
   }
   for (auto& [id, job] : jobs_) {
     job.unfinished = 0;
@@ -109,6 +110,8 @@ std::vector<Decision> Scheduler::Apply(const Event& event, MonoTime now) {
                  [&](const WorkerLeaving& e) { OnLeaving(e, now, out); },
                  [&](const AttemptReport& e) { OnReport(e, now, out); },
                  [&](const Tick&) { OnTick(now, out); },
+                 [&](const OwnerStateChanged& e) { OnOwnerState(e, now, out); },
+                 [&](const CheckpointSaved& e) { OnCheckpoint(e, now, out); },
              },
              event);
   Schedule(now, out);
@@ -186,6 +189,7 @@ void Scheduler::OnHello(const WorkerHello& e, MonoTime now, std::vector<Decision
   w.boot_id = e.boot_id;
   w.capacity = e.capacity;
   w.last_seen = now;
+  w.accepting = e.accepting;
 
   const std::set<AttemptId> held(e.held.begin(), e.held.end());
   for (AttemptId id : held) {
@@ -244,22 +248,55 @@ void Scheduler::OnLeaving(const WorkerLeaving& e, MonoTime now, std::vector<Deci
   }
 }
 
-void Scheduler::OnReport(const AttemptReport& e, MonoTime now, std::vector<Decision>& out) {
-  std::string refusal;
-  auto a = attempts_.find(e.attempt);
-  auto w = workers_.find(e.worker);
+std::string Scheduler::CheckCurrent(const WorkerName& worker, SessionId session,
+                                    AttemptId attempt) const {
+  auto a = attempts_.find(attempt);
+  auto w = workers_.find(worker);
   if (a == attempts_.end()) {
-    refusal = e.attempt >= next_attempt_id_ || e.attempt == 0 ? "unknown attempt"
-                                                              : "attempt is no longer running";
-  } else if (a->second.worker != e.worker) {
-    refusal = "attempt is assigned to another worker";
-  } else if (w == workers_.end() || w->second.attempts.count(e.attempt) == 0) {
-    refusal = "attempt has not been re-adopted by this worker";
-  } else if (w->second.session != e.session) {
+    return attempt >= next_attempt_id_ || attempt == 0 ? "unknown attempt"
+                                                       : "attempt is no longer running";
+  }
+  if (a->second.worker != worker) return "attempt is assigned to another worker";
+  if (w == workers_.end() || w->second.attempts.count(attempt) == 0) {
+    return "attempt has not been re-adopted by this worker";
+  }
+  if (w->second.session != session) {
     // Only the worker's current session speaks for it: a refused impostor using its name, or
     // a stream the worker has already replaced, cannot commit results.
-    refusal = "report from a session that is not the worker's current one";
+    return "report from a session that is not the worker's current one";
   }
+  return "";
+}
+
+void Scheduler::OnOwnerState(const OwnerStateChanged& e, MonoTime now,
+                             std::vector<Decision>& out) {
+  auto it = workers_.find(e.worker);
+  if (it == workers_.end()) return;
+  WorkerRec& w = it->second;
+  if (w.session != e.session || w.state == WorkerState::kLost) return;
+  w.accepting = e.accepting;
+  w.owner_state = e.state;
+  w.owner_reason = e.reason;
+  for (AttemptId id : std::set<AttemptId>(e.suspended.begin(), e.suspended.end())) {
+    if (w.attempts.count(id) == 0) continue;
+    const AttemptRec& a = attempts_.at(id);
+    ++JobOf(a.task).counters.suspensions;
+    out.push_back(AttemptSuspended{id, a.task});
+  }
+}
+
+void Scheduler::OnCheckpoint(const CheckpointSaved& e, MonoTime now, std::vector<Decision>& out) {
+  if (!CheckCurrent(e.worker, e.session, e.attempt).empty()) {
+    out.push_back(KillAttempt{e.worker, e.session, e.attempt, KillReason::kStale});
+    return;
+  }
+  AttemptRec& a = attempts_.at(e.attempt);
+  a.progress = now;
+  out.push_back(TaskCheckpointed{a.task, e.attempt, e.files});
+}
+
+void Scheduler::OnReport(const AttemptReport& e, MonoTime now, std::vector<Decision>& out) {
+  const std::string refusal = CheckCurrent(e.worker, e.session, e.attempt);
   if (!refusal.empty()) {
     out.push_back(AckReport{e.worker, e.session, e.attempt, false, refusal});
     out.push_back(KillAttempt{e.worker, e.session, e.attempt, KillReason::kStale});
@@ -276,9 +313,14 @@ void Scheduler::OnReport(const AttemptReport& e, MonoTime now, std::vector<Decis
     case ReportResult::kTimedOut:
       EndAttempt(e.attempt, AttemptOutcome::kTimedOut, e.exit_code, e.message, out);
       break;
-    case ReportResult::kPreempted:
-      EndAttempt(e.attempt, AttemptOutcome::kPreempted, e.exit_code, e.message, out);
+    case ReportResult::kPreempted: {
+      if (e.checkpoint) {
+        out.push_back(TaskCheckpointed{attempts_.at(e.attempt).task, e.attempt, *e.checkpoint});
+      }
+      EndAttempt(e.attempt, AttemptOutcome::kPreempted, e.exit_code, e.message, {}, out,
+                 std::max(e.lost, Millis{0}));
       break;
+    }
     default:  // a value outside the enum: treat the attempt as failed rather than trust it
       EndAttempt(e.attempt, AttemptOutcome::kFailed, e.exit_code, "unknown report result", out);
       break;
@@ -294,6 +336,7 @@ void Scheduler::OnTick(MonoTime now, std::vector<Decision>& out) {
     for (auto& [name, w] : workers_) w.last_seen = std::min(now, w.last_seen + gap);
     for (auto& [id, a] : attempts_) {
       a.started += gap;
+      a.progress += gap;
       if (a.orphan_deadline) *a.orphan_deadline += gap;
     }
   }
@@ -346,7 +389,7 @@ void Scheduler::EndAttempt(AttemptId id, AttemptOutcome outcome, int exit_code,
 
 void Scheduler::EndAttempt(AttemptId id, AttemptOutcome outcome, int exit_code,
                            const std::string& message, std::vector<OutputFile> outputs,
-                           std::vector<Decision>& out) {
+                           std::vector<Decision>& out, Millis lost) {
   auto it = attempts_.find(id);
   CORE_CHECK(it != attempts_.end(), "ending an attempt that is not running");
   CORE_CHECK(outcome != AttemptOutcome::kRunning, "ending an attempt as running");
@@ -359,11 +402,17 @@ void Scheduler::EndAttempt(AttemptId id, AttemptOutcome outcome, int exit_code,
              "ended attempt is not its task's current attempt");
 
   auto w = workers_.find(a.worker);
+  if (outcome == AttemptOutcome::kLost && w != workers_.end() && !a.orphan_deadline) {
+    // Everything since its start or last checkpoint, up to the last sign of life.
+    lost = std::max(Millis{0}, std::chrono::duration_cast<Millis>(w->second.last_seen - a.progress));
+  }
+  if (outcome != AttemptOutcome::kPreempted && outcome != AttemptOutcome::kLost) lost = Millis{0};
+  job.counters.lost_work += lost;
   if (w != workers_.end() && w->second.attempts.erase(id) != 0) {
     Release(w->second, job.spec.resources);
   }
 
-  out.push_back(AttemptEnded{id, a.task, a.worker, outcome, exit_code, message});
+  out.push_back(AttemptEnded{id, a.task, a.worker, outcome, exit_code, message, lost});
 
   task.current = 0;
   AttemptId committed = 0;
@@ -434,9 +483,11 @@ void Scheduler::FinishJobIfDone(JobRec& job, JobId id, std::vector<Decision>& ou
 // ---------------------------------------------------------------------------------------------
 // Placement
 
-bool Scheduler::Schedulable(const WorkerRec& w) {
+bool Scheduler::Connected(const WorkerRec& w) {
   return w.state == WorkerState::kConnected && w.session_open;
 }
+
+bool Scheduler::Schedulable(const WorkerRec& w) { return Connected(w) && w.accepting; }
 
 uint32_t Scheduler::FreeSlots(const WorkerRec& w) {
   return w.capacity.cpus > w.slots_busy ? w.capacity.cpus - w.slots_busy : 0;
@@ -509,7 +560,7 @@ void Scheduler::Place(const TaskKey& key, const WorkerName& name, MonoTime now,
   WorkerRec& w = workers_.at(name);
   CORE_CHECK(task.state == TaskState::kPending && task.current == 0, "placing a non-pending task");
   const AttemptId id = next_attempt_id_++;
-  attempts_[id] = AttemptRec{key, name, now, std::nullopt};
+  attempts_[id] = AttemptRec{key, name, now, std::nullopt, now};
   w.attempts.insert(id);
   Charge(w, job.spec.resources);
   pending_.erase(key);
@@ -559,7 +610,7 @@ std::optional<JobSummary> Scheduler::Job(JobId id) const {
     const Resources& need = job.spec.resources;
     s.fits_no_worker = std::none_of(workers_.begin(), workers_.end(), [&](const auto& kv) {
       const WorkerRec& w = kv.second;
-      return Schedulable(w) && w.capacity.cpus >= need.cpus && w.capacity.gpus >= need.gpus &&
+      return Connected(w) && w.capacity.cpus >= need.cpus && w.capacity.gpus >= need.gpus &&
              (need.memory_mb == 0 || w.capacity.memory_mb == 0 ||
               w.capacity.memory_mb >= need.memory_mb);
     });
@@ -579,7 +630,8 @@ std::vector<WorkerView> Scheduler::Workers() const {
   all.reserve(workers_.size());
   for (const auto& [name, w] : workers_) {
     all.push_back(WorkerView{name, w.state, w.session, w.boot_id, w.capacity, w.slots_busy,
-                             static_cast<uint32_t>(w.attempts.size()), w.last_seen});
+                             static_cast<uint32_t>(w.attempts.size()), w.last_seen, w.accepting,
+                             w.owner_state, w.owner_reason});
   }
   return all;
 }

@@ -28,6 +28,8 @@
 //     killed. A new boot id means its processes are gone: its attempts are requeued at once.
 //   - Failures: only kFailed and kTimedOut count toward max_attempts; preemptions and losses
 //     never do.
+//   - Owners: a worker whose owner policy does not accept work (OwnerStateChanged) gets no new
+//     attempts; a vacated attempt reported kPreempted is requeued at once, never a failure.
 //   - Placement: pending tasks in (job id, task index) order, each on the worker with the most
 //     free slots that fits it (ties broken by worker name). Deterministic: no hash-map order.
 #pragma once
@@ -67,6 +69,7 @@ struct WorkerHello {
   std::string boot_id;  // changes whenever the worker process restarts
   Resources capacity;   // cpus = slots offered
   std::vector<AttemptId> held;
+  bool accepting = true;  // the worker's owner policy allows new work (see OwnerStateChanged)
 };
 
 struct WorkerHeartbeat {
@@ -91,6 +94,30 @@ struct WorkerLeaving {
   std::vector<AttemptId> vacated;
 };
 
+// The worker's owner policy changed its decision (worker/owner_policy.h). A worker that is not
+// accepting gets no new attempts; those it runs keep their leases (it still heartbeats). Each
+// attempt in `suspended` (frozen by this change) counts one suspension for its job; ids the
+// worker does not run are ignored.
+struct OwnerStateChanged {
+  WorkerName worker;
+  SessionId session = 0;
+  bool accepting = true;
+  std::string state;   // "run", "suspend", "vacate": for display
+  std::string reason;  // for display
+  std::vector<AttemptId> suspended;
+};
+
+// A running attempt saved a checkpoint (blobs already stored by the shell). It replaces the
+// task's previous checkpoint (TaskCheckpointed) and marks the attempt's progress, from which
+// lost work is measured when its worker is lost. Ignored unless the attempt is current on that
+// worker's current session; an attempt that is not is killed (KillAttempt{kStale}).
+struct CheckpointSaved {
+  WorkerName worker;
+  SessionId session = 0;
+  AttemptId attempt = 0;
+  std::vector<OutputFile> files;  // paths relative to the checkpoint dir; may be empty
+};
+
 enum class ReportResult : uint8_t { kSucceeded, kFailed, kTimedOut, kPreempted };
 
 struct AttemptReport {
@@ -101,13 +128,18 @@ struct AttemptReport {
   int exit_code = 0;
   std::vector<OutputFile> outputs;  // only for kSucceeded; blobs already stored by the shell
   std::string message;              // short human-readable reason, e.g. "exit code 2"
+  // kPreempted only: the checkpoint taken after the task stopped (replaces the task's previous
+  // one) and the running time lost since the last checkpoint, as measured by the worker.
+  std::optional<std::vector<OutputFile>> checkpoint;
+  Millis lost{0};
 };
 
 // Time passed: expire leases, orphaned attempts and timeouts.
 struct Tick {};
 
 using Event = std::variant<JobSubmitted, JobCancelled, WorkerHello, WorkerHeartbeat,
-                           SessionClosed, WorkerLeaving, AttemptReport, Tick>;
+                           SessionClosed, WorkerLeaving, AttemptReport, Tick, OwnerStateChanged,
+                           CheckpointSaved>;
 
 // ---------------------------------------------------------------------------------------------
 // Decisions (outputs)
@@ -125,6 +157,9 @@ struct AttemptEnded {
   AttemptOutcome outcome = AttemptOutcome::kRunning;
   int exit_code = 0;
   std::string message;
+  // Work lost with this attempt (kPreempted: as the worker measured it; kLost: from its start or
+  // last checkpoint to its worker's last heartbeat); 0 otherwise.
+  Millis lost{0};
 };
 struct TaskChanged {
   TaskKey task;
@@ -139,6 +174,17 @@ struct JobChanged {
 };
 struct WorkerLost {
   WorkerName worker;
+};
+// One more suspension of a running attempt.
+struct AttemptSuspended {
+  AttemptId attempt = 0;
+  TaskKey task;
+};
+// The task's checkpoint is now `files` (replacing any earlier one), saved by `attempt`.
+struct TaskCheckpointed {
+  TaskKey task;
+  AttemptId attempt = 0;
+  std::vector<OutputFile> files;
 };
 
 // Messages to send.
@@ -169,7 +215,8 @@ struct RefuseSession {
 };
 
 using Decision = std::variant<AttemptCreated, AttemptEnded, TaskChanged, JobChanged, WorkerLost,
-                              AssignAttempt, KillAttempt, AckReport, RefuseSession>;
+                              AttemptSuspended, TaskCheckpointed, AssignAttempt, KillAttempt,
+                              AckReport, RefuseSession>;
 
 // ---------------------------------------------------------------------------------------------
 // Restoring from the store after a coordinator restart
@@ -179,6 +226,8 @@ struct JobCounters {
   uint64_t failures = 0;     // ended kFailed or kTimedOut
   uint64_t preemptions = 0;  // ended kPreempted
   uint64_t lost = 0;         // ended kLost
+  uint64_t suspensions = 0;  // times an attempt was frozen for its machine's owner
+  Millis lost_work{0};       // sum of AttemptEnded::lost
   bool operator==(const JobCounters&) const = default;
 };
 
@@ -234,6 +283,9 @@ struct WorkerView {
   uint32_t slots_busy = 0;
   uint32_t attempts_running = 0;
   MonoTime last_seen{};
+  bool accepting = true;
+  std::string owner_state;  // as last reported (OwnerStateChanged), empty before any
+  std::string owner_reason;
 };
 
 struct Options {
@@ -289,6 +341,7 @@ class Scheduler {
     WorkerName worker;
     MonoTime started{};
     std::optional<MonoTime> orphan_deadline;  // set for restored attempts not yet re-adopted
+    MonoTime progress{};  // start, or its last checkpoint: lost work is measured from here
   };
   struct WorkerRec {
     WorkerState state = WorkerState::kConnected;
@@ -301,6 +354,8 @@ class Scheduler {
     uint64_t memory_busy_mb = 0;
     MonoTime last_seen{};
     std::set<AttemptId> attempts;
+    bool accepting = true;
+    std::string owner_state, owner_reason;
   };
 
   void OnSubmit(const JobSubmitted& e, MonoTime now, std::vector<Decision>& out);
@@ -311,6 +366,10 @@ class Scheduler {
   void OnLeaving(const WorkerLeaving& e, MonoTime now, std::vector<Decision>& out);
   void OnReport(const AttemptReport& e, MonoTime now, std::vector<Decision>& out);
   void OnTick(MonoTime now, std::vector<Decision>& out);
+  void OnOwnerState(const OwnerStateChanged& e, MonoTime now, std::vector<Decision>& out);
+  void OnCheckpoint(const CheckpointSaved& e, MonoTime now, std::vector<Decision>& out);
+  // The refusal reason when `attempt` is not current on `worker`'s session `session`, else "".
+  std::string CheckCurrent(const WorkerName& worker, SessionId session, AttemptId attempt) const;
 
   // Ends a running attempt: frees its slots, records the outcome, and moves its task on
   // (pending again, failed, or cancelled). Does not send anything to the worker.
@@ -318,7 +377,8 @@ class Scheduler {
                   std::vector<Decision>& out);
   // As above; `outputs` are committed when outcome is kSucceeded.
   void EndAttempt(AttemptId id, AttemptOutcome outcome, int exit_code, const std::string& message,
-                  std::vector<OutputFile> outputs, std::vector<Decision>& out);
+                  std::vector<OutputFile> outputs, std::vector<Decision>& out,
+                  Millis lost = Millis{0});
   void LoseWorker(const WorkerName& name, std::vector<Decision>& out);
   void FinishJobIfDone(JobRec& job, JobId id, std::vector<Decision>& out);
   void Schedule(MonoTime now, std::vector<Decision>& out);
@@ -328,7 +388,8 @@ class Scheduler {
 
   // Worker capacity accounting. Free amounts never go below zero (capacity may shrink on a
   // reconnect while more is busy).
-  static bool Schedulable(const WorkerRec& w);
+  static bool Connected(const WorkerRec& w);
+  static bool Schedulable(const WorkerRec& w);  // connected and accepting
   static uint32_t FreeSlots(const WorkerRec& w);
   static bool Fits(const WorkerRec& w, const Resources& need);
   static void Charge(WorkerRec& w, const Resources& need);

@@ -1,5 +1,7 @@
 #include "platform/clock.h"
 
+#include <ctime>
+
 #include <thread>
 
 namespace idlepool::platform {
@@ -25,5 +27,12 @@ std::chrono::system_clock::time_point DeadlineAfter(std::chrono::milliseconds d)
 }
 
 void SleepFor(std::chrono::milliseconds d) { std::this_thread::sleep_for(d); }
+
+WeekTime LocalWeekTime() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  return WeekTime{(tm.tm_wday + 6) % 7, tm.tm_hour * 60 + tm.tm_min};
+}
 
 }  // namespace idlepool::platform

@@ -32,6 +32,13 @@ const Clock& SystemClock();
 // A wall-clock deadline `d` from now, in the form gRPC deadlines take.
 std::chrono::system_clock::time_point DeadlineAfter(std::chrono::milliseconds d);
 
+// The local wall time as day of the week and minute of the day (for the owner's time windows).
+struct WeekTime {
+  int weekday = 0;        // 0 = Monday .. 6 = Sunday
+  int minute_of_day = 0;  // 0..1439
+};
+WeekTime LocalWeekTime();
+
 // Blocks the calling thread for `d`. The only sleep in the code base.
 void SleepFor(std::chrono::milliseconds d);
 

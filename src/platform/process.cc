@@ -3,8 +3,11 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
+#include <linux/sched.h>
+#include <sched.h>
 #include <sys/file.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,6 +19,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "platform/cgroup.h"
 
 namespace idlepool::platform {
 namespace {
@@ -89,67 +93,161 @@ std::string ReadTail(const std::string& path, size_t max) {
 
 }  // namespace
 
+namespace {
+
+// The file to execute for argv[0]: itself when it has a '/', else the first executable match in
+// the worker's PATH (as posix_spawnp and execvp would find it). Resolved in the parent, so the
+// child only makes system calls.
+std::string ResolveCommand(const std::string& name, int* err) {
+  *err = ENOENT;
+  if (name.find('/') != std::string::npos) {
+    *err = ::access(name.c_str(), X_OK) == 0 ? 0 : errno;
+    return name;
+  }
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  size_t pos = 0;
+  while (pos <= dirs.size()) {
+    size_t colon = dirs.find(':', pos);
+    if (colon == std::string::npos) colon = dirs.size();
+    std::string dir = dirs.substr(pos, colon - pos);
+    if (dir.empty()) dir = ".";
+    std::string candidate = dir + "/" + name;
+    struct stat st;
+    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+      if (::access(candidate.c_str(), X_OK) == 0) {
+        *err = 0;
+        return candidate;
+      }
+      *err = EACCES;
+    }
+    pos = colon + 1;
+  }
+  return name;
+}
+
+constexpr int kIoprioClassIdle = 3;
+constexpr int kIoprioClassShift = 13;
+
+// In the child between clone and exec: system calls only (no allocation, no locks).
+[[noreturn]] void ChildExec(const char* file, char* const* argv, char* const* envp,
+                            const char* cwd, int out_fd, int err_fd, int status_fd,
+                            bool low_priority) {
+  auto fail = [&](int err) {
+    (void)!::write(status_fd, &err, sizeof err);
+    ::_exit(127);
+  };
+  ::setpgid(0, 0);  // its own process group, so kill(-pgid) reaches the tree without cgroups
+  sigset_t empty;
+  sigemptyset(&empty);
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);  // EINVAL ones ignored
+  ::sigprocmask(SIG_SETMASK, &empty, nullptr);
+  int devnull = ::open("/dev/null", O_RDONLY);
+  if (devnull < 0) fail(errno);
+  if (::dup2(devnull, 0) < 0 || ::dup2(out_fd, 1) < 0 || ::dup2(err_fd, 2) < 0) fail(errno);
+  if (cwd != nullptr && ::chdir(cwd) != 0) fail(errno);
+  if (low_priority) {
+    struct sched_param param {};
+    param.sched_priority = 0;
+    ::sched_setscheduler(0, SCHED_IDLE, &param);  // best effort, like the two below
+    ::setpriority(PRIO_PROCESS, 0, 19);
+    ::syscall(SYS_ioprio_set, 1 /* IOPRIO_WHO_PROCESS */, 0,
+              kIoprioClassIdle << kIoprioClassShift);
+  }
+  ::execve(file, argv, envp);
+  fail(errno);
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<Process>> Process::Start(const SpawnOptions& opts) {
   if (opts.argv.empty() || opts.argv[0].empty()) {
     return absl::InvalidArgumentError("empty command");
+  }
+  int resolve_err = 0;
+  const std::string file = ResolveCommand(opts.argv[0], &resolve_err);
+  if (resolve_err != 0) {
+    return absl::NotFoundError(
+        absl::StrCat("cannot run '", opts.argv[0], "': ", std::strerror(resolve_err)));
   }
   std::unique_ptr<Process> p(new Process());
   p->stdout_path_ = opts.stdout_path;
   p->stderr_path_ = opts.stderr_path;
   p->head_cap_ = opts.log_head_bytes;
   p->tail_cap_ = opts.log_tail_bytes;
-  int out_pipe[2], err_pipe[2];
+  p->cgroup_ = opts.cgroup;
+  int out_pipe[2], err_pipe[2], status_pipe[2];
   if (::pipe2(out_pipe, O_CLOEXEC) != 0) return absl::InternalError("pipe2 failed");
   if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
     ::close(out_pipe[0]);
     ::close(out_pipe[1]);
     return absl::InternalError("pipe2 failed");
   }
-
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 1);
-  posix_spawn_file_actions_adddup2(&fa, err_pipe[1], 2);
-  if (!opts.cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, opts.cwd.c_str());
-
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t empty, defaults;
-  sigemptyset(&empty);
-  sigemptyset(&defaults);
-  for (int s : {SIGPIPE, SIGINT, SIGTERM, SIGCHLD, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) {
-    sigaddset(&defaults, s);
+  if (::pipe2(status_pipe, O_CLOEXEC) != 0) {
+    for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) ::close(fd);
+    return absl::InternalError("pipe2 failed");
   }
-  posix_spawnattr_setsigmask(&attr, &empty);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setpgroup(&attr, 0);  // its own process group, so Kill reaches the whole tree
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                      POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_USEVFORK);
 
   std::vector<char*> argv, envp;
   for (const auto& a : opts.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   for (const auto& e : opts.env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
+  const char* cwd = opts.cwd.empty() ? nullptr : opts.cwd.c_str();
 
-  pid_t pid = -1;
-  int rc = ::posix_spawnp(&pid, opts.argv[0].c_str(), &fa, &attr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
+  // clone3: the child gets a pidfd atomically and, with a cgroup, starts inside it.
+  int pidfd = -1;
+  struct clone_args args {};
+  args.flags = CLONE_PIDFD;
+  args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
+  args.exit_signal = SIGCHLD;
+  if (opts.cgroup != nullptr) {
+    args.flags |= CLONE_INTO_CGROUP;
+    args.cgroup = static_cast<uint64_t>(opts.cgroup->dir_fd());
+  }
+  long pid = ::syscall(SYS_clone3, &args, sizeof args);
+  if (pid < 0 && (errno == ENOSYS || errno == E2BIG)) {
+    // Kernel without clone3 (< 5.3): plain fork; a cgroup cannot be entered atomically then.
+    pidfd = -1;
+    pid = ::fork();
+  }
+  if (pid == 0) {
+    ChildExec(file.c_str(), argv.data(), envp.data(), cwd, out_pipe[1], err_pipe[1],
+              status_pipe[1], opts.low_priority);
+  }
+  int spawn_err = pid < 0 ? errno : 0;
   ::close(out_pipe[1]);
   ::close(err_pipe[1]);
-  if (rc != 0) {
+  ::close(status_pipe[1]);
+  if (pid < 0) {
     ::close(out_pipe[0]);
     ::close(err_pipe[0]);
-    std::string why = absl::StrCat("cannot run '", opts.argv[0], "': ", std::strerror(rc));
-    if (rc == ENOENT || rc == EACCES || rc == ENOEXEC) return absl::NotFoundError(why);
-    return absl::InternalError(why);
+    ::close(status_pipe[0]);
+    return absl::InternalError(absl::StrCat("cannot run '", opts.argv[0], "': clone3: ",
+                                            std::strerror(spawn_err)));
   }
-  p->pid_ = pid;
+  // The status pipe closes on exec (CLOEXEC); an errno arrives when exec failed.
+  int exec_err = 0;
+  ssize_t n;
+  do {
+    n = ::read(status_pipe[0], &exec_err, sizeof exec_err);
+  } while (n < 0 && errno == EINTR);
+  ::close(status_pipe[0]);
+  p->pid_ = static_cast<pid_t>(pid);
   p->out_fd_ = out_pipe[0];
   p->err_fd_ = err_pipe[0];
-  p->pidfd_ = PidfdOpen(pid);
+  p->pidfd_ = pidfd >= 0 ? pidfd : PidfdOpen(p->pid_);
+  if (n == static_cast<ssize_t>(sizeof exec_err)) {
+    ::waitpid(p->pid_, nullptr, 0);
+    p->reaped_ = true;
+    std::string why = absl::StrCat("cannot run '", opts.argv[0], "': ", std::strerror(exec_err));
+    if (exec_err == ENOENT || exec_err == EACCES || exec_err == ENOEXEC) {
+      return absl::NotFoundError(why);
+    }
+    return absl::InternalError(why);
+  }
   return p;
 }
 
@@ -204,21 +302,26 @@ ExitInfo Process::Wait(std::chrono::milliseconds timeout, std::chrono::milliseco
       if (r == pid_) {
         exited = true;
         reaped_ = true;
-        // The leader is gone; anything it left behind in its group goes too, so no task ever
-        // outlives its attempt. The pgid cannot be reused while a member lives.
-        ::kill(-pid_, SIGKILL);
+        // The leader is gone; anything it left behind in its group (and cgroup) goes too, so
+        // no task ever outlives its attempt. The pgid cannot be reused while a member lives.
+        SignalTree(SIGKILL);
       }
     }
 
     now = SteadyClock::now();
     if (deadline && !info.timed_out && now >= *deadline && !exited) {
       info.timed_out = true;
-      ::kill(-pid_, SIGTERM);
+      SignalTree(SIGTERM);
       hard_kill_at = now + kill_grace;
     }
     if (hard_kill_at && now >= *hard_kill_at && !exited) {
-      ::kill(-pid_, SIGKILL);
+      SignalTree(SIGKILL);
       hard_kill_at.reset();
+    }
+    if (const int64_t t = terminate_deadline_ns_.load(); t != 0 && !exited &&
+        now.time_since_epoch() >= std::chrono::nanoseconds(t)) {
+      SignalTree(SIGKILL);  // vacate grace over
+      terminate_deadline_ns_ = 0;
     }
     if (exited && !exited_at) exited_at = now;
     if (exited && (out_fd_ >= 0 || err_fd_ >= 0) &&
@@ -247,14 +350,49 @@ ExitInfo Process::Wait(std::chrono::milliseconds timeout, std::chrono::milliseco
   return info;
 }
 
+void Process::SignalTree(int sig) {
+  if (pid_ > 0) ::kill(-pid_, sig);
+  if (cgroup_ != nullptr) {
+    if (sig == SIGKILL) {
+      cgroup_->Kill();
+    } else {
+      cgroup_->Signal(sig);
+    }
+  }
+}
+
 void Process::Kill(int sig) {
   kill_requested_ = true;
-  if (pid_ > 0) ::kill(-pid_, sig);
+  SignalTree(sig);
+}
+
+absl::Status Process::Suspend() {
+  if (cgroup_ != nullptr) return cgroup_->Freeze(std::chrono::milliseconds(1000));
+  if (pid_ > 0) ::kill(-pid_, SIGSTOP);
+  return absl::OkStatus();
+}
+
+void Process::Resume() {
+  if (cgroup_ != nullptr) cgroup_->Thaw().IgnoreError();
+  if (pid_ > 0) ::kill(-pid_, SIGCONT);
+}
+
+void Process::Terminate(std::chrono::milliseconds grace) {
+  Resume();  // a frozen task cannot handle SIGTERM
+  const auto at = std::chrono::steady_clock::now() + grace;
+  int64_t expected = 0;
+  // The first request sets the deadline; a later, shorter one (sleep imminent) brings it in.
+  int64_t want = std::chrono::duration_cast<std::chrono::nanoseconds>(at.time_since_epoch()).count();
+  while (true) {
+    if (expected != 0 && expected <= want) break;
+    if (terminate_deadline_ns_.compare_exchange_weak(expected, want)) break;
+  }
+  SignalTree(SIGTERM);
 }
 
 Process::~Process() {
   if (pid_ > 0 && !reaped_) {
-    ::kill(-pid_, SIGKILL);
+    SignalTree(SIGKILL);
     ::waitpid(pid_, nullptr, 0);
   }
   for (int fd : {out_fd_, err_fd_, pidfd_}) {

@@ -1,7 +1,12 @@
-// Running a task's command: its own process group, capped logs, whole-tree kill.
+// Running a task's command: its own process group (and cgroup), capped logs, whole-tree kill.
 //
 // Process::Start spawns argv (PATH lookup for a bare name, no shell) in a new process group with
-// the given environment and working directory, stdout and stderr captured through pipes.
+// the given environment and working directory, stdout and stderr captured through pipes. With
+// SpawnOptions::cgroup it starts inside that cgroup (clone3 CLONE_INTO_CGROUP: there is no
+// moment at which the child or anything it forks runs outside it), and every kill reaches the
+// whole cgroup, so a child that called setsid or double-forked dies with the task. With
+// low_priority the command runs as SCHED_IDLE, nice 19, I/O class idle: the owner's own
+// processes always go first (BOINC runs its tasks at nice 19 and idle I/O priority too).
 // Process::Wait pumps both pipes into log files until the command exits or the deadline passes,
 // and always leaves no member of the group running: after the leader exits, stragglers that
 // still hold the group are SIGKILLed.
@@ -24,6 +29,8 @@
 
 namespace idlepool::platform {
 
+class TaskCgroup;
+
 struct SpawnOptions {
   std::vector<std::string> argv;  // argv[0] is looked up in PATH when it has no '/'
   std::vector<std::string> env;   // full environment, "KEY=VALUE"
@@ -35,6 +42,8 @@ struct SpawnOptions {
   // appended when the command ends, after a line saying how much was dropped.
   uint64_t log_head_bytes = 8ull << 20;
   uint64_t log_tail_bytes = 64ull << 10;
+  TaskCgroup* cgroup = nullptr;  // not owned; must outlive the Process
+  bool low_priority = false;
 };
 
 struct ExitInfo {
@@ -58,8 +67,19 @@ class Process {
   // SIGKILL after `kill_grace`.
   ExitInfo Wait(std::chrono::milliseconds timeout, std::chrono::milliseconds kill_grace);
 
-  // Sends `sig` to the whole process group (SIGKILL by default). Safe to call repeatedly.
+  // Sends `sig` to the whole process group and cgroup (SIGKILL by default). Safe to call
+  // repeatedly.
   void Kill(int sig = 9);
+
+  // Asks the task to stop (vacate): SIGTERM to the whole tree now, SIGKILL once `grace` has
+  // passed if the leader is still running (enforced by Wait()). Any thread.
+  void Terminate(std::chrono::milliseconds grace);
+
+  // Freezes the whole tree (cgroup freezer, waiting until the kernel reports it frozen, at most
+  // 1 s), or without a cgroup sends SIGSTOP to the process group. Resume thaws it (SIGCONT).
+  // Any thread; a suspended process can still be killed or terminated (Terminate resumes it).
+  absl::Status Suspend();
+  void Resume();
 
   pid_t pid() const { return pid_; }
 
@@ -74,6 +94,9 @@ class Process {
   uint64_t tail_cap_ = 0;
   std::atomic<bool> reaped_{false};
   std::atomic<bool> kill_requested_{false};
+  std::atomic<int64_t> terminate_deadline_ns_{0};  // steady clock; 0 = none
+  TaskCgroup* cgroup_ = nullptr;
+  void SignalTree(int sig);
 };
 
 // An exclusive advisory lock (flock) on `path`, created if missing, held until the FileLock is

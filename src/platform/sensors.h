@@ -51,6 +51,9 @@ class SensorSource {
   virtual worker::Readings Read() = 0;
   // Blocks up to `timeout` for a change; true if something may have changed.
   virtual bool WaitForChange(std::chrono::milliseconds timeout) = 0;
+  // The worker has vacated after sleep_imminent: a source that delays the machine's sleep
+  // (logind's delay inhibitor) lets it go now. Default: nothing to release.
+  virtual void ReleaseSleepDelay() {}
 };
 
 // Reads the files described above from one directory; watches it with inotify.

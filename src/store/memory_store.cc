@@ -2,6 +2,7 @@
 // same orderings), nothing durable. Apply is atomic through an undo log: a batch that fails
 // part-way is rolled back record by record, in reverse.
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -35,6 +36,7 @@ class MemoryStore final : public Store {
   absl::StatusOr<std::vector<TaskRecord>> ListTasks(core::JobId job) override;
   absl::StatusOr<std::vector<AttemptRecord>> ListAttempts(core::JobId job) override;
   absl::StatusOr<std::vector<TaskOutput>> ListOutputs(core::JobId job) override;
+  absl::StatusOr<std::vector<core::OutputFile>> GetCheckpoint(core::TaskKey task) override;
 
  private:
   using OutputKey = std::pair<uint32_t, std::string>;  // (task index, path): the listing order
@@ -43,6 +45,7 @@ class MemoryStore final : public Store {
     std::vector<TaskRecord> tasks;
     std::set<core::AttemptId> attempts;
     std::map<OutputKey, core::OutputFile> outputs;
+    std::map<uint32_t, std::vector<core::OutputFile>> checkpoints;  // by task index
   };
   using Undo = std::vector<std::function<void()>>;
 
@@ -132,6 +135,34 @@ absl::Status MemoryStore::ApplyOne(const core::Decision& d, int64_t now_ms, Undo
     a.exit_code = r->exit_code;
     a.message = r->message;
     a.ended_ms = now_ms;
+    a.lost_ms = r->lost.count();
+    return absl::OkStatus();
+  }
+
+  if (const auto* r = std::get_if<core::AttemptSuspended>(&d)) {
+    auto it = attempts_.find(r->attempt);
+    if (it == attempts_.end()) return Invalid(in::UnknownAttemptMsg(r->attempt));
+    AttemptRecord& a = it->second;
+    if (a.outcome != core::AttemptOutcome::kRunning || a.task != r->task) {
+      return Invalid(in::SuspendedEndedMsg(r->attempt));
+    }
+    undo.push_back([&a] { --a.suspensions; });
+    ++a.suspensions;
+    return absl::OkStatus();
+  }
+
+  if (const auto* r = std::get_if<core::TaskCheckpointed>(&d)) {
+    auto it = attempts_.find(r->attempt);
+    if (it == attempts_.end()) return Invalid(in::UnknownAttemptMsg(r->attempt));
+    if (it->second.outcome != core::AttemptOutcome::kRunning || it->second.task != r->task) {
+      return Invalid(in::CheckpointOfEndedMsg(r->attempt));
+    }
+    Job& job = jobs_[r->task.job];
+    auto& slot = job.checkpoints[r->task.index];
+    undo.push_back([&slot, old = slot] { slot = old; });
+    slot = r->files;
+    std::sort(slot.begin(), slot.end(),
+              [](const core::OutputFile& a, const core::OutputFile& b) { return a.path < b.path; });
     return absl::OkStatus();
   }
 
@@ -204,6 +235,8 @@ absl::StatusOr<core::RestoredState> MemoryStore::Load() {
     for (core::AttemptId a : job.attempts) {
       const AttemptRecord& rec = attempts_.at(a);
       in::CountAttempt(rec.outcome, rj.counters);
+      rj.counters.suspensions += rec.suspensions;
+      rj.counters.lost_work += core::Millis(rec.lost_ms);
       if (rec.outcome == core::AttemptOutcome::kLost) lost.insert(rec.worker);
     }
     rj.workers_lost.assign(lost.begin(), lost.end());
@@ -264,6 +297,15 @@ absl::StatusOr<std::vector<TaskOutput>> MemoryStore::ListOutputs(core::JobId job
   out.reserve(it->second.outputs.size());
   for (const auto& [key, file] : it->second.outputs) out.push_back({key.first, file});
   return out;
+}
+
+absl::StatusOr<std::vector<core::OutputFile>> MemoryStore::GetCheckpoint(core::TaskKey task) {
+  std::lock_guard lock(mu_);
+  auto it = jobs_.find(task.job);
+  if (it == jobs_.end()) return NotFound(task.job);
+  auto c = it->second.checkpoints.find(task.index);
+  if (c == it->second.checkpoints.end()) return std::vector<core::OutputFile>{};
+  return c->second;
 }
 
 }  // namespace

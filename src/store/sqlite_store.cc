@@ -1,11 +1,15 @@
 // The SQLite store: one database file in WAL mode with synchronous=FULL.
 //
-// File format (schema version 1, kept in PRAGMA user_version; PRAGMA application_id marks the
+// File format (schema version 2, kept in PRAGMA user_version; PRAGMA application_id marks the
 // file as an idlepool store):
-//   jobs     (id INTEGER PRIMARY KEY AUTOINCREMENT, ...)  ids are never reused
-//   tasks    (job_id, idx) WITHOUT ROWID
-//   attempts (id INTEGER PRIMARY KEY = AttemptId, job_id, idx, worker, outcome, ...)
-//   outputs  (job_id, idx, path) WITHOUT ROWID
+//   jobs        (id INTEGER PRIMARY KEY AUTOINCREMENT, ...)  ids are never reused
+//   tasks       (job_id, idx) WITHOUT ROWID
+//   attempts    (id INTEGER PRIMARY KEY = AttemptId, job_id, idx, worker, outcome, ...,
+//                suspensions, lost_ms)
+//   outputs     (job_id, idx, path) WITHOUT ROWID
+//   checkpoints (job_id, idx, path) WITHOUT ROWID: each task's latest checkpoint
+// Version 2 added attempts.suspensions, attempts.lost_ms and the checkpoints table; a version 1
+// file is migrated in place when opened.
 // Enums are stored as lowercase names (store_internal.h), never as C++ enum values. Job counters
 // and lost workers are not stored: Load recomputes them from the attempts table, so they can
 // never disagree with it.
@@ -34,7 +38,7 @@ namespace {
 
 namespace in = internal;
 
-constexpr int kSchemaVersion = 1;
+constexpr int kSchemaVersion = 2;
 constexpr int32_t kApplicationId = 0x49504f4c;  // "IPOL"
 constexpr int kBusyTimeoutMs = 10000;
 
@@ -82,6 +86,22 @@ CREATE TABLE outputs (
   path    TEXT    NOT NULL,
   sha256  TEXT    NOT NULL,
   size    INTEGER NOT NULL,
+  PRIMARY KEY (job_id, idx, path),
+  FOREIGN KEY (job_id, idx) REFERENCES tasks(job_id, idx)
+) WITHOUT ROWID;
+)sql";
+
+// From version 1 to 2.
+constexpr const char* kMigrateV2 = R"sql(
+ALTER TABLE attempts ADD COLUMN suspensions INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE attempts ADD COLUMN lost_ms INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE checkpoints (
+  job_id  INTEGER NOT NULL,
+  idx     INTEGER NOT NULL,
+  path    TEXT    NOT NULL,
+  sha256  TEXT    NOT NULL,
+  size    INTEGER NOT NULL,
+  attempt INTEGER NOT NULL,
   PRIMARY KEY (job_id, idx, path),
   FOREIGN KEY (job_id, idx) REFERENCES tasks(job_id, idx)
 ) WITHOUT ROWID;
@@ -204,7 +224,8 @@ struct Statements {
   StmtPtr insert_job, insert_task;
   StmtPtr insert_attempt, end_attempt, get_attempt;
   StmtPtr update_task, delete_outputs, insert_output;
-  StmtPtr update_job;
+  StmtPtr update_job, suspend_attempt, delete_checkpoint, insert_checkpoint, get_checkpoint;
+  StmtPtr load_sums;
   StmtPtr load_jobs, load_counts, load_lost, load_tasks, load_running, max_attempt;
   StmtPtr get_job, get_job_header, list_jobs, job_exists, list_tasks, list_attempts,
       list_outputs;
@@ -232,6 +253,7 @@ class SqliteStore final : public Store {
   absl::StatusOr<std::vector<TaskRecord>> ListTasks(core::JobId job) override;
   absl::StatusOr<std::vector<AttemptRecord>> ListAttempts(core::JobId job) override;
   absl::StatusOr<std::vector<TaskOutput>> ListOutputs(core::JobId job) override;
+  absl::StatusOr<std::vector<core::OutputFile>> GetCheckpoint(core::TaskKey task) override;
 
  private:
   // Error for a failed sqlite call `rc` while doing `what`; the message names the file.
@@ -367,8 +389,8 @@ absl::Status SqliteStore::Open() {
                                    "); open it with a newer idlepool"));
     }
     if (*version < 1) return DataLoss(absl::StrCat("bad schema version ", *version));
-    // Future versions migrate from *version to kSchemaVersion here.
   }
+  const bool migrate_v2 = !fresh && *version == 1;
 
   {
     StmtPtr s;
@@ -385,10 +407,18 @@ absl::Status SqliteStore::Open() {
   if (absl::Status s = Exec("PRAGMA synchronous = FULL", "set synchronous"); !s.ok()) return s;
 
   if (fresh) {
-    std::string ddl = absl::StrCat("BEGIN IMMEDIATE;", kSchemaV1,
+    std::string ddl = absl::StrCat("BEGIN IMMEDIATE;", kSchemaV1, kMigrateV2,
                                    "PRAGMA application_id = ", kApplicationId, ";",
                                    "PRAGMA user_version = ", kSchemaVersion, ";", "COMMIT;");
     if (absl::Status s = Exec(ddl.c_str(), "create schema"); !s.ok()) {
+      if (!sqlite3_get_autocommit(db_)) Exec("ROLLBACK", "rollback").IgnoreError();
+      return s;
+    }
+  }
+  if (migrate_v2) {
+    std::string ddl = absl::StrCat("BEGIN IMMEDIATE;", kMigrateV2, "PRAGMA user_version = 2;",
+                                   "COMMIT;");
+    if (absl::Status s = Exec(ddl.c_str(), "migrate schema 1 to 2"); !s.ok()) {
       if (!sqlite3_get_autocommit(db_)) Exec("ROLLBACK", "rollback").IgnoreError();
       return s;
     }
@@ -412,8 +442,19 @@ absl::Status SqliteStore::PrepareAll() {
        "INSERT INTO attempts (id, job_id, idx, worker, outcome, exit_code, message, started_ms, "
        "ended_ms) VALUES (?, ?, ?, ?, ?, 0, '', ?, 0)"},
       {&st_.end_attempt,
-       "UPDATE attempts SET outcome = ?, exit_code = ?, message = ?, ended_ms = ? "
+       "UPDATE attempts SET outcome = ?, exit_code = ?, message = ?, ended_ms = ?, lost_ms = ? "
        "WHERE id = ? AND job_id = ? AND idx = ? AND worker = ? AND outcome = ?"},
+      {&st_.suspend_attempt,
+       "UPDATE attempts SET suspensions = suspensions + 1 "
+       "WHERE id = ? AND job_id = ? AND idx = ? AND outcome = ?"},
+      {&st_.delete_checkpoint, "DELETE FROM checkpoints WHERE job_id = ? AND idx = ?"},
+      {&st_.insert_checkpoint,
+       "INSERT INTO checkpoints (job_id, idx, path, sha256, size, attempt) "
+       "VALUES (?, ?, ?, ?, ?, ?)"},
+      {&st_.get_checkpoint,
+       "SELECT path, sha256, size FROM checkpoints WHERE job_id = ? AND idx = ? ORDER BY path"},
+      {&st_.load_sums,
+       "SELECT job_id, sum(suspensions), sum(lost_ms) FROM attempts GROUP BY job_id"},
       {&st_.get_attempt, "SELECT job_id, idx, worker, outcome FROM attempts WHERE id = ?"},
       {&st_.update_task,
        "UPDATE tasks SET state = ?, failures = ?, committed_attempt = ? "
@@ -443,8 +484,8 @@ absl::Status SqliteStore::PrepareAll() {
        "SELECT idx, state, failures, committed_attempt FROM tasks WHERE job_id = ? "
        "ORDER BY idx"},
       {&st_.list_attempts,
-       "SELECT id, idx, worker, outcome, exit_code, message, started_ms, ended_ms "
-       "FROM attempts WHERE job_id = ? ORDER BY id"},
+       "SELECT id, idx, worker, outcome, exit_code, message, started_ms, ended_ms, suspensions, "
+       "lost_ms FROM attempts WHERE job_id = ? ORDER BY id"},
       {&st_.list_outputs,
        "SELECT idx, path, sha256, size FROM outputs WHERE job_id = ? ORDER BY idx, path"},
   };
@@ -530,6 +571,7 @@ absl::Status SqliteStore::ApplyOne(const core::Decision& d, int64_t now_ms) {
           .Int(r->exit_code)
           .Text(r->message)
           .Int(now_ms)
+          .Int(r->lost.count())
           .Int(static_cast<int64_t>(r->attempt))
           .Int(static_cast<int64_t>(r->task.job))
           .Int(r->task.index)
@@ -608,6 +650,61 @@ absl::Status SqliteStore::ApplyOne(const core::Decision& d, int64_t now_ms) {
     return absl::OkStatus();
   }
 
+  if (const auto* r = std::get_if<core::AttemptSuspended>(&d)) {
+    Use u(st_.suspend_attempt);
+    Binder b(u);
+    b.Int(static_cast<int64_t>(r->attempt))
+        .Int(static_cast<int64_t>(r->task.job))
+        .Int(r->task.index)
+        .Text(in::OutcomeName(core::AttemptOutcome::kRunning));
+    if (b.rc() != SQLITE_OK) return Err(b.rc(), "AttemptSuspended: bind");
+    if (absl::Status s = Step(u, "AttemptSuspended: update attempt"); !s.ok()) return s;
+    if (sqlite3_changes(db_) != 1) return Invalid(in::SuspendedEndedMsg(r->attempt));
+    return absl::OkStatus();
+  }
+
+  if (const auto* r = std::get_if<core::TaskCheckpointed>(&d)) {
+    const int64_t job = static_cast<int64_t>(r->task.job);
+    {
+      Use u(st_.get_attempt);
+      if (int rc = sqlite3_bind_int64(u, 1, static_cast<int64_t>(r->attempt)); rc != SQLITE_OK) {
+        return Err(rc, "TaskCheckpointed: bind");
+      }
+      int rc = sqlite3_step(u);
+      if (rc == SQLITE_DONE) return Invalid(in::UnknownAttemptMsg(r->attempt));
+      if (rc != SQLITE_ROW) return Err(rc, "TaskCheckpointed: read attempt");
+      core::TaskKey task{static_cast<core::JobId>(ColInt(u, 0)),
+                         static_cast<uint32_t>(ColInt(u, 1))};
+      core::AttemptOutcome outcome{};
+      if (absl::Status s = ParseCol(u, 3, in::ParseOutcome, "attempt outcome", outcome); !s.ok()) {
+        return s;
+      }
+      if (task != r->task || outcome != core::AttemptOutcome::kRunning) {
+        return Invalid(in::CheckpointOfEndedMsg(r->attempt));
+      }
+    }
+    {
+      Use u(st_.delete_checkpoint);
+      Binder b(u);
+      b.Int(job).Int(r->task.index);
+      if (b.rc() != SQLITE_OK) return Err(b.rc(), "TaskCheckpointed: bind");
+      if (absl::Status s = Step(u, "TaskCheckpointed: delete"); !s.ok()) return s;
+    }
+    Use u(st_.insert_checkpoint);
+    for (const core::OutputFile& f : r->files) {
+      sqlite3_clear_bindings(u);
+      Binder b(u);
+      b.Int(job).Int(r->task.index).Text(f.path).Text(f.sha256).Int(static_cast<int64_t>(f.size))
+          .Int(static_cast<int64_t>(r->attempt));
+      if (b.rc() != SQLITE_OK) return Err(b.rc(), "TaskCheckpointed: bind file");
+      int rc = sqlite3_step(u);
+      if (rc == SQLITE_CONSTRAINT_PRIMARYKEY) return Invalid(in::DuplicateOutputMsg(r->task, f.path));
+      if (rc != SQLITE_DONE) return Err(rc, "TaskCheckpointed: insert file");
+      sqlite3_reset(u);
+    }
+    return absl::OkStatus();
+  }
+
   // WorkerLost needs nothing durable: lost workers are derived from attempts that ended kLost.
   // Message decisions (AssignAttempt, KillAttempt, AckReport, RefuseSession) are not records.
   return absl::OkStatus();
@@ -617,7 +714,9 @@ bool IsRecord(const core::Decision& d) {
   return std::holds_alternative<core::AttemptCreated>(d) ||
          std::holds_alternative<core::AttemptEnded>(d) ||
          std::holds_alternative<core::TaskChanged>(d) ||
-         std::holds_alternative<core::JobChanged>(d);
+         std::holds_alternative<core::JobChanged>(d) ||
+         std::holds_alternative<core::AttemptSuspended>(d) ||
+         std::holds_alternative<core::TaskCheckpointed>(d);
 }
 
 absl::Status SqliteStore::Apply(const std::vector<core::Decision>& records, int64_t now_ms) {
@@ -685,6 +784,17 @@ absl::StatusOr<core::RestoredState> SqliteStore::Load() {
       c.lost += one.lost * n;
     }
     if (rc != SQLITE_DONE) return finish(Err(rc, "Load: count attempts"));
+  }
+  {
+    Use u(st_.load_sums);
+    while ((rc = sqlite3_step(u)) == SQLITE_ROW) {
+      auto it = pos.find(static_cast<core::JobId>(ColInt(u, 0)));
+      if (it == pos.end()) return finish(DataLoss("attempts of a job that does not exist"));
+      core::JobCounters& c = out.jobs[it->second].counters;
+      c.suspensions = static_cast<uint64_t>(ColInt(u, 1));
+      c.lost_work = core::Millis(ColInt(u, 2));
+    }
+    if (rc != SQLITE_DONE) return finish(Err(rc, "Load: sum attempts"));
   }
   {
     Use u(st_.load_lost);
@@ -853,6 +963,8 @@ absl::StatusOr<std::vector<AttemptRecord>> SqliteStore::ListAttempts(core::JobId
     a.message = ColText(u, 5);
     a.started_ms = ColInt(u, 6);
     a.ended_ms = ColInt(u, 7);
+    a.suspensions = static_cast<uint32_t>(ColInt(u, 8));
+    a.lost_ms = ColInt(u, 9);
     out.push_back(std::move(a));
   }
   if (rc != SQLITE_DONE) return Err(rc, "ListAttempts: read attempts");
@@ -879,6 +991,24 @@ absl::StatusOr<std::vector<TaskOutput>> SqliteStore::ListOutputs(core::JobId job
     out.push_back(std::move(o));
   }
   if (rc != SQLITE_DONE) return Err(rc, "ListOutputs: read outputs");
+  return out;
+}
+
+absl::StatusOr<std::vector<core::OutputFile>> SqliteStore::GetCheckpoint(core::TaskKey task) {
+  std::lock_guard lock(mu_);
+  absl::StatusOr<bool> exists = JobExists(task.job);
+  if (!exists.ok()) return exists.status();
+  if (!*exists) return NotFound(task.job);
+  Use u(st_.get_checkpoint);
+  Binder b(u);
+  b.Int(static_cast<int64_t>(task.job)).Int(task.index);
+  if (b.rc() != SQLITE_OK) return Err(b.rc(), "GetCheckpoint: bind");
+  std::vector<core::OutputFile> out;
+  int rc;
+  while ((rc = sqlite3_step(u)) == SQLITE_ROW) {
+    out.push_back({ColText(u, 0), ColText(u, 1), static_cast<uint64_t>(ColInt(u, 2))});
+  }
+  if (rc != SQLITE_DONE) return Err(rc, "GetCheckpoint: read");
   return out;
 }
 

@@ -54,6 +54,8 @@ struct AttemptRecord {
   std::string message;
   int64_t started_ms = 0;  // wall clock, Unix ms
   int64_t ended_ms = 0;    // 0 while running
+  uint32_t suspensions = 0;  // AttemptSuspended records
+  int64_t lost_ms = 0;       // AttemptEnded::lost
 };
 
 struct TaskOutput {
@@ -79,7 +81,8 @@ class Store {
                                                               int64_t now_ms) = 0;
 
   // Persists, in one transaction, every record decision of one scheduler batch (AttemptCreated,
-  // AttemptEnded, TaskChanged, JobChanged, WorkerLost); message decisions are ignored. `now_ms`
+  // AttemptEnded, TaskChanged, JobChanged, WorkerLost, AttemptSuspended, TaskCheckpointed);
+  // message decisions are ignored. `now_ms`
   // (wall clock) stamps attempt start/end and job finish times. Either all records are durable
   // or none is.
   [[nodiscard]] virtual absl::Status Apply(const std::vector<core::Decision>& records,
@@ -107,6 +110,10 @@ class Store {
       core::JobId job) = 0;
   // Committed outputs, by (task index, path).
   [[nodiscard]] virtual absl::StatusOr<std::vector<TaskOutput>> ListOutputs(core::JobId job) = 0;
+  // The task's latest checkpoint (TaskCheckpointed), by path; empty when it has none. kNotFound
+  // for an unknown job.
+  [[nodiscard]] virtual absl::StatusOr<std::vector<core::OutputFile>> GetCheckpoint(
+      core::TaskKey task) = 0;
 };
 
 // Opens (creating if needed) the SQLite store at `path` in WAL mode with synchronous=FULL, so an

@@ -89,6 +89,12 @@ inline void CountAttempt(core::AttemptOutcome o, core::JobCounters& c) {
   if (o == core::AttemptOutcome::kPreempted) ++c.preemptions;
   if (o == core::AttemptOutcome::kLost) ++c.lost;
 }
+inline std::string CheckpointOfEndedMsg(core::AttemptId a) {
+  return absl::StrCat("TaskCheckpointed by attempt ", a, ": the attempt is not running");
+}
+inline std::string SuspendedEndedMsg(core::AttemptId a) {
+  return absl::StrCat("AttemptSuspended for attempt ", a, ": the attempt is not running");
+}
 
 // Validation messages (shared so both backends say the same thing).
 inline std::string ZeroTaskCountMsg() { return "InsertJob: task_count must be > 0"; }

@@ -157,7 +157,15 @@ std::string DefaultConfigToml() {
       << "# start and end are \"HH:MM\" (00:00..23:59). end <= start wraps past midnight, and\n"
       << "# the morning part belongs to the day the window started. Example, to use in place\n"
       << "# of the line after it:\n"
-      << "# windows = [{days = \"mon-fri\", start = \"19:00\", end = \"07:00\"}]\n";
+      << "# windows = [{days = \"mon-fri\", start = \"19:00\", end = \"07:00\"}]\n"
+      << "\n"
+      << "# Vacating: SIGTERM, then SIGKILL after this many seconds (" << Num(kSleepVacateGraceS)
+      << " when the machine is\n"
+      << "# about to sleep). A task saves its checkpoint on SIGTERM within this time.\n"
+      << "vacate_grace_seconds = " << Num(d.vacate_grace_s) << "\n"
+      << "\n"
+      << "# Upload $IDLEPOOL_CHECKPOINT_DIR when it changed, at most this often (and on vacate).\n"
+      << "checkpoint_interval_seconds = " << Num(d.checkpoint_interval_s) << "\n";
   return out.str();
 }
 

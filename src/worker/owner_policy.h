@@ -94,7 +94,20 @@ struct PolicyConfig {
   double max_owner_cpu_load = 0.5;
   // Work is allowed only inside one of these windows; empty = always allowed.
   std::vector<TimeWindow> windows;
+
+  // Not read by Decide(); how the worker carries out a vacate and keeps checkpoints.
+  // SIGTERM-to-SIGKILL grace when vacating (HTCondor's default KILL_SIG timeout is 10 s too);
+  // shortened to kSleepVacateGraceS when the machine is about to sleep.
+  double vacate_grace_s = 10;
+  // Upload $IDLEPOOL_CHECKPOINT_DIR when it changed, at most this often (and always on vacate):
+  // at most this much work is lost to a preemption that gives no warning (BOINC's default
+  // "checkpoint at most every 60 s" is the same bound, but its checkpoints stay on the machine).
+  double checkpoint_interval_s = 60;
 };
+
+// Vacate grace when sleep is imminent: logind's default InhibitDelayMaxSec is 5 s, and the
+// checkpoint upload must fit in it too.
+inline constexpr double kSleepVacateGraceS = 2;
 
 enum class Mode { kIdle, kRunning, kSuspended };
 

@@ -32,7 +32,9 @@ constexpr std::string_view kOwnerKeys[] = {"start_idle_minutes",
                                            "on_battery",
                                            "max_temperature_c",
                                            "max_owner_cpu_load",
-                                           "windows"};
+                                           "windows",
+                                           "vacate_grace_seconds",
+                                           "checkpoint_interval_seconds"};
 constexpr std::string_view kWindowKeys[] = {"days", "start", "end"};
 constexpr std::string_view kDayNames[] = {"mon", "tue", "wed", "thu", "fri", "sat", "sun"};
 constexpr size_t kMaxFileBytes = 1 << 20;
@@ -221,6 +223,13 @@ absl::StatusOr<PolicyConfig> ReadOwner(const std::string& file, const toml::tabl
       !s.ok())
     return s;
   if (s = ReadNumber(file, *owner, "max_owner_cpu_load", 0, 1, 1, config.max_owner_cpu_load);
+      !s.ok())
+    return s;
+  if (s = ReadNumber(file, *owner, "vacate_grace_seconds", 0, 3600, 1, config.vacate_grace_s);
+      !s.ok())
+    return s;
+  if (s = ReadNumber(file, *owner, "checkpoint_interval_seconds", 1, 86400, 1,
+                     config.checkpoint_interval_s);
       !s.ok())
     return s;
 

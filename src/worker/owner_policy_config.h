@@ -8,6 +8,8 @@
 //   on_battery                   "run" | "suspend" | "vacate"
 //   max_temperature_c            number in 30..150
 //   max_owner_cpu_load           number in 0..1
+//   vacate_grace_seconds         number in 0..3600
+//   checkpoint_interval_seconds  number in 1..86400
 //   windows                      array of tables {days, start, end}:
 //       days  = "daily" | "mon-fri" | "sat,sun" | "mon-wed,fri" (ranges go forward)
 //       start = "HH:MM", end = "HH:MM" (two digits each, 00:00..23:59)

@@ -22,8 +22,11 @@
 #include "coordinator/wire.h"
 #include "grpcpp/grpcpp.h"
 #include "idlepool.grpc.pb.h"
+#include "platform/cgroup.h"
+#include "platform/linux_sensors.h"
 #include "platform/process.h"
 #include "platform/random.h"
+#include "platform/sensors.h"
 #include "spdlog/spdlog.h"
 #include "spec/spec.h"
 
@@ -40,6 +43,51 @@ std::string HostName() {
   char buf[256] = {0};
   if (::gethostname(buf, sizeof buf - 1) != 0) return "worker";
   return buf;
+}
+
+double Seconds(core::MonoTime t) { return static_cast<double>(t.time_since_epoch().count()) / 1e3; }
+
+// A relative path that stays inside its dir: not empty, not absolute, no "." or ".." parts.
+bool SafeRelativePath(const std::string& p) {
+  if (p.empty() || p[0] == '/') return false;
+  size_t start = 0;
+  while (start <= p.size()) {
+    size_t slash = p.find('/', start);
+    if (slash == std::string::npos) slash = p.size();
+    std::string_view part(p.data() + start, slash - start);
+    if (part.empty() || part == "." || part == "..") return false;
+    start = slash + 1;
+  }
+  return true;
+}
+
+// A checkpoint dir's regular files, relative paths in sorted order, with what identifies their
+// content cheaply (size and mtime): equal fingerprints mean nothing to upload.
+struct DirEntry {
+  std::string rel;
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;
+};
+std::vector<DirEntry> ListFiles(const std::string& dir) {
+  std::vector<DirEntry> out;
+  std::error_code ec;
+  fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec);
+  for (fs::recursive_directory_iterator end; !ec && it != end; it.increment(ec)) {
+    struct stat st;
+    if (::lstat(it->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    DirEntry e;
+    e.rel = it->path().string().substr(dir.size() + 1);
+    e.size = static_cast<uint64_t>(st.st_size);
+    e.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+    out.push_back(std::move(e));
+  }
+  std::sort(out.begin(), out.end(), [](const DirEntry& a, const DirEntry& b) { return a.rel < b.rel; });
+  return out;
+}
+std::string Fingerprint(const std::vector<DirEntry>& files) {
+  std::string f;
+  for (const auto& e : files) absl::StrAppend(&f, e.rel, "\n", e.size, " ", e.mtime_ns, "\n");
+  return f;
 }
 
 }  // namespace
@@ -59,6 +107,7 @@ class Worker::Impl {
   ~Impl() {
     Stop();
     JoinAttemptThreads();
+    JoinOwnerThreads();
   }
 
   const std::string& boot_id() const { return boot_id_; }
@@ -87,6 +136,38 @@ class Worker::Impl {
           absl::StrCat("cannot use work dir ", options_.work_dir, ": ", ec.message()));
     }
     if (auto st = cache_.Init(); !st.ok()) return st;
+
+    // Containment: one cgroup per attempt where the machine allows it.
+    std::string why;
+    cgroups_ = platform::TaskCgroups::Open(
+        absl::StrCat(std::hash<std::string>{}(work_dir_real_) & 0xffffffffffffull), &why);
+    if (cgroups_) {
+      if (int n = cgroups_->KillLeftovers(); n > 0) {
+        spdlog::warn("killed {} task cgroups left running by an earlier run of this worker", n);
+      }
+      spdlog::info("tasks run in their own cgroups under {}", cgroups_->path());
+    } else {
+      spdlog::warn("no cgroups for tasks ({}): a task's child that leaves its process group "
+                   "(setsid) can survive a kill; owner CPU load is unknown",
+                   why);
+    }
+    if (!options_.sensors_dir.empty()) {
+      auto fake = platform::FakeSensorDir::Open(options_.sensors_dir);
+      if (!fake.ok()) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("--sensors-dir: ", fake.status().message()));
+      }
+      sensors_ = std::move(*fake);
+    } else {
+      platform::TaskCgroups* groups = cgroups_.get();
+      sensors_ = platform::OpenDefaultSensors(
+          groups ? std::function<double()>([groups] { return groups->CpuSeconds(); })
+                 : std::function<double()>());
+    }
+    policy_state_ = PolicyState{Mode::kIdle, Seconds(clock_.Now())};
+    OwnerStep();  // the first hello already says whether this worker accepts work
+    owner_thread_ = std::thread([this] { OwnerLoop(); });
+    checkpoint_thread_ = std::thread([this] { CheckpointLoop(); });
 
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(128 << 20);
@@ -133,34 +214,46 @@ class Worker::Impl {
       backoff = std::min(backoff * 2, core::Millis(1000));
     }
     JoinAttemptThreads();
+    JoinOwnerThreads();
     return absl::OkStatus();
   }
 
   void Stop() {
     if (stopping_.exchange(true)) return;
     spdlog::info("worker {} stopping: vacating running attempts", options_.name);
-    // Every attempt still running is killed and handed back at once (a preemption, never a
-    // failure). Finished attempts whose reports are on their way are kept until acknowledged.
+    accepting_ = false;
+    // Every attempt still running is vacated as for the owner (SIGTERM, grace, checkpoint,
+    // PREEMPTED report: never a failure). Finished attempts whose reports are on their way are
+    // kept until acknowledged.
     std::vector<std::shared_ptr<Attempt>> all;
     {
       std::lock_guard lock(mu_);
       for (auto& [id, a] : attempts_) all.push_back(a);
     }
-    v1::WorkerMessage leaving;
-    for (auto& a : all) {
-      std::lock_guard lock(a->mu);
-      if (a->finished) continue;
-      a->killed = true;
-      leaving.mutable_leaving()->add_vacated_attempts(a->id);
-      if (a->process) a->process->Kill(SIGKILL);
+    // First say so: a preemption report must not bring the task straight back here.
+    {
+      v1::WorkerMessage m;
+      auto* o = m.mutable_owner_state();
+      o->set_accepting(false);
+      o->set_state("vacate");
+      o->set_reason("worker stopping");
+      Send(m);
     }
-    if (!leaving.has_leaving()) leaving.mutable_leaving();
-    Send(leaving);
-    JoinAttemptThreads();
+    v1::WorkerMessage leaving;
+    leaving.mutable_leaving();
+    const auto grace = core::Millis(static_cast<int64_t>(options_.policy.vacate_grace_s * 1000));
+    for (auto& a : all) {
+      if (Vacate(*a, grace, "worker stopped (SIGTERM or shutdown)")) {
+        leaving.mutable_leaving()->add_vacated_attempts(a->id);
+      }
+    }
+    JoinAttemptThreads();  // each vacated attempt has sent its report
     {
       std::unique_lock lock(mu_);
-      acked_cv_.wait_for(lock, std::chrono::seconds(2), [&] { return attempts_.empty(); });
+      acked_cv_.wait_for(lock, std::chrono::seconds(5), [&] { return attempts_.empty(); });
     }
+    // Attempts whose reports could not be delivered are handed back by the Leaving message.
+    Send(leaving);
     {
       std::lock_guard lock(stream_mu_);
       if (ctx_) ctx_->TryCancel();
@@ -176,9 +269,23 @@ class Worker::Impl {
     std::string dir;  // path prefix: DIR.task/, DIR.checkpoint/, DIR.stdout.log, DIR.stderr.log
     std::mutex mu;
     std::unique_ptr<platform::Process> process;  // set while the command runs
-    bool killed = false;    // killed (by the coordinator, or vacated when stopping): no report
+    bool killed = false;    // killed by the coordinator: no report
     bool finished = false;  // report built, awaiting acknowledgement
     v1::AttemptReport report;
+    std::unique_ptr<platform::TaskCgroup> cgroup;  // outlives `process`
+    core::MonoTime started{};
+    // Owner actions.
+    bool vacating = false;
+    std::string vacate_reason;
+    core::MonoTime vacate_at{};
+    bool frozen = false;
+    core::MonoTime frozen_since{};
+    std::vector<std::pair<core::MonoTime, core::MonoTime>> frozen_spans;
+    // Checkpoints: what was last uploaded (or restored).
+    std::mutex ckpt_mu;  // one upload at a time; guards the fields below
+    std::string ckpt_fingerprint;
+    std::vector<v1::OutputFile> ckpt_files;
+    core::MonoTime ckpt_uploaded_at{};
   };
 
   void WaitStop(core::Millis d) {
@@ -199,6 +306,7 @@ class Worker::Impl {
     hello->mutable_capacity()->set_cpus(options_.slots);
     hello->mutable_capacity()->set_memory_mb(options_.memory_mb);
     hello->set_hostname(HostName());
+    hello->set_not_accepting(!accepting_);
     std::vector<std::shared_ptr<Attempt>> finished;
     {
       std::lock_guard lock(mu_);
@@ -214,6 +322,10 @@ class Worker::Impl {
       stream_ = stream.get();
       ctx_ = ctx.get();
       stream_->Write(hello_msg);
+      {
+        std::lock_guard olock(owner_mu_);
+        if (owner_sent_.has_owner_state()) stream_->Write(owner_sent_);
+      }
       // Reports that were not acknowledged before the last session ended go again.
       for (auto& a : finished) {
         v1::WorkerMessage m;
@@ -293,12 +405,14 @@ class Worker::Impl {
     a->id = as.attempt();
     a->assignment = as;
     a->dir = (fs::path(options_.work_dir) / "attempts" / std::to_string(as.attempt())).string();
-    if (stopping_) {
-      // Assigned while the Leaving message was in flight: hand it straight back.
+    if (stopping_ || !accepting_) {
+      // Assigned while the Leaving message or a "not accepting" owner state was in flight:
+      // hand it straight back, a preemption (never a failure).
       v1::WorkerMessage m;
       m.mutable_report()->set_attempt(as.attempt());
       m.mutable_report()->set_result(v1::AttemptReport::PREEMPTED);
-      m.mutable_report()->set_message("worker is leaving");
+      m.mutable_report()->set_message(stopping_ ? "worker is leaving"
+                                                : "the machine's owner policy accepts no work now");
       Send(m);
       return;
     }
@@ -388,6 +502,9 @@ class Worker::Impl {
     // two inodes, not five, which is most of the per-task file system work.
     std::error_code ec;
     RemoveTree(a->dir + ".task");
+    {
+      std::lock_guard lock(a->ckpt_mu);  // an upload in flight finishes first
+    }
     RecycleDir(a->dir + ".checkpoint");
     fs::remove(a->dir + ".stdout.log", ec);
     fs::remove(a->dir + ".stderr.log", ec);
@@ -488,7 +605,12 @@ class Worker::Impl {
     bool send = false;
     {
       std::lock_guard lock(a->mu);
+      if (a->frozen) {
+        a->frozen = false;
+        a->frozen_spans.emplace_back(a->frozen_since, clock_.Now());
+      }
       a->process.reset();
+      a->cgroup.reset();  // kills anything left in it, removes it
       if (!a->killed) {
         a->finished = true;
         a->report = report;
@@ -531,13 +653,46 @@ class Worker::Impl {
       ::chmod(dst.c_str(), (in.mode() & 0777) | 0400);
     }
 
+    // Restore the task's latest checkpoint, from whichever worker saved it.
+    for (const auto& f : as.checkpoint()) {
+      if (!SafeRelativePath(f.path())) {
+        return Fail(report, absl::StrCat("checkpoint file '", spec::TruncateUtf8(f.path(), 256),
+                                         "' has an unsafe path"));
+      }
+      absl::Status st = EnsureCachedBlob(f.sha256(), f.size(), a);
+      if (!st.ok()) return Fail(report, absl::StrCat("cannot restore checkpoint file '", f.path(),
+                                                     "': ", st.message()));
+      std::string dst = ckpt_dir + "/" + f.path();
+      std::error_code ec;
+      fs::create_directories(fs::path(dst).parent_path(), ec);
+      st = blob::CloneOrCopy(cache_.PathOf(f.sha256()), dst);
+      if (!st.ok()) return Fail(report, std::string(st.message()));
+      ::chmod(dst.c_str(), 0644);
+    }
+    {
+      std::lock_guard lock(a.ckpt_mu);
+      a.ckpt_fingerprint = Fingerprint(ListFiles(ckpt_dir));
+      a.ckpt_files.assign(as.checkpoint().begin(), as.checkpoint().end());
+      a.ckpt_uploaded_at = clock_.Now();
+    }
+    if (as.checkpoint_size() > 0) {
+      spdlog::info("attempt {}: restored a checkpoint of {} files", a.id, as.checkpoint_size());
+    }
+
     spec::TaskParams params = wire::FromProto(as.task());
     std::vector<std::string> cmd(as.command().begin(), as.command().end());
     auto argv = spec::RenderCommand(cmd, params, task_dir, ckpt_dir);
     if (!argv.ok()) return Fail(report, std::string(argv.status().message()));
 
+    if (cgroups_) {
+      auto group = cgroups_->Create(absl::StrCat("a", a.id));
+      if (!group.ok()) return Fail(report, std::string(group.status().message()));
+      a.cgroup = std::move(*group);
+    }
     platform::SpawnOptions sp;
     sp.argv = *argv;
+    sp.cgroup = a.cgroup.get();
+    sp.low_priority = options_.low_priority;
     sp.cwd = task_dir;
     sp.stdout_path = a.dir + ".stdout.log";
     sp.stderr_path = a.dir + ".stderr.log";
@@ -567,19 +722,39 @@ class Worker::Impl {
     }
     if (!params.item.empty()) add("IDLEPOOL_ITEM", params.item);
 
+    bool freeze_now = false;
     {
       std::lock_guard lock(a.mu);
       if (a.killed) return Fail(report, "stopped before it started");
+      if (a.vacating) return Preempted(a, report);
       auto proc = platform::Process::Start(sp);
       if (!proc.ok()) {
         report->set_exit_code(127);
         return Fail(report, std::string(proc.status().message()));
       }
       a.process = std::move(*proc);
+      a.started = clock_.Now();
+      // The owner became active while this attempt was staging: it starts frozen.
+      if (suspended_) {
+        freeze_now = true;
+        if (!a.process->Suspend().ok()) spdlog::warn("attempt {}: freeze is slow", a.id);
+        a.frozen = true;
+        a.frozen_since = a.started;
+      }
     }
+    if (freeze_now) SendSuspended({a.id});
     platform::Process* proc = a.process.get();  // owned by `a`, reset only by RunAttempt
     platform::ExitInfo exit = proc->Wait(core::Millis(static_cast<int64_t>(as.timeout_s()) * 1000),
                                          options_.kill_grace);
+    {
+      std::unique_lock lock(a.mu);
+      if (a.vacating) {
+        lock.unlock();
+        report->set_exit_code(exit.exit_code);
+        report->set_log_tail(TailUtf8(exit.stderr_tail, 2048));
+        return Preempted(a, report);
+      }
+    }
     report->set_exit_code(exit.exit_code);
     report->set_log_tail(TailUtf8(exit.stderr_tail, 2048));
     if (exit.timed_out) {
@@ -693,15 +868,20 @@ class Worker::Impl {
   }
 
   absl::Status EnsureCached(const v1::Input& in, Attempt& a) {
-    if (cache_.Has(in.sha256())) return absl::OkStatus();
-    std::string dest = cache_.PathOf(in.sha256());
+    return EnsureCachedBlob(in.sha256(), in.size(), a);
+  }
+
+  absl::Status EnsureCachedBlob(const std::string& sha256, uint64_t size, Attempt& a) {
+    if (!blob::IsSha256Hex(sha256)) return absl::InvalidArgumentError("bad blob hash");
+    if (cache_.Has(sha256)) return absl::OkStatus();
+    std::string dest = cache_.PathOf(sha256);
     std::error_code ec;
     fs::create_directories(fs::path(dest).parent_path(), ec);
     core::Millis backoff{200};
     absl::Status st;
     for (int i = 0; i < 5; ++i) {
       if (Abandoned(a)) return absl::CancelledError("attempt stopped");
-      st = blob::DownloadBlob(stub_.get(), options_.token, in.sha256(), in.size(), dest);
+      st = blob::DownloadBlob(stub_.get(), options_.token, sha256, size, dest);
       if (st.ok()) break;
       if (st.code() != absl::StatusCode::kUnavailable) return st;
       WaitStop(backoff);
@@ -710,6 +890,273 @@ class Worker::Impl {
     if (!st.ok()) return st;
     ::chmod(dest.c_str(), 0444);
     return absl::OkStatus();
+  }
+
+  // --- The owner --------------------------------------------------------------------------
+
+  void OwnerLoop() {
+    while (!stopping_) {
+      // Woken by any sensor change; at least once a second for idle time and time windows,
+      // every 100 ms while a vacate before sleep is in progress.
+      sensors_->WaitForChange(sleep_pending_ ? core::Millis(100) : core::Millis(1000));
+      if (stopping_) break;
+      OwnerStep();
+    }
+  }
+
+  void JoinOwnerThreads() {
+    {
+      std::lock_guard lock(stop_mu_);
+      stop_cv_.notify_all();
+    }
+    if (owner_thread_.joinable()) owner_thread_.join();
+    if (checkpoint_thread_.joinable()) checkpoint_thread_.join();
+  }
+
+  // One policy evaluation: sample, decide, act, tell the coordinator when the decision changed.
+  void OwnerStep() {
+    Readings r = sensors_->Read();
+    // Without cgroups the pool's own load cannot be told apart from the owner's: a real owner
+    // CPU load reading would count our tasks and suspend them for their own work.
+    if (!cgroups_ && options_.sensors_dir.empty()) r.owner_cpu_load.reset();
+    const core::MonoTime now = clock_.Now();
+    const platform::WeekTime wt = platform::LocalWeekTime();
+    const Decision d = Decide(r, options_.policy, policy_state_, Seconds(now),
+                              LocalTime{wt.weekday, wt.minute_of_day});
+    policy_state_ = Advance(policy_state_, d, Seconds(now));
+    const bool sleep = r.sleep_imminent.value_or(false);
+
+    std::vector<std::shared_ptr<Attempt>> all;
+    {
+      std::lock_guard lock(mu_);
+      for (auto& [id, a] : attempts_) all.push_back(a);
+    }
+    std::vector<uint64_t> frozen_now;
+    suspended_ = d.action == Action::kSuspend;
+    accepting_ = d.action == Action::kRun && !stopping_;
+    if (d.action == Action::kSuspend) {
+      for (auto& a : all) {
+        std::lock_guard lock(a->mu);
+        if (!a->process || a->finished || a->vacating || a->frozen || a->killed) continue;
+        if (absl::Status st = a->process->Suspend(); !st.ok()) {
+          spdlog::warn("attempt {}: {}", a->id, std::string(st.message()));
+        }
+        a->frozen = true;
+        a->frozen_since = now;
+        frozen_now.push_back(a->id);
+      }
+    } else if (d.action == Action::kRun) {
+      for (auto& a : all) {
+        std::lock_guard lock(a->mu);
+        if (!a->frozen) continue;
+        if (a->process) a->process->Resume();
+        a->frozen = false;
+        a->frozen_spans.emplace_back(a->frozen_since, now);
+      }
+    } else {
+      // Tell the coordinator before any attempt is handed back, or it would assign it here again.
+      if (d.action != last_action_) SendOwnerState(d, {});
+      const double grace_s = sleep ? std::min(options_.policy.vacate_grace_s, kSleepVacateGraceS)
+                                   : options_.policy.vacate_grace_s;
+      for (auto& a : all) {
+        Vacate(*a, core::Millis(static_cast<int64_t>(grace_s * 1000)),
+               absl::StrCat("vacated: ", d.reason));
+      }
+    }
+
+    if (d.action != last_action_ || !frozen_now.empty()) {
+      if (d.action != last_action_) {
+        spdlog::info("owner policy: {} ({}){}", ToString(d.action), d.reason,
+                     frozen_now.empty() ? "" : absl::StrCat("; froze ", frozen_now.size(),
+                                                            " attempts"));
+      }
+      if (d.action != Action::kVacate || !frozen_now.empty()) SendOwnerState(d, frozen_now);
+      last_action_ = d.action;
+    }
+
+    // The machine is about to sleep: once nothing runs any more, let it.
+    if (sleep) {
+      bool busy = false;
+      for (auto& a : all) {
+        std::lock_guard lock(a->mu);
+        busy = busy || (!a->finished && !a->killed);
+      }
+      sleep_pending_ = busy;
+      if (!busy) sensors_->ReleaseSleepDelay();
+    } else {
+      sleep_pending_ = false;
+    }
+  }
+
+  void SendOwnerState(const Decision& d, const std::vector<uint64_t>& frozen_now) {
+    v1::WorkerMessage m;
+    auto* o = m.mutable_owner_state();
+    o->set_accepting(accepting_);
+    o->set_state(ToString(d.action));
+    o->set_reason(spec::TruncateUtf8(d.reason, 200));
+    {
+      std::lock_guard lock(owner_mu_);
+      owner_sent_ = m;
+    }
+    for (uint64_t id : frozen_now) o->add_suspended_attempts(id);
+    Send(m);
+  }
+
+  // Tells the coordinator about attempts frozen outside an owner state change.
+  void SendSuspended(const std::vector<uint64_t>& ids) {
+    v1::WorkerMessage m;
+    {
+      std::lock_guard lock(owner_mu_);
+      m = owner_sent_;
+    }
+    auto* o = m.mutable_owner_state();
+    for (uint64_t id : ids) o->add_suspended_attempts(id);
+    Send(m);
+  }
+
+  // Starts vacating `a` (no-op when it is finished, killed or already vacating): SIGTERM now,
+  // SIGKILL after `grace`; the runner thread then uploads the checkpoint and reports PREEMPTED.
+  // An attempt still staging its inputs is handed back before it starts. True when started.
+  bool Vacate(Attempt& a, core::Millis grace, const std::string& reason) {
+    std::lock_guard lock(a.mu);
+    if (a.finished || a.killed) return false;
+    if (a.vacating) {
+      if (a.process) a.process->Terminate(grace);  // a shorter grace (sleep) takes effect
+      return true;
+    }
+    a.vacating = true;
+    a.vacate_reason = reason;
+    a.vacate_at = clock_.Now();
+    if (a.frozen) {
+      a.frozen = false;
+      a.frozen_spans.emplace_back(a.frozen_since, a.vacate_at);
+    }
+    if (a.process) a.process->Terminate(grace);
+    spdlog::info("attempt {}: {} (grace {} ms)", a.id, reason, grace.count());
+    return true;
+  }
+
+  // The report of a vacated attempt: its final checkpoint and the work it loses.
+  void Preempted(Attempt& a, v1::AttemptReport* report) {
+    std::string reason;
+    core::MonoTime vacate_at, started;
+    std::vector<std::pair<core::MonoTime, core::MonoTime>> spans;
+    {
+      std::lock_guard lock(a.mu);
+      reason = a.vacate_reason;
+      vacate_at = a.vacate_at;
+      started = a.started;
+      spans = a.frozen_spans;
+    }
+    report->set_result(v1::AttemptReport::PREEMPTED);
+    report->set_message(spec::TruncateUtf8(reason, 1024));
+    if (started == core::MonoTime{}) return;  // never started: nothing to save, nothing lost
+    const std::string ckpt_dir = a.dir + ".checkpoint";
+    absl::StatusOr<std::vector<v1::OutputFile>> files = UploadCheckpoint(a, /*force=*/true);
+    int64_t newest_ns = 0;
+    if (files.ok()) {
+      report->set_has_checkpoint(true);
+      for (auto& f : *files) *report->add_checkpoint() = f;
+    } else {
+      spdlog::warn("attempt {}: final checkpoint not saved: {}", a.id,
+                   std::string(files.status().message()));
+    }
+    for (const auto& e : ListFiles(ckpt_dir)) newest_ns = std::max(newest_ns, e.mtime_ns);
+    // Work since the checkpoint dir last changed (or since the start), frozen time excluded.
+    const core::MonoTime now = clock_.Now();
+    core::MonoTime from = started;
+    if (newest_ns > 0) {
+      const int64_t age_ms = clock_.WallMs() - newest_ns / 1000000;
+      from = std::max(started, now - core::Millis(std::max<int64_t>(age_ms, 0)));
+    }
+    core::Millis lost{0};
+    if (vacate_at > from) {
+      lost = std::chrono::duration_cast<core::Millis>(vacate_at - from);
+      for (const auto& [b, e] : spans) {
+        const core::MonoTime lo = std::max(b, from), hi = std::min(e, vacate_at);
+        if (hi > lo) lost -= std::chrono::duration_cast<core::Millis>(hi - lo);
+      }
+    }
+    report->set_lost_ms(static_cast<uint64_t>(std::max<int64_t>(lost.count(), 0)));
+  }
+
+  // Uploads the attempt's checkpoint dir when it changed since the last upload (or always, with
+  // `force`) and returns its files. kUnavailable while a file changes under the hash (the task
+  // writes it: retried next round) or an upload fails; kAborted when nothing changed.
+  absl::StatusOr<std::vector<v1::OutputFile>> UploadCheckpoint(Attempt& a, bool force) {
+    std::lock_guard lock(a.ckpt_mu);
+    const std::string dir = a.dir + ".checkpoint";
+    std::vector<DirEntry> entries = ListFiles(dir);
+    const std::string fp = Fingerprint(entries);
+    if (fp == a.ckpt_fingerprint && !force) return absl::AbortedError("unchanged");
+    if (fp == a.ckpt_fingerprint) return a.ckpt_files;
+    std::vector<v1::OutputFile> files;
+    for (const auto& e : entries) {
+      if (!spec::IsValidUtf8(e.rel)) {
+        spdlog::warn("attempt {}: checkpoint file name '{}' is not UTF-8; skipped", a.id,
+                     spec::TruncateUtf8(e.rel, 200));
+        continue;
+      }
+      const std::string path = dir + "/" + e.rel;
+      auto digest = blob::HashFile(path);
+      if (!digest.ok()) return digest.status();
+      struct stat st;
+      if (::stat(path.c_str(), &st) != 0 || static_cast<uint64_t>(st.st_size) != e.size ||
+          static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec !=
+              e.mtime_ns || digest->size != e.size) {
+        return absl::UnavailableError(absl::StrCat("checkpoint file ", e.rel,
+                                                   " changed while it was read"));
+      }
+      v1::OutputFile f;
+      f.set_path(e.rel);
+      f.set_sha256(digest->sha256);
+      f.set_size(digest->size);
+      if (absl::Status st2 = UploadIfMissing(path, f); !st2.ok()) return st2;
+      files.push_back(std::move(f));
+    }
+    a.ckpt_fingerprint = fp;
+    a.ckpt_files = files;
+    a.ckpt_uploaded_at = clock_.Now();
+    return files;
+  }
+
+  // Uploads checkpoint dirs that changed, at most every checkpoint_interval_s per attempt.
+  void CheckpointLoop() {
+    const core::Millis interval(
+        static_cast<int64_t>(options_.policy.checkpoint_interval_s * 1000));
+    while (!stopping_) {
+      WaitStop(core::Millis(std::min<int64_t>(1000, std::max<int64_t>(interval.count() / 4, 50))));
+      if (stopping_) break;
+      std::vector<std::shared_ptr<Attempt>> all;
+      {
+        std::lock_guard lock(mu_);
+        for (auto& [id, a] : attempts_) all.push_back(a);
+      }
+      const core::MonoTime now = clock_.Now();
+      for (auto& a : all) {
+        {
+          std::lock_guard lock(a->mu);
+          if (!a->process || a->finished || a->vacating || a->killed) continue;
+        }
+        {
+          std::lock_guard lock(a->ckpt_mu);
+          if (now - a->ckpt_uploaded_at < interval) continue;
+        }
+        auto files = UploadCheckpoint(*a, /*force=*/false);
+        if (!files.ok()) {
+          if (files.status().code() != absl::StatusCode::kAborted) {
+            spdlog::info("attempt {}: checkpoint upload deferred: {}", a->id,
+                         std::string(files.status().message()));
+          }
+          continue;
+        }
+        v1::WorkerMessage m;
+        m.mutable_checkpoint()->set_attempt(a->id);
+        for (auto& f : *files) *m.mutable_checkpoint()->add_files() = f;
+        Send(m);
+        spdlog::info("attempt {}: checkpoint saved ({} files)", a->id, files->size());
+      }
+    }
   }
 
   Options options_;
@@ -721,6 +1168,16 @@ class Worker::Impl {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Pool::Stub> stub_;
   std::atomic<bool> stopping_{false};
+  std::unique_ptr<platform::TaskCgroups> cgroups_;
+  std::unique_ptr<platform::SensorSource> sensors_;
+  std::thread owner_thread_, checkpoint_thread_;
+  PolicyState policy_state_;              // owner thread only (and Run before it starts)
+  std::optional<Action> last_action_;     // owner thread only; none before the first step
+  std::atomic<bool> accepting_{true};     // the owner policy allows new work
+  std::atomic<bool> suspended_{false};    // the owner policy says suspend
+  std::atomic<bool> sleep_pending_{false};
+  std::mutex owner_mu_;
+  v1::WorkerMessage owner_sent_;          // the last OwnerState sent, resent after each hello
   bool refused_ = false;  // the last session was refused (read by Run's thread only)
   std::atomic<core::Millis> heartbeat_;
   std::mutex stop_mu_;

@@ -2,11 +2,26 @@
 // NAT), keeps one session stream, heartbeats, and runs the attempts it is assigned.
 //
 // Per attempt: inputs are fetched once into the blob cache (WORK_DIR/cache, verified by hash)
-// and linked into a fresh task dir; the command runs in its own process group with IDLEPOOL_*
-// variables set and capped logs; on cancel or timeout the whole group is killed; outputs
+// and linked into a fresh task dir; the task's latest checkpoint, if any, is restored into its
+// $IDLEPOOL_CHECKPOINT_DIR; the command runs in its own cgroup (where the machine allows, else
+// its own process group) at low CPU and I/O priority, with IDLEPOOL_* variables set and capped
+// logs; on cancel or timeout the whole tree is killed; outputs
 // matching the job's globs are hashed and uploaded (retried with backoff, never dropped, never a
 // reason to re-run) and only then reported. A finished attempt stays on disk until the
 // coordinator acknowledges its report, across reconnects.
+//
+// The owner comes first. A thread samples the machine's sensors (or --sensors-dir) whenever
+// they change, and at least once a second, and applies the owner policy (owner_policy.h):
+//   run     - accept work; thaw frozen attempts.
+//   suspend - accept none; freeze every running attempt's whole tree (cgroup freezer, else
+//             SIGSTOP to its process group).
+//   vacate  - accept none; each attempt gets SIGTERM, then SIGKILL after vacate_grace_s (2 s
+//             when sleep is imminent); then its checkpoint dir is uploaded and the attempt is
+//             reported PREEMPTED with the checkpoint and the work lost since it last changed.
+// Every change is told to the coordinator (OwnerState), which assigns nothing while the worker
+// does not accept. Checkpoint dirs that changed are uploaded at most every
+// checkpoint_interval_s while the task runs. Stop() (SIGTERM, system shutdown) vacates every
+// attempt the same way before Run() returns.
 //
 // Thread safety: Run() blocks in the calling thread; Stop() may be called from any thread.
 #pragma once
@@ -18,6 +33,7 @@
 #include "absl/status/status.h"
 #include "core/types.h"
 #include "platform/clock.h"
+#include "worker/owner_policy.h"
 
 namespace idlepool::worker {
 
@@ -30,6 +46,11 @@ struct Options {
   std::string work_dir;     // task dirs, logs, blob cache
   core::Millis heartbeat{1000};
   core::Millis kill_grace{10000};  // SIGTERM -> SIGKILL on timeout (HTCondor's default is 10 s)
+  PolicyConfig policy;             // the owner policy, vacate grace and checkpoint interval
+  // Non-empty: read the owner's sensors from one-value files in this dir (platform/sensors.h);
+  // empty: the machine's own sensors (platform/linux_sensors.h).
+  std::string sensors_dir;
+  bool low_priority = true;  // run tasks as SCHED_IDLE, nice 19, idle I/O class
 };
 
 class Worker {
@@ -45,8 +66,8 @@ class Worker {
   // hello (protocol version, bad capacity), OK after Stop().
   absl::Status Run();
 
-  // Vacates: running attempts are killed and reported as preempted (not failures), then Run()
-  // returns.
+  // Vacates gracefully (SIGTERM, grace, checkpoint upload, PREEMPTED report: never a failure),
+  // then Run() returns.
   void Stop();
 
   const std::string& boot_id() const;

@@ -63,6 +63,13 @@ std::string Str(const Decision& d) {
             return "job " + std::to_string(x.job) + " " + ToString(x.state);
           },
           [](const WorkerLost& x) { return "lost " + x.worker; },
+          [](const AttemptSuspended& x) {
+            return "suspended #" + std::to_string(x.attempt) + " " + Key(x.task);
+          },
+          [](const TaskCheckpointed& x) {
+            return "checkpoint " + Key(x.task) + " #" + std::to_string(x.attempt) +
+                   " files=" + std::to_string(x.files.size());
+          },
           [](const AssignAttempt& x) {
             return "assign #" + std::to_string(x.attempt) + " " + Key(x.task) + " @" + x.worker +
                    " s" + std::to_string(x.session);
@@ -101,7 +108,8 @@ std::vector<D> Only(const std::vector<Decision>& ds) {
 bool IsRecord(const Decision& d) {
   return std::holds_alternative<AttemptCreated>(d) || std::holds_alternative<AttemptEnded>(d) ||
          std::holds_alternative<TaskChanged>(d) || std::holds_alternative<JobChanged>(d) ||
-         std::holds_alternative<WorkerLost>(d);
+         std::holds_alternative<WorkerLost>(d) || std::holds_alternative<AttemptSuspended>(d) ||
+         std::holds_alternative<TaskCheckpointed>(d);
 }
 
 OutputFile Out(const std::string& path) { return OutputFile{path, std::string(64, 'a'), 10}; }
@@ -878,6 +886,150 @@ TEST(CoreTypes, ToStringWords) {
   EXPECT_STREQ(ToString(AttemptOutcome::kCancelled), "cancelled");
 }
 
+// ---------------------------------------------------------------------------------------------
+// Owners: not accepting, suspensions, checkpoints, lost work
+
+class CoreOwnerTest : public CoreTest {
+ protected:
+  std::vector<Decision> Owner(const std::string& worker, SessionId session, bool accepting,
+                              int64_t ms, std::vector<AttemptId> suspended = {}) {
+    return Do(OwnerStateChanged{worker, session, accepting, accepting ? "run" : "suspend",
+                                "test", std::move(suspended)},
+              ms);
+  }
+  std::vector<Decision> Checkpoint(const std::string& worker, SessionId session,
+                                   AttemptId attempt, int64_t ms, size_t files = 1) {
+    std::vector<OutputFile> f;
+    for (size_t i = 0; i < files; ++i) f.push_back(Out("c" + std::to_string(i)));
+    return Do(CheckpointSaved{worker, session, attempt, std::move(f)}, ms);
+  }
+  std::vector<Decision> Preempt(const std::string& worker, SessionId session, AttemptId attempt,
+                                int64_t ms, std::optional<size_t> checkpoint_files,
+                                Millis lost) {
+    AttemptReport r;
+    r.worker = worker;
+    r.session = session;
+    r.attempt = attempt;
+    r.result = ReportResult::kPreempted;
+    if (checkpoint_files) {
+      r.checkpoint.emplace();
+      for (size_t i = 0; i < *checkpoint_files; ++i) r.checkpoint->push_back(Out("k"));
+    }
+    r.lost = lost;
+    return Do(r, ms);
+  }
+};
+
+TEST_F(CoreOwnerTest, NotAcceptingWorkerGetsNoWorkUntilItAcceptsAgain) {
+  Hello("a", 1, 2);
+  Owner("a", 1, false, 10);
+  EXPECT_THAT(Only<AssignAttempt>(Submit(1, 2, 20)), IsEmpty());
+  EXPECT_FALSE(Worker("a").accepting);
+  EXPECT_EQ(Worker("a").owner_state, "suspend");
+  // Pending tasks that the worker could fit are not "fits no worker": it is only busy.
+  EXPECT_FALSE(JobOf(1).fits_no_worker);
+  EXPECT_THAT(Strs(Only<AssignAttempt>(Owner("a", 1, true, 30))),
+              ElementsAre("assign #1 1/0 @a s1", "assign #2 1/1 @a s1"));
+}
+
+TEST_F(CoreOwnerTest, HelloThatDoesNotAcceptGetsNoWork) {
+  Submit(1, 1);
+  WorkerHello h{"a", 1, "boot1", Resources{4, 0, 0}, {}};
+  h.accepting = false;
+  EXPECT_THAT(Only<AssignAttempt>(Do(h, 0)), IsEmpty());
+  // Another worker that accepts takes it.
+  EXPECT_THAT(Strs(Only<AssignAttempt>(Hello("b", 2, 1, 5))), ElementsAre("assign #1 1/0 @b s2"));
+}
+
+TEST_F(CoreOwnerTest, OwnerStateFromAnOldSessionIsIgnored) {
+  Hello("a", 1, 1);
+  Hello("a", 2, 1, 10);  // same boot, new session replaces the old one
+  Owner("a", 1, false, 20);
+  EXPECT_TRUE(Worker("a").accepting);
+}
+
+TEST_F(CoreOwnerTest, SuspensionsAreCountedOncePerListedRunningAttempt) {
+  Submit(1, 2);
+  Hello("a", 1, 2);  // attempts 1 and 2
+  auto out = Owner("a", 1, false, 10, {1, 2, 2, 99});
+  EXPECT_THAT(Strs(out), ElementsAre("suspended #1 1/0", "suspended #2 1/1"));
+  EXPECT_EQ(JobOf(1).counters.suspensions, 2u);
+  // Resumed: no new suspension; a stale session's list counts nothing.
+  EXPECT_THAT(Owner("a", 1, true, 20), IsEmpty());
+  EXPECT_THAT(Do(OwnerStateChanged{"a", 9, false, "suspend", "x", {1}}, 30), IsEmpty());
+  EXPECT_EQ(JobOf(1).counters.suspensions, 2u);
+  // Suspended attempts keep their leases while the worker heartbeats.
+  Heartbeat("a", 1, 4000);
+  EXPECT_THAT(Only<WorkerLost>(TickAt(8000)), IsEmpty());
+}
+
+TEST_F(CoreOwnerTest, VacatedAttemptIsRequeuedAtOnceWithItsCheckpointAndLostWork) {
+  Submit(1, 1, 0, {}, /*max_attempts=*/1);
+  Hello("a", 1, 1);
+  Hello("b", 2, 1);
+  Owner("a", 1, false, 5);
+  auto out = Preempt("a", 1, 1, 10, 2, Millis{1234});
+  EXPECT_THAT(Strs(out), ElementsAre("checkpoint 1/0 #1 files=2", "ended #1 1/0 @a preempted",
+                                     "task 1/0 pending f=0", "created #2 1/0 @b",
+                                     "task 1/0 running f=0", "ack #1 @a s1 ok",
+                                     "assign #2 1/0 @b s2"));
+  EXPECT_EQ(Only<AttemptEnded>(out)[0].lost, Millis{1234});
+  EXPECT_EQ(JobOf(1).counters.lost_work, Millis{1234});
+  EXPECT_EQ(JobOf(1).counters.preemptions, 1u);
+  EXPECT_EQ(JobOf(1).counters.failures, 0u);
+}
+
+TEST_F(CoreOwnerTest, TaskPreemptedTwentyTimesStillSucceeds) {
+  Submit(1, 1, 0, {}, /*max_attempts=*/1);
+  Hello("a", 1, 1);
+  AttemptId id = 1;
+  for (int i = 0; i < 20; ++i) {
+    auto out = Preempt("a", 1, id, 10 + i, std::nullopt, Millis{10});
+    auto assigned = Only<AssignAttempt>(out);
+    ASSERT_EQ(assigned.size(), 1u) << "round " << i;
+    id = assigned[0].attempt;
+  }
+  Report("a", 1, id, ReportResult::kSucceeded, 100, {Out("x")});
+  EXPECT_EQ(JobOf(1).state, JobState::kSucceeded);
+  EXPECT_EQ(JobOf(1).counters.preemptions, 20u);
+  EXPECT_EQ(JobOf(1).counters.lost_work, Millis{200});
+}
+
+TEST_F(CoreOwnerTest, CheckpointFromCurrentAttemptIsRecordedAndStaleOneKilled) {
+  Submit(1, 1);
+  Hello("a", 1, 1);
+  EXPECT_THAT(Strs(Checkpoint("a", 1, 1, 10, 3)), ElementsAre("checkpoint 1/0 #1 files=3"));
+  // An empty checkpoint is a checkpoint too (the task cleared its dir).
+  EXPECT_THAT(Strs(Checkpoint("a", 1, 1, 11, 0)), ElementsAre("checkpoint 1/0 #1 files=0"));
+  EXPECT_THAT(Strs(Checkpoint("a", 2, 1, 12)), ElementsAre("kill #1 @a s2 stale"));
+  EXPECT_THAT(Strs(Checkpoint("b", 1, 1, 13)), ElementsAre("kill #1 @b s1 stale"));
+  Report("a", 1, 1, ReportResult::kSucceeded, 20, {Out("x")});
+  EXPECT_THAT(Strs(Checkpoint("a", 1, 1, 30)), ElementsAre("kill #1 @a s1 stale"));
+}
+
+TEST_F(CoreOwnerTest, LostWorkerLosesWorkSinceItsLastCheckpointUntilItsLastHeartbeat) {
+  Submit(1, 2);
+  Hello("a", 1, 2, 1000);   // attempts 1 and 2 start at 1000
+  Checkpoint("a", 1, 1, 3000);  // attempt 1 saved progress at 3000
+  Heartbeat("a", 1, 4000);
+  auto out = TickAt(9000);  // silent since 4000: lost
+  auto ended = Only<AttemptEnded>(out);
+  ASSERT_EQ(ended.size(), 2u);
+  EXPECT_EQ(ended[0].lost, Millis{1000});  // 3000 -> 4000
+  EXPECT_EQ(ended[1].lost, Millis{3000});  // 1000 -> 4000
+  EXPECT_EQ(JobOf(1).counters.lost_work, Millis{4000});
+}
+
+TEST_F(CoreOwnerTest, FailedAndSucceededAttemptsLoseNothing) {
+  Submit(1, 2);
+  Hello("a", 1, 2);
+  AttemptReport r{"a", 1, 1, ReportResult::kFailed, 1, {}, "exit 1"};
+  r.lost = Millis{500};  // ignored: only preemptions carry lost work
+  auto out = Do(r, 10);
+  EXPECT_EQ(Only<AttemptEnded>(out)[0].lost, Millis{0});
+  EXPECT_EQ(JobOf(1).counters.lost_work, Millis{0});
+}
+
 }  // namespace
 }  // namespace idlepool::core
 
@@ -1013,3 +1165,4 @@ TEST(CoreFenceTest, ReportFromARefusedImpostorSessionIsRefused) {
 
 }  // namespace
 }  // namespace idlepool::core
+

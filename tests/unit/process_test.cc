@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "gtest/gtest.h"
+#include "platform/cgroup.h"
 #include "platform/random.h"
 
 namespace idlepool::platform {
@@ -140,6 +141,188 @@ TEST_F(ProcessTest, WaitEndsWhenAnEscapedDaemonKeepsThePipeBusy) {
   pid_t daemon = std::stoi(Read("daemon.pid"));
   ::kill(daemon, SIGKILL);  // outside our group: the test cleans up after itself
   EXPECT_TRUE(DiesSoon(daemon));
+}
+
+
+// Reads field `n` (1-based, as in proc(5)) of /proc/PID/stat, or "" when gone.
+std::string StatField(pid_t pid, int n) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(in, line)) return "";
+  size_t close = line.rfind(')');
+  std::istringstream rest(line.substr(close + 2));
+  std::string f;
+  for (int i = 3; i <= n; ++i) rest >> f;
+  return f;
+}
+
+pid_t ReadPid(const fs::path& file) {
+  for (int i = 0; i < 1000; ++i) {
+    std::ifstream in(file);
+    pid_t pid = 0;
+    if (in >> pid && pid > 0) return pid;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return -1;
+}
+
+class CgroupProcessTest : public ProcessTest {
+ protected:
+  void SetUp() override {
+    ProcessTest::SetUp();
+    std::string why;
+    groups_ = TaskCgroups::Open("test-" + RandomHex(4), &why);
+    if (!groups_) GTEST_SKIP() << "no cgroup v2 here: " << why;
+  }
+  std::unique_ptr<TaskCgroups> groups_;
+};
+
+// The child leaves the task's process group and session (setsid) and forks again: a signal to
+// the process group cannot reach it, the cgroup can.
+constexpr const char* kEscapee =
+    "setsid sh -c 'sleep 300 & echo $! > escapee.pid; wait' </dev/null >/dev/null 2>&1 & "
+    "while [ ! -s escapee.pid ]; do sleep 0.01; done; ";
+
+TEST_F(CgroupProcessTest, EscapeeIsKilledWhenTheLeaderExits) {
+  auto group = groups_->Create("a1");
+  ASSERT_TRUE(group.ok()) << group.status();
+  SpawnOptions o = Opts({"sh", "-c", std::string(kEscapee) + "exit 0"});
+  o.cgroup = group->get();
+  auto p = Process::Start(o);
+  ASSERT_TRUE(p.ok()) << p.status();
+  const pid_t leader = (*p)->pid();
+  const pid_t escapee = ReadPid(dir_ / "escapee.pid");
+  ASSERT_GT(escapee, 0);
+  EXPECT_NE(StatField(escapee, 5), std::to_string(leader)) << "escapee still in the group";
+  ExitInfo e = (*p)->Wait(std::chrono::milliseconds(0), std::chrono::milliseconds(1000));
+  EXPECT_EQ(e.exit_code, 0);
+  EXPECT_TRUE(DiesSoon(escapee));
+  p->reset();
+  group->reset();  // removes the group: it must be empty
+}
+
+TEST_F(CgroupProcessTest, KillReachesAnEscapeeOfARunningTask) {
+  auto group = groups_->Create("a2");
+  ASSERT_TRUE(group.ok()) << group.status();
+  SpawnOptions o = Opts({"sh", "-c", std::string(kEscapee) + "sleep 300"});
+  o.cgroup = group->get();
+  auto p = Process::Start(o);
+  ASSERT_TRUE(p.ok()) << p.status();
+  const pid_t escapee = ReadPid(dir_ / "escapee.pid");
+  ASSERT_GT(escapee, 0);
+  std::thread killer([&] { (*p)->Kill(); });
+  ExitInfo e = (*p)->Wait(std::chrono::milliseconds(0), std::chrono::milliseconds(1000));
+  killer.join();
+  EXPECT_TRUE(e.killed);
+  EXPECT_TRUE(DiesSoon(escapee));
+}
+
+TEST_F(CgroupProcessTest, LeftoverGroupsOfAnEarlierRunAreKilled) {
+  // A worker SIGKILLed while a task ran leaves the group and its processes behind.
+  auto group = groups_->Create("a3");
+  ASSERT_TRUE(group.ok()) << group.status();
+  SpawnOptions o = Opts({"sh", "-c", std::string(kEscapee) + "sleep 300"});
+  o.cgroup = group->get();
+  auto p = Process::Start(o);
+  ASSERT_TRUE(p.ok()) << p.status();
+  const pid_t escapee = ReadPid(dir_ / "escapee.pid");
+  ASSERT_GT(escapee, 0);
+  EXPECT_EQ(groups_->KillLeftovers(), 1);
+  EXPECT_TRUE(DiesSoon(escapee));
+  EXPECT_TRUE(DiesSoon((*p)->pid()));
+}
+
+// A task that appends a line every 10 ms makes no progress while suspended, and continues after.
+void ExpectSuspendStopsProgress(Process& p, const fs::path& ticks) {
+  auto size = [&] {
+    std::error_code ec;
+    auto n = fs::file_size(ticks, ec);
+    return ec ? 0 : n;
+  };
+  for (int i = 0; i < 1000 && size() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_GT(size(), 0u);
+  ASSERT_TRUE(p.Suspend().ok());
+  const auto frozen_at = size();
+  // Observing that nothing happens needs a span of time; 300 ms is 30 of the task's ticks.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(size(), frozen_at);
+  p.Resume();
+  bool grew = false;
+  for (int i = 0; i < 1000 && !grew; ++i) {
+    grew = size() > frozen_at;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(grew);
+  p.Kill();
+}
+
+TEST_F(CgroupProcessTest, SuspendFreezesTheWholeTreeAndResumeThawsIt) {
+  auto group = groups_->Create("a4");
+  ASSERT_TRUE(group.ok()) << group.status();
+  // The ticking loop runs in a grandchild outside the process group.
+  SpawnOptions o = Opts({"sh", "-c",
+                         "setsid sh -c 'while :; do echo t >> ticks; sleep 0.01; done' "
+                         "</dev/null >/dev/null 2>&1 & sleep 300"});
+  o.cgroup = group->get();
+  auto p = Process::Start(o);
+  ASSERT_TRUE(p.ok()) << p.status();
+  std::thread waiter([&] { (*p)->Wait(std::chrono::milliseconds(0), std::chrono::milliseconds(1000)); });
+  ExpectSuspendStopsProgress(**p, dir_ / "ticks");
+  waiter.join();
+}
+
+TEST_F(ProcessTest, WithoutACgroupSuspendStopsTheProcessGroup) {
+  auto p = Process::Start(Opts({"sh", "-c", "while :; do echo t >> ticks; sleep 0.01; done"}));
+  ASSERT_TRUE(p.ok()) << p.status();
+  std::thread waiter([&] { (*p)->Wait(std::chrono::milliseconds(0), std::chrono::milliseconds(1000)); });
+  ExpectSuspendStopsProgress(**p, dir_ / "ticks");
+  waiter.join();
+}
+
+TEST_F(ProcessTest, LowPriorityTasksRunAsSchedIdleAtNice19) {
+  SpawnOptions o = Opts({"sleep", "300"});
+  o.low_priority = true;
+  auto p = Process::Start(o);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(StatField((*p)->pid(), 19), "19");  // nice
+  EXPECT_EQ(StatField((*p)->pid(), 41), "5");   // policy: SCHED_IDLE
+  auto normal = Process::Start(Opts({"sleep", "300"}));
+  ASSERT_TRUE(normal.ok()) << normal.status();
+  EXPECT_EQ(StatField((*normal)->pid(), 41), "0");  // SCHED_OTHER
+  (*p)->Kill();
+  (*normal)->Kill();
+}
+
+TEST_F(ProcessTest, TerminateLetsATaskSaveItsWorkThenKillsOneThatIgnoresIt) {
+  auto polite = Process::Start(
+      Opts({"sh", "-c", "trap 'echo saved > state; exit 0' TERM; touch ready; "
+                        "while :; do sleep 0.01; done"}));
+  ASSERT_TRUE(polite.ok()) << polite.status();
+  for (int i = 0; i < 1000 && !fs::exists(dir_ / "ready"); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  (*polite)->Terminate(std::chrono::seconds(30));
+  ExitInfo e = (*polite)->Wait(std::chrono::milliseconds(0), std::chrono::milliseconds(1000));
+  EXPECT_EQ(e.exit_code, 0);
+  EXPECT_EQ(Read("state"), "saved\n");
+
+  fs::remove(dir_ / "ready");
+  auto stubborn = Process::Start(
+      Opts({"sh", "-c", "trap '' TERM; touch ready; while :; do sleep 0.01; done"}));
+  ASSERT_TRUE(stubborn.ok()) << stubborn.status();
+  for (int i = 0; i < 1000 && !fs::exists(dir_ / "ready"); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  (*stubborn)->Terminate(std::chrono::milliseconds(200));
+  e = (*stubborn)->Wait(std::chrono::milliseconds(0), std::chrono::milliseconds(1000));
+  EXPECT_EQ(e.signal, SIGKILL);
+}
+
+TEST_F(ProcessTest, MissingCommandIsNotFound) {
+  auto p = Process::Start(Opts({"no-such-command-xyz"}));
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kNotFound) << p.status();
+  auto q = Process::Start(Opts({"/etc/passwd"}));  // not executable
+  EXPECT_EQ(q.status().code(), absl::StatusCode::kNotFound) << q.status();
 }
 
 }  // namespace

@@ -620,6 +620,79 @@ TEST_P(StoreConformance, CountersAndLostWorkersAreRecomputedPerJob) {
   EXPECT_EQ(s.next_attempt_id, 13u);
 }
 
+TEST_P(StoreConformance, SuspensionsAndLostWorkAreKeptPerAttemptAndSummedPerJob) {
+  const core::JobId a = Insert(MakeJob("a", 2));
+  const core::JobId b = Insert(MakeJob("b", 1));
+  ASSERT_TRUE(store()
+                  .Apply({Created(1, {a, 0}, "w1"), Created(2, {a, 1}, "w1"),
+                          Created(3, {b, 0}, "w2")},
+                         100)
+                  .ok());
+  ASSERT_TRUE(store()
+                  .Apply({core::AttemptSuspended{1, {a, 0}}, core::AttemptSuspended{1, {a, 0}},
+                          core::AttemptSuspended{2, {a, 1}}},
+                         150)
+                  .ok());
+  core::AttemptEnded pre{1, {a, 0}, "w1", AttemptOutcome::kPreempted, 0, "vacated"};
+  pre.lost = core::Millis(1500);
+  core::AttemptEnded lost{3, {b, 0}, "w2", AttemptOutcome::kLost, 0, "worker lost"};
+  lost.lost = core::Millis(700);
+  ASSERT_TRUE(store().Apply({pre, lost}, 200).ok());
+  // A suspension of an attempt that has ended is refused, with the rest of its batch.
+  absl::Status st = store().Apply({core::AttemptSuspended{2, {a, 1}},
+                                   core::AttemptSuspended{1, {a, 0}}},
+                                  250);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+  REOPEN();
+  core::RestoredState s = MustLoad();
+  ASSERT_EQ(s.jobs.size(), 2u);
+  EXPECT_EQ(s.jobs[0].counters.suspensions, 3u);
+  EXPECT_EQ(s.jobs[0].counters.lost_work, core::Millis(1500));
+  EXPECT_EQ(s.jobs[1].counters.suspensions, 0u);
+  EXPECT_EQ(s.jobs[1].counters.lost_work, core::Millis(700));
+  std::vector<AttemptRecord> at = Attempts(a);
+  ASSERT_EQ(at.size(), 2u);
+  EXPECT_EQ(at[0].suspensions, 2u);
+  EXPECT_EQ(at[0].lost_ms, 1500);
+  EXPECT_EQ(at[1].suspensions, 1u);  // the refused batch left nothing
+  EXPECT_EQ(at[1].lost_ms, 0);
+}
+
+TEST_P(StoreConformance, LatestCheckpointReplacesThePreviousOneAndSurvivesReopen) {
+  const core::JobId a = Insert(MakeJob("a", 2));
+  ASSERT_TRUE(store().Apply({Created(1, {a, 0}, "w1"), Created(2, {a, 1}, "w1")}, 100).ok());
+  auto get = [&](TaskKey t) {
+    auto c = store().GetCheckpoint(t);
+    EXPECT_TRUE(c.ok()) << c.status();
+    return c.ok() ? *c : std::vector<core::OutputFile>{};
+  };
+  EXPECT_THAT(get({a, 0}), IsEmpty());
+  ASSERT_TRUE(store()
+                  .Apply({core::TaskCheckpointed{{a, 0}, 1, {File("z", 'a', 1), File("d/b", 'b', 2)}}},
+                         110)
+                  .ok());
+  EXPECT_THAT(get({a, 0}), ElementsAre(File("d/b", 'b', 2), File("z", 'a', 1)));
+  // The next one replaces it (fewer files), in the same batch as the preemption that took it.
+  ASSERT_TRUE(store()
+                  .Apply({core::TaskCheckpointed{{a, 0}, 1, {File("c", 'c', 3)}},
+                          Ended(1, {a, 0}, "w1", AttemptOutcome::kPreempted),
+                          TaskTo({a, 0}, TaskState::kPending)},
+                         120)
+                  .ok());
+  EXPECT_THAT(get({a, 0}), ElementsAre(File("c", 'c', 3)));
+  // From an attempt that has ended, or for another task than its attempt's: refused.
+  EXPECT_EQ(store().Apply({core::TaskCheckpointed{{a, 0}, 1, {}}}, 130).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(store().Apply({core::TaskCheckpointed{{a, 0}, 2, {}}}, 130).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(store().Apply({core::TaskCheckpointed{{a, 1}, 99, {}}}, 130).code(),
+            absl::StatusCode::kInvalidArgument);
+  REOPEN();
+  EXPECT_THAT(get({a, 0}), ElementsAre(File("c", 'c', 3)));
+  EXPECT_THAT(get({a, 1}), IsEmpty());
+  EXPECT_EQ(store().GetCheckpoint({a + 7, 0}).status().code(), absl::StatusCode::kNotFound);
+}
+
 TEST_P(StoreConformance, JobFinishTimeIsSetOnlyWhenTerminal) {
   const core::JobId a = Insert(MakeJob("a", 1), 10);
   const core::JobId b = Insert(MakeJob("b", 1), 20);
@@ -892,7 +965,7 @@ TEST_F(SqliteStoreTest, NewerSchemaVersionIsRefused) {
     ASSERT_TRUE(s.ok()) << s.status();
     ASSERT_TRUE((*s)->InsertJob(MakeJob("a", 1), 1).ok());
   }
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "1");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "2");
   RawExec(path, "PRAGMA user_version = 7");
   absl::StatusOr<std::unique_ptr<Store>> s = OpenSqliteStore(path);
   ASSERT_FALSE(s.ok());
@@ -900,10 +973,36 @@ TEST_F(SqliteStoreTest, NewerSchemaVersionIsRefused) {
   EXPECT_THAT(s.status().message(), HasSubstr(path));
   EXPECT_THAT(s.status().message(), HasSubstr("schema version 7"));
   // Back to the known version, it opens again with the data intact.
-  RawExec(path, "PRAGMA user_version = 1");
+  RawExec(path, "PRAGMA user_version = 2");
   auto again = OpenSqliteStore(path);
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ((*again)->ListJobs()->size(), 1u);
+}
+
+TEST_F(SqliteStoreTest, SchemaVersionOneIsMigratedInPlace) {
+  const std::string path = Path("state.db");
+  {
+    auto s = OpenSqliteStore(path);
+    ASSERT_TRUE(s.ok()) << s.status();
+    ASSERT_TRUE((*s)->InsertJob(MakeJob("a", 1), 1).ok());
+    ASSERT_TRUE((*s)->Apply({Created(1, {1, 0}, "w1")}, 2).ok());
+  }
+  // Make it a version 1 file, as idlepool 0.1 wrote it.
+  RawExec(path, "DROP TABLE checkpoints");
+  RawExec(path, "ALTER TABLE attempts DROP COLUMN suspensions");
+  RawExec(path, "ALTER TABLE attempts DROP COLUMN lost_ms");
+  RawExec(path, "PRAGMA user_version = 1");
+  auto s = OpenSqliteStore(path);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "2");
+  ASSERT_TRUE((*s)->Apply({core::AttemptSuspended{1, {1, 0}},
+                           core::TaskCheckpointed{{1, 0}, 1, {File("x", 'a', 1)}}},
+                          3)
+                  .ok());
+  auto loaded = (*s)->Load();
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->jobs.at(0).counters.suspensions, 1u);
+  EXPECT_EQ(loaded->running.size(), 1u);
 }
 
 TEST_F(SqliteStoreTest, DeletedJobIdIsNeverReused) {
