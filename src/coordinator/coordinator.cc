@@ -42,13 +42,6 @@ constexpr uint32_t kProtocolVersion = 1;
 constexpr size_t kMaxLogTail = 4096;
 
 
-bool IsRecord(const core::Decision& d) {
-  return std::holds_alternative<core::AttemptCreated>(d) ||
-         std::holds_alternative<core::AttemptEnded>(d) ||
-         std::holds_alternative<core::TaskChanged>(d) ||
-         std::holds_alternative<core::JobChanged>(d) ||
-         std::holds_alternative<core::WorkerLost>(d);
-}
 
 // One worker session stream. The handler thread reads; a writer thread drains `outbox`, so the
 // core thread never blocks on a slow worker.
@@ -760,7 +753,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
         for (auto& fn : committed) fn();
         continue;
       }
-      bool has_records = std::any_of(decisions.begin(), decisions.end(), IsRecord);
+      bool has_records = std::any_of(decisions.begin(), decisions.end(), core::IsRecord);
       if (has_records) {
         absl::Status st = store_->Apply(decisions, clock_.WallMs());
         if (!st.ok()) {

@@ -26,12 +26,16 @@ struct Overloaded : Ts... {
 template <class... Ts>
 Overloaded(Ts...) -> Overloaded<Ts...>;
 
+}  // namespace
+
 bool IsRecord(const Decision& d) {
   return std::holds_alternative<AttemptCreated>(d) || std::holds_alternative<AttemptEnded>(d) ||
          std::holds_alternative<TaskChanged>(d) || std::holds_alternative<JobChanged>(d) ||
          std::holds_alternative<WorkerLost>(d) || std::holds_alternative<AttemptSuspended>(d) ||
          std::holds_alternative<TaskCheckpointed>(d);
 }
+
+namespace {
 
 bool Unfinished(TaskState s) { return s == TaskState::kPending || s == TaskState::kRunning; }
 

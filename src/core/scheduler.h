@@ -218,6 +218,9 @@ using Decision = std::variant<AttemptCreated, AttemptEnded, TaskChanged, JobChan
                               AttemptSuspended, TaskCheckpointed, AssignAttempt, KillAttempt,
                               AckReport, RefuseSession>;
 
+// True for the decisions the shell must persist (records), false for messages to send.
+bool IsRecord(const Decision& d);
+
 // ---------------------------------------------------------------------------------------------
 // Restoring from the store after a coordinator restart
 

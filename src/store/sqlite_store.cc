@@ -710,18 +710,10 @@ absl::Status SqliteStore::ApplyOne(const core::Decision& d, int64_t now_ms) {
   return absl::OkStatus();
 }
 
-bool IsRecord(const core::Decision& d) {
-  return std::holds_alternative<core::AttemptCreated>(d) ||
-         std::holds_alternative<core::AttemptEnded>(d) ||
-         std::holds_alternative<core::TaskChanged>(d) ||
-         std::holds_alternative<core::JobChanged>(d) ||
-         std::holds_alternative<core::AttemptSuspended>(d) ||
-         std::holds_alternative<core::TaskCheckpointed>(d);
-}
 
 absl::Status SqliteStore::Apply(const std::vector<core::Decision>& records, int64_t now_ms) {
   bool any = false;
-  for (const core::Decision& d : records) any = any || IsRecord(d);
+  for (const core::Decision& d : records) any = any || core::IsRecord(d);
   if (!any) return absl::OkStatus();
   std::lock_guard lock(mu_);
   if (absl::Status s = Begin(st_.begin_immediate); !s.ok()) return s;

@@ -80,3 +80,28 @@ assert_outputs_once() {
   dup=$(sql "SELECT COUNT(*) FROM (SELECT path FROM outputs WHERE job_id=$job GROUP BY path HAVING COUNT(*)>1)")
   [ "$dup" = 0 ] || fail "job $job has $dup output paths committed more than once"
 }
+
+# sense DIR KEY VALUE: sets one fake sensor the way an owner's script should (write, rename).
+sense() {
+  mkdir -p "$1"
+  printf '%s\n' "$3" >"$1/.$2.tmp"
+  mv "$1/.$2.tmp" "$1/$2"
+}
+unsense() { rm -f "$1/$2"; }
+owner_state() { "$IDLEPOOL" workers --json | jq -r --arg w "$1" '.workers[] | select(.worker==$w) | .owner_state'; }
+is_owner_state() { [ "$(owner_state "$1")" = "$2" ]; }   # is_owner_state WORKER run|suspend|vacate
+# A policy that starts soon after the owner leaves and reacts at once; checkpoints every second.
+owner_config() {
+  cat >"$1" <<'TOML'
+[owner]
+start_idle_minutes = 0.01
+resume_idle_seconds = 1
+vacate_after_suspend_seconds = 600
+vacate_grace_seconds = 5
+checkpoint_interval_seconds = 1
+TOML
+}
+# The running attempt of task 0 of JOB (empty when none) and where it runs.
+running_attempt() { sql "SELECT id FROM attempts WHERE job_id=$1 AND outcome='running'"; }
+running_on() { sql "SELECT worker FROM attempts WHERE job_id=$1 AND outcome='running'"; }
+is_running_on() { [ "$(running_on "$1")" = "$2" ]; }

@@ -105,12 +105,6 @@ std::vector<D> Only(const std::vector<Decision>& ds) {
   return out;
 }
 
-bool IsRecord(const Decision& d) {
-  return std::holds_alternative<AttemptCreated>(d) || std::holds_alternative<AttemptEnded>(d) ||
-         std::holds_alternative<TaskChanged>(d) || std::holds_alternative<JobChanged>(d) ||
-         std::holds_alternative<WorkerLost>(d) || std::holds_alternative<AttemptSuspended>(d) ||
-         std::holds_alternative<TaskCheckpointed>(d);
-}
 
 OutputFile Out(const std::string& path) { return OutputFile{path, std::string(64, 'a'), 10}; }
 

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The owner comes back: the task is frozen (whole tree, no progress), the coordinator counts a
+# suspension and assigns nothing more there; the owner leaves again: the task resumes and
+# finishes, with no preemption and no failure. A worker whose sensors are all unknown (no files)
+# runs work as usual.
+source "$(dirname "$0")/lib.sh"
+owner_config "$T/owner.toml"
+S=$T/sensors
+sense "$S" idle_seconds 1000
+cat >"$T/job.toml" <<'TOML'
+name = "ticks"
+# Ticks 40 times, 50 ms apart, from a grandchild that left the process group (setsid): only a
+# freeze of the whole tree stops it.
+command = ["sh", "-c", "setsid sh -c 'i=0; while [ $i -lt 40 ]; do echo $i >> ticks; i=$((i+1)); sleep 0.05; done; touch done' </dev/null >/dev/null 2>&1 & while [ ! -e done ]; do sleep 0.02; done; wc -l < ticks > out.txt"]
+count = 1
+outputs = ["out.txt"]
+TOML
+start_coordinator
+start_worker laptop --slots 2 --config "$T/owner.toml" --sensors-dir "$S"
+wait_until 20 is_owner_state laptop run
+JOB=$("$IDLEPOOL" submit "$T/job.toml")
+wait_until 30 is_busy laptop
+A=$(running_attempt "$JOB")
+TICKS=$T/laptop/attempts/$A.task/ticks
+wait_until 30 test -s "$TICKS"
+
+sense "$S" idle_seconds 0        # the owner touches the keyboard
+wait_until 10 is_owner_state laptop suspend
+wait_until 10 job_at_least "$JOB" suspensions 1
+n1=$(wc -l <"$TICKS")
+sleep 0.5                        # 10 ticks' worth of time: a running task would move
+n2=$(wc -l <"$TICKS")
+[ "$n1" = "$n2" ] || fail "task progressed while suspended ($n1 -> $n2 ticks)"
+[ "$n1" -lt 40 ] || fail "task finished before it could be suspended; make it longer"
+# Not accepting: a second job waits, though the worker has a free slot.
+JOB2=$("$IDLEPOOL" submit "$T/job.toml")
+[ "$(job_field "$JOB2" running)" = 0 ] || fail "a suspended worker was given new work"
+
+sense "$S" idle_seconds 1000     # the owner leaves
+wait_until 10 is_owner_state laptop run
+"$IDLEPOOL" wait "$JOB" --quiet >/dev/null || fail "job $JOB did not finish after resuming"
+"$IDLEPOOL" wait "$JOB2" --quiet >/dev/null || fail "job $JOB2 did not finish"
+[ "$(job_field "$JOB" suspensions)" = 1 ] || fail "suspensions $(job_field "$JOB" suspensions)"
+[ "$(job_field "$JOB" preemptions)" = 0 ] || fail "a suspension counted as a preemption"
+[ "$(job_field "$JOB" failures)" = 0 ] || fail "a suspension counted as a failure"
+[ "$(job_field "$JOB" attempts)" = 1 ] || fail "the task ran more than once"
+pass "owner active: task frozen at $n1/40 ticks, resumed and finished; 1 suspension, 0 preemptions"
+
+# Unknown sensors never stop work: no files at all, the default policy (5 idle minutes).
+mkdir -p "$T/empty"
+start_worker desktop --slots 1 --sensors-dir "$T/empty"
+wait_until 20 is_owner_state desktop run
+kill -TERM "$WPID_laptop"; wait "$WPID_laptop" || fail "laptop did not stop cleanly"
+JOB3=$("$IDLEPOOL" submit "$T/job.toml")
+"$IDLEPOOL" wait "$JOB3" --quiet >/dev/null || fail "job $JOB3 did not finish with unknown sensors"
+pass "unknown sensors (no files): work runs"
