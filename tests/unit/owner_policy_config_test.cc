@@ -36,6 +36,8 @@ void ExpectDefaults(const PolicyConfig& c) {
   EXPECT_EQ(c.on_battery, d.on_battery);
   EXPECT_EQ(c.max_temperature_c, d.max_temperature_c);
   EXPECT_EQ(c.max_owner_cpu_load, d.max_owner_cpu_load);
+  EXPECT_EQ(c.vacate_grace_s, d.vacate_grace_s);
+  EXPECT_EQ(c.checkpoint_interval_s, d.checkpoint_interval_s);
   EXPECT_TRUE(c.windows.empty());
 }
 
@@ -93,6 +95,8 @@ TEST(PolicyConfigParse, EveryKey) {
       "on_battery = \"suspend\"\n"
       "max_temperature_c = 85.5\n"
       "max_owner_cpu_load = 1\n"
+      "vacate_grace_seconds = 3\n"
+      "checkpoint_interval_seconds = 15\n"
       "windows = [\n"
       "  {days = \"mon-fri\", start = \"19:00\", end = \"07:00\"},\n"
       "  {days = \"sat,sun\", start = \"00:00\", end = \"00:00\"},\n"
@@ -104,6 +108,8 @@ TEST(PolicyConfigParse, EveryKey) {
   EXPECT_EQ(r->on_battery, BatteryAction::kSuspend);
   EXPECT_EQ(r->max_temperature_c, 85.5);
   EXPECT_EQ(r->max_owner_cpu_load, 1);
+  EXPECT_EQ(r->vacate_grace_s, 3);
+  EXPECT_EQ(r->checkpoint_interval_s, 15);
   ASSERT_EQ(r->windows.size(), 2u);
   EXPECT_EQ(r->windows[0].days, kWeekdays);
   EXPECT_EQ(r->windows[0].start_minute, 1140);
@@ -111,6 +117,14 @@ TEST(PolicyConfigParse, EveryKey) {
   EXPECT_EQ(r->windows[1].days, kSaturday | kSunday);
   EXPECT_EQ(r->windows[1].start_minute, 0);
   EXPECT_EQ(r->windows[1].end_minute, 0);
+}
+
+TEST(PolicyConfigParse, GraceAndCheckpointIntervalRanges) {
+  EXPECT_THAT(Err("[owner]\ncheckpoint_interval_seconds = 0\n"),
+              HasSubstr("owner.checkpoint_interval_seconds"));
+  EXPECT_THAT(Err("[owner]\nvacate_grace_seconds = -1\n"), HasSubstr("owner.vacate_grace_seconds"));
+  EXPECT_THAT(Err("[owner]\nvacate_grace_seconds = \"10\"\n"),
+              HasSubstr("owner.vacate_grace_seconds"));
 }
 
 TEST(PolicyConfigParse, AbsentKeysKeepDefaults) {
