@@ -251,8 +251,9 @@ int main(int argc, char** argv) {
                    "machine's (idle_seconds, on_ac_power, battery_percent, temperature_c, "
                    "lid_closed, owner_cpu_load, sleep_imminent)");
   work->add_flag("--dedicated", dedicated,
-                 "a machine lent full time: owner input never waits or suspends work "
-                 "(start_idle_minutes = 0); battery, lid, sleep and heat rules still hold");
+                 "a machine lent full time: neither owner input nor other load waits for or "
+                 "suspends work (start_idle_minutes = 0, max_owner_cpu_load = 1); battery, lid, "
+                 "sleep, heat and window rules still hold");
   work->add_flag("--normal-priority", normal_priority,
                  "run tasks at normal CPU and I/O priority (default: SCHED_IDLE, nice 19, idle "
                  "I/O)");
@@ -389,7 +390,7 @@ int main(int argc, char** argv) {
       if (!policy.ok()) return Fail(policy.status());
       wopts.policy = *policy;
     }
-    if (dedicated) wopts.policy.start_idle_s = 0;
+    if (dedicated) idlepool::worker::MakeDedicated(&wopts.policy);
     wopts.low_priority = !normal_priority;
     if (!need_token()) return 2;
     idlepool::platform::BlockTerminationSignals();
@@ -550,7 +551,7 @@ int main(int argc, char** argv) {
       o.work_dir = absl::StrCat(run_data_dir, "/worker-", i + 1);
       // Your own job on your own machine: your typing and the charger do not stop it (the lid,
       // sleep and heat rules still do); Ctrl-C gives tasks 1 s to save a checkpoint.
-      o.policy.start_idle_s = 0;
+      idlepool::worker::MakeDedicated(&o.policy);
       o.policy.on_battery = idlepool::worker::BatteryAction::kRun;
       o.policy.vacate_grace_s = 1;
       ws.push_back(std::make_unique<idlepool::worker::Worker>(o));

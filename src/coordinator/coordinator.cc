@@ -302,7 +302,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
         ev.worker = session->worker;
         ev.session = session->id;
         ev.attempt = msg.checkpoint().attempt();
-        std::string problem = CheckFiles(msg.checkpoint().files(), &ev.files);
+        std::string problem = CheckpointProblem(msg.checkpoint().files(), &ev.files);
         if (!problem.empty()) {
           // The previous checkpoint stays; the attempt goes on.
           spdlog::warn("worker {}: checkpoint of attempt {} ignored: {}", session->worker,
@@ -601,7 +601,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
       ev.lost = core::Millis(std::min<uint64_t>(r.lost_ms(), 365ull * 24 * 3600 * 1000));
       if (r.has_checkpoint()) {
         std::vector<core::OutputFile> files;
-        std::string problem = CheckFiles(r.checkpoint(), &files);
+        std::string problem = CheckpointProblem(r.checkpoint(), &files);
         if (problem.empty()) {
           ev.checkpoint = std::move(files);
         } else {
@@ -611,38 +611,22 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
       }
     }
     if (ev.result != core::ReportResult::kSucceeded) return ev;
-    std::set<std::string> seen;
-    for (const auto& o : r.outputs()) {
-      // Outputs are uploaded before the report. One that is missing, of another size, listed
-      // twice, or at a path that could escape the output dir fails the attempt instead of
-      // committing a hole.
-      std::string problem = OutputPathProblem(o.path());
-      if (problem.empty() && !seen.insert(o.path()).second) problem = "is listed twice";
-      if (problem.empty() && !blobs_.Has(o.sha256())) problem = "was not uploaded";
-      if (problem.empty()) {
-        std::error_code ec;
-        auto size = fs::file_size(blobs_.PathOf(o.sha256()), ec);
-        if (ec || size != o.size()) problem = "has a size that does not match its blob";
-      }
-      if (!problem.empty()) {
-        ev.result = core::ReportResult::kFailed;
-        ev.outputs.clear();
-        ev.message = absl::StrCat("output '", spec::TruncateUtf8(o.path(), 256), "' ", problem);
-        return ev;
-      }
-      ev.outputs.push_back(core::OutputFile{o.path(), o.sha256(), o.size()});
+    // Outputs are uploaded before the report. One that is missing, of another size, listed
+    // twice, or at a path that could escape the output dir fails the attempt instead of
+    // committing a hole.
+    std::string problem = CheckFiles(r.outputs(), &ev.outputs, "output");
+    if (!problem.empty()) {
+      ev.result = core::ReportResult::kFailed;
+      ev.message = std::move(problem);
     }
     return ev;
   }
 
-  // Checks the files of a checkpoint as they come from a worker: each at a safe relative path,
+  // Checks files as they come from a worker (outputs, checkpoints): each at a safe relative path,
   // listed once, and already uploaded with the size it claims. Returns "" and fills `out`, or
   // what is wrong.
   std::string CheckFiles(const google::protobuf::RepeatedPtrField<v1::OutputFile>& files,
-                         std::vector<core::OutputFile>* out) {
-    if (files.size() > kMaxCheckpointFiles) {
-      return absl::StrCat(files.size(), " files (at most ", kMaxCheckpointFiles, ")");
-    }
+                         std::vector<core::OutputFile>* out, const char* what = "file") {
     std::set<std::string> seen;
     for (const auto& f : files) {
       std::string problem = OutputPathProblem(f.path());
@@ -655,11 +639,19 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
       }
       if (!problem.empty()) {
         out->clear();
-        return absl::StrCat("file '", spec::TruncateUtf8(f.path(), 256), "' ", problem);
+        return absl::StrCat(what, " '", spec::TruncateUtf8(f.path(), 256), "' ", problem);
       }
       out->push_back(core::OutputFile{f.path(), f.sha256(), f.size()});
     }
     return "";
+  }
+
+  std::string CheckpointProblem(const google::protobuf::RepeatedPtrField<v1::OutputFile>& files,
+                                std::vector<core::OutputFile>* out) {
+    if (files.size() > kMaxCheckpointFiles) {
+      return absl::StrCat(files.size(), " files (at most ", kMaxCheckpointFiles, ")");
+    }
+    return CheckFiles(files, out);
   }
 
   void Post(core::Event ev) { PostItem(Item{std::move(ev), nullptr}); }

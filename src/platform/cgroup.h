@@ -31,6 +31,9 @@
 
 namespace idlepool::platform {
 
+// CPU seconds (user + system) used so far by this process, all threads.
+double SelfCpuSeconds();
+
 class TaskCgroup {
  public:
   ~TaskCgroup();

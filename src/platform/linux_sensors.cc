@@ -1,4 +1,5 @@
 #include "platform/linux_sensors.h"
+#include "platform/read_file.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -35,31 +36,8 @@ constexpr const char* kManagerInterface = "org.freedesktop.login1.Manager";
 constexpr uint64_t kFirstCallTimeoutUs = 1'000'000;
 constexpr uint64_t kAsyncCallTimeoutUs = 5'000'000;
 
-// Up to kMaxFileBytes of `path`, leading and trailing whitespace removed; nullopt when it cannot
-// be opened or read (sysfs attributes fail with EIO/ENODATA when the device cannot answer).
 std::optional<std::string> ReadTrimmed(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return std::nullopt;
-  std::string buf;
-  char chunk[1024];
-  bool ok = true;
-  while (buf.size() < kMaxFileBytes) {
-    ssize_t n = ::read(fd, chunk, sizeof(chunk));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      ok = false;
-      break;
-    }
-    if (n == 0) break;
-    buf.append(chunk, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  if (!ok) return std::nullopt;
-  constexpr std::string_view kSpace = " \t\r\n\v\f";
-  size_t b = buf.find_first_not_of(kSpace);
-  if (b == std::string::npos) return std::string();
-  size_t e = buf.find_last_not_of(kSpace);
-  return buf.substr(b, e - b + 1);
+  return ReadTrimmedFile(path, kMaxFileBytes);
 }
 
 std::optional<int64_t> ParseInt(std::string_view s) {

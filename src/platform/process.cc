@@ -208,6 +208,15 @@ absl::StatusOr<std::unique_ptr<Process>> Process::Start(const SpawnOptions& opts
     args.cgroup = static_cast<uint64_t>(opts.cgroup->dir_fd());
   }
   long pid = ::syscall(SYS_clone3, &args, sizeof args);
+  if (pid < 0 && opts.cgroup != nullptr && errno != ENOSYS && errno != E2BIG &&
+      errno != EAGAIN && errno != ENOMEM) {
+    // The group cannot be entered (removed under us, permissions changed): run the task
+    // without it rather than fail it; it is then contained by its process group only.
+    args.flags &= ~static_cast<uint64_t>(CLONE_INTO_CGROUP);
+    args.cgroup = 0;
+    p->cgroup_ = nullptr;
+    pid = ::syscall(SYS_clone3, &args, sizeof args);
+  }
   if (pid < 0 && (errno == ENOSYS || errno == E2BIG)) {
     // Kernel without clone3 (< 5.3): plain fork; a cgroup cannot be entered atomically then.
     pidfd = -1;
@@ -305,6 +314,7 @@ ExitInfo Process::Wait(std::chrono::milliseconds timeout, std::chrono::milliseco
         // The leader is gone; anything it left behind in its group (and cgroup) goes too, so
         // no task ever outlives its attempt. The pgid cannot be reused while a member lives.
         SignalTree(SIGKILL);
+        group_checked_ = true;
       }
     }
 
@@ -351,7 +361,9 @@ ExitInfo Process::Wait(std::chrono::milliseconds timeout, std::chrono::milliseco
 }
 
 void Process::SignalTree(int sig) {
-  if (pid_ > 0) ::kill(-pid_, sig);
+  // Once the leader is reaped and its group empty, its pgid may be reused by an unrelated
+  // process: only the kill right after reaping (Wait) may still use it.
+  if (pid_ > 0 && (!reaped_ || !group_checked_)) ::kill(-pid_, sig);
   if (cgroup_ != nullptr) {
     if (sig == SIGKILL) {
       cgroup_->Kill();
@@ -368,13 +380,13 @@ void Process::Kill(int sig) {
 
 absl::Status Process::Suspend() {
   if (cgroup_ != nullptr) return cgroup_->Freeze(std::chrono::milliseconds(1000));
-  if (pid_ > 0) ::kill(-pid_, SIGSTOP);
+  if (pid_ > 0 && !reaped_) ::kill(-pid_, SIGSTOP);
   return absl::OkStatus();
 }
 
 void Process::Resume() {
   if (cgroup_ != nullptr) cgroup_->Thaw().IgnoreError();
-  if (pid_ > 0) ::kill(-pid_, SIGCONT);
+  if (pid_ > 0 && !reaped_) ::kill(-pid_, SIGCONT);
 }
 
 void Process::Terminate(std::chrono::milliseconds grace) {

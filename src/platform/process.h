@@ -94,6 +94,7 @@ class Process {
   uint64_t tail_cap_ = 0;
   std::atomic<bool> reaped_{false};
   std::atomic<bool> kill_requested_{false};
+  std::atomic<bool> group_checked_{false};  // the straggler kill after reaping was sent
   std::atomic<int64_t> terminate_deadline_ns_{0};  // steady clock; 0 = none
   TaskCgroup* cgroup_ = nullptr;
   void SignalTree(int sig);

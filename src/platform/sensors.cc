@@ -15,41 +15,20 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "platform/read_file.h"
 
 namespace idlepool::platform {
 namespace {
 
 constexpr size_t kMaxFileBytes = 4096;
 
-// The trimmed content of dir/name, or nullopt when missing, unreadable or too large.
+// The trimmed content of dir/name, or nullopt when missing, unreadable, empty or too large.
 std::optional<std::string> ReadValue(const std::string& dir, const char* name) {
-  std::string path = absl::StrCat(dir, "/", name);
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return std::nullopt;
-  std::string buf;
-  char chunk[512];
-  bool ok = true;
-  while (true) {
-    ssize_t n = ::read(fd, chunk, sizeof(chunk));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      ok = false;
-      break;
-    }
-    if (n == 0) break;
-    buf.append(chunk, static_cast<size_t>(n));
-    if (buf.size() > kMaxFileBytes) {
-      ok = false;
-      break;
-    }
-  }
-  ::close(fd);
-  if (!ok) return std::nullopt;
-  constexpr std::string_view kSpace = " \t\r\n\v\f";
-  size_t b = buf.find_first_not_of(kSpace);
-  if (b == std::string::npos) return std::nullopt;
-  size_t e = buf.find_last_not_of(kSpace);
-  return buf.substr(b, e - b + 1);
+  bool truncated = false;
+  std::optional<std::string> v =
+      ReadTrimmedFile(absl::StrCat(dir, "/", name), kMaxFileBytes, &truncated);
+  if (!v || truncated || v->empty()) return std::nullopt;
+  return v;
 }
 
 std::optional<double> ReadNumber(const std::string& dir, const char* name, double lo, double hi) {

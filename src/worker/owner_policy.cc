@@ -125,6 +125,11 @@ PolicyState Advance(const PolicyState& prev, const Decision& decision, double no
   return {decision.next_mode, now_s};
 }
 
+void MakeDedicated(PolicyConfig* config) {
+  config->start_idle_s = 0;
+  config->max_owner_cpu_load = 1;
+}
+
 std::string DefaultConfigToml() {
   const PolicyConfig d;
   std::ostringstream out;

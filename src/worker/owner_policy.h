@@ -131,6 +131,12 @@ struct Decision {
 Decision Decide(const Readings& readings, const PolicyConfig& config, const PolicyState& prev,
                 double now_s, LocalTime local);
 
+// A machine lent full time (`idlepool worker --dedicated`, `idlepool run`): it has no owner at
+// the keyboard, so neither owner input (start_idle_s = 0) nor other load on the machine
+// (max_owner_cpu_load = 1, which no load exceeds) stops work. Battery, lid, sleep, temperature
+// and time windows still apply.
+void MakeDedicated(PolicyConfig* config);
+
 // The state after applying `decision` at now_s: since_s is kept while the mode is unchanged.
 PolicyState Advance(const PolicyState& prev, const Decision& decision, double now_s);
 

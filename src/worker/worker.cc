@@ -160,8 +160,10 @@ class Worker::Impl {
       sensors_ = std::move(*fake);
     } else {
       platform::TaskCgroups* groups = cgroups_.get();
+      // The pool's own CPU: its tasks (their cgroups) and this worker itself.
       sensors_ = platform::OpenDefaultSensors(
-          groups ? std::function<double()>([groups] { return groups->CpuSeconds(); })
+          groups ? std::function<double()>(
+                       [groups] { return groups->CpuSeconds() + platform::SelfCpuSeconds(); })
                  : std::function<double()>());
     }
     policy_state_ = PolicyState{Mode::kIdle, Seconds(clock_.Now())};
@@ -603,20 +605,26 @@ class Worker::Impl {
     report.set_attempt(a->id);
     Execute(*a, &report);
     bool send = false;
+    std::unique_ptr<platform::Process> process;
+    std::unique_ptr<platform::TaskCgroup> cgroup;
     {
       std::lock_guard lock(a->mu);
       if (a->frozen) {
         a->frozen = false;
         a->frozen_spans.emplace_back(a->frozen_since, clock_.Now());
       }
-      a->process.reset();
-      a->cgroup.reset();  // kills anything left in it, removes it
+      process = std::move(a->process);
+      cgroup = std::move(a->cgroup);
       if (!a->killed) {
         a->finished = true;
         a->report = report;
         send = true;
       }
     }
+    // Outside the lock (removing a group waits for its last process to go): the group goes
+    // after the process that may still signal it.
+    process.reset();
+    cgroup.reset();
     if (send) {
       v1::WorkerMessage m;
       *m.mutable_report() = report;
