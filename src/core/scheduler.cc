@@ -83,7 +83,7 @@ void Scheduler::Restore(const RestoredState& state, MonoTime now) {
     if (t.current != 0) continue;  // one running attempt per task
     t.state = TaskState::kRunning;
     t.current = ra.attempt;
-    attempts_[ra.attempt] = AttemptRec{ra.task, ra.worker, now, now + options_.lease_timeout, now};
+    attempts_[ra.attempt] = AttemptRec{ra.task, ra.worker, now, now + options_.lease_timeout, now, std::nullopt};
   }
   for (auto& [id, job] : jobs_) {
     job.unfinished = 0;
@@ -281,10 +281,21 @@ void Scheduler::OnOwnerState(const OwnerStateChanged& e, MonoTime now,
   w.accepting = e.accepting;
   w.owner_state = e.state;
   w.owner_reason = e.reason;
+  if (e.accepting) {
+    // Thawed: the time they spent frozen does not count toward their timeout.
+    for (AttemptId id : w.attempts) {
+      AttemptRec& a = attempts_.at(id);
+      if (a.suspended_since) {
+        a.started += now - *a.suspended_since;
+        a.suspended_since.reset();
+      }
+    }
+  }
   for (AttemptId id : std::set<AttemptId>(e.suspended.begin(), e.suspended.end())) {
     if (w.attempts.count(id) == 0) continue;
-    const AttemptRec& a = attempts_.at(id);
+    AttemptRec& a = attempts_.at(id);
     ++JobOf(a.task).counters.suspensions;
+    if (!a.suspended_since) a.suspended_since = now;
     out.push_back(AttemptSuspended{id, a.task});
   }
 }
@@ -341,6 +352,7 @@ void Scheduler::OnTick(MonoTime now, std::vector<Decision>& out) {
     for (auto& [id, a] : attempts_) {
       a.started += gap;
       a.progress += gap;
+      if (a.suspended_since) *a.suspended_since += gap;
       if (a.orphan_deadline) *a.orphan_deadline += gap;
     }
   }
@@ -368,7 +380,7 @@ void Scheduler::OnTick(MonoTime now, std::vector<Decision>& out) {
   // Timeout backstop: the worker enforces timeout_s itself; this catches one that did not.
   std::vector<AttemptId> overdue;
   for (const auto& [id, a] : attempts_) {
-    if (a.orphan_deadline) continue;
+    if (a.orphan_deadline || a.suspended_since) continue;
     const Millis timeout = JobOf(a.task).spec.timeout;
     if (timeout > Millis{0} && a.started + timeout + options_.timeout_grace <= now) {
       overdue.push_back(id);
@@ -564,7 +576,7 @@ void Scheduler::Place(const TaskKey& key, const WorkerName& name, MonoTime now,
   WorkerRec& w = workers_.at(name);
   CORE_CHECK(task.state == TaskState::kPending && task.current == 0, "placing a non-pending task");
   const AttemptId id = next_attempt_id_++;
-  attempts_[id] = AttemptRec{key, name, now, std::nullopt, now};
+  attempts_[id] = AttemptRec{key, name, now, std::nullopt, now, std::nullopt};
   w.attempts.insert(id);
   Charge(w, job.spec.resources);
   pending_.erase(key);

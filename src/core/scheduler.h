@@ -97,7 +97,8 @@ struct WorkerLeaving {
 // The worker's owner policy changed its decision (worker/owner_policy.h). A worker that is not
 // accepting gets no new attempts; those it runs keep their leases (it still heartbeats). Each
 // attempt in `suspended` (frozen by this change) counts one suspension for its job; ids the
-// worker does not run are ignored.
+// worker does not run are ignored. A frozen attempt's timeout clock (the backstop below) stops
+// until the worker accepts work again, as the worker's own timeout does.
 struct OwnerStateChanged {
   WorkerName worker;
   SessionId session = 0;
@@ -345,6 +346,7 @@ class Scheduler {
     MonoTime started{};
     std::optional<MonoTime> orphan_deadline;  // set for restored attempts not yet re-adopted
     MonoTime progress{};  // start, or its last checkpoint: lost work is measured from here
+    std::optional<MonoTime> suspended_since;  // frozen by its owner: its timeout is paused
   };
   struct WorkerRec {
     WorkerState state = WorkerState::kConnected;

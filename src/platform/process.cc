@@ -110,8 +110,7 @@ std::string ResolveCommand(const std::string& name, int* err) {
   while (pos <= dirs.size()) {
     size_t colon = dirs.find(':', pos);
     if (colon == std::string::npos) colon = dirs.size();
-    std::string dir = dirs.substr(pos, colon - pos);
-    if (dir.empty()) dir = ".";
+    const std::string dir = colon > pos ? dirs.substr(pos, colon - pos) : std::string(1, '.');
     std::string candidate = dir + "/" + name;
     struct stat st;
     if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
@@ -158,6 +157,7 @@ constexpr int kIoprioClassShift = 13;
   }
   ::execve(file, argv, envp);
   fail(errno);
+  ::_exit(127);
 }
 
 }  // namespace
@@ -263,8 +263,8 @@ absl::StatusOr<std::unique_ptr<Process>> Process::Start(const SpawnOptions& opts
 ExitInfo Process::Wait(std::chrono::milliseconds timeout, std::chrono::milliseconds kill_grace) {
   using SteadyClock = std::chrono::steady_clock;
   ExitInfo info;
-  LogSink out{stdout_path_, -1, head_cap_, tail_cap_};
-  LogSink err{stderr_path_, -1, head_cap_, tail_cap_};
+  LogSink out{stdout_path_, -1, head_cap_, tail_cap_, 0, 0, {}};
+  LogSink err{stderr_path_, -1, head_cap_, tail_cap_, 0, 0, {}};
   const auto start = SteadyClock::now();
   std::optional<SteadyClock::time_point> deadline;
   if (timeout.count() > 0) deadline = start + timeout;
@@ -284,8 +284,15 @@ ExitInfo Process::Wait(std::chrono::milliseconds timeout, std::chrono::milliseco
 
     int wait_ms = 200;  // also bounds how late a kill request without pidfd is noticed
     auto now = SteadyClock::now();
-    if (deadline && !info.timed_out) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - now).count();
+    // The timeout counts running time only: a suspended task is not timed out, and the time it
+    // spent suspended moves its deadline.
+    const bool suspended = suspended_at_ns_.load() != 0;
+    std::optional<SteadyClock::time_point> due;
+    if (deadline && !suspended) {
+      due = *deadline + std::chrono::nanoseconds(suspended_total_ns_.load());
+    }
+    if (due && !info.timed_out) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*due - now).count();
       wait_ms = static_cast<int>(std::clamp<int64_t>(left, 0, wait_ms));
     }
     int n = nfds > 0 ? ::poll(fds, nfds, wait_ms) : 0;
@@ -319,7 +326,7 @@ ExitInfo Process::Wait(std::chrono::milliseconds timeout, std::chrono::milliseco
     }
 
     now = SteadyClock::now();
-    if (deadline && !info.timed_out && now >= *deadline && !exited) {
+    if (due && !info.timed_out && now >= *due && !exited) {
       info.timed_out = true;
       SignalTree(SIGTERM);
       hard_kill_at = now + kill_grace;
@@ -378,13 +385,26 @@ void Process::Kill(int sig) {
   SignalTree(sig);
 }
 
+namespace {
+int64_t SteadyNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
 absl::Status Process::Suspend() {
+  int64_t zero = 0;
+  suspended_at_ns_.compare_exchange_strong(zero, SteadyNs());
   if (cgroup_ != nullptr) return cgroup_->Freeze(std::chrono::milliseconds(1000));
   if (pid_ > 0 && !reaped_) ::kill(-pid_, SIGSTOP);
   return absl::OkStatus();
 }
 
 void Process::Resume() {
+  if (const int64_t at = suspended_at_ns_.exchange(0); at != 0) {
+    suspended_total_ns_ += SteadyNs() - at;
+  }
   if (cgroup_ != nullptr) cgroup_->Thaw().IgnoreError();
   if (pid_ > 0 && !reaped_) ::kill(-pid_, SIGCONT);
 }

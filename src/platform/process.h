@@ -63,8 +63,8 @@ class Process {
   // Errors: kNotFound when argv[0] cannot be found or executed, kInternal for spawn failures.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<Process>> Start(const SpawnOptions& opts);
 
-  // Pumps logs until exit. `timeout` 0 means none; on timeout the group gets SIGTERM, then
-  // SIGKILL after `kill_grace`.
+  // Pumps logs until exit. `timeout` 0 means none; time spent suspended (Suspend to Resume)
+  // does not count. On timeout the group gets SIGTERM, then SIGKILL after `kill_grace`.
   ExitInfo Wait(std::chrono::milliseconds timeout, std::chrono::milliseconds kill_grace);
 
   // Sends `sig` to the whole process group and cgroup (SIGKILL by default). Safe to call
@@ -96,6 +96,8 @@ class Process {
   std::atomic<bool> kill_requested_{false};
   std::atomic<bool> group_checked_{false};  // the straggler kill after reaping was sent
   std::atomic<int64_t> terminate_deadline_ns_{0};  // steady clock; 0 = none
+  std::atomic<int64_t> suspended_at_ns_{0};        // steady clock; 0 = running
+  std::atomic<int64_t> suspended_total_ns_{0};     // time spent suspended so far
   TaskCgroup* cgroup_ = nullptr;
   void SignalTree(int sig);
 };

@@ -848,7 +848,8 @@ TEST_F(CoreTest, SameEventsGiveSameDecisions) {
     for (AttemptId id = 1; id <= 8; ++id) {
       for (const char* w : {"w0", "w1", "w2", "w3"}) {
         apply(AttemptReport{w, static_cast<SessionId>(w[1]), id,
-                            id % 2 ? ReportResult::kFailed : ReportResult::kSucceeded, 0, {}, ""},
+                            id % 2 ? ReportResult::kFailed : ReportResult::kSucceeded, 0, {}, "",
+                            std::nullopt, Millis{0}},
               10 * id);
       }
     }
@@ -1014,10 +1015,26 @@ TEST_F(CoreOwnerTest, LostWorkerLosesWorkSinceItsLastCheckpointUntilItsLastHeart
   EXPECT_EQ(JobOf(1).counters.lost_work, Millis{4000});
 }
 
+TEST_F(CoreOwnerTest, FrozenTimeDoesNotCountTowardTheTimeoutBackstop) {
+  // timeout 10 s, backstop at timeout + 20 s grace = 30 s of running time.
+  Submit(1, 1, 0, {}, 3, Millis{10000});
+  Hello("a", 1, 1);
+  Owner("a", 1, false, 1000, {1});  // frozen at 1 s
+  for (int64_t t = 2000; t <= 60000; t += 2000) Heartbeat("a", 1, t);
+  EXPECT_THAT(Only<KillAttempt>(TickAt(60000)), IsEmpty()) << "killed while frozen";
+  Owner("a", 1, true, 60000);  // thawed after 59 s frozen: 1 s of running so far
+  Heartbeat("a", 1, 62000);
+  EXPECT_THAT(Only<KillAttempt>(TickAt(62000)), IsEmpty());
+  for (int64_t t = 64000; t <= 88000; t += 2000) Heartbeat("a", 1, t);
+  EXPECT_THAT(Only<KillAttempt>(TickAt(88000)), IsEmpty());
+  Heartbeat("a", 1, 89000);
+  EXPECT_THAT(Strs(Only<KillAttempt>(TickAt(89000))), ElementsAre("kill #1 @a s1 timed_out"));
+}
+
 TEST_F(CoreOwnerTest, FailedAndSucceededAttemptsLoseNothing) {
   Submit(1, 2);
   Hello("a", 1, 2);
-  AttemptReport r{"a", 1, 1, ReportResult::kFailed, 1, {}, "exit 1"};
+  AttemptReport r{"a", 1, 1, ReportResult::kFailed, 1, {}, "exit 1", std::nullopt, Millis{0}};
   r.lost = Millis{500};  // ignored: only preemptions carry lost work
   auto out = Do(r, 10);
   EXPECT_EQ(Only<AttemptEnded>(out)[0].lost, Millis{0});

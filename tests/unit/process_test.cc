@@ -325,5 +325,26 @@ TEST_F(ProcessTest, MissingCommandIsNotFound) {
   EXPECT_EQ(q.status().code(), absl::StatusCode::kNotFound) << q.status();
 }
 
+TEST_F(ProcessTest, TimeSpentSuspendedDoesNotCountTowardTheTimeout) {
+  // About 1 s of running time under a 3 s timeout, suspended for 3 s in the middle: 4 s of wall
+  // time, but only the running time counts.
+  auto p = Process::Start(Opts({"sh", "-c",
+                                "i=0; while [ $i -lt 10 ]; do sleep 0.1; i=$((i+1)); "
+                                "[ $i = 2 ] && touch started; done; exit 0"}));
+  ASSERT_TRUE(p.ok()) << p.status();
+  std::thread owner([&] {
+    for (int i = 0; i < 1000 && !fs::exists(dir_ / "started"); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    ASSERT_TRUE((*p)->Suspend().ok());
+    std::this_thread::sleep_for(std::chrono::seconds(3));  // the owner's 3 s at the keyboard
+    (*p)->Resume();
+  });
+  ExitInfo e = (*p)->Wait(std::chrono::milliseconds(3000), std::chrono::milliseconds(1000));
+  owner.join();
+  EXPECT_FALSE(e.timed_out);
+  EXPECT_EQ(e.exit_code, 0);
+}
+
 }  // namespace
 }  // namespace idlepool::platform
