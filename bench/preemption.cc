@@ -67,7 +67,7 @@ namespace {
 // The owner policy under test (the same as owner_config in tests/integration/lib.sh).
 constexpr const char* kOwnerToml =
     "[owner]\n"
-    "start_idle_minutes = 0.01\n"
+    "start_idle_minutes = 0.02\n"
     "resume_idle_seconds = 1\n"
     "vacate_after_suspend_seconds = 600\n"
     "vacate_grace_seconds = 5\n"

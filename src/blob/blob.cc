@@ -59,9 +59,23 @@ std::string Sha256::HexDigest() {
   return out;
 }
 
-absl::StatusOr<FileDigest> HashFile(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+// Opens `path` for reading if it is a regular file; never blocks on a FIFO.
+absl::StatusOr<int> OpenRegularFile(const std::string& path, bool follow_symlinks) {
+  int fd = ::open(path.c_str(),
+                  O_RDONLY | O_CLOEXEC | O_NONBLOCK | (follow_symlinks ? 0 : O_NOFOLLOW));
   if (fd < 0) return ErrnoStatus(absl::StrCat("cannot open ", path), errno);
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return absl::FailedPreconditionError(absl::StrCat(path, " is not a regular file"));
+  }
+  return fd;
+}
+
+absl::StatusOr<FileDigest> HashFile(const std::string& path, bool follow_symlinks) {
+  absl::StatusOr<int> opened = OpenRegularFile(path, follow_symlinks);
+  if (!opened.ok()) return opened.status();
+  const int fd = *opened;
   Sha256 h;
   FileDigest d;
   std::string buf(kChunkBytes, '\0');
@@ -178,9 +192,10 @@ absl::Status BlobDir::Writer::Commit() {
 }
 
 absl::Status UploadFile(v1::Pool::Stub* stub, const std::string& token, const std::string& path,
-                        const FileDigest& digest) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoStatus(absl::StrCat("cannot open ", path), errno);
+                        const FileDigest& digest, bool follow_symlinks) {
+  absl::StatusOr<int> opened = OpenRegularFile(path, follow_symlinks);
+  if (!opened.ok()) return opened.status();
+  const int fd = *opened;
   grpc::ClientContext ctx;
   ctx.AddMetadata("x-idlepool-token", token);
   v1::PutBlobReply reply;
@@ -212,7 +227,8 @@ absl::Status UploadFile(v1::Pool::Stub* stub, const std::string& token, const st
 }
 
 absl::Status DownloadBlob(v1::Pool::Stub* stub, const std::string& token,
-                          const std::string& sha256, uint64_t size, const std::string& dest) {
+                          const std::string& sha256, uint64_t size, const std::string& dest,
+                          const std::function<bool()>& cancelled) {
   grpc::ClientContext ctx;
   ctx.AddMetadata("x-idlepool-token", token);
   v1::GetBlobRequest req;
@@ -244,6 +260,7 @@ absl::Status DownloadBlob(v1::Pool::Stub* stub, const std::string& token,
     }
     h.Update(d.data(), d.size());
     got += d.size();
+    if (local.ok() && cancelled && cancelled()) local = absl::CancelledError("download cancelled");
   }
   if (!local.ok()) ctx.TryCancel();
   grpc::Status st = reader->Finish();

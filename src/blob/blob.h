@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <functional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -40,7 +41,11 @@ struct FileDigest {
   std::string sha256;
   uint64_t size = 0;
 };
-[[nodiscard]] absl::StatusOr<FileDigest> HashFile(const std::string& path);
+// Reads only regular files: a FIFO, device or socket at `path` is refused (kFailedPrecondition)
+// without blocking, and with follow_symlinks = false so is a symlink (a task may swap a file for
+// a link to a file of the lent machine between a directory scan and the read).
+[[nodiscard]] absl::StatusOr<FileDigest> HashFile(const std::string& path,
+                                                  bool follow_symlinks = true);
 
 // A directory of blobs, each at DIR/ab/abcdef... (its hash). Only verified bytes ever appear
 // under a hash name.
@@ -74,12 +79,16 @@ class BlobDir {
 };
 
 // Client side of the blob calls. `token` goes into the call metadata.
+// Regular files only, as HashFile.
 [[nodiscard]] absl::Status UploadFile(idlepool::v1::Pool::Stub* stub, const std::string& token,
-                                      const std::string& path, const FileDigest& digest);
-// Downloads into `dest` (written to a temp name and renamed once verified).
+                                      const std::string& path, const FileDigest& digest,
+                                      bool follow_symlinks = true);
+// Downloads into `dest` (written to a temp name and renamed once verified). `cancelled`, if set,
+// is asked after every chunk; when it says true the download stops with kCancelled.
 [[nodiscard]] absl::Status DownloadBlob(idlepool::v1::Pool::Stub* stub, const std::string& token,
                                         const std::string& sha256, uint64_t size,
-                                        const std::string& dest);
+                                        const std::string& dest,
+                                        const std::function<bool()>& cancelled = {});
 
 // Copies `src` to `dst` (creating parent dirs): a reflink where the file system has them, else
 // an in-kernel copy. Never a hard link: a task may modify its inputs, the cache must not change.

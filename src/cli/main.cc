@@ -387,7 +387,7 @@ int main(int argc, char** argv) {
     }
     if (!worker_config.empty()) {
       auto policy = idlepool::worker::LoadPolicyConfig(worker_config);
-      if (!policy.ok()) return Fail(policy.status());
+      if (!policy.ok()) return BadSpec(policy.status());  // missing, too large or wrong: exit 2
       wopts.policy = *policy;
     }
     if (dedicated) idlepool::worker::MakeDedicated(&wopts.policy);

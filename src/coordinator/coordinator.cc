@@ -98,8 +98,7 @@ struct JobInfo {
   bool any_checkpoint = false;
 };
 
-// A checkpoint has at most this many files (each is one blob, listed in every assignment).
-constexpr int kMaxCheckpointFiles = 10000;
+using spec::kMaxCheckpointFiles;
 
 class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
  public:
@@ -562,23 +561,6 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
 
   // Why an output path reported by a worker cannot be committed, or "" if it can: a normalized
   // relative UTF-8 path ("a/b.png"; "frame..png" is fine, ".." as a component is not).
-  static std::string OutputPathProblem(const std::string& path) {
-    if (path.empty() || path.size() > 4096) return "has a bad length";
-    if (!spec::IsValidUtf8(path)) return "is not valid UTF-8";
-    if (path.find('\0') != std::string::npos || path.find('\n') != std::string::npos) {
-      return "contains a NUL or newline";
-    }
-    if (path.front() == '/') return "is absolute";
-    size_t start = 0;
-    while (start <= path.size()) {
-      size_t end = path.find('/', start);
-      if (end == std::string::npos) end = path.size();
-      std::string_view part(path.data() + start, end - start);
-      if (part.empty() || part == "." || part == "..") return "is not a normalized relative path";
-      start = end + 1;
-    }
-    return "";
-  }
 
   // Checks everything a worker reports before the core sees it: a report the store would
   // refuse must never reach it (the coordinator stops on a store error).
@@ -629,7 +611,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
                          std::vector<core::OutputFile>* out, const char* what = "file") {
     std::set<std::string> seen;
     for (const auto& f : files) {
-      std::string problem = OutputPathProblem(f.path());
+      std::string problem = spec::RelativePathError(f.path()).value_or("");
       if (problem.empty() && !seen.insert(f.path()).second) problem = "is listed twice";
       if (problem.empty() && !blobs_.Has(f.sha256())) problem = "was not uploaded";
       if (problem.empty()) {
@@ -648,7 +630,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
 
   std::string CheckpointProblem(const google::protobuf::RepeatedPtrField<v1::OutputFile>& files,
                                 std::vector<core::OutputFile>* out) {
-    if (files.size() > kMaxCheckpointFiles) {
+    if (static_cast<size_t>(files.size()) > kMaxCheckpointFiles) {
       return absl::StrCat(files.size(), " files (at most ", kMaxCheckpointFiles, ")");
     }
     return CheckFiles(files, out);

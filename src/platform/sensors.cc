@@ -10,6 +10,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <optional>
 #include <string_view>
 #include <utility>
@@ -21,6 +22,8 @@ namespace idlepool::platform {
 namespace {
 
 constexpr size_t kMaxFileBytes = 4096;
+constexpr uint32_t kDirEvents = IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE | IN_CREATE | IN_MODIFY |
+                                IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR;
 
 // The trimmed content of dir/name, or nullopt when missing, unreadable, empty or too large.
 std::optional<std::string> ReadValue(const std::string& dir, const char* name) {
@@ -63,12 +66,16 @@ absl::StatusOr<std::unique_ptr<FakeSensorDir>> FakeSensorDir::Open(const std::st
   if (fd < 0) {
     return absl::InternalError(absl::StrCat("inotify_init1 failed: ", std::strerror(errno)));
   }
-  if (::inotify_add_watch(fd, dir.c_str(),
-                          IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE | IN_CREATE | IN_MODIFY) < 0) {
+  if (::inotify_add_watch(fd, dir.c_str(), kDirEvents) < 0) {
     std::string why = absl::StrCat("cannot watch ", dir, ": ", std::strerror(errno));
     ::close(fd);
     return absl::InternalError(why);
   }
+  // The parent too: a sensors dir deleted and made again (a script that rm -rf's it) is found
+  // and watched again at once.
+  std::error_code ec;
+  std::filesystem::path parent = std::filesystem::absolute(dir, ec).parent_path();
+  if (!ec) ::inotify_add_watch(fd, parent.c_str(), IN_CREATE | IN_MOVED_TO | IN_ONLYDIR);
   return std::unique_ptr<FakeSensorDir>(new FakeSensorDir(dir, fd));
 }
 
@@ -92,6 +99,9 @@ bool FakeSensorDir::WaitForChange(std::chrono::milliseconds timeout) {
   if (ms > 0x7fffffff) ms = 0x7fffffff;
   pollfd pfd{fd_, POLLIN, 0};
   int n = ::poll(&pfd, 1, static_cast<int>(ms));
+  // (Re-)watch the dir: after it was deleted and made again, this is a new inode (for the same
+  // inode inotify returns the existing watch). Fails harmlessly while the dir does not exist.
+  ::inotify_add_watch(fd_, dir_.c_str(), kDirEvents);
   if (n == 0) return false;
   // Drain every queued event: one call reports all changes made so far. An error (EINTR,
   // queue overflow) also answers "may have changed", which is always safe.

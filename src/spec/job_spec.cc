@@ -163,11 +163,12 @@ MaybeProblem CheckName(const std::string& name) {
   return std::nullopt;
 }
 
-// A normalized path relative to the task dir (staged inputs, outputs globs): it cannot leave the
-// dir, and one place has one spelling, so staged paths can be compared as text. A '..' inside a
-// component ("frame..png") is an ordinary name.
+}  // namespace
+
+// A '..' inside a component ("frame..png") is an ordinary name.
 std::optional<std::string> RelativePathError(std::string_view path) {
   if (path.empty()) return "is empty";
+  if (path.size() > 4096) return "is longer than 4096 bytes";
   if (!IsValidUtf8(path)) return std::string(kNotUtf8);
   if (path.find('\0') != std::string_view::npos) return "contains a NUL byte";
   if (path.find_first_of("\n\r") != std::string_view::npos) {
@@ -182,6 +183,8 @@ std::optional<std::string> RelativePathError(std::string_view path) {
   }
   return std::nullopt;
 }
+
+namespace {
 
 MaybeProblem CheckTasks(const JobSpec& spec) {
   const char* kind_name = spec.kind == TaskKind::kFrames  ? "frames"

@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,6 +46,16 @@ inline constexpr uint32_t kMaxAttempts = 100;                  // retry.max_atte
 // of a well-formed UTF-8 sequence are first replaced by '?', one '?' per byte, so the result is
 // always valid UTF-8 (and equals `s` when `s` is valid and short enough).
 [[nodiscard]] std::string TruncateUtf8(std::string_view s, size_t max_bytes);
+
+// Why `path` is not a normalized path relative to a task (or checkpoint) dir, or nullopt when it
+// is: staged inputs, outputs and checkpoint files must be valid UTF-8, at most 4096 bytes, not
+// absolute, without NUL or line breaks, and without empty, "." or ".." components, so a path
+// cannot leave its dir and one place has one spelling. The reason reads after the path: "is
+// empty", "must not contain '..' as a path component", ...
+[[nodiscard]] std::optional<std::string> RelativePathError(std::string_view path);
+
+// A checkpoint holds at most this many files (each is a blob listed in every assignment).
+inline constexpr size_t kMaxCheckpointFiles = 10000;
 
 // Expands a frame spec to its frames, in order, duplicates removed (first position kept).
 // Refuses (kResourceExhausted) a spec whose terms add up to more than `max_frames` frames,

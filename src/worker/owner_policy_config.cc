@@ -207,18 +207,32 @@ absl::StatusOr<PolicyConfig> ReadOwner(const std::string& file, const toml::tabl
                     absl::StrCat("must be a table, got ", Describe(*owner_node)));
   }
   if (absl::Status s = CheckKeys(file, *owner, "owner.", kOwnerKeys); !s.ok()) return s;
-  constexpr double kInf = HUGE_VAL;
   absl::Status s;
-  if (s = ReadNumber(file, *owner, "start_idle_minutes", 0, kInf, 60, config.start_idle_s);
+  // A week bounds every wait: larger values are typos, and minutes x 60 must stay finite.
+  constexpr double kWeekS = 7 * 24 * 3600;
+  if (s = ReadNumber(file, *owner, "start_idle_minutes", 0, kWeekS / 60, 60, config.start_idle_s);
       !s.ok())
     return s;
-  if (s = ReadNumber(file, *owner, "resume_idle_seconds", 0, kInf, 1, config.resume_idle_s);
+  if (s = ReadNumber(file, *owner, "resume_idle_seconds", 0, kWeekS, 1, config.resume_idle_s);
       !s.ok())
     return s;
-  if (s = ReadNumber(file, *owner, "vacate_after_suspend_seconds", 0, kInf, 1,
+  if (s = ReadNumber(file, *owner, "vacate_after_suspend_seconds", 0, kWeekS, 1,
                      config.vacate_after_suspend_s);
       !s.ok())
     return s;
+  // Work started after start_idle of idleness is suspended while idleness < resume_idle: a
+  // resume_idle above start_idle would freeze every task the moment it starts.
+  if (config.start_idle_s > 0 && config.resume_idle_s > config.start_idle_s) {
+    const toml::node* n = owner->get("resume_idle_seconds");
+    if (n == nullptr) n = owner->get("start_idle_minutes");
+    return KeyError(file, n->source(), n == owner->get("resume_idle_seconds")
+                                           ? "owner.resume_idle_seconds"
+                                           : "owner.start_idle_minutes",
+                    absl::StrCat("resume_idle_seconds (", config.resume_idle_s,
+                                 ") must not exceed start_idle_minutes x 60 (",
+                                 config.start_idle_s,
+                                 " s), or work would be frozen the moment it starts"));
+  }
   if (s = ReadNumber(file, *owner, "max_temperature_c", 30, 150, 1, config.max_temperature_c);
       !s.ok())
     return s;

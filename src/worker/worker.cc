@@ -47,20 +47,6 @@ std::string HostName() {
 
 double Seconds(core::MonoTime t) { return static_cast<double>(t.time_since_epoch().count()) / 1e3; }
 
-// A relative path that stays inside its dir: not empty, not absolute, no "." or ".." parts.
-bool SafeRelativePath(const std::string& p) {
-  if (p.empty() || p[0] == '/') return false;
-  size_t start = 0;
-  while (start <= p.size()) {
-    size_t slash = p.find('/', start);
-    if (slash == std::string::npos) slash = p.size();
-    std::string_view part(p.data() + start, slash - start);
-    if (part.empty() || part == "." || part == "..") return false;
-    start = slash + 1;
-  }
-  return true;
-}
-
 // A checkpoint dir's regular files, relative paths in sorted order, with what identifies their
 // content cheaply (size and mtime): equal fingerprints mean nothing to upload.
 struct DirEntry {
@@ -639,6 +625,17 @@ class Worker::Impl {
     return a.killed;
   }
 
+  // Staging (inputs, checkpoint) stops for a vacate too: the attempt is handed back at once.
+  bool StagingStopped(Attempt& a) {
+    std::lock_guard lock(a.mu);
+    return a.killed || a.vacating;
+  }
+
+  bool Vacating(Attempt& a) {
+    std::lock_guard lock(a.mu);
+    return a.vacating;
+  }
+
   void Execute(Attempt& a, v1::AttemptReport* report) {
     const v1::Assignment& as = a.assignment;
     std::string task_dir = a.dir + ".task";
@@ -653,6 +650,7 @@ class Worker::Impl {
     for (const auto& in : as.inputs()) {
       input_paths.insert(in.path());
       absl::Status st = EnsureCached(in, a);
+      if (!st.ok() && Vacating(a)) return Preempted(a, report);
       if (!st.ok()) return Fail(report, absl::StrCat("cannot stage input '", in.path(), "': ",
                                                      st.message()));
       std::string dst = task_dir + "/" + in.path();
@@ -663,11 +661,12 @@ class Worker::Impl {
 
     // Restore the task's latest checkpoint, from whichever worker saved it.
     for (const auto& f : as.checkpoint()) {
-      if (!SafeRelativePath(f.path())) {
+      if (auto why = spec::RelativePathError(f.path())) {
         return Fail(report, absl::StrCat("checkpoint file '", spec::TruncateUtf8(f.path(), 256),
-                                         "' has an unsafe path"));
+                                         "' ", *why));
       }
       absl::Status st = EnsureCachedBlob(f.sha256(), f.size(), a);
+      if (!st.ok() && Vacating(a)) return Preempted(a, report);
       if (!st.ok()) return Fail(report, absl::StrCat("cannot restore checkpoint file '", f.path(),
                                                      "': ", st.message()));
       std::string dst = ckpt_dir + "/" + f.path();
@@ -861,7 +860,8 @@ class Worker::Impl {
     return spec::TruncateUtf8(std::string_view(s).substr(start), max);
   }
 
-  absl::Status UploadIfMissing(const std::string& path, const v1::OutputFile& o) {
+  absl::Status UploadIfMissing(const std::string& path, const v1::OutputFile& o,
+                               bool follow_symlinks = true) {
     {
       grpc::ClientContext ctx;
       ctx.AddMetadata(kTokenKey, options_.token);
@@ -872,7 +872,7 @@ class Worker::Impl {
       if (st.ok() && reply.present_size() == 1 && reply.present(0)) return absl::OkStatus();
     }
     return blob::UploadFile(stub_.get(), options_.token, path,
-                            blob::FileDigest{o.sha256(), o.size()});
+                            blob::FileDigest{o.sha256(), o.size()}, follow_symlinks);
   }
 
   absl::Status EnsureCached(const v1::Input& in, Attempt& a) {
@@ -888,8 +888,9 @@ class Worker::Impl {
     core::Millis backoff{200};
     absl::Status st;
     for (int i = 0; i < 5; ++i) {
-      if (Abandoned(a)) return absl::CancelledError("attempt stopped");
-      st = blob::DownloadBlob(stub_.get(), options_.token, sha256, size, dest);
+      if (StagingStopped(a)) return absl::CancelledError("attempt stopped");
+      st = blob::DownloadBlob(stub_.get(), options_.token, sha256, size, dest,
+                              [&] { return StagingStopped(a); });
       if (st.ok()) break;
       if (st.code() != absl::StatusCode::kUnavailable) return st;
       WaitStop(backoff);
@@ -1099,14 +1100,24 @@ class Worker::Impl {
     if (fp == a.ckpt_fingerprint && !force) return absl::AbortedError("unchanged");
     if (fp == a.ckpt_fingerprint) return a.ckpt_files;
     std::vector<v1::OutputFile> files;
+    if (entries.size() > spec::kMaxCheckpointFiles) {
+      if (a.ckpt_fingerprint != "too many") {
+        spdlog::warn("attempt {}: its checkpoint dir holds {} files, more than the {} a checkpoint "
+                     "may have: not saved (keep state in fewer files)",
+                     a.id, entries.size(), spec::kMaxCheckpointFiles);
+      }
+      a.ckpt_fingerprint = "too many";
+      return absl::ResourceExhaustedError("too many files in the checkpoint dir");
+    }
     for (const auto& e : entries) {
-      if (!spec::IsValidUtf8(e.rel)) {
-        spdlog::warn("attempt {}: checkpoint file name '{}' is not UTF-8; skipped", a.id,
-                     spec::TruncateUtf8(e.rel, 200));
+      // The coordinator refuses a whole checkpoint over one bad name: leave such files out.
+      if (auto why = spec::RelativePathError(e.rel)) {
+        spdlog::warn("attempt {}: checkpoint file '{}' {}; left out of the checkpoint", a.id,
+                     spec::TruncateUtf8(e.rel, 200), *why);
         continue;
       }
       const std::string path = dir + "/" + e.rel;
-      auto digest = blob::HashFile(path);
+      auto digest = blob::HashFile(path, /*follow_symlinks=*/false);
       if (!digest.ok()) return digest.status();
       struct stat st;
       if (::stat(path.c_str(), &st) != 0 || static_cast<uint64_t>(st.st_size) != e.size ||
@@ -1119,7 +1130,9 @@ class Worker::Impl {
       f.set_path(e.rel);
       f.set_sha256(digest->sha256);
       f.set_size(digest->size);
-      if (absl::Status st2 = UploadIfMissing(path, f); !st2.ok()) return st2;
+      if (absl::Status st2 = UploadIfMissing(path, f, /*follow_symlinks=*/false); !st2.ok()) {
+        return st2;
+      }
       files.push_back(std::move(f));
     }
     a.ckpt_fingerprint = fp;

@@ -98,7 +98,7 @@ is_owner_state() { [ "$(owner_state "$1")" = "$2" ]; }   # is_owner_state WORKER
 owner_config() {
   cat >"$1" <<'TOML'
 [owner]
-start_idle_minutes = 0.01
+start_idle_minutes = 0.02
 resume_idle_seconds = 1
 vacate_after_suspend_seconds = 600
 vacate_grace_seconds = 5

@@ -288,13 +288,25 @@ TEST(PolicyConfigErrors, NumbersWrongType) {
   }
 }
 
+TEST(PolicyConfigErrors, ResumeIdleAboveStartIdleWouldFreezeWorkAtOnce) {
+  const std::string msg = Err("[owner]\nstart_idle_minutes = 0.01\nresume_idle_seconds = 600\n");
+  EXPECT_THAT(msg, HasSubstr("policy.toml:3:"));
+  EXPECT_THAT(msg, HasSubstr("key 'owner.resume_idle_seconds'"));
+  EXPECT_THAT(msg, HasSubstr("frozen the moment it starts"));
+  // The default resume (60 s) under a short start names start_idle_minutes.
+  EXPECT_THAT(Err("[owner]\nstart_idle_minutes = 0.5\n"), HasSubstr("owner.start_idle_minutes"));
+  // A dedicated machine (start 0) never waits, so any resume_idle is fine.
+  EXPECT_TRUE(P("[owner]\nstart_idle_minutes = 0\nresume_idle_seconds = 600\n").ok());
+}
+
 TEST(PolicyConfigErrors, NumbersOutOfRange) {
   for (const char* key :
        {"start_idle_minutes", "resume_idle_seconds", "vacate_after_suspend_seconds"}) {
     const std::string msg = Err(std::string("[owner]\n\n") + key + " = -1\n");
     EXPECT_THAT(msg, HasSubstr("policy.toml:3:"));
-    EXPECT_THAT(msg, HasSubstr(std::string("key 'owner.") + key + "': must be a number >= 0"));
+    EXPECT_THAT(msg, HasSubstr(std::string("key 'owner.") + key + "': must be a number between 0"));
     EXPECT_THAT(Err(std::string("[owner]\n") + key + " = nan\n"), HasSubstr(key));
+    EXPECT_THAT(Err(std::string("[owner]\n") + key + " = 1e308\n"), HasSubstr(key));
     EXPECT_THAT(Err(std::string("[owner]\n") + key + " = inf\n"), HasSubstr(key));
   }
   EXPECT_THAT(Err("[owner]\nmax_temperature_c = 29.9\n"),

@@ -269,4 +269,23 @@ TEST_F(SensorsTest, WaitSeesAtomicRename) {
 }
 
 }  // namespace
+TEST_F(SensorsTest, DirDeletedAndMadeAgainIsWatchedAgain) {
+  WriteAll();
+  auto s = Open();
+  ASSERT_NE(s, nullptr);
+  fs::remove_all(dir_);
+  EXPECT_TRUE(s->WaitForChange(milliseconds(10000)));
+  EXPECT_FALSE(s->Read().idle_seconds.has_value());  // gone: unknown
+  while (s->WaitForChange(milliseconds(0))) {
+  }
+  fs::create_directory(dir_);
+  EXPECT_TRUE(s->WaitForChange(milliseconds(10000)));  // seen through the parent's watch
+  while (s->WaitForChange(milliseconds(0))) {
+  }
+  Write("idle_seconds", "7\n");
+  // Without a new watch on the new dir this would only time out.
+  EXPECT_TRUE(s->WaitForChange(milliseconds(10000)));
+  EXPECT_EQ(s->Read().idle_seconds, 7.0);
+}
+
 }  // namespace idlepool::platform
