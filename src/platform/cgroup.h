@@ -40,8 +40,7 @@ class TaskCgroup {
   TaskCgroup(const TaskCgroup&) = delete;
   TaskCgroup& operator=(const TaskCgroup&) = delete;
 
-  // An O_DIRECTORY fd of the group, for clone3(CLONE_INTO_CGROUP): the child starts inside it,
-  // so no fork it makes can happen outside the group.
+  // An O_DIRECTORY fd of the group (Process::Start opens its cgroup.procs through it).
   int dir_fd() const { return dir_fd_; }
   const std::string& path() const { return path_; }
 

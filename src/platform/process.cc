@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <linux/sched.h>
 #include <sched.h>
 #include <sys/file.h>
 #include <sys/resource.h>
@@ -128,14 +127,18 @@ std::string ResolveCommand(const std::string& name, int* err) {
 constexpr int kIoprioClassIdle = 3;
 constexpr int kIoprioClassShift = 13;
 
-// In the child between clone and exec: system calls only (no allocation, no locks).
+// The child of vfork shares the parent's memory until it execs: it must only make system calls
+// (no allocation, no locks, no return from Process::Start), and it writes `*cgroup_err` (the
+// parent reads it after vfork returns) when it could not enter its cgroup.
 [[noreturn]] void ChildExec(const char* file, char* const* argv, char* const* envp,
                             const char* cwd, int out_fd, int err_fd, int status_fd,
-                            bool low_priority) {
+                            int cgroup_procs_fd, volatile int* cgroup_err, bool low_priority) {
   auto fail = [&](int err) {
     (void)!::write(status_fd, &err, sizeof err);
     ::_exit(127);
   };
+  // Enter the task's cgroup first: nothing the task runs can fork outside it.
+  if (cgroup_procs_fd >= 0 && ::write(cgroup_procs_fd, "0", 1) != 1) *cgroup_err = errno;
   ::setpgid(0, 0);  // its own process group, so kill(-pgid) reaches the tree without cgroups
   sigset_t empty;
   sigemptyset(&empty);
@@ -195,37 +198,32 @@ absl::StatusOr<std::unique_ptr<Process>> Process::Start(const SpawnOptions& opts
   argv.push_back(nullptr);
   for (const auto& e : opts.env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
-  const char* cwd = opts.cwd.empty() ? nullptr : opts.cwd.c_str();
 
-  // clone3: the child gets a pidfd atomically and, with a cgroup, starts inside it.
-  int pidfd = -1;
-  struct clone_args args {};
-  args.flags = CLONE_PIDFD;
-  args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
-  args.exit_signal = SIGCHLD;
+  // vfork, as posix_spawn does (copying the page tables of a large multi-threaded worker for a
+  // fork costs more than the task itself for short tasks), with the cgroup entered by the child
+  // before it execs. All signals are blocked around it: no handler of ours may run in the child.
+  int cgroup_procs_fd = -1;
   if (opts.cgroup != nullptr) {
-    args.flags |= CLONE_INTO_CGROUP;
-    args.cgroup = static_cast<uint64_t>(opts.cgroup->dir_fd());
+    cgroup_procs_fd = ::openat(opts.cgroup->dir_fd(), "cgroup.procs", O_WRONLY | O_CLOEXEC);
+    if (cgroup_procs_fd < 0) p->cgroup_ = nullptr;  // group gone: process group only
   }
-  long pid = ::syscall(SYS_clone3, &args, sizeof args);
-  if (pid < 0 && opts.cgroup != nullptr && errno != ENOSYS && errno != E2BIG &&
-      errno != EAGAIN && errno != ENOMEM) {
-    // The group cannot be entered (removed under us, permissions changed): run the task
-    // without it rather than fail it; it is then contained by its process group only.
-    args.flags &= ~static_cast<uint64_t>(CLONE_INTO_CGROUP);
-    args.cgroup = 0;
-    p->cgroup_ = nullptr;
-    pid = ::syscall(SYS_clone3, &args, sizeof args);
-  }
-  if (pid < 0 && (errno == ENOSYS || errno == E2BIG)) {
-    // Kernel without clone3 (< 5.3): plain fork; a cgroup cannot be entered atomically then.
-    pidfd = -1;
-    pid = ::fork();
-  }
+  volatile int cgroup_err = 0;
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  pid_t pid = ::vfork();
   if (pid == 0) {
-    ChildExec(file.c_str(), argv.data(), envp.data(), cwd, out_pipe[1], err_pipe[1],
-              status_pipe[1], opts.low_priority);
+    ChildExec(file.c_str(), argv.data(), envp.data(),
+              opts.cwd.empty() ? nullptr : opts.cwd.c_str(), out_pipe[1], err_pipe[1],
+              status_pipe[1], cgroup_procs_fd, &cgroup_err, opts.low_priority);
   }
+  const int vfork_errno = errno;
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (cgroup_procs_fd >= 0) ::close(cgroup_procs_fd);
+  // The group could not be entered (removed under us, permissions changed): the task runs,
+  // contained by its process group only.
+  if (cgroup_err != 0) p->cgroup_ = nullptr;
+  errno = vfork_errno;
   int spawn_err = pid < 0 ? errno : 0;
   ::close(out_pipe[1]);
   ::close(err_pipe[1]);
@@ -234,7 +232,7 @@ absl::StatusOr<std::unique_ptr<Process>> Process::Start(const SpawnOptions& opts
     ::close(out_pipe[0]);
     ::close(err_pipe[0]);
     ::close(status_pipe[0]);
-    return absl::InternalError(absl::StrCat("cannot run '", opts.argv[0], "': clone3: ",
+    return absl::InternalError(absl::StrCat("cannot run '", opts.argv[0], "': vfork: ",
                                             std::strerror(spawn_err)));
   }
   // The status pipe closes on exec (CLOEXEC); an errno arrives when exec failed.
@@ -247,7 +245,7 @@ absl::StatusOr<std::unique_ptr<Process>> Process::Start(const SpawnOptions& opts
   p->pid_ = static_cast<pid_t>(pid);
   p->out_fd_ = out_pipe[0];
   p->err_fd_ = err_pipe[0];
-  p->pidfd_ = pidfd >= 0 ? pidfd : PidfdOpen(p->pid_);
+  p->pidfd_ = PidfdOpen(p->pid_);
   if (n == static_cast<ssize_t>(sizeof exec_err)) {
     ::waitpid(p->pid_, nullptr, 0);
     p->reaped_ = true;

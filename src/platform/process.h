@@ -2,8 +2,8 @@
 //
 // Process::Start spawns argv (PATH lookup for a bare name, no shell) in a new process group with
 // the given environment and working directory, stdout and stderr captured through pipes. With
-// SpawnOptions::cgroup it starts inside that cgroup (clone3 CLONE_INTO_CGROUP: there is no
-// moment at which the child or anything it forks runs outside it), and every kill reaches the
+// SpawnOptions::cgroup it starts inside that cgroup (the vfork child enters it before it execs:
+// nothing the task runs can fork outside it), and every kill reaches the
 // whole cgroup, so a child that called setsid or double-forked dies with the task. With
 // low_priority the command runs as SCHED_IDLE, nice 19, I/O class idle: the owner's own
 // processes always go first (BOINC runs its tasks at nice 19 and idle I/O priority too).
