@@ -1,7 +1,14 @@
 #!/usr/bin/env bash
 # The main job on real input: renders the 60-frame POV-Ray `fractalzoom` animation across a pool
-# of one coordinator and 3 workers on this machine, SIGKILLs one worker mid-job, shows the job
-# finishing anyway with every frame exactly once, and assembles the frames into a video.
+# of one coordinator and 3 workers on this machine, while the owners of those machines get their
+# machines back in the three ways that matter:
+#   - worker-1's owner comes back for a few seconds: its task is frozen, then resumes;
+#   - worker-2 dies (SIGKILL): its task is rerun elsewhere;
+#   - worker-3's laptop goes on battery: its task is vacated, keeps its finished frames in the
+#     checkpoint and resumes on another worker from there.
+# The job finishes anyway with every frame exactly once, and the frames become a video.
+# The owners' sensors are fake (one-value files in --sensors-dir, changed the way an owner's
+# script should: write a temporary file, then rename it over the old one).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -16,6 +23,33 @@ cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
 trap cleanup EXIT
 
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+die() { echo "demo: $*" >&2; exit 1; }
+
+# sense W KEY VALUE: sets one of worker-W's fake sensors (write, then rename).
+sense() {
+  local d=$OUT/sensors-$1
+  printf '%s\n' "$3" >"$d/.$2.tmp"
+  mv "$d/.$2.tmp" "$d/$2"
+}
+owner_state() { "$BIN" workers --json | jq -r --arg w "worker-$1" '.workers[] | select(.worker==$w) | .owner_state'; }
+running() { "$BIN" workers --json | jq -r --arg w "worker-$1" '[.workers[] | select(.worker==$w) | .attempts_running] | first // 0'; }
+field() { "$BIN" status "$JOB" --json | jq -r ".$1"; }
+sql() { sqlite3 -readonly "$OUT/coordinator/pool.db" "$1"; }
+# until_true SECONDS WHAT COMMAND...: polls every 100 ms; dies after SECONDS.
+until_true() {
+  local limit=$1 what=$2; shift 2
+  local end=$(( $(date +%s) + limit ))
+  until "$@"; do
+    [ "$(date +%s)" -lt "$end" ] || { "$BIN" workers; "$BIN" status "$JOB" 2>/dev/null; die "timed out after ${limit}s waiting for $what"; }
+    sleep 0.1
+  done
+}
+# running_on W: sets RA to the attempt worker-W runs for the job; false when none.
+running_on() { RA=$(sql "SELECT id FROM attempts WHERE job_id=$JOB AND worker='worker-$1' AND outcome='running'"); [ -n "$RA" ]; }
+# ck_frames W ATTEMPT: the frames the attempt has finished, as kept in its checkpoint dir.
+ck_frames() { find "$OUT/worker-$1/attempts/$2.checkpoint/" -maxdepth 1 -name 'frame*.png' 2>/dev/null | wc -l; }
+owner_is() { [ "$(owner_state "$1")" = "$2" ]; }
+field_at_least() { [ "$(field "$1")" -ge "$2" ]; }
 
 say "starting a coordinator (data dir $OUT/coordinator)"
 "$BIN" coordinator --listen 127.0.0.1:0 --data-dir "$OUT/coordinator" >"$OUT/logs/coordinator.log" 2>&1 &
@@ -24,35 +58,97 @@ for _ in $(seq 200); do grep -q "listening on" "$OUT/logs/coordinator.log" 2>/de
 ADDR=$(sed -n 's/.*listening on \([^ ]*\).*/\1/p' "$OUT/logs/coordinator.log" | head -1)
 [ -n "$ADDR" ] || { cat "$OUT/logs/coordinator.log"; exit 1; }
 export IDLEPOOL_COORDINATOR=$ADDR
-export IDLEPOOL_TOKEN=$(cat "$OUT/coordinator/pool.token")
+IDLEPOOL_TOKEN=$(cat "$OUT/coordinator/pool.token")
+export IDLEPOOL_TOKEN
 grep -A1 -E "listening on|join a machine" "$OUT/logs/coordinator.log" | grep -v -- "^--"
 
-say "starting 3 workers (one slot each)"
+say "starting 3 workers (one slot each), their owners away and on AC power"
+# The owner policy, shortened so that the demo moves quickly: start work 1.2 s after the owner
+# left (it may not be shorter than the resume wait), resume a frozen task once they have been
+# away 1 s, SIGKILL 5 s after the SIGTERM of a vacate, checkpoint every second.
+cat >"$OUT/owner.toml" <<'TOML'
+[owner]
+start_idle_minutes = 0.02
+resume_idle_seconds = 1
+vacate_after_suspend_seconds = 600
+vacate_grace_seconds = 5
+checkpoint_interval_seconds = 1
+TOML
 declare -A wpid
 for w in 1 2 3; do
-  "$BIN" worker --name "worker-$w" --slots 1 --work-dir "$OUT/worker-$w" >"$OUT/logs/worker-$w.log" 2>&1 &
+  mkdir -p "$OUT/sensors-$w"
+  sense $w idle_seconds 1000
+  sense $w on_ac_power 1
+  "$BIN" worker --name "worker-$w" --slots 1 --work-dir "$OUT/worker-$w" \
+    --sensors-dir "$OUT/sensors-$w" --config "$OUT/owner.toml" >"$OUT/logs/worker-$w.log" 2>&1 &
   wpid[$w]=$!
   pids+=($!); disown $!
 done
 for _ in $(seq 200); do
-  n=$("$BIN" workers --json | jq '[.workers[] | select(.state=="connected")] | length')
+  n=$("$BIN" workers --json | jq '[.workers[] | select(.state=="connected" and .owner_state=="run")] | length')
   [ "$n" = 3 ] && break; sleep 0.05
 done
 "$BIN" workers
+[ "$n" = 3 ] || { tail -n 5 "$OUT"/logs/worker-*.log; die "$n of 3 workers ready to run work"; }
 
-say "submitting examples/povray-fractalzoom/job.toml (60 frames, 4 per task)"
+say "submitting examples/povray-fractalzoom/job.toml (60 frames, 4 per task, checkpointed per frame)"
 JOB=$("$BIN" submit examples/povray-fractalzoom/job.toml)
 T0=$(date +%s)
 
+say "worker-1's owner comes back (idle_seconds=0): its task is frozen"
+busy_after() { [ "$(running "$1")" -gt 0 ] && [ "$(field succeeded)" -ge "$2" ]; }
+# Early in a task (at most 2 of its 4 frames done), so that it is still running when frozen.
+early() { [ "$(field succeeded)" -ge 1 ] && running_on 1 && [ "$(ck_frames 1 "$RA")" -le 2 ]; }
+until_true 120 "worker-1 early in a task" early
+sense 1 idle_seconds 0
+until_true 10 "worker-1 to suspend" owner_is 1 suspend
+until_true 10 "a suspension" field_at_least suspensions 1
+"$BIN" workers
+sleep 3
+say "worker-1's owner leaves again (idle_seconds=1000): its task resumes"
+sense 1 idle_seconds 1000
+until_true 10 "worker-1 to run" owner_is 1 run
+"$BIN" workers
+
 say "waiting until worker-2 is rendering, then killing it with SIGKILL"
-for _ in $(seq 1200); do
-  busy=$("$BIN" workers --json | jq -r '.workers[] | select(.worker=="worker-2") | .attempts_running')
-  done_tasks=$("$BIN" status "$JOB" --json | jq .succeeded)
-  [ "${busy:-0}" -gt 0 ] && [ "$done_tasks" -ge 2 ] && break
-  sleep 0.1
-done
+until_true 120 "worker-2 rendering" busy_after 2 3
+done_tasks=$(field succeeded)
 kill -9 "${wpid[2]}"
-echo "killed worker-2 (pid ${wpid[2]}) with $done_tasks of 15 tasks done; its frames go to the others"
+# As if the machine died: its render dies with it (a SIGKILLed worker leaves its task running,
+# in its own process group, rendering for nobody; its next start would kill it).
+wd2=$(realpath "$OUT/worker-2")
+orphans=$(grep -lzx "IDLEPOOL_WORK_DIR=$wd2" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3 || true)
+for p in $orphans; do kill -9 "$p" 2>/dev/null || true; done
+echo "killed worker-2 (pid ${wpid[2]}) and its task's $(wc -w <<<"$orphans") processes with" \
+  "$done_tasks of 15 tasks done; its frames go to the others"
+
+say "waiting until worker-3 has checkpointed a frame or two of its task, then unplugging it"
+# Midway: at least one frame kept in the checkpoint, at least two still to render.
+midway() { running_on 3 && [ "$(ck_frames 3 "$RA")" -ge 1 ] && [ "$(ck_frames 3 "$RA")" -le 2 ]; }
+until_true 120 "worker-3 midway through a task" midway
+A3=$RA
+IDX=$(sql "SELECT idx FROM attempts WHERE id=$A3")
+sense 3 on_ac_power 0
+echo "worker-3 on battery while attempt $A3 (task $IDX) had $(ck_frames 3 "$A3") of 4 frames done"
+until_true 20 "worker-3 to vacate" owner_is 3 vacate
+until_true 20 "a preemption" field_at_least preemptions 1
+"$BIN" workers
+kept=$(sql "SELECT group_concat(path, ' ') FROM checkpoints WHERE job_id=$JOB AND idx=$IDX AND attempt=$A3")
+[ -n "$kept" ] || die "no checkpoint stored for attempt $A3"
+echo "checkpoint of task $IDX stored with the preemption: $kept"
+
+say "task $IDX is requeued and resumes on another worker from its checkpoint"
+resumed_elsewhere() {
+  read -r A W < <(sql "SELECT id, worker FROM attempts WHERE job_id=$JOB AND idx=$IDX AND id>$A3 AND outcome='running'" | tr '|' ' ') || return 1
+  [ -n "${A:-}" ] && [ "$W" != worker-3 ] && grep -q "^resuming:" "$OUT/$W/attempts/$A.stderr.log" 2>/dev/null
+}
+until_true 60 "task $IDX to resume elsewhere" resumed_elsewhere
+echo "attempt $A on $W: $(grep -m1 "^resuming:" "$OUT/$W/attempts/$A.stderr.log")"
+
+say "worker-3 is back on AC power: it rejoins"
+sense 3 on_ac_power 1
+until_true 10 "worker-3 to run" owner_is 3 run
+"$BIN" workers
 
 say "waiting for the job"
 "$BIN" wait "$JOB" || { echo "job did not succeed"; "$BIN" status "$JOB"; exit 1; }
@@ -63,8 +159,7 @@ say "fetching the frames"
 count=$(ls "$OUT/frames"/frame*.png | wc -l)
 [ "$count" = 60 ] || { echo "expected 60 frames, got $count"; exit 1; }
 # Exactly once, from the coordinator's own records: 60 committed outputs, 60 distinct frames.
-once=$(sqlite3 -readonly "$OUT/coordinator/pool.db" \
-  "SELECT COUNT(*) || ' committed, ' || COUNT(DISTINCT path) || ' distinct' FROM outputs WHERE job_id=$JOB")
+once=$(sql "SELECT COUNT(*) || ' committed, ' || COUNT(DISTINCT path) || ' distinct' FROM outputs WHERE job_id=$JOB")
 echo "store: $once"
 [ "$once" = "60 committed, 60 distinct" ] || { echo "frames not committed exactly once"; exit 1; }
 
@@ -73,8 +168,18 @@ ffmpeg -loglevel error -y -framerate 24 -i "$OUT/frames/frame%02d.png" -c:v libx
   "$OUT/fractalzoom.mp4"
 
 say "summary"
-"$BIN" status "$JOB" --json | jq '{job, name, state, tasks, succeeded, attempts, failures, preemptions, attempts_lost, workers_lost}'
-echo "wall time: $(( $(date +%s) - T0 )) s"
-echo "frames:    $OUT/frames/ ($count PNG files, each rendered and committed exactly once)"
-echo "animation: $OUT/fractalzoom.mp4"
-echo "logs:      $OUT/logs/"
+S=$("$BIN" status "$JOB" --json)
+jq '{job, name, state, tasks, succeeded, attempts, failures, suspensions, preemptions, lost_seconds, attempts_lost, workers_lost}' <<<"$S"
+suspensions=$(jq .suspensions <<<"$S")
+preemptions=$(jq .preemptions <<<"$S")
+echo "wall time:   $(( $(date +%s) - T0 )) s"
+echo "suspensions: $suspensions (worker-1's owner came back; its task was frozen, then resumed)"
+echo "preemptions: $preemptions (worker-3 went on battery; its task resumed elsewhere from its checkpoint)"
+echo "lost work:   $(jq .lost_seconds <<<"$S") s (rendering since the last checkpoint of the vacated and lost attempts)"
+echo "lost:        workers $(jq .workers_lost <<<"$S"), attempts $(jq .attempts_lost <<<"$S") (worker-2, SIGKILL)"
+echo "frames:      $OUT/frames/ ($count PNG files, each rendered and committed exactly once)"
+echo "animation:   $OUT/fractalzoom.mp4"
+echo "logs:        $OUT/logs/"
+[ "$(jq -r .state <<<"$S")" = succeeded ] || die "job state $(jq -r .state <<<"$S")"
+[ "$suspensions" -ge 1 ] || die "expected at least one suspension"
+[ "$preemptions" -ge 1 ] || die "expected at least one preemption"
