@@ -40,8 +40,13 @@ wait_until 20 job_at_least "$JOB" preemptions 1
 # The checkpoint came with the report (one transaction): it is the attempt's last step.
 stored=$(sql "SELECT attempt FROM checkpoints WHERE job_id=$JOB AND path='step'")
 [ "$stored" = "$A1" ] || fail "stored checkpoint is from attempt '$stored', want $A1"
-wait_until 10 dead "$ESC"
-pass "sleep imminent: attempt $A1 vacated, checkpoint stored with the report, escapee $ESC killed"
+if has_cgroups laptop; then
+  wait_until 10 dead "$ESC"
+  pass "sleep imminent: attempt $A1 vacated, checkpoint stored with the report, escapee $ESC killed"
+else
+  kill -9 "$ESC" 2>/dev/null || true
+  pass "sleep imminent: attempt $A1 vacated, checkpoint stored with the report (no cgroups here: escapee check skipped)"
+fi
 
 sense "$S" sleep_imminent 0       # back from sleep
 "$IDLEPOOL" wait "$JOB" --quiet >/dev/null || fail "job did not finish after resuming"

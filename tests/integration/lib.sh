@@ -109,3 +109,7 @@ TOML
 running_attempt() { sql "SELECT id FROM attempts WHERE job_id=$1 AND outcome='running'"; }
 running_on() { sql "SELECT worker FROM attempts WHERE job_id=$1 AND outcome='running'"; }
 is_running_on() { [ "$(running_on "$1")" = "$2" ]; }
+
+# has_cgroups WORKER: the worker runs its tasks in cgroups (it says so when it starts). Without
+# them (no cgroup v2 in a container or chroot), a setsid escapee is out of reach by design.
+has_cgroups() { grep -q "tasks run in their own cgroups" "$T/$1.log"; }
