@@ -69,12 +69,21 @@ f=$FIRST
 while [ "$f" -le "$LAST" ]; do
   if [ -z "$CK" ] || [ -z "$(frame_file "$CK" "$f")" ]; then
     # In the background, so that SIGTERM runs the trap at once instead of after the frame.
-    "$@" "+SF$f" "+EF$f" &
-    pid=$!
-    wait "$pid"
-    rc=$?
-    pid=
-    [ "$rc" -eq 0 ] || { echo "povray failed on frame $f (exit $rc)" >&2; exit "$rc"; }
+    # POV-Ray gives up ("Timed out waiting for worker thread startup", then a crash) when it is
+    # frozen in its first instants, which the owner coming back can do: a frame that crashes
+    # is tried once more before the task fails.
+    tries=0
+    while :; do
+      "$@" "+SF$f" "+EF$f" &
+      pid=$!
+      wait "$pid"
+      rc=$?
+      pid=
+      [ "$rc" -eq 0 ] && break
+      tries=$((tries + 1))
+      [ "$rc" -gt 128 ] && [ "$tries" -lt 2 ] || { echo "povray failed on frame $f (exit $rc)" >&2; exit "$rc"; }
+      echo "povray crashed on frame $f (exit $rc); trying it again" >&2
+    done
     p=$(frame_file "$DIR" "$f")
     [ -n "$p" ] || { echo "povray wrote no file for frame $f" >&2; exit 1; }
     if [ -n "$CK" ]; then

@@ -391,6 +391,11 @@ int main(int argc, char** argv) {
       wopts.policy = *policy;
     }
     if (dedicated) idlepool::worker::MakeDedicated(&wopts.policy);
+    if (!wopts.sensors_dir.empty() && !fs::is_directory(wopts.sensors_dir)) {
+      std::fprintf(stderr, "idlepool worker: --sensors-dir %s is not a directory\n",
+                   wopts.sensors_dir.c_str());
+      return 2;
+    }
     wopts.low_priority = !normal_priority;
     if (!need_token()) return 2;
     idlepool::platform::BlockTerminationSignals();
@@ -503,8 +508,10 @@ int main(int argc, char** argv) {
     std::printf("%-20s %-20s %-13s %6s %6s %10s  %s\n", "WORKER", "HOST", "STATE", "SLOTS",
                 "BUSY", "SEEN", "OWNER");
     for (const auto& x : w->workers()) {
-      std::string owner = x.owner_state().empty() ? "-" : x.owner_state();
-      if (!x.owner_reason().empty()) owner += " (" + x.owner_reason() + ")";
+      // Only a worker that is there has an owner policy to show.
+      const bool here = x.state() == "connected" || x.state() == "disconnected";
+      std::string owner = !here || x.owner_state().empty() ? "-" : x.owner_state();
+      if (here && !x.owner_reason().empty()) owner += " (" + x.owner_reason() + ")";
       std::printf("%-20s %-20s %-13s %6u %6u %8.1fs  %s\n", x.worker().c_str(),
                   x.hostname().c_str(), x.state().c_str(), x.capacity().cpus(), x.slots_busy(),
                   static_cast<double>(x.last_seen_ms_ago()) / 1000.0, owner.c_str());

@@ -542,7 +542,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
     std::function<void()> fn;  // runs on the core thread before `event` is applied
     // Runs once the records of the batch holding `event` are committed: an RPC that must not
     // answer before its effect is durable waits for it.
-    std::function<void()> after_commit;
+    std::function<void()> after_commit = {};
   };
 
   grpc::Status CheckToken(grpc::ServerContext* ctx) const {

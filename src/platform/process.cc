@@ -266,7 +266,8 @@ ExitInfo Process::Wait(std::chrono::milliseconds timeout, std::chrono::milliseco
   const auto start = SteadyClock::now();
   std::optional<SteadyClock::time_point> deadline;
   if (timeout.count() > 0) deadline = start + timeout;
-  std::optional<SteadyClock::time_point> hard_kill_at;
+  SteadyClock::time_point hard_kill_at{};  // set when hard_kill_pending
+  bool hard_kill_pending = false;
   std::optional<SteadyClock::time_point> exited_at;
   bool exited = false;
   int status = 0;
@@ -328,10 +329,11 @@ ExitInfo Process::Wait(std::chrono::milliseconds timeout, std::chrono::milliseco
       info.timed_out = true;
       SignalTree(SIGTERM);
       hard_kill_at = now + kill_grace;
+      hard_kill_pending = true;
     }
-    if (hard_kill_at && now >= *hard_kill_at && !exited) {
+    if (hard_kill_pending && now >= hard_kill_at && !exited) {
       SignalTree(SIGKILL);
-      hard_kill_at.reset();
+      hard_kill_pending = false;
     }
     if (const int64_t t = terminate_deadline_ns_.load(); t != 0 && !exited &&
         now.time_since_epoch() >= std::chrono::nanoseconds(t)) {

@@ -83,18 +83,23 @@ Decision Decide(const Readings& r, const PolicyConfig& config, const PolicyState
     }
   }
 
-  // 4. Too hot.
-  if (Above(r.temperature_c, config.max_temperature_c)) {
+  // 4. Too hot. Suspended, the machine must cool kTemperatureHysteresisC below the limit first.
+  const bool suspended = prev.mode == Mode::kSuspended;
+  const double max_temp =
+      config.max_temperature_c - (suspended ? kTemperatureHysteresisC : 0.0);
+  if (Above(r.temperature_c, max_temp)) {
     return Suspend(config, prev, now_s,
-                   "temperature " + Num(*r.temperature_c) + " C above " +
-                       Num(config.max_temperature_c));
+                   "temperature " + Num(*r.temperature_c) + " C above " + Num(max_temp));
   }
 
-  // 5. The owner is using the CPU.
-  if (Above(r.owner_cpu_load, config.max_owner_cpu_load)) {
+  // 5. The owner is using the CPU. Suspended, their load must fall to kLoadResumeFraction of
+  // the limit first: our frozen task no longer adds to the machine's heat and contention, and
+  // without the gap a load near the limit would thaw and freeze the task every second.
+  const double max_load =
+      config.max_owner_cpu_load * (suspended ? kLoadResumeFraction : 1.0);
+  if (config.max_owner_cpu_load < 1 && Above(r.owner_cpu_load, max_load)) {
     return Suspend(config, prev, now_s,
-                   "owner cpu load " + Num(*r.owner_cpu_load) + " above " +
-                       Num(config.max_owner_cpu_load));
+                   "owner cpu load " + Num(*r.owner_cpu_load) + " above " + Num(max_load));
   }
 
   // 6. The owner is at the machine. start_idle_s == 0 marks a dedicated machine.
@@ -111,9 +116,9 @@ Decision Decide(const Readings& r, const PolicyConfig& config, const PolicyState
   // 7. Nothing stops work.
   switch (prev.mode) {
     case Mode::kIdle:
-      return {Action::kRun, Mode::kRunning, "start: owner idle"};
+      return {Action::kRun, Mode::kRunning, "start: no rule stops work"};
     case Mode::kSuspended:
-      return {Action::kRun, Mode::kRunning, "resume: owner idle"};
+      return {Action::kRun, Mode::kRunning, "resume: no rule stops work"};
     case Mode::kRunning:
       break;
   }
@@ -151,17 +156,17 @@ std::string DefaultConfigToml() {
       << "# On battery: \"vacate\", \"suspend\" or \"run\".\n"
       << "on_battery = \"" << ToString(d.on_battery) << "\"\n"
       << "\n"
-      << "# Suspend above this CPU temperature (degrees Celsius).\n"
+      << "# Suspend above this CPU temperature (degrees Celsius); resume 5 degrees below it.\n"
       << "max_temperature_c = " << Num(d.max_temperature_c) << "\n"
       << "\n"
-      << "# Suspend when the owner's own CPU load (0..1, the pool's tasks excluded) exceeds this.\n"
+      << "# Suspend when the owner's own CPU load (0..1, the pool's tasks excluded) exceeds this;\n"
+      << "# resume once it is below 0.6 x this. 1 = never suspend for load.\n"
       << "max_owner_cpu_load = " << Num(d.max_owner_cpu_load) << "\n"
       << "\n"
       << "# Work only inside these local-time windows; absent or empty = always. days is\n"
       << "# \"daily\", a range (\"mon-fri\"), a list (\"sat,sun\") or both (\"mon-wed,fri\");\n"
       << "# start and end are \"HH:MM\" (00:00..23:59). end <= start wraps past midnight, and\n"
-      << "# the morning part belongs to the day the window started. Example, to use in place\n"
-      << "# of the line after it:\n"
+      << "# the morning part belongs to the day the window started. For example:\n"
       << "# windows = [{days = \"mon-fri\", start = \"19:00\", end = \"07:00\"}]\n"
       << "\n"
       << "# Vacating: SIGTERM, then SIGKILL after this many seconds (" << Num(kSleepVacateGraceS)

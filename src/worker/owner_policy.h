@@ -17,6 +17,10 @@
 //        idle:      idle_seconds < start_idle_s    (not idle long enough to start)
 //        start_idle_s == 0 marks a dedicated machine: owner input never stops work.
 //   7. otherwise                                   -> run
+// Hysteresis: while suspended, rule 4 needs the temperature to drop kTemperatureHysteresisC
+// below max_temperature_c, and rule 5 the owner's load to drop to kLoadResumeFraction of
+// max_owner_cpu_load, before work resumes (HTCondor's desktop policy suspends above a load of
+// 0.5 and continues below 0.3: the same 0.6).
 // A suspend result (rules 3-6) from a worker that has been suspended for
 // >= vacate_after_suspend_s is escalated to vacate. When no suspend rule holds, a suspended
 // task resumes, whatever the time it spent suspended.
@@ -70,6 +74,9 @@ inline constexpr uint8_t kSunday = 1u << 6;
 inline constexpr uint8_t kWeekdays = kMonday | kTuesday | kWednesday | kThursday | kFriday;
 inline constexpr uint8_t kEveryDay = kWeekdays | kSaturday | kSunday;
 
+inline constexpr double kTemperatureHysteresisC = 5;
+inline constexpr double kLoadResumeFraction = 0.6;
+
 struct PolicyConfig {
   // Start work only after the owner has been idle this long. HTCondor's stock desktop policy
   // (StartIdleTime) waits 15 minutes of keyboard idle; we start sooner because tasks are
@@ -90,7 +97,7 @@ struct PolicyConfig {
   // (Intel TjMax) throttle, so the owner's machine never runs hot because of the pool.
   double max_temperature_c = 90;
   // Suspend when the owner's own load exceeds this (HTCondor's desktop policy suspends when
-  // the non-Condor load average exceeds HighLoad = 0.5).
+  // the non-Condor load average exceeds HighLoad = 0.5). 1 turns the rule off.
   double max_owner_cpu_load = 0.5;
   // Work is allowed only inside one of these windows; empty = always allowed.
   std::vector<TimeWindow> windows;

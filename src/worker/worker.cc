@@ -208,7 +208,12 @@ class Worker::Impl {
 
   void Stop() {
     if (stopping_.exchange(true)) return;
-    spdlog::info("worker {} stopping: vacating running attempts", options_.name);
+    {
+      std::lock_guard lock(mu_);
+      if (!attempts_.empty()) {
+        spdlog::info("worker {} stopping: vacating {} attempts", options_.name, attempts_.size());
+      }
+    }
     accepting_ = false;
     // Every attempt still running is vacated as for the owner (SIGTERM, grace, checkpoint,
     // PREEMPTED report: never a failure). Finished attempts whose reports are on their way are

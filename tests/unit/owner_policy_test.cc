@@ -376,6 +376,17 @@ TEST(OwnerPolicy, TemperatureAboveMaxSuspends) {
   EXPECT_EQ(D(r, Running()).action, Action::kRun);
 }
 
+TEST(OwnerPolicy, SuspendedForHeatResumesOnlyFiveDegreesBelowTheLimit) {
+  Readings r = Good();
+  r.temperature_c = 88;  // under the 90 C limit, not 5 below it
+  Decision d = D(r, Suspended());
+  EXPECT_EQ(d.action, Action::kSuspend) << d.reason;
+  EXPECT_NE(d.reason.find("above 85"), std::string::npos) << d.reason;
+  EXPECT_EQ(D(r, Running()).action, Action::kRun);  // running, the limit is 90
+  r.temperature_c = 85;
+  EXPECT_EQ(D(r, Suspended()).action, Action::kRun);
+}
+
 TEST(OwnerPolicy, TemperatureLimitIsConfigurable) {
   PolicyConfig c;
   c.max_temperature_c = 70;
@@ -404,6 +415,26 @@ TEST(OwnerPolicy, OwnerCpuLoadAboveMaxSuspends) {
   EXPECT_NE(d.reason.find("cpu load"), std::string::npos) << d.reason;
   r.owner_cpu_load = 0.5;
   EXPECT_EQ(D(r, Running()).action, Action::kRun);
+}
+
+TEST(OwnerPolicy, SuspendedForLoadResumesOnlyWhenLoadFallsToSixTenthsOfTheLimit) {
+  // Without the gap, a load hovering at the limit would thaw and freeze the task every second.
+  Readings r = Good();
+  r.owner_cpu_load = 0.45;
+  Decision d = D(r, Suspended());
+  EXPECT_EQ(d.action, Action::kSuspend) << d.reason;
+  EXPECT_NE(d.reason.find("above 0.3"), std::string::npos) << d.reason;
+  EXPECT_EQ(D(r, Running()).action, Action::kRun);
+  r.owner_cpu_load = 0.3;
+  d = D(r, Suspended());
+  EXPECT_EQ(d.action, Action::kRun);
+  EXPECT_EQ(d.reason, "resume: no rule stops work");
+  // A dedicated config (limit 1) never suspends for load, suspended or not.
+  PolicyConfig dedicated;
+  MakeDedicated(&dedicated);
+  r.owner_cpu_load = 1;
+  EXPECT_EQ(D(r, Suspended(), dedicated).action, Action::kRun);
+  EXPECT_EQ(D(r, Running(), dedicated).action, Action::kRun);
 }
 
 TEST(OwnerPolicy, CpuLoadBeatsOwnerInputInReason) {
