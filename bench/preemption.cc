@@ -458,10 +458,19 @@ struct WorkerProc {
   std::string cgroup_parent;  // empty: the worker runs tasks without cgroups
 };
 
-// The task cgroup of an attempt (empty without cgroups).
-std::string AttemptCgroup(const WorkerProc& w, uint64_t attempt) {
+// The task cgroup of a running attempt, from its process (the worker reuses its groups, so
+// their names say nothing about the attempt). Empty without cgroups.
+std::string AttemptCgroup(const WorkerProc& w, pid_t task_pid) {
   if (w.cgroup_parent.empty()) return "";
-  return absl::StrCat(w.cgroup_parent, "/a", attempt);
+  std::istringstream in(Slurp(absl::StrCat("/proc/", task_pid, "/cgroup")));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("0::", 0) != 0) continue;
+    const size_t slash = line.rfind('/');
+    if (slash == std::string::npos || slash + 1 >= line.size()) break;
+    return absl::StrCat(w.cgroup_parent, "/", line.substr(slash + 1));
+  }
+  Die(absl::StrCat("task ", task_pid, " is in no task cgroup of ", w.cgroup_parent));
 }
 
 // The task is frozen: its cgroup says so; without cgroups the worker SIGSTOPs its process group.
@@ -665,7 +674,7 @@ YieldResult MeasureYield(Markers& markers, int repeats) {
   SleepMs(300);
 
   // Suspend: owner active -> frozen; owner idle again -> thawed.
-  const std::string cg = AttemptCgroup(a, m.attempt);
+  const std::string cg = AttemptCgroup(a, m.pid);
   for (int i = 0; i < repeats; ++i) {
     Waiter w;
     if (!cg.empty()) w.Watch(cg + "/cgroup.events", IN_MODIFY);
@@ -690,7 +699,7 @@ YieldResult MeasureYield(Markers& markers, int repeats) {
   // starts here again (the only worker).
   for (int i = 0; i < repeats; ++i) {
     SleepMs(100);
-    const std::string tcg = AttemptCgroup(a, m.attempt);
+    const std::string tcg = AttemptCgroup(a, m.pid);
     int fd = PidFd(m.pid);
     if (fd < 0) Die(absl::StrCat("task pid ", m.pid, " gone before the vacate"));
     Waiter w;
