@@ -63,17 +63,8 @@ export IDLEPOOL_TOKEN
 grep -A1 -E "listening on|join a machine" "$OUT/logs/coordinator.log" | grep -v -- "^--"
 
 say "starting 3 workers (one slot each), their owners away and on AC power"
-# The owner policy, shortened so that the demo moves quickly: start work 1.2 s after the owner
-# left (it may not be shorter than the resume wait), resume a frozen task once they have been
-# away 1 s, SIGKILL 5 s after the SIGTERM of a vacate, checkpoint every second.
-cat >"$OUT/owner.toml" <<'TOML'
-[owner]
-start_idle_minutes = 0.02
-resume_idle_seconds = 1
-vacate_after_suspend_seconds = 600
-vacate_grace_seconds = 5
-checkpoint_interval_seconds = 1
-TOML
+# The owner policy, shortened so that the demo moves quickly (see the file's comments).
+cp examples/owner-policies/quick.toml "$OUT/owner.toml"
 declare -A wpid
 for w in 1 2 3; do
   mkdir -p "$OUT/sensors-$w"

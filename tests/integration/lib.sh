@@ -95,16 +95,7 @@ unsense() { rm -f "$1/$2"; }
 owner_state() { "$IDLEPOOL" workers --json | jq -r --arg w "$1" '.workers[] | select(.worker==$w) | .owner_state'; }
 is_owner_state() { [ "$(owner_state "$1")" = "$2" ]; }   # is_owner_state WORKER run|suspend|vacate
 # A policy that starts soon after the owner leaves and reacts at once; checkpoints every second.
-owner_config() {
-  cat >"$1" <<'TOML'
-[owner]
-start_idle_minutes = 0.02
-resume_idle_seconds = 1
-vacate_after_suspend_seconds = 600
-vacate_grace_seconds = 5
-checkpoint_interval_seconds = 1
-TOML
-}
+owner_config() { cp "$(dirname "${BASH_SOURCE[0]}")/../../examples/owner-policies/quick.toml" "$1"; }
 # The running attempt of task 0 of JOB (empty when none) and where it runs.
 running_attempt() { sql "SELECT id FROM attempts WHERE job_id=$1 AND outcome='running'"; }
 running_on() { sql "SELECT worker FROM attempts WHERE job_id=$1 AND outcome='running'"; }

@@ -30,7 +30,7 @@ bool DiesSoon(pid_t pid) {
 }
 
 class ProcessTest : public ::testing::Test {
- protected:
+ public:
   void SetUp() override {
     dir_ = fs::temp_directory_path() / ("process-test-" + RandomHex(6));
     fs::create_directories(dir_);
@@ -51,6 +51,9 @@ class ProcessTest : public ::testing::Test {
     ss << in.rdbuf();
     return ss.str();
   }
+  const fs::path& dir() const { return dir_; }
+
+ protected:
   fs::path dir_;
 };
 
@@ -183,15 +186,35 @@ constexpr const char* kEscapee =
     "setsid sh -c 'sleep 300 & echo $! > escapee.pid; wait' </dev/null >/dev/null 2>&1 & "
     "while [ ! -s escapee.pid ]; do sleep 0.01; done; ";
 
-TEST_F(CgroupProcessTest, EscapeeIsKilledWhenTheLeaderExits) {
-  auto group = groups_->Create("a1");
-  ASSERT_TRUE(group.ok()) << group.status();
-  SpawnOptions o = Opts({"sh", "-c", std::string(kEscapee) + "exit 0"});
-  o.cgroup = group->get();
+// Runs kEscapee followed by `then` in a new group; the escapee's pid comes back in *escapee.
+struct InGroup {
+  std::unique_ptr<TaskCgroup> group;
+  std::unique_ptr<Process> process;
+};
+InGroup StartWithEscapee(CgroupProcessTest& t, TaskCgroups& groups, const std::string& name,
+                         const std::string& then, pid_t* escapee) {
+  InGroup g;
+  auto group = groups.Create(name);
+  EXPECT_TRUE(group.ok()) << group.status();
+  if (!group.ok()) return g;
+  g.group = std::move(*group);
+  SpawnOptions o = t.Opts({"sh", "-c", std::string(kEscapee) + then});
+  o.cgroup = g.group.get();
   auto p = Process::Start(o);
-  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_TRUE(p.ok()) << p.status();
+  if (!p.ok()) return g;
+  g.process = std::move(*p);
+  *escapee = ReadPid(t.dir() / "escapee.pid");
+  return g;
+}
+
+TEST_F(CgroupProcessTest, EscapeeIsKilledWhenTheLeaderExits) {
+  pid_t escapee = -1;
+  InGroup g = StartWithEscapee(*this, *groups_, "a1", "exit 0", &escapee);
+  ASSERT_TRUE(g.process);
+  auto* p = &g.process;
+  auto* group = &g.group;
   const pid_t leader = (*p)->pid();
-  const pid_t escapee = ReadPid(dir_ / "escapee.pid");
   ASSERT_GT(escapee, 0);
   EXPECT_NE(StatField(escapee, 5), std::to_string(leader)) << "escapee still in the group";
   ExitInfo e = (*p)->Wait(std::chrono::milliseconds(0), std::chrono::milliseconds(1000));
@@ -202,13 +225,10 @@ TEST_F(CgroupProcessTest, EscapeeIsKilledWhenTheLeaderExits) {
 }
 
 TEST_F(CgroupProcessTest, KillReachesAnEscapeeOfARunningTask) {
-  auto group = groups_->Create("a2");
-  ASSERT_TRUE(group.ok()) << group.status();
-  SpawnOptions o = Opts({"sh", "-c", std::string(kEscapee) + "sleep 300"});
-  o.cgroup = group->get();
-  auto p = Process::Start(o);
-  ASSERT_TRUE(p.ok()) << p.status();
-  const pid_t escapee = ReadPid(dir_ / "escapee.pid");
+  pid_t escapee = -1;
+  InGroup g = StartWithEscapee(*this, *groups_, "a2", "sleep 300", &escapee);
+  ASSERT_TRUE(g.process);
+  auto* p = &g.process;
   ASSERT_GT(escapee, 0);
   std::thread killer([&] { (*p)->Kill(); });
   ExitInfo e = (*p)->Wait(std::chrono::milliseconds(0), std::chrono::milliseconds(1000));
@@ -219,13 +239,10 @@ TEST_F(CgroupProcessTest, KillReachesAnEscapeeOfARunningTask) {
 
 TEST_F(CgroupProcessTest, LeftoverGroupsOfAnEarlierRunAreKilled) {
   // A worker SIGKILLed while a task ran leaves the group and its processes behind.
-  auto group = groups_->Create("a3");
-  ASSERT_TRUE(group.ok()) << group.status();
-  SpawnOptions o = Opts({"sh", "-c", std::string(kEscapee) + "sleep 300"});
-  o.cgroup = group->get();
-  auto p = Process::Start(o);
-  ASSERT_TRUE(p.ok()) << p.status();
-  const pid_t escapee = ReadPid(dir_ / "escapee.pid");
+  pid_t escapee = -1;
+  InGroup g = StartWithEscapee(*this, *groups_, "a3", "sleep 300", &escapee);
+  ASSERT_TRUE(g.process);
+  auto* p = &g.process;
   ASSERT_GT(escapee, 0);
   EXPECT_EQ(groups_->KillLeftovers(), 1);
   EXPECT_TRUE(DiesSoon(escapee));
