@@ -102,6 +102,16 @@ absl::Status BlobDir::Init() {
   std::error_code ec;
   // Partial uploads of an earlier run can never complete: their senders retry from scratch.
   fs::remove_all(fs::path(root_) / "tmp", ec);
+  // Nor can partial downloads (DownloadBlob's DEST.part.PID.N next to their destination) of a
+  // process that was killed mid-transfer.
+  for (fs::recursive_directory_iterator it(root_, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it.depth() > 1) continue;
+    const std::string name = it->path().filename().string();
+    std::error_code ec2;
+    if (name.find(".part.") != std::string::npos && it->is_regular_file(ec2)) {
+      fs::remove(it->path(), ec2);
+    }
+  }
   fs::create_directories(fs::path(root_) / "tmp", ec);
   if (ec) return absl::InternalError(absl::StrCat("cannot create ", root_, ": ", ec.message()));
   return absl::OkStatus();

@@ -251,6 +251,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
     ev.capacity = wire::FromProto(hello.capacity());
     ev.held.assign(hello.held_attempts().begin(), hello.held_attempts().end());
     ev.accepting = !hello.not_accepting();
+    ev.frozen.assign(hello.frozen_attempts().begin(), hello.frozen_attempts().end());
     Post(std::move(ev));
     // Welcome only a session the core accepted (a name clash is refused instead), so a worker
     // never reads "joined" and then a refusal.

@@ -211,6 +211,17 @@ void Scheduler::OnHello(const WorkerHello& e, MonoTime now, std::vector<Decision
       out.push_back(KillAttempt{e.worker, e.session, id, KillReason::kStale});
     }
   }
+  // Which held attempts are frozen now: their timeout clocks stop (or restart).
+  const std::set<AttemptId> frozen(e.frozen.begin(), e.frozen.end());
+  for (AttemptId id : w.attempts) {
+    AttemptRec& a = attempts_.at(id);
+    if (frozen.count(id) != 0) {
+      if (!a.suspended_since) a.suspended_since = now;
+    } else if (a.suspended_since) {
+      a.started += now - *a.suspended_since;
+      a.suspended_since.reset();
+    }
+  }
   // Attempts the core has on this worker (adopted or orphaned) that the worker no longer holds.
   std::vector<AttemptId> missing;
   for (const auto& [id, a] : attempts_) {

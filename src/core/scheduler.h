@@ -70,6 +70,9 @@ struct WorkerHello {
   Resources capacity;   // cpus = slots offered
   std::vector<AttemptId> held;
   bool accepting = true;  // the worker's owner policy allows new work (see OwnerStateChanged)
+  // Held attempts frozen for the owner right now: their timeout clocks stay stopped (a
+  // restarted coordinator learns it here; not counted as new suspensions).
+  std::vector<AttemptId> frozen;
 };
 
 struct WorkerHeartbeat {

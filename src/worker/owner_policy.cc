@@ -24,19 +24,19 @@ Decision Vacate(std::string reason) { return {Action::kVacate, Mode::kIdle, std:
 // A suspend-class result: an idle worker stays idle; a running one suspends; one suspended for
 // vacate_after_suspend_s or longer is vacated.
 Decision Suspend(const PolicyConfig& config, const PolicyState& prev, double now_s,
-                 const std::string& reason) {
+                 const std::string& reason, Cause cause) {
   switch (prev.mode) {
     case Mode::kIdle:
-      return {Action::kSuspend, Mode::kIdle, "not starting: " + reason};
+      return {Action::kSuspend, Mode::kIdle, "not starting: " + reason, cause};
     case Mode::kSuspended:
       if (now_s - prev.since_s >= config.vacate_after_suspend_s) {
         return Vacate("suspended too long: " + reason);
       }
-      return {Action::kSuspend, Mode::kSuspended, reason};
+      return {Action::kSuspend, Mode::kSuspended, reason, cause};
     case Mode::kRunning:
       break;
   }
-  return {Action::kSuspend, Mode::kSuspended, reason};
+  return {Action::kSuspend, Mode::kSuspended, reason, cause};
 }
 
 std::string Num(double v) {
@@ -77,7 +77,7 @@ Decision Decide(const Readings& r, const PolicyConfig& config, const PolicyState
       case BatteryAction::kVacate:
         return Vacate("on battery");
       case BatteryAction::kSuspend:
-        return Suspend(config, prev, now_s, "on battery");
+        return Suspend(config, prev, now_s, "on battery", Cause::kBattery);
       case BatteryAction::kRun:
         break;
     }
@@ -86,20 +86,24 @@ Decision Decide(const Readings& r, const PolicyConfig& config, const PolicyState
   // 4. Too hot. Suspended, the machine must cool kTemperatureHysteresisC below the limit first.
   const bool suspended = prev.mode == Mode::kSuspended;
   const double max_temp =
-      config.max_temperature_c - (suspended ? kTemperatureHysteresisC : 0.0);
+      config.max_temperature_c -
+      (suspended && prev.cause == Cause::kTemperature ? kTemperatureHysteresisC : 0.0);
   if (Above(r.temperature_c, max_temp)) {
     return Suspend(config, prev, now_s,
-                   "temperature " + Num(*r.temperature_c) + " C above " + Num(max_temp));
+                   "temperature " + Num(*r.temperature_c) + " C above " + Num(max_temp),
+                   Cause::kTemperature);
   }
 
   // 5. The owner is using the CPU. Suspended, their load must fall to kLoadResumeFraction of
   // the limit first: our frozen task no longer adds to the machine's heat and contention, and
   // without the gap a load near the limit would thaw and freeze the task every second.
   const double max_load =
-      config.max_owner_cpu_load * (suspended ? kLoadResumeFraction : 1.0);
+      config.max_owner_cpu_load *
+      (suspended && prev.cause == Cause::kOwnerLoad ? kLoadResumeFraction : 1.0);
   if (config.max_owner_cpu_load < 1 && Above(r.owner_cpu_load, max_load)) {
     return Suspend(config, prev, now_s,
-                   "owner cpu load " + Num(*r.owner_cpu_load) + " above " + Num(max_load));
+                   "owner cpu load " + Num(*r.owner_cpu_load) + " above " + Num(max_load),
+                   Cause::kOwnerLoad);
   }
 
   // 6. The owner is at the machine. start_idle_s == 0 marks a dedicated machine.
@@ -109,7 +113,8 @@ Decision Decide(const Readings& r, const PolicyConfig& config, const PolicyState
     if (Below(r.idle_seconds, threshold)) {
       return Suspend(config, prev, now_s,
                      "owner active (idle " + Num(*r.idle_seconds) + " s < " + Num(threshold) +
-                         " s)");
+                         " s)",
+                     Cause::kOwnerInput);
     }
   }
 
@@ -126,8 +131,10 @@ Decision Decide(const Readings& r, const PolicyConfig& config, const PolicyState
 }
 
 PolicyState Advance(const PolicyState& prev, const Decision& decision, double now_s) {
-  if (decision.next_mode == prev.mode) return prev;
-  return {decision.next_mode, now_s};
+  PolicyState next = prev;
+  if (decision.next_mode != prev.mode) next = {decision.next_mode, now_s, Cause::kNone};
+  next.cause = next.mode == Mode::kSuspended ? decision.cause : Cause::kNone;
+  return next;
 }
 
 void MakeDedicated(PolicyConfig* config) {

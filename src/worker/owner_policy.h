@@ -17,9 +17,9 @@
 //        idle:      idle_seconds < start_idle_s    (not idle long enough to start)
 //        start_idle_s == 0 marks a dedicated machine: owner input never stops work.
 //   7. otherwise                                   -> run
-// Hysteresis: while suspended, rule 4 needs the temperature to drop kTemperatureHysteresisC
-// below max_temperature_c, and rule 5 the owner's load to drop to kLoadResumeFraction of
-// max_owner_cpu_load, before work resumes (HTCondor's desktop policy suspends above a load of
+// Hysteresis: while suspended by rule 4, it needs the temperature to drop kTemperatureHysteresisC
+// below max_temperature_c, and while suspended by rule 5 the owner's load to drop to
+// kLoadResumeFraction of max_owner_cpu_load, before work resumes (HTCondor's desktop policy suspends above a load of
 // 0.5 and continues below 0.3: the same 0.6).
 // A suspend result (rules 3-6) from a worker that has been suspended for
 // >= vacate_after_suspend_s is escalated to vacate. When no suspend rule holds, a suspended
@@ -118,10 +118,15 @@ inline constexpr double kSleepVacateGraceS = 2;
 
 enum class Mode { kIdle, kRunning, kSuspended };
 
+// Which rule a suspend-class decision came from (the hysteresis of rules 4 and 5 applies only
+// to a suspension they caused).
+enum class Cause { kNone, kBattery, kTemperature, kOwnerLoad, kOwnerInput };
+
 // The previous decision, carried by the caller between calls.
 struct PolicyState {
   Mode mode = Mode::kIdle;  // kIdle: no task, none accepted; kRunning; kSuspended
   double since_s = 0;       // when `mode` was entered, on the same monotonic scale as now_s
+  Cause cause = Cause::kNone;  // why it is suspended (kNone unless mode == kSuspended)
 };
 
 struct LocalTime {
@@ -133,6 +138,7 @@ struct Decision {
   Action action = Action::kRun;
   Mode next_mode = Mode::kIdle;
   std::string reason;  // short, human-readable: which rule decided
+  Cause cause = Cause::kNone;  // for suspend-class decisions
 };
 
 Decision Decide(const Readings& readings, const PolicyConfig& config, const PolicyState& prev,
@@ -144,7 +150,8 @@ Decision Decide(const Readings& readings, const PolicyConfig& config, const Poli
 // and time windows still apply.
 void MakeDedicated(PolicyConfig* config);
 
-// The state after applying `decision` at now_s: since_s is kept while the mode is unchanged.
+// The state after applying `decision` at now_s: since_s is kept while the mode is unchanged;
+// cause follows the decision while suspended.
 PolicyState Advance(const PolicyState& prev, const Decision& decision, double now_s);
 
 // True when `local` lies in `window` (start inclusive, end exclusive, see TimeWindow).

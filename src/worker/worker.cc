@@ -307,6 +307,7 @@ class Worker::Impl {
         hello->add_held_attempts(id);
         std::lock_guard alock(a->mu);
         if (a->finished) finished.push_back(a);
+        if (a->frozen) hello->add_frozen_attempts(id);
       }
     }
     {
@@ -763,9 +764,14 @@ class Worker::Impl {
 
     bool freeze_now = false;
     {
-      std::lock_guard lock(a.mu);
+      // Checked and spawned under one lock: a vacate either comes first (handed back, never
+      // started) or finds the process to terminate.
+      std::unique_lock lock(a.mu);
       if (a.killed) return Fail(report, "stopped before it started");
-      if (a.vacating) return Preempted(a, report);
+      if (a.vacating) {
+        lock.unlock();  // Preempted() takes a.mu itself
+        return Preempted(a, report);
+      }
       auto proc = platform::Process::Start(sp);
       if (!proc.ok()) {
         report->set_exit_code(127);
@@ -1005,8 +1011,12 @@ class Worker::Impl {
       }
     }
 
-    if (d.action != last_action_ || !frozen_now.empty()) {
-      if (d.action != last_action_) {
+    // Told again when the rule behind it changes too (a keypress, then the heat), so the
+    // coordinator never shows a stale reason.
+    const bool changed = d.action != last_action_ || d.cause != last_cause_;
+    last_cause_ = d.cause;
+    if (changed || !frozen_now.empty()) {
+      if (changed) {
         spdlog::info("owner policy: {} ({}){}", ToString(d.action), d.reason,
                      frozen_now.empty() ? "" : absl::StrCat("; froze ", frozen_now.size(),
                                                             " attempts"));
@@ -1230,6 +1240,7 @@ class Worker::Impl {
   std::thread owner_thread_, checkpoint_thread_;
   PolicyState policy_state_;              // owner thread only (and Run before it starts)
   std::optional<Action> last_action_;     // owner thread only; none before the first step
+  Cause last_cause_ = Cause::kNone;       // owner thread only
   std::atomic<bool> accepting_{true};     // the owner policy allows new work
   std::atomic<bool> suspended_{false};    // the owner policy says suspend
   std::atomic<bool> sleep_pending_{false};

@@ -1031,6 +1031,33 @@ TEST_F(CoreOwnerTest, FrozenTimeDoesNotCountTowardTheTimeoutBackstop) {
   EXPECT_THAT(Strs(Only<KillAttempt>(TickAt(89000))), ElementsAre("kill #1 @a s1 timed_out"));
 }
 
+TEST_F(CoreOwnerTest, RestartedCoordinatorLearnsFrozenAttemptsFromHello) {
+  Submit(1, 1, 0, {}, 3, Millis{10000});
+  Hello("a", 1, 1);  // attempt 1 starts at 0
+  RestoredState st;
+  st.jobs.push_back(RestoredJob{JobSubmitted{1, 1, {}, 3, Millis{10000}}, JobState::kRunning, {}, {}});
+  st.tasks.push_back(RestoredTask{{1, 0}, TaskState::kRunning, 0});
+  st.running.push_back(RestoredAttempt{1, {1, 0}, "a"});
+  st.next_attempt_id = 2;
+  Scheduler restarted{Options{Millis{5000}}};
+  restarted.Restore(st, At(1000));
+  WorkerHello h{"a", 2, "boot1", Resources{1, 0, 0}, {1}};
+  h.accepting = false;
+  h.frozen = {1};
+  EXPECT_THAT(restarted.Apply(h, At(1000)), IsEmpty());
+  for (int64_t t = 2000; t <= 60000; t += 2000) {
+    (void)restarted.Apply(WorkerHeartbeat{"a", 2}, At(t));
+    EXPECT_THAT(Only<KillAttempt>(restarted.Apply(Tick{}, At(t))), IsEmpty()) << "at " << t;
+  }
+  // Thawed at 60 s: 0 s of running so far, so the backstop comes 30 s later.
+  (void)restarted.Apply(OwnerStateChanged{"a", 2, true, "run", "", {}}, At(60000));
+  (void)restarted.Apply(WorkerHeartbeat{"a", 2}, At(89000));
+  EXPECT_THAT(Only<KillAttempt>(restarted.Apply(Tick{}, At(89000))), IsEmpty());
+  (void)restarted.Apply(WorkerHeartbeat{"a", 2}, At(90000));
+  EXPECT_THAT(Strs(Only<KillAttempt>(restarted.Apply(Tick{}, At(90000)))),
+              ElementsAre("kill #1 @a s2 timed_out"));
+}
+
 TEST_F(CoreOwnerTest, FailedAndSucceededAttemptsLoseNothing) {
   Submit(1, 2);
   Hello("a", 1, 2);

@@ -34,7 +34,9 @@ Readings Good() {
 }
 
 PolicyState Running(double since = kNow - 1000) { return {Mode::kRunning, since}; }
-PolicyState Suspended(double since = kNow - 10) { return {Mode::kSuspended, since}; }
+PolicyState Suspended(double since = kNow - 10, Cause cause = Cause::kNone) {
+  return {Mode::kSuspended, since, cause};
+}
 PolicyState Idle(double since = kNow - 1000) { return {Mode::kIdle, since}; }
 
 const std::vector<PolicyState> kAllModes = {Idle(), Running(), Suspended()};
@@ -379,12 +381,15 @@ TEST(OwnerPolicy, TemperatureAboveMaxSuspends) {
 TEST(OwnerPolicy, SuspendedForHeatResumesOnlyFiveDegreesBelowTheLimit) {
   Readings r = Good();
   r.temperature_c = 88;  // under the 90 C limit, not 5 below it
-  Decision d = D(r, Suspended());
+  Decision d = D(r, Suspended(kNow - 10, Cause::kTemperature));
   EXPECT_EQ(d.action, Action::kSuspend) << d.reason;
   EXPECT_NE(d.reason.find("above 85"), std::string::npos) << d.reason;
   EXPECT_EQ(D(r, Running()).action, Action::kRun);  // running, the limit is 90
   r.temperature_c = 85;
-  EXPECT_EQ(D(r, Suspended()).action, Action::kRun);
+  EXPECT_EQ(D(r, Suspended(kNow - 10, Cause::kTemperature)).action, Action::kRun);
+  // Suspended for another reason (a keypress), 88 C does not keep the task frozen.
+  r.temperature_c = 88;
+  EXPECT_EQ(D(r, Suspended(kNow - 10, Cause::kOwnerInput)).action, Action::kRun);
 }
 
 TEST(OwnerPolicy, TemperatureLimitIsConfigurable) {
@@ -421,20 +426,42 @@ TEST(OwnerPolicy, SuspendedForLoadResumesOnlyWhenLoadFallsToSixTenthsOfTheLimit)
   // Without the gap, a load hovering at the limit would thaw and freeze the task every second.
   Readings r = Good();
   r.owner_cpu_load = 0.45;
-  Decision d = D(r, Suspended());
+  Decision d = D(r, Suspended(kNow - 10, Cause::kOwnerLoad));
   EXPECT_EQ(d.action, Action::kSuspend) << d.reason;
   EXPECT_NE(d.reason.find("above 0.3"), std::string::npos) << d.reason;
   EXPECT_EQ(D(r, Running()).action, Action::kRun);
   r.owner_cpu_load = 0.3;
-  d = D(r, Suspended());
+  d = D(r, Suspended(kNow - 10, Cause::kOwnerLoad));
   EXPECT_EQ(d.action, Action::kRun);
   EXPECT_EQ(d.reason, "resume: no rule stops work");
+  // Suspended for a keypress, a load of 0.45 (under the limit) does not keep it frozen.
+  r.owner_cpu_load = 0.45;
+  EXPECT_EQ(D(r, Suspended(kNow - 10, Cause::kOwnerInput)).action, Action::kRun);
   // A dedicated config (limit 1) never suspends for load, suspended or not.
   PolicyConfig dedicated;
   MakeDedicated(&dedicated);
   r.owner_cpu_load = 1;
   EXPECT_EQ(D(r, Suspended(), dedicated).action, Action::kRun);
   EXPECT_EQ(D(r, Running(), dedicated).action, Action::kRun);
+}
+
+TEST(OwnerPolicy, AdvanceRecordsTheCauseOfASuspension) {
+  Readings r = Good();
+  r.owner_cpu_load = 0.9;
+  Decision d = D(r, Running());
+  EXPECT_EQ(d.cause, Cause::kOwnerLoad);
+  PolicyState s = Advance(Running(), d, kNow);
+  EXPECT_EQ(s.mode, Mode::kSuspended);
+  EXPECT_EQ(s.cause, Cause::kOwnerLoad);
+  // Still suspended, now for the owner's input: the cause follows, since_s stays.
+  r = Good();
+  r.idle_seconds = 0;
+  d = D(r, s, {}, kNow + 5);
+  PolicyState s2 = Advance(s, d, kNow + 5);
+  EXPECT_EQ(s2.cause, Cause::kOwnerInput);
+  EXPECT_EQ(s2.since_s, kNow);
+  // Resumed: no cause.
+  EXPECT_EQ(Advance(s2, D(Good(), s2, {}, kNow + 9), kNow + 9).cause, Cause::kNone);
 }
 
 TEST(OwnerPolicy, CpuLoadBeatsOwnerInputInReason) {
