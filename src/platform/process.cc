@@ -139,7 +139,8 @@ constexpr int kIoprioClassShift = 13;
   };
   // Enter the task's cgroup first: nothing the task runs can fork outside it.
   if (cgroup_procs_fd >= 0 && ::write(cgroup_procs_fd, "0", 1) != 1) *cgroup_err = errno;
-  ::setpgid(0, 0);  // its own process group, so kill(-pgid) reaches the tree without cgroups
+  ::setsid();  // its own session and process group: kill(-pgid) reaches the tree without
+              // cgroups, and the terminal of an interactive worker never signals the task
   sigset_t empty;
   sigemptyset(&empty);
   struct sigaction dfl {};

@@ -1,6 +1,6 @@
-// Running a task's command: its own process group (and cgroup), capped logs, whole-tree kill.
+// Running a task's command: own session and process group (and cgroup), capped logs, tree kill.
 //
-// Process::Start spawns argv (PATH lookup for a bare name, no shell) in a new process group with
+// Process::Start spawns argv (PATH lookup for a bare name, no shell) in a new session with
 // the given environment and working directory, stdout and stderr captured through pipes. With
 // SpawnOptions::cgroup it starts inside that cgroup (the vfork child enters it before it execs:
 // nothing the task runs can fork outside it), and every kill reaches the
