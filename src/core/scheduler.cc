@@ -50,6 +50,7 @@ void Scheduler::Restore(const RestoredState& state, MonoTime now) {
   jobs_.clear();
   attempts_.clear();
   workers_.clear();
+  free_index_.clear();
   pending_.clear();
   next_attempt_id_ = std::max<AttemptId>(state.next_attempt_id, 1);
 
@@ -230,6 +231,7 @@ void Scheduler::OnHello(const WorkerHello& e, MonoTime now, std::vector<Decision
   for (AttemptId id : missing) {
     EndAttempt(id, AttemptOutcome::kLost, 0, "worker no longer holds the attempt", out);
   }
+  Reindex(e.worker);
 }
 
 void Scheduler::OnHeartbeat(const WorkerHeartbeat& e, MonoTime now, std::vector<Decision>& out) {
@@ -247,6 +249,7 @@ void Scheduler::OnSessionClosed(const SessionClosed& e, MonoTime now, std::vecto
   if (w.session != e.session) return;
   w.session_open = false;
   if (w.state == WorkerState::kConnected) w.state = WorkerState::kDisconnected;
+  Reindex(e.worker);
 }
 
 void Scheduler::OnLeaving(const WorkerLeaving& e, MonoTime now, std::vector<Decision>& out) {
@@ -255,6 +258,7 @@ void Scheduler::OnLeaving(const WorkerLeaving& e, MonoTime now, std::vector<Deci
   WorkerRec& w = it->second;
   if (w.session != e.session || w.state == WorkerState::kLost) return;
   w.state = WorkerState::kLeft;
+  Reindex(e.worker);
   w.last_seen = now;
   for (AttemptId id : std::set<AttemptId>(e.vacated.begin(), e.vacated.end())) {
     if (w.attempts.count(id) != 0) {
@@ -290,6 +294,7 @@ void Scheduler::OnOwnerState(const OwnerStateChanged& e, MonoTime now,
   WorkerRec& w = it->second;
   if (w.session != e.session || w.state == WorkerState::kLost) return;
   w.accepting = e.accepting;
+  Reindex(e.worker);
   w.owner_state = e.state;
   w.owner_reason = e.reason;
   if (e.accepting) {
@@ -437,6 +442,7 @@ void Scheduler::EndAttempt(AttemptId id, AttemptOutcome outcome, int exit_code,
   job.counters.lost_work += lost;
   if (w != workers_.end() && w->second.attempts.erase(id) != 0) {
     Release(w->second, job.spec.resources);
+    Reindex(a.worker);
   }
 
   out.push_back(AttemptEnded{id, a.task, a.worker, outcome, exit_code, message, lost});
@@ -492,6 +498,7 @@ void Scheduler::LoseWorker(const WorkerName& name, std::vector<Decision>& out) {
   out.push_back(WorkerLost{name});
   w.state = WorkerState::kLost;
   w.session_open = false;
+  Reindex(name);
   const std::set<AttemptId> ids = w.attempts;
   for (AttemptId id : ids) EndAttempt(id, AttemptOutcome::kLost, 0, "worker lost", out);
   CORE_CHECK(w.slots_busy == 0 && w.gpus_busy == 0 && w.memory_busy_mb == 0,
@@ -548,25 +555,30 @@ void Scheduler::Release(WorkerRec& w, const Resources& need) {
   w.memory_busy_mb -= need.memory_mb;
 }
 
+void Scheduler::Reindex(const WorkerName& name) {
+  auto it = workers_.find(name);
+  if (it == workers_.end()) return;
+  WorkerRec& w = it->second;
+  if (w.indexed_free > 0) free_index_.erase({w.indexed_free, name});
+  w.indexed_free = Schedulable(w) ? FreeSlots(w) : 0;
+  if (w.indexed_free > 0) free_index_.insert({w.indexed_free, name});
+}
+
 void Scheduler::Schedule(MonoTime now, std::vector<Decision>& out) {
-  auto any_free_slot = [this] {
-    return std::any_of(workers_.begin(), workers_.end(), [](const auto& kv) {
-      return Schedulable(kv.second) && FreeSlots(kv.second) > 0;
-    });
-  };
   auto it = pending_.begin();
   while (it != pending_.end()) {
-    if (!any_free_slot()) return;
+    if (free_index_.empty()) return;  // no worker has a free slot
     const TaskKey key = *it;
     const Resources& need = JobOf(key).spec.resources;
+    // The most free slots wins, the first by name among equals: the first that fits in index
+    // order (usually the first of all; only gpus or memory make it look further).
+    WorkerName best_name;
     const WorkerName* best = nullptr;
-    uint32_t best_free = 0;
-    for (const auto& [name, w] : workers_) {  // name order: the first of equals wins
-      if (!Fits(w, need)) continue;
-      const uint32_t free = FreeSlots(w);
-      if (best == nullptr || free > best_free) {
-        best = &name;
-        best_free = free;
+    for (const auto& [free, name] : free_index_) {
+      if (Fits(workers_.at(name), need)) {
+        best_name = name;
+        best = &best_name;
+        break;
       }
     }
     if (best == nullptr) {
@@ -590,6 +602,7 @@ void Scheduler::Place(const TaskKey& key, const WorkerName& name, MonoTime now,
   attempts_[id] = AttemptRec{key, name, now, std::nullopt, now, std::nullopt};
   w.attempts.insert(id);
   Charge(w, job.spec.resources);
+  Reindex(name);
   pending_.erase(key);
   task.state = TaskState::kRunning;
   task.current = id;

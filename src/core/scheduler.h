@@ -364,6 +364,15 @@ class Scheduler {
     std::set<AttemptId> attempts;
     bool accepting = true;
     std::string owner_state, owner_reason;
+    uint32_t indexed_free = 0;  // its key in free_index_ (0: not in it)
+  };
+  // Schedulable workers with free slots, most free first, then by name: placement takes the
+  // first that fits instead of scanning every worker for every task.
+  struct MostFreeFirst {
+    bool operator()(const std::pair<uint32_t, WorkerName>& a,
+                    const std::pair<uint32_t, WorkerName>& b) const {
+      return a.first != b.first ? a.first > b.first : a.second < b.second;
+    }
   };
 
   void OnSubmit(const JobSubmitted& e, MonoTime now, std::vector<Decision>& out);
@@ -388,6 +397,9 @@ class Scheduler {
                   std::vector<OutputFile> outputs, std::vector<Decision>& out,
                   Millis lost = Millis{0});
   void LoseWorker(const WorkerName& name, std::vector<Decision>& out);
+  // Puts `name` in free_index_ at its current free slots, or takes it out; call after any change
+  // to a worker's state, session, acceptance, capacity or busy slots.
+  void Reindex(const WorkerName& name);
   void FinishJobIfDone(JobRec& job, JobId id, std::vector<Decision>& out);
   void Schedule(MonoTime now, std::vector<Decision>& out);
   void Place(const TaskKey& key, const WorkerName& name, MonoTime now, std::vector<Decision>& out);
@@ -409,6 +421,7 @@ class Scheduler {
   std::map<AttemptId, AttemptRec> attempts_;  // running attempts only
   std::map<WorkerName, WorkerRec> workers_;
   std::set<TaskKey> pending_;  // placement order
+  std::set<std::pair<uint32_t, WorkerName>, MostFreeFirst> free_index_;
   std::optional<MonoTime> last_tick_;
 };
 
