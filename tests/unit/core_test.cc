@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <map>
+#include <random>
 #include <set>
 #include <string>
 #include <variant>
@@ -1056,6 +1058,93 @@ TEST_F(CoreOwnerTest, RestartedCoordinatorLearnsFrozenAttemptsFromHello) {
   (void)restarted.Apply(WorkerHeartbeat{"a", 2}, At(90000));
   EXPECT_THAT(Strs(Only<KillAttempt>(restarted.Apply(Tick{}, At(90000)))),
               ElementsAre("kill #1 @a s2 timed_out"));
+}
+
+// Placement is work-conserving under any mix of events: after every Apply, no pending task
+// fits on a connected, accepting worker with free slots (a stale placement index would leave
+// tasks pending next to a free slot). Random events, fixed seeds; each seed replays exactly.
+TEST(CoreRandomTest, PlacementNeverLeavesATaskPendingNextToAFreeSlot) {
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    SCOPED_TRACE(::testing::Message() << "seed " << seed);
+    std::mt19937_64 rng(seed);
+    auto pick = [&](uint64_t n) { return static_cast<uint64_t>(rng() % n); };
+    Scheduler s{Options{Millis{5000}}};
+    std::map<JobId, uint32_t> job_cpus;
+    std::map<std::string, SessionId> session;     // current session per worker
+    std::vector<AssignAttempt> running;            // assigned, not yet reported
+    SessionId next_session = 1;
+    JobId next_job = 1;
+    int64_t now = 0;
+    const std::vector<std::string> names = {"a", "b", "c", "d", "e"};
+    for (int step = 0; step < 400; ++step) {
+      now += static_cast<int64_t>(pick(300));
+      Event e = Tick{};
+      const std::string w = names[pick(names.size())];
+      switch (pick(9)) {
+        case 0: {
+          const uint32_t cpus = 1 + static_cast<uint32_t>(pick(3));
+          job_cpus[next_job] = cpus;
+          e = JobSubmitted{next_job++, 1 + static_cast<uint32_t>(pick(6)), Resources{cpus, 0, 0},
+                           2, Millis{0}};
+          break;
+        }
+        case 1: {
+          session[w] = next_session++;
+          WorkerHello h{w, session[w], "boot-" + w, Resources{1 + static_cast<uint32_t>(pick(4)), 0, 0}, {}};
+          for (const AssignAttempt& a : running) {
+            if (a.worker == w) h.held.push_back(a.attempt);
+          }
+          h.accepting = pick(4) != 0;
+          e = h;
+          break;
+        }
+        case 2:
+          if (session.count(w)) e = OwnerStateChanged{w, session[w], pick(2) == 0, "x", "y", {}};
+          break;
+        case 3:
+          if (session.count(w)) e = SessionClosed{w, session[w]};
+          break;
+        case 4: case 5: case 6:
+          if (!running.empty()) {
+            const size_t k = pick(running.size());
+            const AssignAttempt a = running[k];
+            running.erase(running.begin() + static_cast<long>(k));
+            const ReportResult r = pick(3) == 0 ? ReportResult::kPreempted
+                                   : pick(4) == 0 ? ReportResult::kFailed
+                                                  : ReportResult::kSucceeded;
+            AttemptReport rep{a.worker, a.session, a.attempt, r, 0, {}, "", std::nullopt, Millis{0}};
+            if (r == ReportResult::kSucceeded) rep.outputs = {Out("o")};
+            e = rep;
+          }
+          break;
+        case 7:
+          if (session.count(w)) e = WorkerHeartbeat{w, session[w]};
+          break;
+        default:
+          break;  // Tick
+      }
+      for (const Decision& d : s.Apply(e, At(now))) {
+        if (const auto* a = std::get_if<AssignAttempt>(&d)) running.push_back(*a);
+      }
+      // Attempts no longer running (lost, killed) leave `running` when the core says so.
+      std::erase_if(running, [&](const AssignAttempt& a) {
+        const auto cur = s.CurrentAttempt(a.task);
+        return !cur || *cur != a.attempt;
+      });
+      for (const JobSummary& j : s.Jobs()) {
+        if (j.pending == 0) continue;
+        for (const WorkerView& v : s.Workers()) {
+          const bool open = v.state == WorkerState::kConnected && v.accepting;
+          const uint32_t free = v.capacity.cpus > v.slots_busy ? v.capacity.cpus - v.slots_busy : 0;
+          // A connected worker whose session closed is kDisconnected, so `open` covers it.
+          ASSERT_FALSE(open && free >= job_cpus[j.job])
+              << "step " << step << ": job " << j.job << " has " << j.pending
+              << " pending tasks of " << job_cpus[j.job] << " cpus while " << v.worker << " has "
+              << free << " free slots";
+        }
+      }
+    }
+  }
 }
 
 TEST_F(CoreOwnerTest, FailedAndSucceededAttemptsLoseNothing) {
