@@ -137,11 +137,6 @@ bool TaskCgroup::Populated() const {
   return KeyValue(ReadFile("cgroup.events"), "populated") > 0;
 }
 
-double TaskCgroup::CpuSeconds() const {
-  long long us = KeyValue(ReadFile("cpu.stat"), "usage_usec");
-  return us > 0 ? static_cast<double>(us) / 1e6 : 0.0;
-}
-
 // --- TaskCgroups -----------------------------------------------------------------------------
 
 std::unique_ptr<TaskCgroups> TaskCgroups::Open(const std::string& tag, std::string* why) {

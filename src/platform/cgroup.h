@@ -54,8 +54,6 @@ class TaskCgroup {
   void Kill();
   // True while any process is in the group (cgroup.events "populated").
   bool Populated() const;
-  // CPU time used by the group's processes, in seconds (cpu.stat usage_usec).
-  double CpuSeconds() const;
 
  private:
   friend class TaskCgroups;

@@ -418,30 +418,22 @@ bool Contains(const std::string_view (&list)[N], std::string_view s) {
   return std::find(std::begin(list), std::end(list), s) != std::end(list);
 }
 
-// Refuses keys not in `allowed`, reporting the first one in file order.
+// Refuses keys not in `allowed`, reporting the first one in file order; a key of another table
+// is told where it belongs.
 template <size_t N>
 absl::Status CheckKeys(const Ctx& ctx, const toml::table& t, std::string_view prefix,
                        const std::string_view (&allowed)[N]) {
-  const toml::key* first = toml_util::FirstUnknownKey(t, allowed);
-  if (first == nullptr) return absl::OkStatus();
-  const std::string_view name = first->str();
-  std::string hint;
-  if (auto close = toml_util::ClosestKey(name, allowed)) {
-    hint = absl::StrCat(" (did you mean '", ToAbsl(*close), "'?)");
-  }
-  if (hint.empty() && prefix.empty()) {
-    if (Contains(kResourceKeys, name)) hint = " (it belongs under [resources])";
-    if (Contains(kRetryKeys, name)) hint = " (it belongs under [retry])";
-  }
-  if (hint.empty() && !prefix.empty() && Contains(kTopKeys, name)) {
-    // Every key after a [table] header belongs to that table.
-    hint = absl::StrCat(" (keys after the [", ToAbsl(prefix.substr(0, prefix.size() - 1)),
-                        "] header belong to that table; move '", ToAbsl(name), "' above it)");
-  }
-  std::vector<std::string> allowed_list(std::begin(allowed), std::end(allowed));
-  return absl::InvalidArgumentError(
-      absl::StrCat(Where(ctx, first->source()), ": unknown key '", ToAbsl(prefix), ToAbsl(name),
-                   "'", hint, "; allowed here: ", absl::StrJoin(allowed_list, ", ")));
+  return toml_util::CheckKeys(ctx.file, t, prefix, allowed, [prefix](std::string_view name) {
+    if (prefix.empty()) {
+      if (Contains(kResourceKeys, name)) return std::string(" (it belongs under [resources])");
+      if (Contains(kRetryKeys, name)) return std::string(" (it belongs under [retry])");
+    } else if (Contains(kTopKeys, name)) {
+      // Every key after a [table] header belongs to that table.
+      return absl::StrCat(" (keys after the [", ToAbsl(prefix.substr(0, prefix.size() - 1)),
+                          "] header belong to that table; move '", ToAbsl(name), "' above it)");
+    }
+    return std::string();
+  });
 }
 
 // Reads an optional integer in [min, max] into `out`; leaves `out` alone when absent.

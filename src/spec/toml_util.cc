@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "spec/spec.h"
 
 namespace idlepool::spec::toml_util {
@@ -52,6 +53,24 @@ absl::StatusOr<toml::table> Parse(std::string_view text, const std::string& file
   }
   return std::move(parsed).table();
 #endif
+}
+
+absl::Status CheckKeys(const std::string& file, const toml::table& t, std::string_view prefix,
+                       std::span<const std::string_view> allowed,
+                       const std::function<std::string(std::string_view name)>& misplaced_hint) {
+  const toml::key* first = FirstUnknownKey(t, allowed);
+  if (first == nullptr) return absl::OkStatus();
+  const std::string_view name = first->str();
+  std::string hint;
+  if (auto close = ClosestKey(name, allowed)) {
+    hint = absl::StrCat(" (did you mean '", std::string(*close), "'?)");
+  } else if (misplaced_hint) {
+    hint = misplaced_hint(name);
+  }
+  std::vector<std::string> list(allowed.begin(), allowed.end());
+  return absl::InvalidArgumentError(absl::StrCat(Where(file, first->source()), ": unknown key '",
+                                                 std::string(prefix), Shorten(name), "'", hint,
+                                                 "; allowed here: ", absl::StrJoin(list, ", ")));
 }
 
 std::string Shorten(std::string_view s) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -37,6 +38,15 @@ const toml::key* FirstUnknownKey(const toml::table& t, std::span<const std::stri
 // The allowed key closest to `name` within 2 edits (Levenshtein), for "did you mean".
 std::optional<std::string_view> ClosestKey(std::string_view name,
                                            std::span<const std::string_view> allowed);
+
+// OK, or kInvalidArgument for the first key of `t` (in file order) not in `allowed`:
+// "FILE:L:C: unknown key 'PREFIXname' (did you mean 'x'?); allowed here: a, b". When no allowed
+// key is close, `misplaced_hint(name)` (if set) may supply the parenthesized hint instead, e.g.
+// " (it belongs under [owner])"; it returns "" for none. `prefix` is "" or "table.".
+[[nodiscard]] absl::Status CheckKeys(
+    const std::string& file, const toml::table& t, std::string_view prefix,
+    std::span<const std::string_view> allowed,
+    const std::function<std::string(std::string_view name)>& misplaced_hint = {});
 
 // Reads a whole regular file of at most `limit` bytes; the size is checked with stat() first,
 // so a huge file is refused without reading it. `what` names it in messages ("a job file").

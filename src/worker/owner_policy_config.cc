@@ -12,7 +12,6 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "spec/toml_util.h"
 
 namespace idlepool::worker {
@@ -49,25 +48,17 @@ absl::Status KeyError(const std::string& file, const toml::source_region& where,
 
 
 
-// Refuses keys not in `allowed`, reporting the first one in file order.
+// Refuses keys not in `allowed`, reporting the first one in file order; an owner key at the
+// top level is told where it belongs.
 template <size_t N>
 absl::Status CheckKeys(const std::string& file, const toml::table& t, std::string_view prefix,
                        const std::string_view (&allowed)[N]) {
-  const toml::key* first = toml_util::FirstUnknownKey(t, allowed);
-  if (first == nullptr) return absl::OkStatus();
-  const std::string_view name = first->str();
-  std::string hint;
-  if (auto close = toml_util::ClosestKey(name, allowed)) {
-    hint = absl::StrCat(" (did you mean '", A(*close), "'?)");
-  }
-  if (hint.empty() && prefix.empty() &&
-      std::find(std::begin(kOwnerKeys), std::end(kOwnerKeys), name) != std::end(kOwnerKeys)) {
-    hint = " (it belongs under [owner])";
-  }
-  std::vector<std::string> list(std::begin(allowed), std::end(allowed));
-  return absl::InvalidArgumentError(absl::StrCat(Where(file, first->source()), ": unknown key '",
-                                                 A(prefix), Shorten(name), "'", hint,
-                                                 "; allowed here: ", absl::StrJoin(list, ", ")));
+  return toml_util::CheckKeys(file, t, prefix, allowed, [prefix](std::string_view name) {
+    const bool owner_key =
+        std::find(std::begin(kOwnerKeys), std::end(kOwnerKeys), name) != std::end(kOwnerKeys);
+    return prefix.empty() && owner_key ? std::string(" (it belongs under [owner])")
+                                       : std::string();
+  });
 }
 
 // Reads an optional number in [min, max] (integer or float) into `out`, times `scale`.
