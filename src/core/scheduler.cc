@@ -52,6 +52,7 @@ void Scheduler::Restore(const RestoredState& state, MonoTime now) {
   workers_.clear();
   free_index_.clear();
   pending_.clear();
+  orphans_.clear();
   next_attempt_id_ = std::max<AttemptId>(state.next_attempt_id, 1);
 
   for (const RestoredJob& rj : state.jobs) {
@@ -84,7 +85,9 @@ void Scheduler::Restore(const RestoredState& state, MonoTime now) {
     if (t.current != 0) continue;  // one running attempt per task
     t.state = TaskState::kRunning;
     t.current = ra.attempt;
-    attempts_[ra.attempt] = AttemptRec{ra.task, ra.worker, now, now + options_.lease_timeout, now, std::nullopt};
+    attempts_[ra.attempt] =
+        AttemptRec{ra.task, ra.worker, now, now + options_.lease_timeout, now, std::nullopt};
+    orphans_.insert({ra.worker, ra.attempt});
   }
   for (auto& [id, job] : jobs_) {
     job.unfinished = 0;
@@ -202,6 +205,7 @@ void Scheduler::OnHello(const WorkerHello& e, MonoTime now, std::vector<Decision
     if (a != attempts_.end() && a->second.worker == e.worker) {
       if (a->second.orphan_deadline) {  // restored attempt: adopt it onto the worker
         a->second.orphan_deadline.reset();
+        orphans_.erase({e.worker, id});
         const bool inserted = w.attempts.insert(id).second;
         CORE_CHECK(inserted, "orphan attempt already on its worker");
         Charge(w, JobOf(a->second.task).spec.resources);
@@ -225,8 +229,12 @@ void Scheduler::OnHello(const WorkerHello& e, MonoTime now, std::vector<Decision
   }
   // Attempts the core has on this worker (adopted or orphaned) that the worker no longer holds.
   std::vector<AttemptId> missing;
-  for (const auto& [id, a] : attempts_) {
-    if (a.worker == e.worker && held.count(id) == 0) missing.push_back(id);
+  for (AttemptId id : w.attempts) {
+    if (held.count(id) == 0) missing.push_back(id);
+  }
+  for (auto o = orphans_.lower_bound({e.worker, 0}); o != orphans_.end() && o->first == e.worker;
+       ++o) {
+    if (held.count(o->second) == 0) missing.push_back(o->second);
   }
   for (AttemptId id : missing) {
     EndAttempt(id, AttemptOutcome::kLost, 0, "worker no longer holds the attempt", out);
@@ -328,6 +336,15 @@ void Scheduler::OnCheckpoint(const CheckpointSaved& e, MonoTime now, std::vector
 
 void Scheduler::OnReport(const AttemptReport& e, MonoTime now, std::vector<Decision>& out) {
   const std::string refusal = CheckCurrent(e.worker, e.session, e.attempt);
+  if (!refusal.empty() && options_.planted_bug == Options::PlantedBug::kNoFencing &&
+      e.result == ReportResult::kSucceeded && planted_ended_.count(e.attempt) != 0) {
+    // The planted bug: a late success of an ended attempt is committed as well.
+    const TaskKey key = planted_ended_.at(e.attempt);
+    TaskRec& t = TaskOf(key);
+    out.push_back(TaskChanged{key, TaskState::kSucceeded, t.failures, e.attempt, e.outputs});
+    out.push_back(AckReport{e.worker, e.session, e.attempt, true, ""});
+    return;
+  }
   if (!refusal.empty()) {
     out.push_back(AckReport{e.worker, e.session, e.attempt, false, refusal});
     out.push_back(KillAttempt{e.worker, e.session, e.attempt, KillReason::kStale});
@@ -376,8 +393,8 @@ void Scheduler::OnTick(MonoTime now, std::vector<Decision>& out) {
 
   // Restored attempts whose worker did not come back in time.
   std::vector<AttemptId> expired;
-  for (const auto& [id, a] : attempts_) {
-    if (a.orphan_deadline && *a.orphan_deadline <= now) expired.push_back(id);
+  for (const auto& [worker, id] : orphans_) {
+    if (*attempts_.at(id).orphan_deadline <= now) expired.push_back(id);
   }
   for (AttemptId id : expired) {
     EndAttempt(id, AttemptOutcome::kLost, 0, "worker did not return after coordinator restart",
@@ -387,6 +404,7 @@ void Scheduler::OnTick(MonoTime now, std::vector<Decision>& out) {
   // Silent workers. Checked before timeouts: a silent worker's attempts are lost, not failed.
   std::vector<WorkerName> silent;
   for (const auto& [name, w] : workers_) {
+    if (options_.planted_bug == Options::PlantedBug::kNoLeaseExpiry) break;
     if (w.state == WorkerState::kLost) continue;
     if (w.state == WorkerState::kLeft && w.attempts.empty()) continue;  // gone, owing nothing
     if (w.last_seen + options_.lease_timeout <= now) silent.push_back(name);
@@ -395,7 +413,11 @@ void Scheduler::OnTick(MonoTime now, std::vector<Decision>& out) {
 
   // Timeout backstop: the worker enforces timeout_s itself; this catches one that did not.
   std::vector<AttemptId> overdue;
+  const bool any_timeout = std::any_of(jobs_.begin(), jobs_.end(), [](const auto& kv) {
+    return kv.second.state == JobState::kRunning && kv.second.spec.timeout > Millis{0};
+  });
   for (const auto& [id, a] : attempts_) {
+    if (!any_timeout) break;
     if (a.orphan_deadline || a.suspended_since) continue;
     const Millis timeout = JobOf(a.task).spec.timeout;
     if (timeout > Millis{0} && a.started + timeout + options_.timeout_grace <= now) {
@@ -427,6 +449,8 @@ void Scheduler::EndAttempt(AttemptId id, AttemptOutcome outcome, int exit_code,
   CORE_CHECK(outcome != AttemptOutcome::kRunning, "ending an attempt as running");
   const AttemptRec a = std::move(it->second);
   attempts_.erase(it);
+  if (a.orphan_deadline) orphans_.erase({a.worker, id});
+  if (options_.planted_bug == Options::PlantedBug::kNoFencing) planted_ended_[id] = a.task;
 
   JobRec& job = JobOf(a.task);
   TaskRec& task = TaskOf(a.task);
@@ -464,11 +488,21 @@ void Scheduler::EndAttempt(AttemptId id, AttemptOutcome outcome, int exit_code,
     case AttemptOutcome::kPreempted:
       ++job.counters.preemptions;
       task.state = TaskState::kPending;
+      if (options_.planted_bug == Options::PlantedBug::kCountPreemptions) {
+        ++task.failures;
+        if (task.failures >= job.spec.max_attempts) task.state = TaskState::kFailed;
+      }
       break;
     case AttemptOutcome::kLost:
       ++job.counters.lost;
       job.workers_lost.insert(a.worker);
       task.state = TaskState::kPending;
+      if (options_.planted_bug == Options::PlantedBug::kForgetLostTasks) {
+        // The task keeps looking like it runs, with no attempt anywhere.
+        task.state = TaskState::kRunning;
+        FinishJobIfDone(job, a.task.job, out);
+        return;
+      }
       break;
     case AttemptOutcome::kCancelled:
       task.state = TaskState::kCancelled;
@@ -481,7 +515,10 @@ void Scheduler::EndAttempt(AttemptId id, AttemptOutcome outcome, int exit_code,
   CORE_CHECK(task.state != TaskState::kPending || job.state == JobState::kRunning,
              "requeueing a task of a finished job");
   if (task.state == TaskState::kPending) {
-    pending_.insert(a.task);
+    if (!(options_.planted_bug == Options::PlantedBug::kStrandPreempted &&
+          outcome == AttemptOutcome::kPreempted)) {
+      pending_.insert(a.task);
+    }
   } else {
     --job.unfinished;
   }

@@ -307,6 +307,19 @@ struct Options {
   // The coordinator ticks every 100 ms and sets lease_timeout / 2; 0 disables the rule (tests
   // and simulations that advance time in large steps).
   Millis stall_threshold{0};
+
+  // TEST ONLY: makes the core wrong on purpose, so the deterministic simulation tests can show
+  // that their invariant checks catch the bug each one guards against (src/sim/dst.h). Never set
+  // outside tests; the coordinator has no way to set it.
+  enum class PlantedBug : uint8_t {
+    kNone,
+    kNoFencing,          // a succeeded report of a no-longer-current attempt commits outputs
+    kForgetLostTasks,    // a lost worker's tasks are neither requeued nor ended (task lost)
+    kNoLeaseExpiry,      // silent workers are never declared lost (leases held forever)
+    kCountPreemptions,   // preemptions count toward max_attempts
+    kStrandPreempted,    // a preempted task is marked pending but never placed again
+  };
+  PlantedBug planted_bug = PlantedBug::kNone;
 };
 
 class Scheduler {
@@ -422,6 +435,11 @@ class Scheduler {
   std::map<WorkerName, WorkerRec> workers_;
   std::set<TaskKey> pending_;  // placement order
   std::set<std::pair<uint32_t, WorkerName>, MostFreeFirst> free_index_;
+  // Restored attempts not yet re-adopted (orphan_deadline set), by worker: a hello looks only at
+  // its own worker's, a tick only at these.
+  std::set<std::pair<WorkerName, AttemptId>> orphans_;
+  // Attempt -> task for every ended attempt; kept only under PlantedBug::kNoFencing.
+  std::map<AttemptId, TaskKey> planted_ended_;
   std::optional<MonoTime> last_tick_;
 };
 
