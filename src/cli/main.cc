@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/client.h"
+#include "cli/sim_command.h"
 #include "coordinator/coordinator.h"
 #include "nlohmann/json.hpp"
 #include "platform/clock.h"
@@ -317,6 +318,64 @@ int main(int argc, char** argv) {
   run->add_option("--data-dir", run_data_dir, "keep the pool state here (default: temporary)");
   run->add_flag("--json", json, "print one final JSON object");
 
+  idlepool::cli::SimOptions so;
+  auto* simc = app.add_subcommand(
+      "sim", "simulate the pool deterministically: a job on N simulated workers that follow an "
+             "availability trace or model (or, with --dst, many seeds of fault injection)");
+  simc->add_option("--workers", so.workers, "simulated workers")->capture_default_str()
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1'000'000}));
+  auto* trace_opt = simc->add_option("--trace", so.trace,
+                                     "availability trace: spot .json, FTA .tab, or STUNner text "
+                                     "(each worker follows one lane; lanes wrap around)");
+  simc->add_option("--model", so.model,
+                   "synthetic churn from a fitted Weibull model: nd07cpu, microsoft99, "
+                   "overnet03, skype06, g5k06, lanl05")
+      ->excludes(trace_opt);
+  simc->add_option("--horizon", so.horizon_s, "seconds of model lanes sampled (they repeat)")
+      ->capture_default_str();
+  auto* job_opt = simc->add_option("--job", so.job,
+                                   "a job spec (TOML): its task count, resources, max_attempts "
+                                   "and timeout");
+  simc->add_option("--tasks", so.tasks, "tasks (without --job)")->capture_default_str()
+      ->excludes(job_opt);
+  simc->add_option("--task-seconds", so.task_seconds,
+                   "task duration on a speed-1 worker: N, uniform:A:B, loguniform:A:B, exp:MEAN, "
+                   "lognormal:MEDIAN:SIGMA, pareto:MIN:ALPHA, tiers:A,B,...")
+      ->capture_default_str();
+  simc->add_option("--speeds", so.speeds, "worker speed distribution (same forms)")
+      ->capture_default_str();
+  simc->add_option("--slots", so.slots, "slots per worker")->capture_default_str()
+      ->check(CLI::Range(1u, 1024u));
+  simc->add_option("--policy", so.policy, "scheduling policy")->capture_default_str();
+  simc->add_option("--seed", so.seed, "seed (the same seed gives the same run)")
+      ->capture_default_str();
+  simc->add_option("--checkpoint-interval", so.checkpoint_interval_s,
+                   "tasks checkpoint every N s of running (0: never)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  simc->add_flag("--checkpoint-on-vacate", so.checkpoint_on_vacate,
+                 "tasks save their progress when stopped for the owner");
+  simc->add_option("--hard-down", so.hard_down_fraction,
+                   "fraction of machine downs with no goodbye (power loss)")
+      ->capture_default_str()->check(CLI::Range(0.0, 1.0));
+  simc->add_option("--lease", so.lease_s, "lease timeout, seconds")->capture_default_str()
+      ->check(CLI::Range(0.1, 3600.0));
+  simc->add_option("--heartbeat", so.heartbeat_s, "worker heartbeat, seconds")
+      ->capture_default_str()->check(CLI::Range(0.01, 3600.0));
+  simc->add_option("--tick", so.tick_s, "coordinator tick, seconds")->capture_default_str()
+      ->check(CLI::Range(0.01, 3600.0));
+  simc->add_flag("--json", so.json, "print one JSON object");
+  simc->add_flag("--no-timing", so.no_timing,
+                 "leave out wall-time figures, so two runs of one seed print the same bytes");
+  simc->add_flag("--dst", so.dst,
+                 "deterministic simulation testing: random workloads and faults, invariants "
+                 "checked after every step");
+  simc->add_option("--seeds", so.seeds, "with --dst: how many seeds, from --seed on")
+      ->capture_default_str()->check(CLI::Range(uint64_t{1}, uint64_t{100'000'000}));
+  simc->add_option("--plant", so.plant,
+                   "with --dst: plant a known bug in the core (tests the harness): no-fencing, "
+                   "forget-lost-tasks, no-lease-expiry, count-preemptions, strand-preempted");
+  simc->add_flag("--verbose", so.verbose, "with --dst: one line per seed");
+
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::from_str(common.log_level));
   spdlog::set_default_logger(spdlog::stderr_color_mt("idlepool"));
@@ -527,6 +586,8 @@ int main(int argc, char** argv) {
     std::printf("job %llu %s\n", static_cast<unsigned long long>(job_id), st->c_str());
     return 0;
   }
+
+  if (*simc) return idlepool::cli::RunSimCommand(so);
 
   if (*run) {
     idlepool::platform::BlockTerminationSignals();

@@ -26,6 +26,12 @@ std::chrono::system_clock::time_point DeadlineAfter(std::chrono::milliseconds d)
   return std::chrono::system_clock::now() + d;
 }
 
+int64_t SteadyNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 void SleepFor(std::chrono::milliseconds d) { std::this_thread::sleep_for(d); }
 
 WeekTime LocalWeekTime() {

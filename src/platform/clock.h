@@ -39,6 +39,9 @@ struct WeekTime {
 };
 WeekTime LocalWeekTime();
 
+// Monotonic nanoseconds (steady clock), for measuring how long a computation took.
+int64_t SteadyNanos();
+
 // Blocks the calling thread for `d`. The only sleep in the code base.
 void SleepFor(std::chrono::milliseconds d);
 

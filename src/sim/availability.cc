@@ -1,4 +1,5 @@
 #include "sim/availability.h"
+#include "sim/draw.h"
 
 #include <algorithm>
 #include <cmath>
@@ -173,16 +174,6 @@ size_t LineAt(absl::string_view t, size_t p) {
   if (p == absl::string_view::npos) return 1;
   p = std::min(p, t.size());
   return 1 + static_cast<size_t>(std::count(t.begin(), t.begin() + static_cast<ptrdiff_t>(p), '\n'));
-}
-
-// Inverse-CDF Weibull draw from the engine's raw bits: u in (0, 1), never 0 or 1.
-double DrawWeibull(std::mt19937_64& rng, double shape, double scale) {
-  const double u = (static_cast<double>(rng() >> 11) + 0.5) * 0x1.0p-53;
-  return scale * std::pow(-std::log1p(-u), 1.0 / shape);
-}
-
-double DrawUnit(std::mt19937_64& rng) {
-  return (static_cast<double>(rng() >> 11) + 0.5) * 0x1.0p-53;
 }
 
 }  // namespace

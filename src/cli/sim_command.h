@@ -1,0 +1,44 @@
+// `idlepool sim`: runs the deterministic pool simulator (src/sim) from the command line, either
+// one performance run (makespan, lower bound, efficiency, lost work...) or many seeds of
+// deterministic simulation testing (--dst).
+//
+// Thread safety: call from one thread. Prints to stdout (results) and stderr (errors).
+// Returns the process exit code: 0 success, 1 a DST seed failed or the job did not finish,
+// 2 bad arguments or unreadable input (the message names the file, line or option).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace idlepool::cli {
+
+struct SimOptions {
+  uint64_t workers = 100;
+  std::string trace;           // availability trace file (spot .json, FTA .tab, STUNner text)
+  std::string model;           // or a fitted model name (nd07cpu, microsoft99, ...)
+  double horizon_s = 30 * 86400;  // lanes sampled from a model repeat after this
+  std::string job;             // a job spec (TOML): task count, resources, max_attempts, timeout
+  uint64_t tasks = 1000;       // without --job
+  std::string task_seconds = "60";
+  std::string speeds = "1";    // worker speed distribution
+  uint32_t slots = 1;
+  std::string policy = "default";
+  uint64_t seed = 1;
+  double checkpoint_interval_s = 0;
+  bool checkpoint_on_vacate = false;
+  double hard_down_fraction = 0;
+  double lease_s = 5;
+  double heartbeat_s = 1;
+  double tick_s = 1;
+  bool json = false;
+  bool no_timing = false;      // leave out the wall-time figures: output is then byte-identical
+  // --dst
+  bool dst = false;
+  uint64_t seeds = 100;
+  std::string plant;           // planted bug name (tests of the harness itself)
+  bool verbose = false;
+};
+
+int RunSimCommand(const SimOptions& o);
+
+}  // namespace idlepool::cli

@@ -1,0 +1,163 @@
+#include "sim/dst.h"
+
+#include <chrono>
+#include <cstdio>
+#include <variant>
+
+namespace idlepool::sim {
+namespace {
+
+std::string Key(core::TaskKey k) {
+  return "task " + std::to_string(k.job) + "/" + std::to_string(k.index);
+}
+
+}  // namespace
+
+void InvariantChecker::Violation(core::MonoTime now, std::string what) {
+  if (violations_.size() >= kMaxViolations) return;
+  char at[48];
+  std::snprintf(at, sizeof at, "t=%.3f s: ",
+                static_cast<double>(now.time_since_epoch().count()) / 1000.0);
+  violations_.push_back(at + what);
+}
+
+InvariantChecker::TaskTruth* InvariantChecker::Task(core::TaskKey key) {
+  auto it = tasks_.find(key.job);
+  if (it == tasks_.end() || key.index >= it->second.size()) return nullptr;
+  return &it->second[key.index];
+}
+
+void InvariantChecker::OnJob(core::JobId job, uint32_t tasks, uint32_t max_attempts) {
+  tasks_[job].resize(tasks);
+  max_attempts_[job] = max_attempts;
+  job_final_[job] = false;
+}
+
+void InvariantChecker::OnWorkerReported(core::AttemptId attempt, core::ReportResult result,
+                                        const std::vector<core::OutputFile>& outputs) {
+  if (result == core::ReportResult::kSucceeded) succeeded_[attempt] = outputs;
+  if (result == core::ReportResult::kFailed) failed_.insert(attempt);
+}
+
+void InvariantChecker::OnHeard(const core::WorkerName& worker, core::MonoTime now) {
+  heard_[worker] = now;
+}
+
+void InvariantChecker::OnRestart(core::MonoTime now) {
+  for (auto& [name, t] : heard_) t = now;
+  for (const auto& [name, n] : live_by_worker_) heard_[name] = now;
+}
+
+void InvariantChecker::OnBatch(const std::vector<core::Decision>& batch, core::MonoTime now,
+                               bool tick) {
+  std::set<core::TaskKey> touched;
+  for (const core::Decision& d : batch) {
+    if (const auto* c = std::get_if<core::AttemptCreated>(&d)) {
+      TaskTruth* t = Task(c->task);
+      if (t == nullptr) {
+        Violation(now, "attempt " + std::to_string(c->attempt) + " created for unknown " + Key(c->task));
+        continue;
+      }
+      if (!live_.emplace(c->attempt, AttemptTruth{c->task, c->worker}).second) {
+        Violation(now, "attempt " + std::to_string(c->attempt) + " created twice");
+      }
+      ++t->live;
+      ++live_by_worker_[c->worker];
+      if (heard_.count(c->worker) == 0) heard_[c->worker] = now;
+      touched.insert(c->task);
+    } else if (const auto* e = std::get_if<core::AttemptEnded>(&d)) {
+      auto it = live_.find(e->attempt);
+      if (it == live_.end()) {
+        Violation(now, "attempt " + std::to_string(e->attempt) + " ended but was not running");
+        continue;
+      }
+      TaskTruth* t = Task(it->second.task);
+      if (--live_by_worker_[it->second.worker] == 0) live_by_worker_.erase(it->second.worker);
+      live_.erase(it);
+      if (t == nullptr) continue;
+      --t->live;
+      if (e->outcome == core::AttemptOutcome::kFailed || e->outcome == core::AttemptOutcome::kTimedOut) {
+        ++t->failures;
+      }
+      if (e->outcome == core::AttemptOutcome::kFailed && failed_.count(e->attempt) == 0) {
+        Violation(now, "attempt " + std::to_string(e->attempt) + " of " + Key(e->task) +
+                           " ended failed, but its worker never reported a failure");
+      }
+      touched.insert(e->task);
+    } else if (const auto* c = std::get_if<core::TaskChanged>(&d)) {
+      TaskTruth* t = Task(c->task);
+      if (t == nullptr) {
+        Violation(now, "change of unknown " + Key(c->task));
+        continue;
+      }
+      t->state = c->state;
+      touched.insert(c->task);
+      if (c->failures != t->failures) {
+        Violation(now, Key(c->task) + " has " + std::to_string(c->failures) +
+                           " failures, but " + std::to_string(t->failures) +
+                           " of its attempts failed (preemptions and losses never count)");
+      }
+      if (c->state == core::TaskState::kFailed && t->failures < max_attempts_[c->task.job]) {
+        Violation(now, Key(c->task) + " failed after only " + std::to_string(t->failures) +
+                           " failures (max_attempts " +
+                           std::to_string(max_attempts_[c->task.job]) + ")");
+      }
+      if (c->state == core::TaskState::kSucceeded) {
+        if (++t->commits > 1) {
+          Violation(now, Key(c->task) + " committed " + std::to_string(t->commits) +
+                             " times (now by attempt " + std::to_string(c->committed_attempt) + ")");
+        }
+        auto s = succeeded_.find(c->committed_attempt);
+        if (s == succeeded_.end()) {
+          Violation(now, Key(c->task) + " committed by attempt " +
+                             std::to_string(c->committed_attempt) +
+                             ", which no worker finished successfully");
+        } else if (s->second != c->outputs) {
+          Violation(now, Key(c->task) + " committed outputs that are not attempt " +
+                             std::to_string(c->committed_attempt) + "'s");
+        }
+      }
+    } else if (const auto* j = std::get_if<core::JobChanged>(&d)) {
+      if (j->state != core::JobState::kRunning) job_final_[j->job] = true;
+    }
+  }
+  for (const core::TaskKey& k : touched) {
+    const TaskTruth* t = Task(k);
+    if (t == nullptr) continue;
+    if (t->state == core::TaskState::kRunning && t->live == 0) {
+      Violation(now, Key(k) + " is running with no running attempt: the task is lost");
+    } else if (t->state != core::TaskState::kRunning && t->live != 0) {
+      Violation(now, Key(k) + " is " + core::ToString(t->state) + " but still has " +
+                         std::to_string(t->live) + " running attempt(s)");
+    }
+  }
+  if (tick) {
+    for (const auto& [name, n] : live_by_worker_) {
+      auto h = heard_.find(name);
+      if (h == heard_.end()) continue;
+      if (now - h->second > lease_ + tick_) {
+        Violation(now, "worker " + name + " holds " + std::to_string(n) +
+                           " running attempt(s) after " +
+                           std::to_string((now - h->second).count()) +
+                           " ms of silence (lease " + std::to_string(lease_.count()) + " ms)");
+        heard_[name] = now;  // report each expired lease once
+      }
+    }
+  }
+}
+
+void InvariantChecker::CheckFinished(core::MonoTime now) {
+  for (const auto& [job, final] : job_final_) {
+    if (final) continue;
+    uint32_t pending = 0, running = 0;
+    for (const TaskTruth& t : tasks_[job]) {
+      pending += t.state == core::TaskState::kPending;
+      running += t.state == core::TaskState::kRunning;
+    }
+    Violation(now, "liveness: job " + std::to_string(job) + " never finished (" +
+                       std::to_string(pending) + " tasks pending, " + std::to_string(running) +
+                       " running) after the faults stopped");
+  }
+}
+
+}  // namespace idlepool::sim

@@ -1,0 +1,208 @@
+#include "sim/workload.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "absl/status/status.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "sim/draw.h"
+
+namespace idlepool::sim {
+namespace {
+
+absl::Status Bad(const std::string& spec, const std::string& why) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      "distribution '", spec, "': ", why,
+      " (forms: N, const:N, uniform:A:B, loguniform:A:B, exp:MEAN, lognormal:MEDIAN:SIGMA, "
+      "pareto:MIN:ALPHA, tiers:A,B,...)"));
+}
+
+}  // namespace
+
+absl::StatusOr<Distribution> ParseDistribution(const std::string& spec) {
+  Distribution d;
+  d.text = spec;
+  std::vector<std::string> parts = absl::StrSplit(spec, ':');
+  auto number = [&](size_t i, const char* what, bool zero_ok) -> absl::StatusOr<double> {
+    double v = 0;
+    if (i >= parts.size() || !absl::SimpleAtod(parts[i], &v) || !std::isfinite(v) ||
+        (zero_ok ? v < 0 : v <= 0)) {
+      return Bad(spec, absl::StrCat(what, " must be a finite number ", zero_ok ? ">= 0" : "> 0"));
+    }
+    return v;
+  };
+  if (parts.size() == 1) {
+    auto v = number(0, "the value", false);
+    if (!v.ok()) return v.status();
+    d.a = d.b = *v;
+    return d;
+  }
+  const std::string& kind = parts[0];
+  size_t want = 3;
+  if (kind == "const" || kind == "exp") {
+    want = 2;
+  } else if (kind == "tiers") {
+    if (parts.size() != 2) return Bad(spec, "tiers takes one comma-separated list");
+    for (absl::string_view t : absl::StrSplit(parts[1], ',')) {
+      double v = 0;
+      if (!absl::SimpleAtod(t, &v) || !std::isfinite(v) || v <= 0) {
+        return Bad(spec, absl::StrCat("tier '", std::string(t), "' must be a finite number > 0"));
+      }
+      d.tiers.push_back(v);
+    }
+    d.kind = Distribution::kTiers;
+    return d;
+  } else if (kind != "uniform" && kind != "loguniform" && kind != "lognormal" && kind != "pareto") {
+    return Bad(spec, absl::StrCat("unknown kind '", kind, "'"));
+  }
+  if (parts.size() != want) {
+    return Bad(spec, absl::StrCat(kind, " takes ", want - 1, " parameter(s)"));
+  }
+  auto a = number(1, "the first parameter", false);
+  if (!a.ok()) return a.status();
+  d.a = d.b = *a;
+  if (want == 3) {
+    auto b = number(2, "the second parameter", kind == "lognormal");
+    if (!b.ok()) return b.status();
+    d.b = *b;
+  }
+  if (kind == "const") d.kind = Distribution::kConst;
+  if (kind == "exp") d.kind = Distribution::kExp;
+  if (kind == "uniform") d.kind = Distribution::kUniform;
+  if (kind == "loguniform") d.kind = Distribution::kLogUniform;
+  if (kind == "lognormal") d.kind = Distribution::kLogNormal;
+  if (kind == "pareto") d.kind = Distribution::kPareto;
+  if ((d.kind == Distribution::kUniform || d.kind == Distribution::kLogUniform) && d.b < d.a) {
+    return Bad(spec, "B must not be below A");
+  }
+  return d;
+}
+
+double Draw(const Distribution& d, std::mt19937_64& rng) {
+  switch (d.kind) {
+    case Distribution::kConst: return d.a;
+    case Distribution::kUniform: return d.a + (d.b - d.a) * DrawUnit(rng);
+    case Distribution::kLogUniform:
+      return d.a * std::exp(std::log(d.b / d.a) * DrawUnit(rng));
+    case Distribution::kExp: return DrawExponential(rng, d.a);
+    case Distribution::kLogNormal: return d.a * std::exp(d.b * DrawNormal(rng));
+    case Distribution::kPareto: return d.a / std::pow(DrawUnit(rng), 1.0 / d.b);
+    case Distribution::kTiers: return d.tiers[DrawBelow(rng, d.tiers.size())];
+  }
+  return d.a;
+}
+
+double Mean(const Distribution& d) {
+  switch (d.kind) {
+    case Distribution::kConst: return d.a;
+    case Distribution::kUniform: return (d.a + d.b) / 2;
+    case Distribution::kLogUniform:
+      return d.a == d.b ? d.a : (d.b - d.a) / std::log(d.b / d.a);
+    case Distribution::kExp: return d.a;
+    case Distribution::kLogNormal: return d.a * std::exp(d.b * d.b / 2);
+    case Distribution::kPareto:
+      return d.b > 1 ? d.a * d.b / (d.b - 1) : std::numeric_limits<double>::infinity();
+    case Distribution::kTiers: {
+      double s = 0;
+      for (double t : d.tiers) s += t;
+      return s / static_cast<double>(d.tiers.size());
+    }
+  }
+  return d.a;
+}
+
+std::vector<SimWorker> MakeWorkers(size_t n, const Distribution& speed, uint32_t slots,
+                                   const std::vector<Lane>& lanes, double period_s,
+                                   std::mt19937_64& rng) {
+  std::vector<SimWorker> out(n);
+  constexpr double kGolden = 0.6180339887498949;
+  for (size_t i = 0; i < n; ++i) {
+    SimWorker& w = out[i];
+    char name[24];
+    std::snprintf(name, sizeof name, "w%05zu", i);
+    w.name = name;
+    w.speed = Draw(speed, rng);
+    w.slots = slots;
+    if (!lanes.empty()) {
+      const Lane& lane = lanes[i % lanes.size()];
+      w.always_up = false;
+      w.up = lane.up;
+      w.period_s = period_s;
+      const double reuse = static_cast<double>(i / lanes.size());
+      w.phase_s = period_s > 0 ? std::fmod(reuse * kGolden, 1.0) * period_s : 0;
+    }
+  }
+  return out;
+}
+
+SimConfig DstScenario(uint64_t seed, core::Options::PlantedBug bug) {
+  std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ull);
+  SimConfig c;
+  c.seed = seed;
+  c.core.lease_timeout = core::Millis(5000);
+  c.core.timeout_grace = core::Millis(3000);
+  c.core.planted_bug = bug;
+  c.tick_s = 0.5;
+  c.heartbeat_s = 1.0;
+  c.latency_s = 0.002;
+  c.reconnect_s = 0.5 + DrawUnit(rng);
+  c.hard_down_fraction = 0.3;
+  c.persist = true;
+  c.check_invariants = true;
+  c.trace_lines = 40;
+  c.max_sim_s = 4000;
+
+  const size_t workers = 2 + DrawBelow(rng, 11);
+  for (size_t i = 0; i < workers; ++i) {
+    SimWorker w;
+    w.name = "w" + std::to_string(i);
+    w.slots = 1 + static_cast<uint32_t>(DrawBelow(rng, 4));
+    w.speed = 0.5 + 1.5 * DrawUnit(rng);
+    if (DrawChance(rng, 0.4)) {
+      // A churning machine: up and down every few tens of seconds during the fault phase.
+      w.always_up = false;
+      double t = DrawUnit(rng) * 20;
+      while (t < 400) {
+        const double up = 10 + DrawExponential(rng, 40);
+        w.up.push_back(Interval{t, t + up});
+        t += up + 2 + DrawExponential(rng, 15);
+      }
+      w.up.push_back(Interval{t, 1e9});  // then up for good: the liveness phase
+    }
+    c.workers.push_back(std::move(w));
+  }
+  uint32_t widest = 0;
+  for (const SimWorker& w : c.workers) widest = std::max(widest, w.slots);
+  const size_t jobs = 1 + DrawBelow(rng, 3);
+  for (size_t j = 0; j < jobs; ++j) {
+    SimJob job;
+    const size_t tasks = 1 + DrawBelow(rng, 80);
+    for (size_t i = 0; i < tasks; ++i) job.task_seconds.push_back(1 + DrawExponential(rng, 12));
+    // A two-slot job only where some worker can hold it (else it rightly waits forever).
+    job.resources.cpus = DrawChance(rng, 0.2) && widest >= 2 ? 2 : 1;
+    job.max_attempts = 1 + static_cast<uint32_t>(DrawBelow(rng, 4));
+    job.failure_probability = DrawChance(rng, 0.3) ? 0.1 : 0;
+    job.checkpoint_interval_s = DrawChance(rng, 0.5) ? 2 + DrawUnit(rng) * 5 : 0;
+    job.checkpoint_on_vacate = DrawChance(rng, 0.3);
+    job.timeout_s = DrawChance(rng, 0.2) ? 60 + DrawUnit(rng) * 60 : 0;
+    job.submit_at_s = DrawUnit(rng) * 200;
+    if (DrawChance(rng, 0.15)) job.cancel_at_s = job.submit_at_s + DrawUnit(rng) * 100;
+    c.jobs.push_back(std::move(job));
+  }
+  Faults& f = c.faults;
+  f.faults_until_s = 300;
+  f.crash_per_hour = 30 * DrawUnit(rng);
+  f.cut_per_hour = 40 * DrawUnit(rng);
+  f.zombie_per_hour = 30 * DrawUnit(rng);
+  f.clock_jump_per_hour = 20 * DrawUnit(rng);
+  f.coordinator_crash_per_hour = 20 * DrawUnit(rng);
+  f.duplicate_probability = 0.05 * DrawUnit(rng);
+  f.max_queue_delay_s = 2 * DrawUnit(rng);
+  f.max_latency_jitter_s = 0.2 * DrawUnit(rng);
+  return c;
+}
+
+}  // namespace idlepool::sim
