@@ -138,6 +138,34 @@ std::vector<SimWorker> MakeWorkers(size_t n, const Distribution& speed, uint32_t
   return out;
 }
 
+std::vector<double> ChunkFrames(const std::vector<double>& frame_seconds, uint32_t chunk,
+                                double overhead_s) {
+  if (chunk == 0) chunk = 1;
+  std::vector<double> tasks;
+  tasks.reserve(frame_seconds.size() / chunk + 1);
+  for (size_t i = 0; i < frame_seconds.size(); i += chunk) {
+    double s = overhead_s;
+    for (size_t k = i; k < std::min(frame_seconds.size(), i + chunk); ++k) s += frame_seconds[k];
+    tasks.push_back(s);
+  }
+  return tasks;
+}
+
+uint32_t AdaptiveChunk(const std::vector<double>& frame_seconds, double target_s,
+                       double overhead_s, uint64_t slots, size_t calibration) {
+  const size_t n = std::min(calibration, frame_seconds.size());
+  if (n == 0 || slots == 0) return 1;
+  double mean = 0;
+  for (size_t i = 0; i < n; ++i) mean += frame_seconds[i];
+  mean /= static_cast<double>(n);
+  double frames = (target_s - overhead_s) / mean;
+  const double tail = std::sqrt(static_cast<double>(frame_seconds.size()) * overhead_s /
+                                (static_cast<double>(slots) * mean));
+  frames = std::min(frames, tail);
+  if (!(frames >= 1)) return 1;
+  return static_cast<uint32_t>(std::min(frames + 0.5, 1e6));
+}
+
 SimConfig DstScenario(uint64_t seed, core::Options::PlantedBug bug) {
   std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ull);
   SimConfig c;

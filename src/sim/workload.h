@@ -47,6 +47,21 @@ struct Distribution {
                                                  uint32_t slots, const std::vector<Lane>& lanes,
                                                  double period_s, std::mt19937_64& rng);
 
+// Frames grouped into tasks of `chunk` consecutive frames: each task's seconds are its frames'
+// plus `overhead_s` (per-attempt start-up: loading the scene or model, warming caches). chunk >= 1.
+[[nodiscard]] std::vector<double> ChunkFrames(const std::vector<double>& frame_seconds,
+                                              uint32_t chunk, double overhead_s);
+
+// Adaptive chunking toward a target task runtime (Open Job Description's
+// `targetRuntimeSeconds`), bounded by the tail. From a calibration run (the mean seconds f of the
+// first `calibration` frames), frames per task c = min((target - overhead) / f, c_tail), at least
+// 1, where c_tail = sqrt(F * overhead / (slots * f)) minimises the two costs chunking trades:
+// per-task start-up, F / c * overhead / slots per slot, against the tail, about one task of
+// c * f seconds (the same balance as the "factoring" schedules of Hummel, Schonberg and Flynn,
+// CACM 1992). F = frames, slots = the pool's slots.
+[[nodiscard]] uint32_t AdaptiveChunk(const std::vector<double>& frame_seconds, double target_s,
+                                     double overhead_s, uint64_t slots, size_t calibration = 10);
+
 // One random scenario for deterministic simulation testing, entirely from `seed`: 2-12 workers
 // of 1-4 slots and speeds 0.5-2, some of them churning; 1-3 jobs of 1-40 tasks, some with
 // checkpoints, failures, timeouts; and every fault of sim::Faults at rates high enough that a

@@ -203,6 +203,23 @@ TEST(Distribution, ParsesEveryFormAndNamesTheBadPart) {
   EXPECT_FALSE(ParseDistribution("nan").ok());
 }
 
+TEST(Chunking, GroupsFramesAndAddsStartUpPerTask) {
+  EXPECT_EQ(ChunkFrames({1, 2, 3, 4, 5}, 2, 10), (std::vector<double>{13, 17, 15}));
+  EXPECT_EQ(ChunkFrames({1, 2}, 5, 0), (std::vector<double>{3}));
+}
+
+TEST(Chunking, AdaptiveAimsAtTheTargetButKeepsTheTailShort) {
+  // 1,000,000 frames of 4 s, 20 s start-up, 100 slots: the target allows 70 frames a task, the
+  // tail bound sqrt(1e6 * 20 / (100 * 4)) = 223: the target wins.
+  const std::vector<double> many(1'000'000, 4.0);
+  EXPECT_EQ(AdaptiveChunk(many, 300, 20, 100), 70u);
+  // 10,000 frames on 1,000 slots: the tail bound sqrt(1e4 * 20 / (1e3 * 4)) = 7.07 wins.
+  const std::vector<double> few(10'000, 4.0);
+  EXPECT_EQ(AdaptiveChunk(few, 300, 20, 1000), 7u);
+  // Never below one frame.
+  EXPECT_EQ(AdaptiveChunk(few, 10, 20, 1000), 1u);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Deterministic simulation testing
 
