@@ -363,6 +363,8 @@ int main(int argc, char** argv) {
       ->capture_default_str()->check(CLI::Range(0.01, 3600.0));
   simc->add_option("--tick", so.tick_s, "coordinator tick, seconds")->capture_default_str()
       ->check(CLI::Range(0.01, 3600.0));
+  simc->add_option("--max-days", so.max_days, "give up after this many simulated days")
+      ->capture_default_str()->check(CLI::Range(0.001, 3650.0));
   simc->add_flag("--json", so.json, "print one JSON object");
   simc->add_flag("--no-timing", so.no_timing,
                  "leave out wall-time figures, so two runs of one seed print the same bytes");

@@ -75,7 +75,8 @@ int RunDst(const SimOptions& o) {
     }
   }
   std::signal(SIGABRT, OnAbort);
-  uint64_t tasks = 0, faults = 0, restarts = 0, events = 0, attempts = 0, refused = 0, stale = 0;
+  uint64_t tasks = 0, faults = 0, restarts = 0, events = 0, attempts = 0, refused = 0, stale = 0,
+           suspensions = 0;
   const int64_t t0 = platform::SteadyNanos();
   for (uint64_t seed = o.seed; seed < o.seed + o.seeds; ++seed) {
     std::snprintf(g_dst_seed_line, sizeof g_dst_seed_line,
@@ -94,6 +95,7 @@ int RunDst(const SimOptions& o) {
     attempts += r->attempts;
     refused += r->refused_reports;
     stale += r->stale_kills;
+    suspensions += r->suspensions;
     if (o.verbose && o.seeds == 1) {
       for (const sim::SimWorker& w : c.workers) {
         std::printf("  worker %s: %u slot(s), speed %.2f, %s\n", w.name.c_str(), w.slots, w.speed,
@@ -130,14 +132,14 @@ int RunDst(const SimOptions& o) {
   }
   const double secs = static_cast<double>(platform::SteadyNanos() - t0) / 1e9;
   std::printf("dst: %llu seeds passed (seeds %llu..%llu): %llu tasks, %llu attempts, %llu "
-              "faults, %llu coordinator restarts, %llu core events, %llu stale reports refused, "
-              "%llu stale attempts killed; every invariant held after every step and every job "
+              "faults, %llu coordinator restarts, %llu owner suspensions, %llu core events, %llu stale "
+              "reports refused, %llu stale attempts killed; every invariant held after every step and every job "
               "finished once the faults stopped",
               static_cast<unsigned long long>(o.seeds), static_cast<unsigned long long>(o.seed),
               static_cast<unsigned long long>(o.seed + o.seeds - 1),
               static_cast<unsigned long long>(tasks), static_cast<unsigned long long>(attempts),
               static_cast<unsigned long long>(faults), static_cast<unsigned long long>(restarts),
-              static_cast<unsigned long long>(events), static_cast<unsigned long long>(refused),
+              static_cast<unsigned long long>(suspensions), static_cast<unsigned long long>(events), static_cast<unsigned long long>(refused),
               static_cast<unsigned long long>(stale));
   if (!o.no_timing) std::printf(" (%.1f s)", secs);
   std::printf("\n");
@@ -172,7 +174,10 @@ int RunSimCommand(const SimOptions& o) {
     lanes = std::move(kept);
     period = sim::LastUpEnd(lanes);
     availability = absl::StrCat(o.trace, " (", lanes.size(), " lanes, ",
-                                static_cast<int64_t>(period / 3600), " h, wrapping)");
+                                static_cast<int64_t>(period / 3600), " h, wrapping",
+                                std::filesystem::path(o.trace).extension() == ".json"
+                                    ? ")"
+                                    : "; each lane in its own observed window)");
   } else if (!o.model.empty()) {
     if (!(o.horizon_s > 0)) return Usage("--horizon must be > 0");
     auto l = sim::SampleWeibullLanes(o.model, static_cast<int64_t>(o.workers), o.horizon_s, rng);
@@ -181,12 +186,25 @@ int RunSimCommand(const SimOptions& o) {
     period = o.horizon_s;
     availability = absl::StrCat("Weibull model ", o.model);
   }
-  const double up_fraction =
-      lanes.empty() ? 1.0 : sim::AvailableFraction(lanes, period > 0 ? period : 1);
 
   sim::SimConfig c;
   c.seed = o.seed;
-  c.workers = sim::MakeWorkers(o.workers, *speeds, o.slots, lanes, period, rng);
+  // Spot lanes share one clock (lane i is "more than i instances"); phones and cluster nodes
+  // joined the measurement at different times: each is read in its own observed window.
+  const bool own_window = !o.trace.empty() && std::filesystem::path(o.trace).extension() != ".json";
+  c.workers = sim::MakeWorkers(o.workers, *speeds, o.slots, lanes, period, rng, own_window);
+  double up_fraction = 0;
+  for (const sim::SimWorker& w : c.workers) {
+    if (w.always_up || w.period_s <= 0) {
+      up_fraction += 1;
+      continue;
+    }
+    double up = 0;
+    for (const sim::Interval& iv : w.up) up += std::min(iv.end_s, w.period_s) - iv.start_s;
+    up_fraction += up / w.period_s;
+  }
+  up_fraction /= static_cast<double>(c.workers.size());
+  c.max_sim_s = o.max_days * 86400;
   c.core.lease_timeout = core::Millis(static_cast<int64_t>(o.lease_s * 1000));
   c.tick_s = o.tick_s;
   c.heartbeat_s = o.heartbeat_s;

@@ -30,6 +30,7 @@ struct SimOptions {
   double lease_s = 5;
   double heartbeat_s = 1;
   double tick_s = 1;
+  double max_days = 30;         // give up after this much simulated time
   bool json = false;
   bool no_timing = false;      // leave out the wall-time figures: output is then byte-identical
   // --dst

@@ -83,6 +83,7 @@ enum class Ev : uint8_t {
   kCoordRestart,
   kWorkerRestart, // a = worker generation
   kCancel,        // a = job index
+  kResume,        // a = worker boot: the owner leaves again
 };
 
 struct Event {
@@ -148,6 +149,8 @@ struct WorkerState {
   uint64_t conn = 0;         // current connection (0: none)
   bool connecting = false;
   int64_t clock_offset = 0;  // local clock - sim clock, ms
+  bool suspended = false;    // frozen for its owner: attempts make no progress
+  int64_t suspended_at = 0;
   std::map<AttemptId, RunningAttempt> running;
   std::map<AttemptId, core::AttemptReport> unacked;
   std::map<AttemptId, int64_t> unacked_compute;  // compute ms a refused report throws away
@@ -206,6 +209,13 @@ class Simulation {
   void KillProcess(uint32_t w, bool fin);
   void WorkerSend(uint32_t w, core::Event ev);
   int64_t LocalNow(uint32_t w) const { return now_ + ws_[w].clock_offset; }
+  // Running time of `a` not covered by a checkpoint (frozen time excluded).
+  int64_t Unsaved(const WorkerState& s, const RunningAttempt& a) const {
+    const int64_t end = s.suspended ? s.suspended_at : now_;
+    return std::max<int64_t>(0, end - std::max(a.run_start, a.last_ckpt));
+  }
+  void Suspend(uint32_t w, double for_s);
+  void Resume(uint32_t w);
   const SimJob& JobOfTask(TaskKey k) const { return c_.jobs[job_index_.at(k.job)]; }
 
   // Faults.
@@ -560,6 +570,9 @@ void Simulation::Connect(uint32_t w) {
   h.boot_id = "boot-" + std::to_string(s.boot);
   h.capacity = core::Resources{sw.slots, 0, 0};
   h.accepting = s.accepting;
+  if (s.suspended) {
+    for (const auto& [id, a] : s.running) h.frozen.push_back(id);
+  }
   for (const auto& [id, a] : s.running) h.held.push_back(id);
   for (const auto& [id, r] : s.unacked) h.held.push_back(id);
   std::sort(h.held.begin(), h.held.end());
@@ -577,7 +590,7 @@ void Simulation::KillProcess(uint32_t w, bool fin) {
   WorkerState& s = ws_[w];
   // Work since each attempt's last checkpoint is gone.
   for (const auto& [id, a] : s.running) {
-    if (now_ > a.run_start) lost_ms_ += static_cast<double>(now_ - std::max(a.run_start, a.last_ckpt));
+    lost_ms_ += static_cast<double>(Unsaved(s, a));
   }
   for (const auto& [id, ms] : s.unacked_compute) lost_ms_ += static_cast<double>(ms);
   s.running.clear();
@@ -585,6 +598,7 @@ void Simulation::KillProcess(uint32_t w, bool fin) {
   s.unacked_compute.clear();
   s.process_up = false;
   s.accepting = false;
+  s.suspended = false;
   ++s.gen;
   if (s.conn != 0) {
     Conn& c = conns_[s.conn];
@@ -624,13 +638,12 @@ void Simulation::StopAll(uint32_t w, bool graceful) {
     r.attempt = id;
     r.result = ReportResult::kPreempted;
     r.message = "vacated";
-    const int64_t ran = std::max<int64_t>(0, now_ - a.run_start);
-    if (job.checkpoint_on_vacate && ran > 0) {
-      const double done = std::min(a.task_ref_ms, a.ref_done_ms + static_cast<double>(ran) * sw.speed);
+    const int64_t since = Unsaved(s, a);
+    if (job.checkpoint_on_vacate && since > 0) {
+      const double done = std::min(a.task_ref_ms, a.ref_done_ms + static_cast<double>(since) * sw.speed);
       r.checkpoint = std::vector<core::OutputFile>{
           core::OutputFile{"progress", Hex64(static_cast<uint64_t>(done)), static_cast<uint64_t>(done)}};
-    } else if (now_ > a.run_start) {
-      const int64_t since = now_ - std::max(a.run_start, a.last_ckpt);
+    } else {
       lost_ms_ += static_cast<double>(since);
       r.lost = Millis(since);
     }
@@ -644,6 +657,7 @@ void Simulation::StopAll(uint32_t w, bool graceful) {
     WorkerSend(w, l);
   }
   // The machine leaves now: unacknowledged reports are gone with the process.
+  s.suspended = false;
   s.unacked.clear();
   s.unacked_compute.clear();
   s.process_up = false;
@@ -733,7 +747,7 @@ void Simulation::AttemptTimer(uint32_t w, AttemptId id, uint64_t gen) {
       r.result = ReportResult::kTimedOut;
       r.exit_code = -1;
       r.message = "timed out";
-      lost_ms_ += static_cast<double>(now_ - std::max(a.run_start, a.last_ckpt));
+      lost_ms_ += static_cast<double>(Unsaved(s, a));
       s.running.erase(it);
       Report(w, r, 0);
       return;
@@ -792,7 +806,7 @@ void Simulation::WorkerReceive(uint32_t w, const Message& m) {
       auto it = s.running.find(tw.attempt);
       if (it != s.running.end()) {
         const RunningAttempt& a = it->second;
-        if (now_ > a.run_start) lost_ms_ += static_cast<double>(now_ - std::max(a.run_start, a.last_ckpt));
+        lost_ms_ += static_cast<double>(Unsaved(s, a));
         s.running.erase(it);
       }
       auto u = s.unacked_compute.find(tw.attempt);
@@ -823,14 +837,65 @@ void Simulation::WorkerReceive(uint32_t w, const Message& m) {
   }
 }
 
+// The owner comes back: every attempt is frozen (no progress, timers stopped), no new work.
+void Simulation::Suspend(uint32_t w, double for_s) {
+  WorkerState& s = ws_[w];
+  if (!s.process_up || s.suspended || !s.accepting) return;
+  s.suspended = true;
+  s.suspended_at = now_;
+  s.accepting = false;
+  core::OwnerStateChanged o;
+  o.worker = c_.workers[w].name;
+  o.accepting = false;
+  o.state = "suspend";
+  o.reason = "owner active";
+  for (auto& [id, a] : s.running) {
+    ++a.gen;  // its timer is void until the thaw
+    o.suspended.push_back(id);
+  }
+  if (tracing_) Trace(o.worker + " suspended for its owner (" + std::to_string(o.suspended.size()) + " attempts)");
+  if (s.conn != 0) {
+    o.session = conns_[s.conn].session;
+    WorkerSend(w, o);
+  }
+  Push(now_ + ToMs(for_s), Ev::kResume, w, s.boot);  // not s.gen: a clock jump bumps that
+}
+
+void Simulation::Resume(uint32_t w) {
+  WorkerState& s = ws_[w];
+  if (!s.process_up || !s.suspended) return;
+  const int64_t frozen = now_ - s.suspended_at;
+  s.suspended = false;
+  s.accepting = s.machine_up;
+  for (auto& [id, a] : s.running) {
+    if (a.run_start > s.suspended_at) {
+      a.run_start += frozen;
+    } else {
+      a.last_ckpt = std::max(a.last_ckpt, a.run_start) + frozen;
+    }
+    a.finish += frozen;
+    if (a.deadline != kNever) a.deadline += frozen;  // the worker's timeout excludes frozen time
+    AttemptTimer(w, id, 0);
+  }
+  if (tracing_) Trace(c_.workers[w].name + " thawed after " + std::to_string(frozen) + " ms");
+  if (s.conn != 0) {
+    core::OwnerStateChanged o;
+    o.worker = c_.workers[w].name;
+    o.session = conns_[s.conn].session;
+    o.accepting = s.accepting;
+    o.state = "run";
+    WorkerSend(w, o);
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Faults
 
 void Simulation::Fault() {
   const Faults& f = c_.faults;
   if (!Faulty()) return;
-  const double per_worker =
-      f.crash_per_hour + f.cut_per_hour + f.zombie_per_hour + f.clock_jump_per_hour;
+  const double per_worker = f.crash_per_hour + f.cut_per_hour + f.zombie_per_hour +
+                            f.clock_jump_per_hour + f.owner_per_hour;
   const double total = per_worker * static_cast<double>(ws_.size()) + f.coordinator_crash_per_hour;
   if (total <= 0) return;
   Push(now_ + std::max<int64_t>(1, ToMs(DrawExponential(rng_, 3600.0 / total))), Ev::kFault);
@@ -866,6 +931,8 @@ void Simulation::Fault() {
     const double for_s = (0.5 + DrawUnit(rng_) * 2.5) * lease_s;
     if (tracing_) Trace("FAULT " + sw.name + " partitioned for " + std::to_string(for_s) + " s");
     conns_[s.conn].partitioned_until = now_ + ToMs(for_s);
+  } else if (r < f.crash_per_hour + f.cut_per_hour + f.zombie_per_hour + f.owner_per_hour) {
+    Suspend(w, 0.5 + DrawUnit(rng_) * 3 * lease_s);
   } else {
     const int64_t jump = ToMs((DrawUnit(rng_) * 4 - 2) * lease_s);
     if (tracing_) Trace("FAULT " + sw.name + " clock jumps " + std::to_string(jump) + " ms");
@@ -932,6 +999,9 @@ SimResult Simulation::Run() {
         if (job.cancel_at_s >= 0) Push(std::max(now_, ToMs(job.cancel_at_s)), Ev::kCancel, 0, e.a);
         break;
       }
+      case Ev::kResume:
+        if (e.a == ws_[e.worker].boot) Resume(e.worker);
+        break;
       case Ev::kCancel:
         if (!coord_up_) {
           Push(now_ + 1000, Ev::kCancel, 0, e.a);  // the client retries
@@ -1004,7 +1074,8 @@ void Simulation::Finish(SimResult& r) {
   for (const auto& [job, t] : finished_at_) end = std::max(end, t);
   r.makespan_s = static_cast<double>(r.finished ? end : now_) / 1000.0;
   r.lower_bound_s = MakespanLowerBound(c_.workers, c_.jobs);
-  r.efficiency = r.makespan_s > 0 ? std::min(1.0, r.lower_bound_s / r.makespan_s) : 0;
+  // An unfinished run has no makespan to compare: efficiency 0.
+  r.efficiency = r.finished && r.makespan_s > 0 ? std::min(1.0, r.lower_bound_s / r.makespan_s) : 0;
   for (const SimJob& j : c_.jobs) {
     for (double s : j.task_seconds) r.total_work_s += s * j.resources.cpus;
     r.tasks += j.task_seconds.size();

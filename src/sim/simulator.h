@@ -74,6 +74,7 @@ struct Faults {
   double cut_per_hour = 0;           // connection cut; the worker reconnects with its boot id
   double zombie_per_hour = 0;        // network partition of up to 3 lease timeouts, then heals
   double clock_jump_per_hour = 0;    // the worker's clock jumps by up to +-2 lease timeouts
+  double owner_per_hour = 0;         // the owner returns: attempts frozen for up to 3 leases
   double coordinator_crash_per_hour = 0;
   double duplicate_probability = 0;  // a message is applied twice (a shell's retry)
   double max_queue_delay_s = 0;      // extra core-queue delay, uniform in [0, this]
@@ -101,9 +102,9 @@ struct SimConfig {
 struct SimResult {
   bool finished = false;   // every job reached a final state
   bool all_succeeded = false;
-  double makespan_s = 0;   // last job finished (or the time the run stopped)
+  double makespan_s = 0;   // last job finished (or the time the run stopped, max_sim_s)
   double lower_bound_s = 0;
-  double efficiency = 0;   // lower_bound_s / makespan_s
+  double efficiency = 0;   // lower_bound_s / makespan_s (0 when not finished)
   double total_work_s = 0; // sum of task seconds x cpus (reference machine)
   double lost_work_s = 0;  // running time thrown away (not checkpointed, not committed): truth
   double core_lost_work_s = 0;  // the core's own estimate (JobCounters::lost_work)

@@ -116,7 +116,7 @@ double Mean(const Distribution& d) {
 
 std::vector<SimWorker> MakeWorkers(size_t n, const Distribution& speed, uint32_t slots,
                                    const std::vector<Lane>& lanes, double period_s,
-                                   std::mt19937_64& rng) {
+                                   std::mt19937_64& rng, bool own_window) {
   std::vector<SimWorker> out(n);
   constexpr double kGolden = 0.6180339887498949;
   for (size_t i = 0; i < n; ++i) {
@@ -131,8 +131,16 @@ std::vector<SimWorker> MakeWorkers(size_t n, const Distribution& speed, uint32_t
       w.always_up = false;
       w.up = lane.up;
       w.period_s = period_s;
+      if (own_window && !lane.up.empty()) {
+        const double origin = lane.up.front().start_s;
+        for (Interval& iv : w.up) {
+          iv.start_s -= origin;
+          iv.end_s -= origin;
+        }
+        w.period_s = w.up.back().end_s;
+      }
       const double reuse = static_cast<double>(i / lanes.size());
-      w.phase_s = period_s > 0 ? std::fmod(reuse * kGolden, 1.0) * period_s : 0;
+      w.phase_s = w.period_s > 0 ? std::fmod(reuse * kGolden, 1.0) * w.period_s : 0;
     }
   }
   return out;
@@ -226,6 +234,7 @@ SimConfig DstScenario(uint64_t seed, core::Options::PlantedBug bug) {
   f.cut_per_hour = 40 * DrawUnit(rng);
   f.zombie_per_hour = 30 * DrawUnit(rng);
   f.clock_jump_per_hour = 20 * DrawUnit(rng);
+  f.owner_per_hour = 30 * DrawUnit(rng);
   f.coordinator_crash_per_hour = 20 * DrawUnit(rng);
   f.duplicate_probability = 0.05 * DrawUnit(rng);
   f.max_queue_delay_s = 2 * DrawUnit(rng);

@@ -42,10 +42,14 @@ struct Distribution {
 // follows lane i mod lanes.size(); a lane used again (more workers than lanes) starts at a
 // different phase (the golden-ratio fraction of the trace, times the reuse count), so reused
 // lanes do not fail in lockstep. Every lane wraps around after `period_s` (the trace's length).
-// Without lanes every worker is always up.
+// With `own_window`, each lane is instead cut to the window it was observed in (its first up
+// start to its last up end) and wraps around in it: for traces whose machines joined and left
+// the measurement at different times (STUNner phones, FTA cluster nodes), where "not yet
+// measured" must not read as "down". Without lanes every worker is always up.
 [[nodiscard]] std::vector<SimWorker> MakeWorkers(size_t n, const Distribution& speed,
                                                  uint32_t slots, const std::vector<Lane>& lanes,
-                                                 double period_s, std::mt19937_64& rng);
+                                                 double period_s, std::mt19937_64& rng,
+                                                 bool own_window = false);
 
 // Frames grouped into tasks of `chunk` consecutive frames: each task's seconds are its frames'
 // plus `overhead_s` (per-attempt start-up: loading the scene or model, warming caches). chunk >= 1.
