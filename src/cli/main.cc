@@ -349,6 +349,15 @@ int main(int argc, char** argv) {
   simc->add_option("--policy", so.policy, "scheduling policy")->capture_default_str();
   simc->add_option("--seed", so.seed, "seed (the same seed gives the same run)")
       ->capture_default_str();
+  simc->add_option("--chunk", so.chunk,
+                   "group frames into tasks: N frames per task, or 'auto' (toward "
+                   "--target-runtime, bounded by the tail); --tasks then counts frames and "
+                   "--task-seconds is per frame");
+  simc->add_option("--target-runtime", so.target_runtime_s, "with --chunk auto: seconds per task")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  simc->add_option("--task-overhead", so.task_overhead_s,
+                   "start-up seconds every task pays (loading a scene or model)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
   simc->add_option("--checkpoint-interval", so.checkpoint_interval_s,
                    "tasks checkpoint every N s of running (0: never)")
       ->capture_default_str()->check(CLI::NonNegativeNumber);

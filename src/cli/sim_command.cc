@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
 #include "platform/clock.h"
@@ -232,6 +233,18 @@ int RunSimCommand(const SimOptions& o) {
   if (count == 0 || count > 100'000'000) return Usage("the job needs 1 to 100,000,000 tasks");
   job.task_seconds.resize(count);
   for (double& s : job.task_seconds) s = std::max(0.001, sim::Draw(*seconds, rng));
+  uint32_t chunk = 0;
+  if (!o.chunk.empty()) {
+    if (o.chunk == "auto") {
+      chunk = sim::AdaptiveChunk(job.task_seconds, o.target_runtime_s, o.task_overhead_s,
+                                 o.workers * o.slots);
+    } else if (!absl::SimpleAtoi(o.chunk, &chunk) || chunk == 0) {
+      return Usage("--chunk: '" + o.chunk + "' is neither a positive number of frames nor 'auto'");
+    }
+    job.task_seconds = sim::ChunkFrames(job.task_seconds, chunk, o.task_overhead_s);
+  } else if (o.task_overhead_s > 0) {
+    for (double& s : job.task_seconds) s += o.task_overhead_s;
+  }
   job.checkpoint_interval_s = o.checkpoint_interval_s;
   job.checkpoint_on_vacate = o.checkpoint_on_vacate;
   c.jobs.push_back(std::move(job));
@@ -246,6 +259,10 @@ int RunSimCommand(const SimOptions& o) {
     j["available_fraction"] = up_fraction;
     j["job"] = job_name;
     j["tasks"] = r->tasks;
+    if (chunk != 0) {
+      j["frames"] = count;
+      j["chunk"] = chunk;
+    }
     j["task_seconds"] = o.task_seconds;
     j["speeds"] = o.speeds;
     j["policy"] = o.policy;
@@ -298,6 +315,10 @@ int RunSimCommand(const SimOptions& o) {
     std::printf("  core         %12llu events, %llu decisions", static_cast<unsigned long long>(r->events),
                 static_cast<unsigned long long>(r->decisions));
     if (!o.no_timing) std::printf(", %.0f decisions/s", r->decisions_per_s);
+  if (chunk != 0) {
+    std::printf("\n  chunking     %12u frames per task (%s), %llu frames", chunk, o.chunk.c_str(),
+                static_cast<unsigned long long>(count));
+  }
     std::printf("\n  digest       %016llx\n", static_cast<unsigned long long>(r->digest));
   }
   return r->finished ? 0 : 1;

@@ -24,6 +24,12 @@ struct SimOptions {
   uint32_t slots = 1;
   std::string policy = "default";
   uint64_t seed = 1;
+  // Frames: with `chunk` set, --tasks counts frames and --task-seconds is per frame; tasks are
+  // chunks of frames ("auto": sim::AdaptiveChunk toward target_runtime_s), each paying
+  // task_overhead_s of start-up.
+  std::string chunk;
+  double target_runtime_s = 300;
+  double task_overhead_s = 0;
   double checkpoint_interval_s = 0;
   bool checkpoint_on_vacate = false;
   double hard_down_fraction = 0;
