@@ -17,6 +17,7 @@
 #include <string>
 #include <variant>
 
+#include "bench/peak_rss.h"
 #include "core/scheduler.h"
 
 namespace {
@@ -36,19 +37,7 @@ using idlepool::core::Tick;
 using idlepool::core::WorkerHeartbeat;
 using idlepool::core::WorkerHello;
 
-long PeakRssKb() {
-  std::ifstream in("/proc/self/status");
-  std::string key;
-  while (in >> key) {
-    if (key == "VmHWM:") {
-      long kb = 0;
-      in >> kb;
-      return kb;
-    }
-    std::getline(in, key);
-  }
-  return 0;
-}
+using idlepool::bench::PeakRssKb;
 
 }  // namespace
 

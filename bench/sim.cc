@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/peak_rss.h"
 #include "core/scheduler.h"
 #include "sim/availability.h"
 #include "sim/simulator.h"
@@ -33,19 +34,7 @@ namespace {
 
 using namespace idlepool;
 
-long PeakRssKb() {
-  std::ifstream in("/proc/self/status");
-  std::string key;
-  while (in >> key) {
-    if (key == "VmHWM:") {
-      long kb = 0;
-      in >> kb;
-      return kb;
-    }
-    std::getline(in, key);
-  }
-  return 0;
-}
+using idlepool::bench::PeakRssKb;
 
 int64_t Nanos() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
