@@ -20,6 +20,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -103,12 +104,17 @@ bool Build(const Pool& p, size_t workers, const Work& w, uint64_t seed, sim::Sim
   return true;
 }
 
+// Every policy alone, then the default (the coordinator's).
 const std::vector<std::string>& PolicyNames() {
-  static const std::vector<std::string> names = {"fifo"};
+  static const std::vector<std::string> names = {"fifo", "fast", "speculative", "churn"};
   return names;
 }
 
-bool SetPolicy(sim::SimConfig& c, const std::string& name) { return name == "fifo"; }
+bool SetPolicy(sim::SimConfig& c, const std::string& name) {
+  const std::optional<core::Policy> p = core::PolicyNamed(name);
+  if (p) c.core.policy = *p;
+  return p.has_value();
+}
 
 sim::SimResult Run(sim::SimConfig& c) {
   auto r = sim::RunSimulation(c);

@@ -4,6 +4,7 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -75,6 +76,11 @@ int RunDst(const SimOptions& o) {
       return Usage("--plant: unknown bug '" + o.plant + "' (known: " + absl::StrJoin(names, ", ") + ")");
     }
   }
+  const std::optional<core::Policy> policy = core::PolicyNamed(o.policy);
+  if (!policy) {
+    return Usage("--policy: unknown policy '" + o.policy + "' (known: " +
+                 std::string(core::PolicyNames()) + ")");
+  }
   std::signal(SIGABRT, OnAbort);
   uint64_t tasks = 0, faults = 0, restarts = 0, events = 0, attempts = 0, refused = 0, stale = 0,
            suspensions = 0;
@@ -86,6 +92,7 @@ int RunDst(const SimOptions& o) {
                   static_cast<unsigned long long>(seed), static_cast<unsigned long long>(seed));
     g_dst_seed_set = 1;
     sim::SimConfig c = sim::DstScenario(seed, bug);
+    c.core.policy = *policy;
     auto r = sim::RunSimulation(c);
     g_dst_seed_set = 0;
     if (!r.ok()) return Usage(std::string(r.status().message()));
@@ -125,9 +132,9 @@ int RunDst(const SimOptions& o) {
       for (const std::string& v : r->violations) std::printf("  %s\n", v.c_str());
       std::printf("last events before the end of the run:\n");
       for (const std::string& l : r->trace) std::printf("  %s\n", l.c_str());
-      std::printf("replay with: idlepool sim --dst --seeds 1 --seed %llu%s%s\n",
-                  static_cast<unsigned long long>(seed), o.plant.empty() ? "" : " --plant ",
-                  o.plant.c_str());
+      std::printf("replay with: idlepool sim --dst --seeds 1 --seed %llu --policy %s%s%s\n",
+                  static_cast<unsigned long long>(seed), o.policy.c_str(),
+                  o.plant.empty() ? "" : " --plant ", o.plant.c_str());
       return 1;
     }
   }
@@ -212,9 +219,12 @@ int RunSimCommand(const SimOptions& o) {
   c.hard_down_fraction = o.hard_down_fraction;
   c.persist = false;
   c.wall_ns = [] { return platform::SteadyNanos(); };
-  if (o.policy != "fifo" && o.policy != "default") {
-    return Usage("--policy: unknown policy '" + o.policy + "' (known: fifo, default)");
+  const std::optional<core::Policy> policy = core::PolicyNamed(o.policy);
+  if (!policy) {
+    return Usage("--policy: unknown policy '" + o.policy + "' (known: " +
+                 std::string(core::PolicyNames()) + ")");
   }
+  c.core.policy = *policy;
 
   sim::SimJob job;
   uint64_t count = o.tasks;

@@ -795,6 +795,8 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
           m.mutable_kill()->set_reason(k->reason == core::KillReason::kCancelled ? "cancelled"
                                        : k->reason == core::KillReason::kTimedOut
                                            ? "timed out"
+                                       : k->reason == core::KillReason::kSuperseded
+                                           ? "superseded: another attempt of the task succeeded"
                                            : "stale attempt");
           s->Send(std::move(m));
         }

@@ -1,8 +1,10 @@
 #include "core/scheduler.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <utility>
 
 // Always-on check for invariants whose breach would corrupt the pool's state. Never used for
@@ -39,7 +41,39 @@ namespace {
 
 bool Unfinished(TaskState s) { return s == TaskState::kPending || s == TaskState::kRunning; }
 
+double Ms(MonoTime::duration d) { return static_cast<double>(d.count()); }
+
+// Tail rule: at most this many pending tasks ahead are counted exactly, over at most this many
+// better-ranked workers; the rank ratio from which the expected count includes a worker.
+constexpr uint64_t kExactTail = 16;
+constexpr int kRankProbes = 64;
+constexpr double kAggregateRatio = 1.5;
+constexpr double kExactRatio = 1.25;
+constexpr double kMinSpeed = 1.0 / 64, kMaxSpeed = 64;
+constexpr double kMinRank = 1.0 / 65536, kMaxRank = 64;
+
 }  // namespace
+
+std::optional<Policy> PolicyNamed(std::string_view name) {
+  Policy p = Policy::Fifo();
+  if (name == "fifo") return p;
+  if (name == "fast") {
+    p.fast = true;
+    return p;
+  }
+  if (name == "speculative") {
+    p.speculate = true;
+    return p;
+  }
+  if (name == "churn") {
+    p.churn_aware = true;
+    return p;
+  }
+  if (name == "default") return Policy{};
+  return std::nullopt;
+}
+
+std::string_view PolicyNames() { return "fifo, fast, speculative, churn, default"; }
 
 Scheduler::Scheduler(Options options) : options_(options) {}
 
@@ -51,8 +85,22 @@ void Scheduler::Restore(const RestoredState& state, MonoTime now) {
   attempts_.clear();
   workers_.clear();
   free_index_.clear();
+  ranked_.clear();
+  bin_slots_.fill(0);
+  bin_weight_.fill(0);
+  schedulable_slots_ = 0;
+  backups_running_ = 0;
+  last_speculation_.reset();
+  pool_ref_ms_sum_ = 0;
+  pool_ref_n_ = 0;
+  pool_up_ends_ = 0;
+  age_ends_.fill(0);
+  age_exposure_ms_.fill(0);
+  hazard_.fill(0);
+  hazard_at_.reset();
   pending_.clear();
   orphans_.clear();
+  now_ = now;
   next_attempt_id_ = std::max<AttemptId>(state.next_attempt_id, 1);
 
   for (const RestoredJob& rj : state.jobs) {
@@ -71,6 +119,7 @@ void Scheduler::Restore(const RestoredState& state, MonoTime now) {
     t.state = rt.state;
     t.failures = rt.failures;
     t.current = 0;
+    t.backup = 0;
   }
   for (const RestoredAttempt& ra : state.running) {
     next_attempt_id_ = std::max(next_attempt_id_, ra.attempt + 1);
@@ -82,11 +131,20 @@ void Scheduler::Restore(const RestoredState& state, MonoTime now) {
       continue;
     }
     TaskRec& t = it->second.tasks[ra.task.index];
-    if (t.current != 0) continue;  // one running attempt per task
+    // At most two running attempts per task (an original and its backup); the first listed
+    // becomes the current one.
+    if (t.backup != 0) continue;
+    if (t.current == 0) {
+      t.current = ra.attempt;
+    } else {
+      t.backup = ra.attempt;
+      ++backups_running_;
+    }
     t.state = TaskState::kRunning;
-    t.current = ra.attempt;
-    attempts_[ra.attempt] =
-        AttemptRec{ra.task, ra.worker, now, now + options_.lease_timeout, now, std::nullopt};
+    AttemptRec& a = attempts_[ra.attempt];
+    a = AttemptRec{ra.task, ra.worker, now, now + options_.lease_timeout, now, std::nullopt};
+    a.fresh = false;
+    a.restored = true;
     orphans_.insert({ra.worker, ra.attempt});
   }
   for (auto& [id, job] : jobs_) {
@@ -98,7 +156,7 @@ void Scheduler::Restore(const RestoredState& state, MonoTime now) {
       if (t.state == TaskState::kRunning && t.current == 0) t.state = TaskState::kPending;
       // A finished job never runs anything again.
       if (job.state != JobState::kRunning && Unfinished(t.state)) t.state = TaskState::kCancelled;
-      if (t.state == TaskState::kPending) pending_.insert(TaskKey{id, i});
+      if (t.state == TaskState::kPending) AddPending(TaskKey{id, i});
       if (Unfinished(t.state)) ++job.unfinished;
     }
   }
@@ -109,6 +167,8 @@ void Scheduler::Restore(const RestoredState& state, MonoTime now) {
 
 std::vector<Decision> Scheduler::Apply(const Event& event, MonoTime now) {
   std::vector<Decision> out;
+  now_ = now;
+  if (options_.policy.churn_aware) RefreshHazard();
   std::visit(Overloaded{
                  [&](const JobSubmitted& e) { OnSubmit(e, now, out); },
                  [&](const JobCancelled& e) { OnCancel(e, now, out); },
@@ -123,6 +183,7 @@ std::vector<Decision> Scheduler::Apply(const Event& event, MonoTime now) {
              },
              event);
   Schedule(now, out);
+  Speculate(now, out);
   // Records first, each group in the order it happened, so the shell can persist all records of
   // the batch before it sends any message.
   std::stable_partition(out.begin(), out.end(), IsRecord);
@@ -135,8 +196,8 @@ void Scheduler::OnSubmit(const JobSubmitted& e, MonoTime now, std::vector<Decisi
   job.spec = e;
   job.tasks.resize(e.task_count);
   job.unfinished = e.task_count;
-  for (uint32_t i = 0; i < e.task_count; ++i) pending_.insert(TaskKey{e.job, i});
   auto [it, inserted] = jobs_.emplace(e.job, std::move(job));
+  for (uint32_t i = 0; i < e.task_count; ++i) AddPending(TaskKey{e.job, i});
   FinishJobIfDone(it->second, e.job, out);  // only a job with no tasks finishes here
 }
 
@@ -150,18 +211,23 @@ void Scheduler::OnCancel(const JobCancelled& e, MonoTime now, std::vector<Decisi
     TaskRec& t = job.tasks[i];
     const TaskKey key{e.job, i};
     if (t.state == TaskState::kRunning) {
-      const AttemptId id = t.current;
-      auto a = attempts_.find(id);
-      CORE_CHECK(a != attempts_.end(), "running task without a running attempt");
-      auto w = workers_.find(a->second.worker);
-      // An orphan whose worker has not said hello yet gets no message: if the worker comes back
-      // holding it, the hello kills it as stale.
-      if (w != workers_.end() && w->second.attempts.count(id) != 0) {
-        out.push_back(KillAttempt{a->second.worker, w->second.session, id, KillReason::kCancelled});
+      // The backup first: ending it leaves the task running on the other, whose end then
+      // cancels the task.
+      for (const AttemptId id : {t.backup, t.current}) {
+        if (id == 0) continue;
+        auto a = attempts_.find(id);
+        CORE_CHECK(a != attempts_.end(), "running task without a running attempt");
+        auto w = workers_.find(a->second.worker);
+        // An orphan whose worker has not said hello yet gets no message: if the worker comes
+        // back holding it, the hello kills it as stale.
+        if (w != workers_.end() && w->second.attempts.count(id) != 0) {
+          out.push_back(
+              KillAttempt{a->second.worker, w->second.session, id, KillReason::kCancelled});
+        }
+        EndAttempt(id, AttemptOutcome::kCancelled, 0, "job cancelled", out);
       }
-      EndAttempt(id, AttemptOutcome::kCancelled, 0, "job cancelled", out);
     } else if (t.state == TaskState::kPending) {
-      pending_.erase(key);
+      ErasePending(key);
       t.state = TaskState::kCancelled;
       --job.unfinished;
       out.push_back(TaskChanged{key, t.state, t.failures, 0, {}});
@@ -182,15 +248,19 @@ void Scheduler::OnHello(const WorkerHello& e, MonoTime now, std::vector<Decision
                                       "\" is in use by another live worker (different boot id)"});
       return;
     }
-    // The worker process restarted: whatever it ran is gone.
+    // The worker process restarted: whatever it ran is gone, and so is its up period (it ended
+    // around its last sign of life).
     const std::set<AttemptId> ids = w.attempts;
     for (AttemptId id : ids) {
       EndAttempt(id, AttemptOutcome::kLost, 0, "worker restarted (new boot id)", out);
     }
+    UpEnd(w, w.last_seen);
   }
 
   // Register (or re-register) with this session; the old session, if any, is dead.
   WorkerRec& w = workers_[e.worker];
+  // A new worker, one back after being lost or leaving, or a restarted one: a new up period.
+  if (!w.up_since) UpStart(w, now);
   w.state = WorkerState::kConnected;
   w.session = e.session;
   w.session_open = true;
@@ -268,6 +338,7 @@ void Scheduler::OnLeaving(const WorkerLeaving& e, MonoTime now, std::vector<Deci
   w.state = WorkerState::kLeft;
   Reindex(e.worker);
   w.last_seen = now;
+  UpEnd(w, now);
   for (AttemptId id : std::set<AttemptId>(e.vacated.begin(), e.vacated.end())) {
     if (w.attempts.count(id) != 0) {
       EndAttempt(id, AttemptOutcome::kPreempted, 0, "vacated: worker stopped by its owner", out);
@@ -331,6 +402,7 @@ void Scheduler::OnCheckpoint(const CheckpointSaved& e, MonoTime now, std::vector
   }
   AttemptRec& a = attempts_.at(e.attempt);
   a.progress = now;
+  if (!e.files.empty()) TaskOf(a.task).checkpointed = true;
   out.push_back(TaskCheckpointed{a.task, e.attempt, e.files});
 }
 
@@ -363,7 +435,9 @@ void Scheduler::OnReport(const AttemptReport& e, MonoTime now, std::vector<Decis
       break;
     case ReportResult::kPreempted: {
       if (e.checkpoint) {
-        out.push_back(TaskCheckpointed{attempts_.at(e.attempt).task, e.attempt, *e.checkpoint});
+        const TaskKey key = attempts_.at(e.attempt).task;
+        if (!e.checkpoint->empty()) TaskOf(key).checkpointed = true;
+        out.push_back(TaskCheckpointed{key, e.attempt, *e.checkpoint});
       }
       EndAttempt(e.attempt, AttemptOutcome::kPreempted, e.exit_code, e.message, {}, out,
                  std::max(e.lost, Millis{0}));
@@ -441,21 +515,46 @@ void Scheduler::EndAttempt(AttemptId id, AttemptOutcome outcome, int exit_code,
   EndAttempt(id, outcome, exit_code, message, {}, out);
 }
 
-void Scheduler::EndAttempt(AttemptId id, AttemptOutcome outcome, int exit_code,
-                           const std::string& message, std::vector<OutputFile> outputs,
-                           std::vector<Decision>& out, Millis lost) {
+Scheduler::AttemptRec Scheduler::Unlink(AttemptId id) {
   auto it = attempts_.find(id);
   CORE_CHECK(it != attempts_.end(), "ending an attempt that is not running");
-  CORE_CHECK(outcome != AttemptOutcome::kRunning, "ending an attempt as running");
-  const AttemptRec a = std::move(it->second);
+  AttemptRec a = std::move(it->second);
   attempts_.erase(it);
   if (a.orphan_deadline) orphans_.erase({a.worker, id});
   if (options_.planted_bug == Options::PlantedBug::kNoFencing) planted_ended_[id] = a.task;
 
+  TaskRec& task = TaskOf(a.task);
+  CORE_CHECK(task.state == TaskState::kRunning && (task.current == id || task.backup == id),
+             "ended attempt is not one of its task's running attempts");
+  if (task.backup != 0) --backups_running_;
+  if (task.current == id) task.current = task.backup;
+  task.backup = 0;
+  return a;
+}
+
+void Scheduler::Supersede(AttemptId id, AttemptId winner, std::vector<Decision>& out) {
+  const AttemptRec a = Unlink(id);
+  auto w = workers_.find(a.worker);
+  if (w != workers_.end() && w->second.attempts.erase(id) != 0) {
+    Release(w->second, JobOf(a.task).spec.resources);
+    Reindex(a.worker);
+    out.push_back(KillAttempt{a.worker, w->second.session, id, KillReason::kSuperseded});
+  }
+  // An orphan gets no message: if its worker comes back holding it, the hello kills it as stale.
+  out.push_back(AttemptEnded{id, a.task, a.worker, AttemptOutcome::kCancelled, 0,
+                             "superseded: attempt " + std::to_string(winner) +
+                                 " of the same task succeeded first",
+                             Millis{0}});
+}
+
+void Scheduler::EndAttempt(AttemptId id, AttemptOutcome outcome, int exit_code,
+                           const std::string& message, std::vector<OutputFile> outputs,
+                           std::vector<Decision>& out, Millis lost) {
+  CORE_CHECK(outcome != AttemptOutcome::kRunning, "ending an attempt as running");
+  const AttemptRec a = Unlink(id);
   JobRec& job = JobOf(a.task);
   TaskRec& task = TaskOf(a.task);
-  CORE_CHECK(task.state == TaskState::kRunning && task.current == id,
-             "ended attempt is not its task's current attempt");
+  const AttemptId other = task.current;  // the task's other running attempt, 0 if none
 
   auto w = workers_.find(a.worker);
   if (outcome == AttemptOutcome::kLost && w != workers_.end() && !a.orphan_deadline) {
@@ -464,6 +563,9 @@ void Scheduler::EndAttempt(AttemptId id, AttemptOutcome outcome, int exit_code,
   }
   if (outcome != AttemptOutcome::kPreempted && outcome != AttemptOutcome::kLost) lost = Millis{0};
   job.counters.lost_work += lost;
+  if (outcome == AttemptOutcome::kSucceeded && w != workers_.end()) {
+    Learn(a, w->second, job, now_);
+  }
   if (w != workers_.end() && w->second.attempts.erase(id) != 0) {
     Release(w->second, job.spec.resources);
     Reindex(a.worker);
@@ -471,43 +573,59 @@ void Scheduler::EndAttempt(AttemptId id, AttemptOutcome outcome, int exit_code,
 
   out.push_back(AttemptEnded{id, a.task, a.worker, outcome, exit_code, message, lost});
 
-  task.current = 0;
-  AttemptId committed = 0;
+  bool failure = false;
   switch (outcome) {
-    case AttemptOutcome::kSucceeded:
-      task.state = TaskState::kSucceeded;
-      committed = id;
-      break;
     case AttemptOutcome::kFailed:
     case AttemptOutcome::kTimedOut:
+      failure = true;
       ++task.failures;
       ++job.counters.failures;
-      task.state = task.failures >= job.spec.max_attempts ? TaskState::kFailed
-                                                          : TaskState::kPending;
       break;
     case AttemptOutcome::kPreempted:
       ++job.counters.preemptions;
-      task.state = TaskState::kPending;
       if (options_.planted_bug == Options::PlantedBug::kCountPreemptions) {
         ++task.failures;
-        if (task.failures >= job.spec.max_attempts) task.state = TaskState::kFailed;
+        failure = true;
       }
       break;
     case AttemptOutcome::kLost:
       ++job.counters.lost;
       job.workers_lost.insert(a.worker);
-      task.state = TaskState::kPending;
-      if (options_.planted_bug == Options::PlantedBug::kForgetLostTasks) {
-        // The task keeps looking like it runs, with no attempt anywhere.
-        task.state = TaskState::kRunning;
-        FinishJobIfDone(job, a.task.job, out);
-        return;
-      }
       break;
+    default:
+      break;
+  }
+
+  if (outcome == AttemptOutcome::kSucceeded) {
+    // First success commits; the other attempt, if any, is superseded (never a failure).
+    if (other != 0) Supersede(other, id, out);
+    task.state = TaskState::kSucceeded;
+    --job.unfinished;
+    out.push_back(TaskChanged{a.task, task.state, task.failures, id, std::move(outputs)});
+    FinishJobIfDone(job, a.task.job, out);
+    return;
+  }
+  if (other != 0) {
+    // The task runs on in its other attempt; a failure still counts (and is recorded).
+    if (failure) out.push_back(TaskChanged{a.task, task.state, task.failures, 0, {}});
+    return;
+  }
+
+  switch (outcome) {
     case AttemptOutcome::kCancelled:
       task.state = TaskState::kCancelled;
       break;
-    case AttemptOutcome::kRunning:
+    case AttemptOutcome::kLost:
+      if (options_.planted_bug == Options::PlantedBug::kForgetLostTasks) {
+        // The task keeps looking like it runs, with no attempt anywhere.
+        FinishJobIfDone(job, a.task.job, out);
+        return;
+      }
+      [[fallthrough]];
+    default:
+      // Failures may have reached max_attempts while another attempt still ran.
+      task.state = task.failures >= job.spec.max_attempts ? TaskState::kFailed
+                                                          : TaskState::kPending;
       break;
   }
   // A task only goes back to pending while its job runs (a cancelled job's attempts end
@@ -517,16 +635,12 @@ void Scheduler::EndAttempt(AttemptId id, AttemptOutcome outcome, int exit_code,
   if (task.state == TaskState::kPending) {
     if (!(options_.planted_bug == Options::PlantedBug::kStrandPreempted &&
           outcome == AttemptOutcome::kPreempted)) {
-      pending_.insert(a.task);
+      AddPending(a.task);
     }
   } else {
     --job.unfinished;
   }
-  if (task.state == TaskState::kSucceeded) {
-    out.push_back(TaskChanged{a.task, task.state, task.failures, committed, std::move(outputs)});
-  } else {
-    out.push_back(TaskChanged{a.task, task.state, task.failures, 0, {}});
-  }
+  out.push_back(TaskChanged{a.task, task.state, task.failures, 0, {}});
   FinishJobIfDone(job, a.task.job, out);
 }
 
@@ -535,6 +649,7 @@ void Scheduler::LoseWorker(const WorkerName& name, std::vector<Decision>& out) {
   out.push_back(WorkerLost{name});
   w.state = WorkerState::kLost;
   w.session_open = false;
+  UpEnd(w, w.last_seen);
   Reindex(name);
   const std::set<AttemptId> ids = w.attempts;
   for (AttemptId id : ids) EndAttempt(id, AttemptOutcome::kLost, 0, "worker lost", out);
@@ -592,35 +707,85 @@ void Scheduler::Release(WorkerRec& w, const Resources& need) {
   w.memory_busy_mb -= need.memory_mb;
 }
 
+bool Scheduler::CapacityFits(const WorkerRec& w, const Resources& need) {
+  if (w.capacity.cpus < need.cpus || w.capacity.gpus < need.gpus) return false;
+  return need.memory_mb == 0 || w.capacity.memory_mb == 0 ||
+         w.capacity.memory_mb >= need.memory_mb;
+}
+
 void Scheduler::Reindex(const WorkerName& name) {
   auto it = workers_.find(name);
   if (it == workers_.end()) return;
   WorkerRec& w = it->second;
-  if (w.indexed_free > 0) free_index_.erase({w.indexed_free, name});
-  w.indexed_free = Schedulable(w) ? FreeSlots(w) : 0;
-  if (w.indexed_free > 0) free_index_.insert({w.indexed_free, name});
+  const bool schedulable = Schedulable(w);
+  const double rank = Ranked() && schedulable ? RankOf(w) : 1.0;
+  const uint32_t free = schedulable ? FreeSlots(w) : 0;
+  if (w.indexed_free != free || w.rank != rank) {
+    if (w.indexed_free > 0) free_index_.erase(FreeEntry{w.rank, w.indexed_free, name});
+    if (free > 0) free_index_.insert(FreeEntry{rank, free, name});
+  }
+  const uint32_t slots = schedulable ? w.capacity.cpus : 0;
+  const bool ranked = Ranked() && schedulable;
+  if (w.ranked != ranked || w.rank != rank || w.counted_slots != slots) {
+    if (w.ranked) {
+      ranked_.erase({w.rank, name});
+      bin_slots_[w.rank_bin] -= w.counted_slots;
+      bin_weight_[w.rank_bin] -= w.rank_weight;
+    }
+    if (ranked) {
+      ranked_.insert({rank, name});
+      w.rank_bin = RankBin(rank);
+      w.rank_weight = static_cast<int64_t>(std::llround(rank * kRankFixed)) * slots;
+      bin_slots_[w.rank_bin] += slots;
+      bin_weight_[w.rank_bin] += w.rank_weight;
+    }
+    schedulable_slots_ -= w.counted_slots;
+    schedulable_slots_ += slots;
+  }
+  w.ranked = ranked;
+  w.rank = rank;
+  w.indexed_free = free;
+  w.counted_slots = slots;
+}
+
+void Scheduler::AddPending(const TaskKey& key) {
+  if (pending_.insert(key).second) ++JobOf(key).pending;
+}
+
+void Scheduler::ErasePending(const TaskKey& key) {
+  if (pending_.erase(key) != 0) --JobOf(key).pending;
 }
 
 void Scheduler::Schedule(MonoTime now, std::vector<Decision>& out) {
+  uint64_t ahead = 0;  // pending tasks of the jobs before the current one
+  JobId job_id = 0;
   auto it = pending_.begin();
   while (it != pending_.end()) {
     if (free_index_.empty()) return;  // no worker has a free slot
     const TaskKey key = *it;
-    const Resources& need = JobOf(key).spec.resources;
-    // The most free slots wins, the first by name among equals: the first that fits in index
-    // order (usually the first of all; only gpus or memory make it look further).
+    if (key.job != job_id) {
+      if (job_id != 0) ahead += jobs_.at(job_id).pending;
+      job_id = key.job;
+    }
+    JobRec& job = JobOf(key);
+    const Resources& need = job.spec.resources;
+    // The best-ranked worker wins, then the most free slots, then the first by name: the first
+    // that fits in index order (usually the first of all; only gpus or memory make it look
+    // further).
     WorkerName best_name;
     const WorkerName* best = nullptr;
-    for (const auto& [free, name] : free_index_) {
-      if (Fits(workers_.at(name), need)) {
-        best_name = name;
+    for (const FreeEntry& f : free_index_) {
+      if (Fits(workers_.at(f.name), need)) {
+        best_name = f.name;
         best = &best_name;
         break;
       }
     }
-    if (best == nullptr) {
-      // Every task of a job needs the same resources and placing only uses capacity up, so no
-      // later task of this job fits either during this pass.
+    // No fit: every task of a job needs the same resources and placing only uses capacity up,
+    // so no later task of this job fits either during this pass. The tail rule: the best free
+    // worker waits, and every other free one ranks lower, so it would wait too.
+    if (best == nullptr ||
+        (Ranked() && ShouldWait(workers_.at(*best), need, MeanMs(job), ahead + job.pending))) {
       it = pending_.lower_bound(TaskKey{key.job + 1, 0});
       continue;
     }
@@ -629,24 +794,338 @@ void Scheduler::Schedule(MonoTime now, std::vector<Decision>& out) {
   }
 }
 
-void Scheduler::Place(const TaskKey& key, const WorkerName& name, MonoTime now,
-                      std::vector<Decision>& out) {
+AttemptId Scheduler::StartAttempt(const TaskKey& key, const WorkerName& name, MonoTime now,
+                                  std::vector<Decision>& out) {
   JobRec& job = JobOf(key);
-  TaskRec& task = TaskOf(key);
+  const TaskRec& task = TaskOf(key);
   WorkerRec& w = workers_.at(name);
-  CORE_CHECK(task.state == TaskState::kPending && task.current == 0, "placing a non-pending task");
   const AttemptId id = next_attempt_id_++;
-  attempts_[id] = AttemptRec{key, name, now, std::nullopt, now, std::nullopt};
+  attempts_[id] =
+      AttemptRec{key, name, now, std::nullopt, now, std::nullopt, /*fresh=*/!task.checkpointed};
   w.attempts.insert(id);
   Charge(w, job.spec.resources);
   Reindex(name);
-  pending_.erase(key);
-  task.state = TaskState::kRunning;
-  task.current = id;
   ++job.counters.attempts;
   out.push_back(AttemptCreated{id, key, name});
   out.push_back(AssignAttempt{name, w.session, id, key});
+  return id;
+}
+
+void Scheduler::Place(const TaskKey& key, const WorkerName& name, MonoTime now,
+                      std::vector<Decision>& out) {
+  TaskRec& task = TaskOf(key);
+  CORE_CHECK(task.state == TaskState::kPending && task.current == 0, "placing a non-pending task");
+  const AttemptId id = StartAttempt(key, name, now, out);
+  ErasePending(key);
+  task.state = TaskState::kRunning;
+  task.current = id;
   out.push_back(TaskChanged{key, TaskState::kRunning, task.failures, 0, {}});
+}
+
+void Scheduler::PlaceBackup(const TaskKey& key, const WorkerName& name, MonoTime now,
+                            std::vector<Decision>& out) {
+  TaskRec& task = TaskOf(key);
+  CORE_CHECK(task.state == TaskState::kRunning && task.current != 0 && task.backup == 0,
+             "backing up a task that does not run exactly one attempt");
+  CORE_CHECK(attempts_.at(task.current).worker != name, "backup on the original's worker");
+  task.backup = StartAttempt(key, name, now, out);
+  ++backups_running_;
+  ++JobOf(key).counters.backups;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Estimates and policy rules (see Policy in the header)
+
+double Scheduler::Speed(const WorkerRec& w) const {
+  const double prior = options_.policy.speed_prior;
+  const double time = w.speed_time + prior;
+  if (!(time > 0)) return 1.0;
+  return std::clamp((w.speed_attempts + prior) / time, kMinSpeed, kMaxSpeed);
+}
+
+double Scheduler::AgeBinStart(int bin) {
+  return bin == 0 ? 0.0 : kFirstAgeBinMs * static_cast<double>(int64_t{1} << (bin - 1));
+}
+
+double Scheduler::AgeBinEnd(int bin) {
+  return bin + 1 >= kAgeBins ? std::numeric_limits<double>::infinity() : AgeBinStart(bin + 1);
+}
+
+double Scheduler::CumulativeHazard(double age_ms) const {
+  double h = 0;
+  for (int b = 0; b < kAgeBins && age_ms > AgeBinStart(b); ++b) {
+    h += hazard_[b] * (std::min(age_ms, AgeBinEnd(b)) - AgeBinStart(b));
+  }
+  return h;
+}
+
+void Scheduler::AddAgeExposure(double length_ms, std::array<double, kAgeBins>& exposure) {
+  for (int b = 0; b < kAgeBins && length_ms > AgeBinStart(b); ++b) {
+    exposure[b] += std::min(length_ms, AgeBinEnd(b)) - AgeBinStart(b);
+  }
+}
+
+void Scheduler::RefreshHazard() {
+  if (hazard_at_ && now_ - *hazard_at_ < kHazardRefresh) return;
+  if (pool_up_ends_ == 0) return;  // nothing seen to end: every worker survives (neutral)
+  hazard_at_ = now_;
+  // Exposure by age: the ended periods' (kept) plus the current periods' so far (censored).
+  std::array<double, kAgeBins> exposure{};
+  for (int b = 0; b < kAgeBins; ++b) exposure[b] = static_cast<double>(age_exposure_ms_[b]);
+  for (const auto& [name, w] : workers_) {
+    if (w.up_since) AddAgeExposure(std::max(0.0, Ms(now_ - *w.up_since)), exposure);
+  }
+  double ends = 0, total = 0;
+  for (int b = 0; b < kAgeBins; ++b) {
+    ends += static_cast<double>(age_ends_[b]);
+    total += exposure[b];
+  }
+  // Each bin's rate, shrunk toward the pooled one by one pseudo-end (a bin never reached gets
+  // the pooled rate).
+  const double pooled = ends / std::max(total, 1.0);
+  for (int b = 0; b < kAgeBins; ++b) {
+    hazard_[b] = (static_cast<double>(age_ends_[b]) + 1) / (exposure[b] + 1 / pooled);
+  }
+  // Survival changes with age: re-rank every schedulable worker (busy ones are re-ranked
+  // whenever their slots change anyway).
+  for (const auto& [name, w] : workers_) {
+    if (w.indexed_free > 0 || w.ranked) Reindex(name);
+  }
+}
+
+double Scheduler::Survival(const WorkerRec& w, double ms) const {
+  if (pool_up_ends_ == 0 || !hazard_at_ || !(ms > 0)) return 1.0;
+  const double age = w.up_since ? std::max(0.0, Ms(now_ - *w.up_since)) : 0.0;
+  const double now_hazard = CumulativeHazard(age);
+  const double prior = options_.policy.churn_prior_periods;
+  const double frailty = (w.up_ends + prior) / (w.expected_ends + now_hazard + prior);
+  return std::exp(-frailty * (CumulativeHazard(age + ms) - now_hazard));
+}
+
+double Scheduler::RankOf(const WorkerRec& w) const {
+  const Policy& p = options_.policy;
+  const double speed = p.fast ? Speed(w) : 1.0;
+  double rank = speed;
+  if (p.churn_aware && pool_ref_n_ > 0) {
+    rank *= Survival(w, pool_ref_ms_sum_ / static_cast<double>(pool_ref_n_) / speed);
+  }
+  // Kept to 1/64 of an octave, so that small changes of an estimate do not move the worker
+  // in the indexes at every attempt.
+  int exp = 0;
+  const double mantissa = std::frexp(std::clamp(rank, kMinRank, kMaxRank), &exp);
+  return std::ldexp(std::round(std::ldexp(mantissa, 7)), exp - 7);
+}
+
+double Scheduler::MeanMs(const JobRec& job) {
+  return job.ref_n == 0 ? 0.0 : job.ref_ms_sum / static_cast<double>(job.ref_n);
+}
+
+double Scheduler::RunningSpeed(const WorkerRec& w) const {
+  const double prior = options_.policy.speed_prior;
+  double excess = 0;  // mean-task times its running attempts have run beyond one each
+  for (AttemptId id : w.attempts) {
+    const AttemptRec& a = attempts_.at(id);
+    const double mean = MeanMs(jobs_.at(a.task.job));
+    if (!(mean > 0)) continue;
+    const MonoTime ran_until = a.suspended_since ? *a.suspended_since : now_;
+    excess += std::max(0.0, Ms(ran_until - a.started) / mean - 1);
+  }
+  const double time = w.speed_time + prior + excess;
+  if (!(time > 0)) return 1.0;
+  return std::clamp((w.speed_attempts + prior) / time, kMinSpeed, kMaxSpeed);
+}
+
+void Scheduler::Expect(const AttemptRec& a, const WorkerRec& w, double mean_ms,
+                       double& remaining_ms, double& work_ms) const {
+  const double speed = RunningSpeed(w);
+  const MonoTime ran_until = a.suspended_since ? *a.suspended_since : now_;
+  const double elapsed = std::max(0.0, Ms(ran_until - a.started));
+  const double total = std::max(mean_ms / speed, elapsed * (1 + options_.policy.overrun));
+  remaining_ms = total - elapsed + (a.suspended_since ? Ms(now_ - *a.suspended_since) : 0.0);
+  work_ms = total * speed;
+}
+
+void Scheduler::Learn(const AttemptRec& a, WorkerRec& w, JobRec& job, MonoTime now) {
+  if (!a.fresh || a.orphan_deadline) return;
+  const MonoTime ran_until = a.suspended_since ? *a.suspended_since : now;
+  const double runtime = std::max(1.0, Ms(ran_until - a.started));
+  const double ref = runtime * Speed(w);
+  job.ref_ms_sum += ref;
+  ++job.ref_n;
+  pool_ref_ms_sum_ += ref;
+  ++pool_ref_n_;
+  const double decay = options_.policy.speed_decay;
+  w.speed_attempts = decay * w.speed_attempts + 1;
+  w.speed_time = decay * w.speed_time + runtime / MeanMs(job);
+}
+
+void Scheduler::UpStart(WorkerRec& w, MonoTime at) {
+  if (!w.up_since) w.up_since = at;
+}
+
+void Scheduler::UpEnd(WorkerRec& w, MonoTime at) {
+  if (!w.up_since) return;
+  const int64_t length = std::max<int64_t>(0, (at - *w.up_since).count());
+  w.up_since.reset();
+  ++w.up_ends;
+  w.expected_ends += CumulativeHazard(static_cast<double>(length));
+  ++pool_up_ends_;
+  int bin = 0;
+  while (bin + 1 < kAgeBins && static_cast<double>(length) >= AgeBinStart(bin + 1)) ++bin;
+  ++age_ends_[bin];
+  std::array<double, kAgeBins> exposure{};
+  AddAgeExposure(static_cast<double>(length), exposure);
+  for (int b = 0; b < kAgeBins; ++b) age_exposure_ms_[b] += std::llround(exposure[b]);
+}
+
+int Scheduler::RankBin(double rank) {
+  int exp = 0;
+  const double m = 2 * std::frexp(rank, &exp);  // rank = m x 2^(exp - 1), m in [1, 2)
+  const int quarter = m < 1.189207115002721 ? 0 : m < 1.414213562373095 ? 1
+                      : m < 1.681792830507429 ? 2 : 3;
+  return std::clamp((exp - 1) * 4 + quarter + kRankBinBase, 0, kRankBins - 1);
+}
+
+bool Scheduler::ShouldWait(const WorkerRec& w, const Resources& need, double work_ms,
+                           uint64_t ahead) const {
+  const double mean = work_ms;
+  if (ahead == 0 || !(mean > 0)) return false;  // nothing learned yet: no basis to wait
+  const double cpus = std::max<uint32_t>(1, need.cpus);
+  const double kw = w.rank;
+
+  if (ahead > kExactTail) {
+    // Expected count over the rank bins at least kAggregateRatio x w's rank.
+    const int first = RankBin(kw * kAggregateRatio) + 1;
+    int64_t slots = 0, weight = 0;
+    for (int b = first; b < kRankBins; ++b) {
+      slots += bin_slots_[b];
+      weight += bin_weight_[b];
+    }
+    if (slots == 0) return false;
+    const double count =
+        (static_cast<double>(weight) / kRankFixed / kw - static_cast<double>(slots)) / cpus;
+    if (count < static_cast<double>(ahead)) return false;
+    // Only when one of them could run the task at all.
+    int probes = 0;
+    for (const auto& [rank, name] : ranked_) {
+      if (rank < kw * kAggregateRatio || ++probes > kRankProbes) break;
+      if (CapacityFits(workers_.at(name), need)) return true;
+    }
+    return false;
+  }
+
+  // Exact count: each slot of a better-ranked worker frees when its attempt is expected to end,
+  // then finishes a task every mean / rank, all before w would finish one (mean / kw from now).
+  const double deadline = mean / kw;
+  double done = 0;
+  int probes = 0;
+  for (const auto& [rank, name] : ranked_) {
+    if (rank < kw * kExactRatio || ++probes > kRankProbes) break;
+    const WorkerRec& x = workers_.at(name);
+    if (!CapacityFits(x, need)) continue;
+    const double per_task = mean / rank;
+    auto finishes = [&](double free_in_ms) {
+      return free_in_ms + per_task <= deadline ? std::floor((deadline - free_in_ms) / per_task)
+                                               : 0.0;
+    };
+    done += finishes(0) * std::floor(FreeSlots(x) / cpus);
+    for (AttemptId id : x.attempts) {
+      const AttemptRec& a = attempts_.at(id);
+      if (a.suspended_since) continue;  // frozen for its owner: no telling when it frees
+      const double m = MeanMs(jobs_.at(a.task.job));
+      double remaining = 0, work = 0;
+      Expect(a, x, m > 0 ? m : work_ms, remaining, work);
+      done += finishes(remaining);
+    }
+    if (done >= static_cast<double>(ahead)) return true;
+  }
+  return false;
+}
+
+void Scheduler::Speculate(MonoTime now, std::vector<Decision>& out) {
+  const Policy& p = options_.policy;
+  if (!p.speculate || free_index_.empty()) return;
+  if (last_speculation_ && now - *last_speculation_ < p.speculation_interval) return;
+  last_speculation_ = now;
+  const uint64_t cap = std::max<uint64_t>(
+      1, static_cast<uint64_t>(p.speculative_cap * static_cast<double>(schedulable_slots_)));
+  if (backups_running_ >= cap) return;
+  auto speculating = [](const JobRec& job) {
+    return job.state == JobState::kRunning && job.pending == 0 && job.ref_n > 0;
+  };
+  if (std::none_of(jobs_.begin(), jobs_.end(),
+                   [&](const auto& kv) { return speculating(kv.second) && kv.second.unfinished > 0; })) {
+    return;
+  }
+
+  std::vector<std::pair<double, const WorkerName*>> free;  // free workers and their speeds
+  double fastest = 0;
+  for (const auto& [name, w] : workers_) {
+    if (w.indexed_free == 0) continue;
+    free.emplace_back(Speed(w), &name);
+    fastest = std::max(fastest, free.back().first);
+  }
+
+  // Running attempts without a backup, of jobs with nothing pending, that a backup on the
+  // fastest free worker could beat; latest expected end first.
+  struct Candidate {
+    double remaining_ms;
+    double work_ms;
+    AttemptId id;
+  };
+  std::vector<Candidate> candidates;
+  for (const auto& [id, a] : attempts_) {
+    if (a.restored) continue;
+    const JobRec& job = jobs_.at(a.task.job);
+    if (!speculating(job) || job.tasks[a.task.index].backup != 0) continue;
+    const WorkerRec& w = workers_.at(a.worker);
+    Candidate c{0, 0, id};
+    Expect(a, w, MeanMs(job), c.remaining_ms, c.work_ms);
+    if (p.churn_aware) c.remaining_ms /= std::max(Survival(w, c.remaining_ms), 1e-9);
+    if (c.work_ms / fastest > (1 - p.speculation_gain) * c.remaining_ms) continue;
+    candidates.push_back(c);
+  }
+  if (candidates.empty()) return;
+  std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+    return a.remaining_ms != b.remaining_ms ? a.remaining_ms > b.remaining_ms : a.id < b.id;
+  });
+  std::sort(free.begin(), free.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : *a.second < *b.second;
+  });
+
+  size_t head = 0;      // free[0, head) are full
+  uint64_t waiting = 0;  // candidates left for better-ranked workers (the tail rule)
+  for (const Candidate& c : candidates) {
+    if (backups_running_ >= cap || head >= free.size()) break;
+    const AttemptRec& a = attempts_.at(c.id);
+    const TaskKey key = a.task;
+    const Resources& need = JobOf(key).spec.resources;
+    size_t chosen = free.size();
+    int probes = 0;
+    for (size_t i = head; i < free.size() && probes < kRankProbes; ++i) {
+      const WorkerRec& x = workers_.at(*free[i].second);
+      if (FreeSlots(x) == 0) {
+        if (i == head) ++head;
+        continue;
+      }
+      ++probes;
+      if (*free[i].second != a.worker && Fits(x, need)) {
+        chosen = i;
+        break;
+      }
+    }
+    if (chosen == free.size()) continue;
+    const WorkerName name = *free[chosen].second;
+    const WorkerRec& x = workers_.at(name);
+    double backup_ms = c.work_ms / free[chosen].first;
+    if (p.churn_aware) backup_ms /= std::max(Survival(x, backup_ms), 1e-9);
+    if (backup_ms > (1 - p.speculation_gain) * c.remaining_ms) continue;
+    if (Ranked() && ShouldWait(x, need, c.work_ms, waiting + 1)) {
+      ++waiting;
+      continue;
+    }
+    PlaceBackup(key, name, now, out);
+  }
 }
 
 Scheduler::JobRec& Scheduler::JobOf(const TaskKey& key) {
@@ -708,7 +1187,7 @@ std::vector<WorkerView> Scheduler::Workers() const {
   for (const auto& [name, w] : workers_) {
     all.push_back(WorkerView{name, w.state, w.session, w.boot_id, w.capacity, w.slots_busy,
                              static_cast<uint32_t>(w.attempts.size()), w.last_seen, w.accepting,
-                             w.owner_state, w.owner_reason});
+                             w.owner_state, w.owner_reason, Speed(w), w.up_ends});
   }
   return all;
 }

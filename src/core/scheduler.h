@@ -30,14 +30,25 @@
 //     never do.
 //   - Owners: a worker whose owner policy does not accept work (OwnerStateChanged) gets no new
 //     attempts; a vacated attempt reported kPreempted is requeued at once, never a failure.
-//   - Placement: pending tasks in (job id, task index) order, each on the worker with the most
-//     free slots that fits it (ties broken by worker name). Deterministic: no hash-map order.
+//   - Placement: pending tasks in (job id, task index) order, each on the free worker that fits
+//     it with the highest rank (Policy below; under Policy::Fifo() every rank is equal), then the
+//     most free slots, then the worker name. Deterministic: no hash-map order.
+//   - Policies (Options::policy; see Policy for the formulas and where they come from): the core
+//     learns each worker's speed and each job's mean task runtime from succeeded attempts, and each
+//     worker's up periods from its hellos and departures. It uses them to rank free workers
+//     (fast, churn_aware), to leave a slow or short-lived worker idle at a job's tail when faster
+//     workers are expected to finish the remaining tasks sooner, and to launch backup attempts for
+//     stragglers (speculate). A task then has up to two running attempts: the first success
+//     commits, the other ends kCancelled and is killed (KillReason::kSuperseded); the failure,
+//     preemption or loss of one leaves the task running on the other.
 #pragma once
 
+#include <array>
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -198,7 +209,9 @@ struct AssignAttempt {
   AttemptId attempt = 0;
   TaskKey task;
 };
-enum class KillReason : uint8_t { kStale, kCancelled, kTimedOut };
+// kSuperseded: another attempt of the same task (a speculative backup, or the original the backup
+// raced) succeeded first; the killed attempt ends AttemptOutcome::kCancelled, never a failure.
+enum class KillReason : uint8_t { kStale, kCancelled, kTimedOut, kSuperseded };
 struct KillAttempt {
   WorkerName worker;
   SessionId session = 0;
@@ -235,6 +248,9 @@ struct JobCounters {
   uint64_t lost = 0;         // ended kLost
   uint64_t suspensions = 0;  // times an attempt was frozen for its machine's owner
   Millis lost_work{0};       // sum of AttemptEnded::lost
+  // Speculative backup attempts launched (Policy::speculate); included in `attempts`. Not
+  // restored from the store (it does not record which attempts were backups): 0 after a restart.
+  uint64_t backups = 0;
   bool operator==(const JobCounters&) const = default;
 };
 
@@ -250,7 +266,8 @@ struct RestoredTask {
   uint32_t failures = 0;
 };
 // An attempt that was running when the coordinator stopped. It is re-adopted if its worker says
-// hello holding it within lease_timeout of the restore, else it ends kLost.
+// hello holding it within lease_timeout of the restore, else it ends kLost. A task may have two
+// (an original and its speculative backup); a third one of the same task is not restored.
 struct RestoredAttempt {
   AttemptId attempt = 0;
   TaskKey task;
@@ -293,7 +310,95 @@ struct WorkerView {
   bool accepting = true;
   std::string owner_state;  // as last reported (OwnerStateChanged), empty before any
   std::string owner_reason;
+  // Learned relative speed (1.0 until an attempt of it succeeds; see Policy) and the up periods
+  // seen to end (WorkerLost, WorkerLeaving, or a restart with a new boot id).
+  double speed = 1.0;
+  uint32_t up_periods_ended = 0;
 };
+
+// Placement policy: which of the learned-estimate rules the scheduler applies. Every rule is a
+// pure function of the events seen so far; the estimates below are kept under every policy, so
+// switching policy changes decisions only.
+//
+// Estimates (all kept by the core from events it already receives; no protocol change):
+//  - Job mean runtime m_j, in "reference" ms (the runtime on a speed-1.0 worker): the running mean
+//    of runtime x speed-of-its-worker over the job's succeeded attempts that ran from the task's
+//    start (not resumed from a checkpoint, not restored after a coordinator restart). Runtime is
+//    start to report, with the time the attempt was frozen for its owner left out.
+//  - Worker speed s_w, relative and unitless: the decayed ratio estimator of LATE's "progress
+//    rate" (Zaharia et al., "Improving MapReduce Performance in Heterogeneous Environments",
+//    OSDI 2008) over whole attempts, s_w = (A + p) / (B + p) with, per success, A <- d*A + 1 and
+//    B <- d*B + runtime / m_j (d = speed_decay, p = speed_prior pseudo-attempts at speed 1.0, so
+//    a worker with no history counts as 1.0). Clamped to [1/64, 64].
+//  - Worker survival: up periods run from a hello (first, after lost/left, or a new boot id) to
+//    lost (its last heartbeat), leaving, or a restart. Machine availability has a decreasing
+//    hazard (Weibull shapes 0.45-0.85 in the Failure Trace Archive fits, Javadi et al., JPDC
+//    2013: a machine up for hours tends to stay up), so the pool's hazard is estimated by age:
+//    a life table (piecewise-constant hazard, the censored maximum-likelihood estimate per age
+//    bin: periods ended at that age / time spent up at that age, current periods included as
+//    censored) over age bins [0, 1 min), [1, 2 min), [2, 4 min)... doubling, each shrunk toward
+//    the pooled rate by one pseudo-end; recomputed at most once a minute. A worker's own
+//    history scales it (a frailty, as in proportional-hazards models): z_w = (ends_w + c) /
+//    (E_w + c), E_w its expected ends (the pool's cumulative hazard over its periods so far), c =
+//    churn_prior_periods. P(w up for t more | up for a) = exp(-z_w (H(a + t) - H(a))). No ended
+//    period anywhere in the pool: 1.0 for every worker (neutral); a worker with no history gets
+//    the pool's hazard at its age.
+//
+// Rank (the effective speed k_w, tasks per reference ms relative to a speed-1.0 worker that
+// never leaves): k_w = (fast ? s_w : 1) x (churn_aware ? P(w stays up for r / s_w) : 1), with r the
+// pool's mean reference runtime, kept to 1/64 of an octave. A task's expected time on w is
+// m_j / k_w (a task cut by a departure is run again: the mean of a geometric number of tries).
+//
+// Rules:
+//  - fast / churn_aware (either): free workers are taken by rank. The tail rule: a free worker w
+//    stays idle (the task stays pending) when the workers ranked above it are expected to finish
+//    every pending task ahead of and including this one before w would finish one (m_j / k_w).
+//    With 16 or fewer such tasks this is counted exactly over the 64 best-ranked workers of at
+//    least 1.25x w's rank: each of their slots frees when its running attempt is expected to end
+//    (see speculate), then completes one task per m_j / k_x. With more, the count is the
+//    expected one over all schedulable workers of at least 1.5x w's rank (a slot of rank k_x
+//    completes about k_x / k_w - 1 tasks while w runs one: k_x / k_w, less its running task's
+//    residual and the rounding down), read from rank bins instead of every worker. Outside that
+//    tail (the bulk phase) placement is work-conserving, and it never waits unless a worker whose
+//    capacity fits the task is among those counted. One job's tail never idles a worker that a
+//    later job's pending task could use.
+//  - speculate (LATE): at most every `speculation_interval`, for each job with no pending task,
+//    running attempts (not restored ones: how far they got is unknown) are taken from the latest
+//    expected end on; each without a backup gets one on the fastest free worker that fits (not
+//    its own worker) when the backup is expected to end at least `speculation_gain` of the
+//    original's remaining time sooner, while fewer than `speculative_cap` of the schedulable
+//    slots run backups (LATE's SpeculativeCap), and unless the tail rule says better-ranked
+//    workers will free in time to run it sooner. The original's expected runtime is
+//    T = max(m_j / s'_w, elapsed x (1 + overrun)) (a task past its expected end is assumed to
+//    need `overrun` of its elapsed time again: long-tailed task times), with s'_w the speed
+//    estimate that also counts, as censored evidence, how far each of w's running attempts has
+//    run past a mean task; remaining T - elapsed (plus the time it has been frozen so far); the
+//    backup's is T x s'_w / s_x. With churn_aware both are divided by the chance that their worker
+//    stays up that long. LATE uses progress reports to the same end; the protocol has none.
+struct Policy {
+  bool fast = true;
+  bool speculate = true;
+  bool churn_aware = true;
+
+  double speed_decay = 0.9;   // weight of older attempts in a worker's speed estimate
+  double speed_prior = 1.0;   // pseudo-attempts at speed 1.0 in every worker's estimate
+  double overrun = 0.5;       // see above
+  double speculation_gain = 0.25;
+  double speculative_cap = 0.1;  // LATE's SpeculativeCap: 10% of the slots
+  double churn_prior_periods = 1.0;  // c above: pseudo-ends at the pool's hazard per worker
+  Millis speculation_interval{1000};
+
+  // The historical behaviour: no estimate used, every free worker ranks the same.
+  static Policy Fifo() { return Policy{.fast = false, .speculate = false, .churn_aware = false}; }
+  bool operator==(const Policy&) const = default;
+};
+
+// The policy called `name`: "fifo", "fast" (fast only), "speculative" (speculate only), "churn"
+// (churn_aware only), or "default" (Policy{}, the combination that did best in the simulator).
+// std::nullopt for any other name.
+std::optional<Policy> PolicyNamed(std::string_view name);
+// The names PolicyNamed accepts, for messages: "fifo, fast, speculative, churn, default".
+std::string_view PolicyNames();
 
 struct Options {
   // Silence after which a worker is lost. Default 5 s (DESIGN.md; HTCondor's equivalent, the
@@ -320,6 +425,9 @@ struct Options {
     kStrandPreempted,    // a preempted task is marked pending but never placed again
   };
   PlantedBug planted_bug = PlantedBug::kNone;
+
+  // Placement policy; the default is the best one found in the simulator (see Policy).
+  Policy policy = {};
 };
 
 class Scheduler {
@@ -345,8 +453,10 @@ class Scheduler {
  private:
   struct TaskRec {
     TaskState state = TaskState::kPending;
+    bool checkpointed = false;  // has a non-empty checkpoint: new attempts resume from it
     uint32_t failures = 0;
-    AttemptId current = 0;  // running attempt, 0 if none
+    AttemptId current = 0;  // running attempt (the older one of two), 0 if none
+    AttemptId backup = 0;   // a second running attempt (speculative backup), 0 if none
   };
   struct JobRec {
     JobSubmitted spec;
@@ -355,6 +465,9 @@ class Scheduler {
     std::set<WorkerName> workers_lost;
     std::vector<TaskRec> tasks;
     uint32_t unfinished = 0;  // tasks pending or running
+    uint32_t pending = 0;     // its tasks in pending_
+    double ref_ms_sum = 0;    // sum of runtime x worker speed over learned successes (Policy)
+    uint64_t ref_n = 0;       // learned successes
   };
   struct AttemptRec {
     TaskKey task;
@@ -363,6 +476,8 @@ class Scheduler {
     std::optional<MonoTime> orphan_deadline;  // set for restored attempts not yet re-adopted
     MonoTime progress{};  // start, or its last checkpoint: lost work is measured from here
     std::optional<MonoTime> suspended_since;  // frozen by its owner: its timeout is paused
+    bool fresh = true;  // ran from the task's start (no checkpoint, not restored): learn from it
+    bool restored = false;  // started before a coordinator restart: its progress is unknown
   };
   struct WorkerRec {
     WorkerState state = WorkerState::kConnected;
@@ -377,16 +492,48 @@ class Scheduler {
     std::set<AttemptId> attempts;
     bool accepting = true;
     std::string owner_state, owner_reason;
-    uint32_t indexed_free = 0;  // its key in free_index_ (0: not in it)
+    // Speed estimate (Policy): decayed attempts and decayed runtime / job mean.
+    double speed_attempts = 0, speed_time = 0;
+    // Up periods (Policy): the current one's start, the ended ones' count and expected count.
+    std::optional<MonoTime> up_since;
+    uint32_t up_ends = 0;
+    double expected_ends = 0;  // sum over its ended periods of the pool's cumulative hazard
+    // Where it is indexed (Reindex): its rank, its key in free_index_ (0: not in it), and
+    // whether it is in ranked_ and the rank bins (schedulable, ranked policy).
+    double rank = 1.0;
+    uint32_t indexed_free = 0;
+    bool ranked = false;
+    int rank_bin = 0;
+    int64_t rank_weight = 0;  // capacity.cpus x rank in fixed point, as added to its bin
+    uint32_t counted_slots = 0;  // capacity.cpus as added to schedulable_slots_
   };
-  // Schedulable workers with free slots, most free first, then by name: placement takes the
-  // first that fits instead of scanning every worker for every task.
-  struct MostFreeFirst {
-    bool operator()(const std::pair<uint32_t, WorkerName>& a,
-                    const std::pair<uint32_t, WorkerName>& b) const {
+  // Schedulable workers with free slots, highest rank first, then most free, then by name:
+  // placement takes the first that fits instead of scanning every worker for every task.
+  struct FreeEntry {
+    double rank;
+    uint32_t free;
+    WorkerName name;
+  };
+  struct FreeOrder {
+    bool operator()(const FreeEntry& a, const FreeEntry& b) const {
+      if (a.rank != b.rank) return a.rank > b.rank;
+      return a.free != b.free ? a.free > b.free : a.name < b.name;
+    }
+  };
+  struct RankOrder {
+    bool operator()(const std::pair<double, WorkerName>& a,
+                    const std::pair<double, WorkerName>& b) const {
       return a.first != b.first ? a.first > b.first : a.second < b.second;
     }
   };
+  // Rank bins: a quarter of an octave each, from 2^-16 up (kRankBinBase quarters below 1.0).
+  static constexpr int kRankBins = 100;
+  static constexpr int kRankBinBase = 64;
+  static constexpr double kRankFixed = 1048576.0;  // 2^20: rank sums are kept as exact integers
+  // Up-period ages: bin 0 is [0, 1 min), bin b [2^(b-1), 2^b) min, the last one open.
+  static constexpr int kAgeBins = 20;
+  static constexpr double kFirstAgeBinMs = 60000;
+  static constexpr Millis kHazardRefresh{60000};
 
   void OnSubmit(const JobSubmitted& e, MonoTime now, std::vector<Decision>& out);
   void OnCancel(const JobCancelled& e, MonoTime now, std::vector<Decision>& out);
@@ -402,22 +549,71 @@ class Scheduler {
   std::string CheckCurrent(const WorkerName& worker, SessionId session, AttemptId attempt) const;
 
   // Ends a running attempt: frees its slots, records the outcome, and moves its task on
-  // (pending again, failed, or cancelled). Does not send anything to the worker.
+  // (pending again, failed, or cancelled; still running when its other attempt runs on; on
+  // success the other attempt is superseded). Does not send anything to the worker.
   void EndAttempt(AttemptId id, AttemptOutcome outcome, int exit_code, const std::string& message,
                   std::vector<Decision>& out);
   // As above; `outputs` are committed when outcome is kSucceeded.
   void EndAttempt(AttemptId id, AttemptOutcome outcome, int exit_code, const std::string& message,
                   std::vector<OutputFile> outputs, std::vector<Decision>& out,
                   Millis lost = Millis{0});
+  // Takes a running attempt out of attempts_, orphans_ and its task's attempt slots (the other
+  // attempt, if any, becomes current) and returns its record; the caller frees its worker's
+  // slots and moves its task on.
+  AttemptRec Unlink(AttemptId id);
+  // Ends `id`, the other attempt of a task that `winner` just committed: kCancelled, and a
+  // KillAttempt{kSuperseded} when its worker holds it.
+  void Supersede(AttemptId id, AttemptId winner, std::vector<Decision>& out);
   void LoseWorker(const WorkerName& name, std::vector<Decision>& out);
-  // Puts `name` in free_index_ at its current free slots, or takes it out; call after any change
-  // to a worker's state, session, acceptance, capacity or busy slots.
+  // Puts `name` in free_index_ at its current rank and free slots, or takes it out, and keeps
+  // ranked_, the rank bins and schedulable_slots_ in step; call after any change to a worker's
+  // state, session, acceptance, capacity, busy slots or estimates.
   void Reindex(const WorkerName& name);
   void FinishJobIfDone(JobRec& job, JobId id, std::vector<Decision>& out);
   void Schedule(MonoTime now, std::vector<Decision>& out);
+  // Places a pending task, or a backup of a running one, on `name`.
   void Place(const TaskKey& key, const WorkerName& name, MonoTime now, std::vector<Decision>& out);
+  void PlaceBackup(const TaskKey& key, const WorkerName& name, MonoTime now,
+                   std::vector<Decision>& out);
+  AttemptId StartAttempt(const TaskKey& key, const WorkerName& name, MonoTime now,
+                         std::vector<Decision>& out);
+  void AddPending(const TaskKey& key);
+  void ErasePending(const TaskKey& key);
   JobRec& JobOf(const TaskKey& key);
   TaskRec& TaskOf(const TaskKey& key);
+
+  // Estimates and rules (Policy).
+  bool Ranked() const { return options_.policy.fast || options_.policy.churn_aware; }
+  double Speed(const WorkerRec& w) const;
+  // Speed() with the censored evidence of w's running attempts: each one running longer than
+  // its job's mean task adds the excess (in mean tasks) to the time side of the estimator.
+  double RunningSpeed(const WorkerRec& w) const;
+  double Survival(const WorkerRec& w, double ms) const;  // P(w stays up for `ms` more)
+  double RankOf(const WorkerRec& w) const;
+  static double MeanMs(const JobRec& job);  // reference ms; 0 when nothing is learned yet
+  // Expected remaining ms of attempt `a` on `w` and its estimated reference work (ms on a
+  // speed-1.0 worker), given its job's mean `mean_ms` (> 0).
+  void Expect(const AttemptRec& a, const WorkerRec& w, double mean_ms, double& remaining_ms,
+              double& work_ms) const;
+  // Updates the job's mean runtime and the worker's speed with a succeeded attempt `a` of `job`
+  // that ran on `w` (only attempts that ran from the task's start teach anything).
+  void Learn(const AttemptRec& a, WorkerRec& w, JobRec& job, MonoTime now);
+  void UpStart(WorkerRec& w, MonoTime at);
+  static double AgeBinStart(int bin);
+  static double AgeBinEnd(int bin);
+  static void AddAgeExposure(double length_ms, std::array<double, kAgeBins>& exposure);
+  double CumulativeHazard(double age_ms) const;  // the pool's, from age 0 to age_ms
+  // Recomputes hazard_ from the ended periods and the current ones, at most every
+  // kHazardRefresh.
+  void RefreshHazard();
+  void UpEnd(WorkerRec& w, MonoTime at);
+  static int RankBin(double rank);
+  // The tail rule: true when free worker `w` should leave a task (needing `need`, `work_ms`
+  // reference ms) pending because the workers ranked above it are expected to finish `ahead`
+  // such tasks sooner.
+  bool ShouldWait(const WorkerRec& w, const Resources& need, double work_ms,
+                  uint64_t ahead) const;
+  void Speculate(MonoTime now, std::vector<Decision>& out);
 
   // Worker capacity accounting. Free amounts never go below zero (capacity may shrink on a
   // reconnect while more is busy).
@@ -425,16 +621,35 @@ class Scheduler {
   static bool Schedulable(const WorkerRec& w);  // connected and accepting
   static uint32_t FreeSlots(const WorkerRec& w);
   static bool Fits(const WorkerRec& w, const Resources& need);
+  static bool CapacityFits(const WorkerRec& w, const Resources& need);  // when idle
   static void Charge(WorkerRec& w, const Resources& need);
   static void Release(WorkerRec& w, const Resources& need);
 
   Options options_;
   AttemptId next_attempt_id_ = 1;
+  MonoTime now_{};  // of the Apply (or Restore) running: estimates that age read it
   std::map<JobId, JobRec> jobs_;
   std::map<AttemptId, AttemptRec> attempts_;  // running attempts only
   std::map<WorkerName, WorkerRec> workers_;
   std::set<TaskKey> pending_;  // placement order
-  std::set<std::pair<uint32_t, WorkerName>, MostFreeFirst> free_index_;
+  std::set<FreeEntry, FreeOrder> free_index_;
+  // Schedulable workers by rank (ranked policies only), and per rank bin their slots and
+  // slots x rank (fixed point): the tail rule reads these instead of every worker.
+  std::set<std::pair<double, WorkerName>, RankOrder> ranked_;
+  std::array<int64_t, kRankBins> bin_slots_{};
+  std::array<int64_t, kRankBins> bin_weight_{};
+  uint64_t schedulable_slots_ = 0;  // capacity.cpus over schedulable workers
+  uint64_t backups_running_ = 0;    // tasks with two running attempts
+  std::optional<MonoTime> last_speculation_;
+  // Pool-wide estimates (Policy): reference runtime over all learned successes; up periods ended
+  // and the life table of their lengths.
+  double pool_ref_ms_sum_ = 0;
+  uint64_t pool_ref_n_ = 0;
+  uint64_t pool_up_ends_ = 0;
+  std::array<int64_t, kAgeBins> age_ends_{};         // ended up periods, by length
+  std::array<int64_t, kAgeBins> age_exposure_ms_{};  // ended periods' time at each age
+  std::array<double, kAgeBins> hazard_{};            // per ms at each age (RefreshHazard)
+  std::optional<MonoTime> hazard_at_;
   // Restored attempts not yet re-adopted (orphan_deadline set), by worker: a hello looks only at
   // its own worker's, a tick only at these.
   std::set<std::pair<WorkerName, AttemptId>> orphans_;

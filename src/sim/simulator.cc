@@ -1084,6 +1084,7 @@ void Simulation::Finish(SimResult& r) {
     for (const core::JobSummary& j : core_->Jobs()) {
       if (j.state != core::JobState::kSucceeded) r.all_succeeded = false;
       r.preemptions += j.counters.preemptions;
+      r.backups += j.counters.backups;
       r.lost += j.counters.lost;
       r.failures += j.counters.failures;
       r.suspensions += j.counters.suspensions;
