@@ -128,6 +128,7 @@ sim::SimResult Run(sim::SimConfig& c) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each line as it comes, also into a file
   bool quick = false;
   std::string data = IDLEPOOL_SHARED_DATA;
   for (int i = 1; i < argc; ++i) {

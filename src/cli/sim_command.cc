@@ -313,7 +313,8 @@ int RunSimCommand(const SimOptions& o) {
     std::printf("  lower bound  %12.1f s  (work / available capacity, >= longest task)\n",
                 r->lower_bound_s);
     std::printf("  efficiency   %12.3f\n", r->efficiency);
-    std::printf("  lost work    %12.1f s  (running time thrown away; core's estimate %.1f s)\n",
+    std::printf("  lost work    %12.1f s  (running time thrown away; the core's estimate, from "
+                "preemptions and lost workers only: %.1f s)\n",
                 r->lost_work_s, r->core_lost_work_s);
     std::printf("  attempts     %12llu  (preemptions %llu, lost %llu, reassignments %llu, backups %llu, failures %llu)\n",
                 static_cast<unsigned long long>(r->attempts),
