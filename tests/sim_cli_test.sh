@@ -58,6 +58,16 @@ expect_2 "unknown availability model" --model nosuchmodel
 expect_2 "unknown kind 'gauss'" --task-seconds gauss:3
 expect_2 "speed" --speeds 0
 expect_2 "unknown bug" --dst --plant nosuchbug
+expect_2 "shorter than --lease" --heartbeat 10 --lease 5
+expect_2 "--lease: nan" --lease nan
+expect_2 "passes 2^64" --dst --seeds 100 --seed 18446744073709551600
+expect_2 "at most 1e8 s" --task-seconds 1e308
+expect_2 "in \[0.001, 1000\]" --speeds 1e-300
+expect_2 "not in range" --workers 0
+# Deep nesting is described, never echoed (echoing it recursed until the stack ran out).
+{ printf '{"metadata": {"gap_seconds": 300}, "data": ['; head -c 100000 /dev/zero | tr '\0' '['
+  head -c 100000 /dev/zero | tr '\0' ']'; printf ']}\n'; } >"$T/deep.json"
+expect_2 "data\[0\]'"': not an integer: an array' --trace "$T/deep.json"
 
 # The harness fails on a planted bug, names the seed, and the replay fails the same way.
 set +e

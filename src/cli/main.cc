@@ -387,7 +387,12 @@ int main(int argc, char** argv) {
                    "forget-lost-tasks, no-lease-expiry, count-preemptions, strand-preempted");
   simc->add_flag("--verbose", so.verbose, "with --dst: one line per seed");
 
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version exit 0; every command-line error is bad input: exit 2 (README).
+    return app.exit(e) == 0 ? 0 : 2;
+  }
   spdlog::set_level(spdlog::level::from_str(common.log_level));
   spdlog::set_default_logger(spdlog::stderr_color_mt("idlepool"));
   spdlog::set_level(spdlog::level::from_str(common.log_level));

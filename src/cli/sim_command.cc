@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
@@ -41,11 +42,26 @@ constexpr NamedBug kBugs[] = {
     {"strand-preempted", PlantedBug::kStrandPreempted},
 };
 
+bool IsSpot(const std::string& path) {
+  return absl::AsciiStrToLower(std::filesystem::path(path).extension().string()) == ".json";
+}
+
 absl::StatusOr<std::vector<sim::Lane>> ReadTrace(const std::string& path) {
   const std::string ext = std::filesystem::path(path).extension().string();
-  if (ext == ".json") return sim::ReadSpotTrace(path);
-  if (ext == ".tab") return sim::ReadFtaEventTrace(path);
-  return sim::ReadStunnerTrace(path);
+  const std::string lower = absl::AsciiStrToLower(ext);
+  absl::StatusOr<std::vector<sim::Lane>> lanes = lower == ".json" ? sim::ReadSpotTrace(path)
+                                                 : lower == ".tab" ? sim::ReadFtaEventTrace(path)
+                                                                   : sim::ReadStunnerTrace(path);
+  if (!lanes.ok()) {
+    return absl::Status(lanes.status().code(),
+                        absl::StrCat(lanes.status().message(), " (read as ",
+                                     lower == ".json"  ? "a spot series"
+                                     : lower == ".tab" ? "an FTA event trace"
+                                                       : "a STUNner session file",
+                                     ", by the file's extension: .json spot, .tab FTA, else "
+                                     "STUNner)"));
+  }
+  return lanes;
 }
 
 // Set while a DST seed runs, so a core CHECK failure (abort) still names the seed to replay.
@@ -80,6 +96,9 @@ int RunDst(const SimOptions& o) {
   if (!policy) {
     return Usage("--policy: unknown policy '" + o.policy + "' (known: " +
                  std::string(core::PolicyNames()) + ")");
+  }
+  if (o.seed + o.seeds < o.seed) {
+    return Usage("--seed + --seeds passes 2^64: choose a lower --seed");
   }
   std::signal(SIGABRT, OnAbort);
   uint64_t tasks = 0, faults = 0, restarts = 0, events = 0, attempts = 0, refused = 0, stale = 0,
@@ -159,6 +178,29 @@ int RunDst(const SimOptions& o) {
 int RunSimCommand(const SimOptions& o) {
   if (o.dst) return RunDst(o);
   if (o.workers == 0) return Usage("--workers must be at least 1");
+  // Every number is checked here, NaN included (range checks let NaN through).
+  struct Range {
+    const char* option;
+    double value, lo, hi;
+  };
+  for (const Range& r : {Range{"--lease", o.lease_s, 0.1, 3600},
+                         Range{"--heartbeat", o.heartbeat_s, 0.01, 3600},
+                         Range{"--tick", o.tick_s, 0.01, 3600},
+                         Range{"--max-days", o.max_days, 0.001, 3650},
+                         Range{"--hard-down", o.hard_down_fraction, 0, 1},
+                         Range{"--checkpoint-interval", o.checkpoint_interval_s, 0, 1e8},
+                         Range{"--task-overhead", o.task_overhead_s, 0, 1e8},
+                         Range{"--target-runtime", o.target_runtime_s, 0.001, 1e8},
+                         Range{"--horizon", o.horizon_s, 3600, 3650 * 86400.0}}) {
+    if (!(r.value >= r.lo && r.value <= r.hi)) {
+      return Usage(absl::StrCat(r.option, ": ", r.value, " is not in [", r.lo, ", ", r.hi, "]"));
+    }
+  }
+  if (o.heartbeat_s >= o.lease_s || o.tick_s >= o.lease_s) {
+    return Usage(absl::StrCat("--heartbeat (", o.heartbeat_s, " s) and --tick (", o.tick_s,
+                              " s) must be shorter than --lease (", o.lease_s,
+                              " s), or every worker is declared lost between its heartbeats"));
+  }
   if (!o.trace.empty() && !o.model.empty()) return Usage("give --trace or --model, not both");
 
   std::mt19937_64 rng(o.seed);
@@ -183,11 +225,10 @@ int RunSimCommand(const SimOptions& o) {
     period = sim::LastUpEnd(lanes);
     availability = absl::StrCat(o.trace, " (", lanes.size(), " lanes, ",
                                 static_cast<int64_t>(period / 3600), " h, wrapping",
-                                std::filesystem::path(o.trace).extension() == ".json"
+                                IsSpot(o.trace)
                                     ? ")"
                                     : "; each lane in its own observed window)");
   } else if (!o.model.empty()) {
-    if (!(o.horizon_s > 0)) return Usage("--horizon must be > 0");
     auto l = sim::SampleWeibullLanes(o.model, static_cast<int64_t>(o.workers), o.horizon_s, rng);
     if (!l.ok()) return Usage(std::string(l.status().message()));
     lanes = std::move(*l);
@@ -199,7 +240,7 @@ int RunSimCommand(const SimOptions& o) {
   c.seed = o.seed;
   // Spot lanes share one clock (lane i is "more than i instances"); phones and cluster nodes
   // joined the measurement at different times: each is read in its own observed window.
-  const bool own_window = !o.trace.empty() && std::filesystem::path(o.trace).extension() != ".json";
+  const bool own_window = !o.trace.empty() && !IsSpot(o.trace);
   c.workers = sim::MakeWorkers(o.workers, *speeds, o.slots, lanes, period, rng, own_window);
   double up_fraction = 0;
   for (const sim::SimWorker& w : c.workers) {
@@ -236,13 +277,24 @@ int RunSimCommand(const SimOptions& o) {
     if (!n.ok()) return Usage(std::string(n.status().message()));
     count = *n;
     job.resources = spec->resources;
+    if (job.resources.gpus > 0 || job.resources.cpus > o.slots) {
+      return Usage(absl::StrCat(o.job, ": each task needs ", job.resources.cpus, " cpus and ",
+                                job.resources.gpus, " gpus; the simulated workers have ", o.slots,
+                                " slot(s) and no GPUs (--slots), so no task could ever run"));
+    }
     job.max_attempts = spec->max_attempts;
     job.timeout_s = spec->timeout_s;
     job_name = spec->name;
   }
   if (count == 0 || count > 100'000'000) return Usage("the job needs 1 to 100,000,000 tasks");
   job.task_seconds.resize(count);
-  for (double& s : job.task_seconds) s = std::max(0.001, sim::Draw(*seconds, rng));
+  for (double& s : job.task_seconds) {
+    s = std::max(0.001, sim::Draw(*seconds, rng));
+    if (!(s <= 1e8)) {
+      return Usage(absl::StrCat("--task-seconds ", o.task_seconds, ": drew ", s,
+                                " s; every task must take at most 1e8 s (3 years)"));
+    }
+  }
   uint32_t chunk = 0;
   if (!o.chunk.empty()) {
     if (o.chunk == "auto") {
@@ -259,7 +311,32 @@ int RunSimCommand(const SimOptions& o) {
   job.checkpoint_on_vacate = o.checkpoint_on_vacate;
   c.jobs.push_back(std::move(job));
 
-  auto r = sim::RunSimulation(c);
+  for (const sim::SimWorker& w : c.workers) {
+    if (!(w.speed >= 1e-3 && w.speed <= 1e3)) {
+      return Usage(absl::StrCat("--speeds ", o.speeds, ": drew ", w.speed,
+                                "; speeds must lie in [0.001, 1000]"));
+    }
+  }
+  {
+    // Each worker holds its lane's periods: refuse a pool that would not fit in memory.
+    uint64_t periods = 0;
+    for (const sim::SimWorker& w : c.workers) periods += w.up.size();
+    if (periods > 50'000'000) {
+      return Usage(absl::StrCat(o.workers, " workers on this trace hold ", periods,
+                                " up periods (more than 50,000,000): use fewer workers"));
+    }
+  }
+  if (!lanes.empty() && !(period < 1e10)) {
+    return Usage(absl::StrCat(o.trace.empty() ? o.model : o.trace, ": the trace spans ", period,
+                              " s; more than 300 years is not a trace of machines"));
+  }
+
+  absl::StatusOr<sim::SimResult> r;
+  try {
+    r = sim::RunSimulation(c);
+  } catch (const std::bad_alloc&) {
+    return Usage("out of memory: simulate fewer workers, tasks or days");
+  }
   if (!r.ok()) return Usage(std::string(r.status().message()));
 
   if (o.json) {
@@ -298,7 +375,7 @@ int RunSimCommand(const SimOptions& o) {
       j["core_seconds"] = r->core_seconds;
       j["decisions_per_s"] = r->decisions_per_s;
     }
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::printf("simulated %llu tasks (%s s) of job %s on %llu workers (speeds %s, %u slot(s)); "
                 "availability: %s, %.0f%% up\n",
@@ -332,7 +409,8 @@ int RunSimCommand(const SimOptions& o) {
   }
     std::printf("\n  digest       %016llx\n", static_cast<unsigned long long>(r->digest));
   }
-  return r->finished ? 0 : 1;
+  // Like `idlepool run`: 0 only when the job succeeded.
+  return r->all_succeeded ? 0 : 1;
 }
 
 }  // namespace idlepool::cli

@@ -44,6 +44,16 @@ absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
   return text;
 }
 
+// A JSON value for an error message: its type for containers (never dumped: a deeply nested one
+// would recurse), else its text cut to 60 bytes, with invalid UTF-8 replaced.
+std::string Excerpt(const nlohmann::json& v) {
+  if (v.is_array()) return "an array";
+  if (v.is_object()) return "an object";
+  std::string s = v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (s.size() > 60) s = s.substr(0, 57) + "...";
+  return s;
+}
+
 absl::Status TooManyLanes(const std::string& path, uint64_t n) {
   return absl::ResourceExhaustedError(
       absl::StrCat(path, ": ", n, " lanes, over the limit of ", kMaxLanes));
@@ -200,11 +210,12 @@ absl::StatusOr<std::vector<Lane>> ReadSpotTrace(const std::string& path) {
   }
   const nlohmann::json& gap_json = (*meta)["gap_seconds"];
   const size_t gap_pos = FindMember(t, meta_pos, "gap_seconds");
-  if (!gap_json.is_number() || !(gap_json.get<double>() > 0) ||
-      !std::isfinite(gap_json.get<double>())) {
+  if (!gap_json.is_number() || !(gap_json.get<double>() >= 0.001) ||
+      !(gap_json.get<double>() <= 1e7)) {
     return absl::InvalidArgumentError(absl::StrCat(
         path, ":", LineAt(t, gap_pos),
-        ": field 'metadata.gap_seconds': not a positive number: ", gap_json.dump()));
+        ": field 'metadata.gap_seconds': not a number of seconds in [0.001, 1e7]: ",
+        Excerpt(gap_json)));
   }
   const double gap_s = gap_json.get<double>();
   const size_t data_pos = FindMember(t, 0, "data");
@@ -227,12 +238,24 @@ absl::StatusOr<std::vector<Lane>> ReadSpotTrace(const std::string& path) {
     if (what != nullptr) {
       return absl::InvalidArgumentError(absl::StrCat(path, ":", LineAt(t, FindElement(t, data_pos, i)),
                                                      ": field 'data[", i, "]': ", what, ": ",
-                                                     v.dump()));
+                                                     Excerpt(v)));
     }
     const uint64_t c = v.get<uint64_t>();
     if (c > kMaxLanes) return TooManyLanes(path, c);
     counts.push_back(c);
     max_count = std::max(max_count, c);
+  }
+  // Every rise of the count starts that many up periods: refuse a series that would expand
+  // into more than kMaxIntervals of them before holding any.
+  uint64_t intervals = 0, last = 0;
+  for (uint64_t c : counts) {
+    if (c > last) intervals += c - last;
+    last = c;
+  }
+  if (intervals > kMaxIntervals) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        path, ": the series expands into ", intervals, " up periods (more than ", kMaxIntervals,
+        "): counts this large and this changeable are not a spot trace"));
   }
   std::vector<Lane> lanes(max_count);
   for (uint64_t i = 0; i < max_count; ++i) lanes[i].name = absl::StrCat("spot-", i);

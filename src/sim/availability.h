@@ -31,6 +31,7 @@ namespace idlepool::sim {
 // Limits that refuse absurd traces.
 inline constexpr uint64_t kMaxTraceBytes = 512ull << 20;  // 512 MiB per file
 inline constexpr uint64_t kMaxLanes = 1'000'000;
+inline constexpr uint64_t kMaxIntervals = 20'000'000;  // up periods in one spot series
 
 // [start_s, end_s), seconds from the start of the trace; start_s < end_s.
 struct Interval {
@@ -50,8 +51,10 @@ struct Lane {
 // as lanes "spot-0" .. "spot-(max-1)": lane i is up during the ticks whose count exceeds i, so
 // a drop from 4 to 1 takes lanes 1..3 down. Tick k covers [k * gap, (k + 1) * gap). Lanes that
 // are never up are still listed; an all-zero series gives no lanes.
-// Errors: not JSON, gap_seconds missing or not a positive number, data missing or holding a
-// non-integer or negative value (the message names the element, e.g. 'data[17]').
+// Errors: not JSON, gap_seconds missing or not a number in [0.001, 1e7] s, data missing or
+// holding a non-integer or negative value (the message names the element, e.g. 'data[17]';
+// arrays and objects are described, never echoed); kResourceExhausted for a series that would
+// expand into more than kMaxIntervals up periods.
 [[nodiscard]] absl::StatusOr<std::vector<Lane>> ReadSpotTrace(const std::string& path);
 
 // A STUNner session file: one line per user-week,

@@ -126,7 +126,9 @@ struct SimResult {
 
 // The smallest T with the integral over [0, T] of available capacity (sum of speed x slots over
 // the workers that are up) equal to the total work (sum of task seconds x cpus), and never below
-// the longest task on the fastest worker. Inputs are not transferred in the bound.
+// the longest task on the fastest worker. Inputs are not transferred in the bound. Swept window
+// by window (one period of the longest lane); past 10,000 windows the rest is extrapolated at
+// the average rate so far.
 [[nodiscard]] double MakespanLowerBound(const std::vector<SimWorker>& workers,
                                         const std::vector<SimJob>& jobs);
 
