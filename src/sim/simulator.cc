@@ -148,7 +148,6 @@ struct WorkerState {
   uint64_t gen = 0;          // bumped when the process dies: its timers are void
   uint64_t conn = 0;         // current connection (0: none)
   bool connecting = false;
-  int64_t clock_offset = 0;  // local clock - sim clock, ms
   bool suspended = false;    // frozen for its owner: attempts make no progress
   int64_t suspended_at = 0;
   std::map<AttemptId, RunningAttempt> running;
@@ -208,7 +207,6 @@ class Simulation {
   void StopAll(uint32_t w, bool graceful);
   void KillProcess(uint32_t w, bool fin);
   void WorkerSend(uint32_t w, core::Event ev);
-  int64_t LocalNow(uint32_t w) const { return now_ + ws_[w].clock_offset; }
   // Running time of `a` not covered by a checkpoint (frozen time excluded).
   int64_t Unsaved(const WorkerState& s, const RunningAttempt& a) const {
     const int64_t end = s.suspended ? s.suspended_at : now_;
@@ -936,7 +934,6 @@ void Simulation::Fault() {
   } else {
     const int64_t jump = ToMs((DrawUnit(rng_) * 4 - 2) * lease_s);
     if (tracing_) Trace("FAULT " + sw.name + " clock jumps " + std::to_string(jump) + " ms");
-    s.clock_offset += jump;
     // Its heartbeat timer runs on the local clock: a backwards jump delays the next beat.
     if (s.process_up && jump < 0) {
       ++s.gen;
