@@ -73,7 +73,8 @@ struct Faults {
   double crash_per_hour = 0;         // worker process crash; restarts with a new boot id
   double cut_per_hour = 0;           // connection cut; the worker reconnects with its boot id
   double zombie_per_hour = 0;        // network partition of up to 3 lease timeouts, then heals
-  double clock_jump_per_hour = 0;    // the worker's clock jumps by up to +-2 lease timeouts
+  double clock_jump_per_hour = 0;    // the worker's clock jumps by up to +-2 leases (a jump
+                                     // back delays its next heartbeat by as much)
   double owner_per_hour = 0;         // the owner returns: attempts frozen for up to 3 leases
   double coordinator_crash_per_hour = 0;
   double duplicate_probability = 0;  // a message is applied twice (a shell's retry)
