@@ -44,6 +44,10 @@ class InvariantChecker {
   void OnRestart(core::MonoTime now);
   // One Apply batch; `tick` when the event was a Tick.
   void OnBatch(const std::vector<core::Decision>& batch, core::MonoTime now, bool tick);
+  // The store refused a batch of the core's records (the core asked for something impossible).
+  void OnStoreError(core::MonoTime now, const std::string& message) {
+    Violation(now, "the store refused a batch of records: " + message);
+  }
   // Liveness: call at the end of a run whose faults had stopped.
   void CheckFinished(core::MonoTime now);
 

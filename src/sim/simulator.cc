@@ -370,12 +370,13 @@ int64_t Simulation::CheckpointOf(TaskKey key) {
 
 void Simulation::CoordApply(const core::Event& ev) {
   ++events_;
-  const core::WorkerName* from = nullptr;
-  std::visit(
-      [&](const auto& e) {
-        using T = std::decay_t<decltype(e)>;
-        if constexpr (requires { e.worker; }) from = &e.worker;
-        (void)sizeof(T);
+  const core::WorkerName* from = std::visit(
+      [](const auto& e) -> const core::WorkerName* {
+        if constexpr (requires { e.worker; }) {
+          return &e.worker;
+        } else {
+          return nullptr;
+        }
       },
       ev);
   if (from != nullptr && c_.check_invariants) checker_.OnHeard(*from, At(now_));
@@ -385,13 +386,12 @@ void Simulation::CoordApply(const core::Event& ev) {
   if (c_.wall_ns) core_ns_ += c_.wall_ns() - t0;
   decisions_ += ds.size();
   if (c_.persist && !ds.empty()) {
+    // The shell may not send a batch the store refused: in a simulation that is a bug.
     absl::Status s = store_->Apply(ds, now_);
     if (!s.ok() && c_.check_invariants) {
-      checker_.OnBatch({}, At(now_), false);
+      checker_.OnStoreError(At(now_), std::string(s.message()));
     }
-    if (!s.ok()) {
-      if (tracing_) Trace("store refused a batch: " + std::string(s.message()));
-    }
+    if (!s.ok() && tracing_) Trace("store refused a batch: " + std::string(s.message()));
   }
   if (c_.check_invariants) checker_.OnBatch(ds, At(now_), std::holds_alternative<core::Tick>(ev));
   CoordHandle(ds);
