@@ -14,6 +14,7 @@
 
 #include "core/scheduler.h"
 #include "core/types.h"
+#include "tests/unit/core_test_util.h"
 
 namespace idlepool::core {
 namespace {
@@ -21,26 +22,11 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 
-template <class... Ts>
-struct Overloaded : Ts... {
-  using Ts::operator()...;
-};
-template <class... Ts>
-Overloaded(Ts...) -> Overloaded<Ts...>;
-
-MonoTime At(int64_t ms) { return MonoTime{Millis{ms}}; }
-
-std::string Key(const TaskKey& k) { return std::to_string(k.job) + "/" + std::to_string(k.index); }
-
-const char* ToString(KillReason r) {
-  switch (r) {
-    case KillReason::kStale: return "stale";
-    case KillReason::kCancelled: return "cancelled";
-    case KillReason::kTimedOut: return "timed_out";
-    case KillReason::kSuperseded: return "superseded";
-  }
-  return "?";
-}
+using test::At;
+using test::Key;
+using test::KillReasonName;
+using test::Out;
+using test::Overloaded;
 
 // One line per decision, so whole batches can be asserted exactly and in order.
 std::string Str(const Decision& d) {
@@ -79,7 +65,7 @@ std::string Str(const Decision& d) {
           },
           [](const KillAttempt& x) {
             return "kill #" + std::to_string(x.attempt) + " @" + x.worker + " s" +
-                   std::to_string(x.session) + " " + ToString(x.reason);
+                   std::to_string(x.session) + " " + KillReasonName(x.reason);
           },
           [](const AckReport& x) {
             return "ack #" + std::to_string(x.attempt) + " @" + x.worker + " s" +
@@ -109,7 +95,6 @@ std::vector<D> Only(const std::vector<Decision>& ds) {
 }
 
 
-OutputFile Out(const std::string& path) { return OutputFile{path, std::string(64, 'a'), 10}; }
 
 class CoreTest : public ::testing::Test {
  protected:

@@ -12,6 +12,7 @@
 
 #include "core/scheduler.h"
 #include "core/types.h"
+#include "tests/unit/core_test_util.h"
 
 namespace idlepool::core {
 namespace {
@@ -20,26 +21,11 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
-template <class... Ts>
-struct Overloaded : Ts... {
-  using Ts::operator()...;
-};
-template <class... Ts>
-Overloaded(Ts...) -> Overloaded<Ts...>;
-
-MonoTime At(int64_t ms) { return MonoTime{Millis{ms}}; }
-
-std::string Key(const TaskKey& k) { return std::to_string(k.job) + "/" + std::to_string(k.index); }
-
-const char* Reason(KillReason r) {
-  switch (r) {
-    case KillReason::kStale: return "stale";
-    case KillReason::kCancelled: return "cancelled";
-    case KillReason::kTimedOut: return "timed_out";
-    case KillReason::kSuperseded: return "superseded";
-  }
-  return "?";
-}
+using test::At;
+using test::Key;
+using test::KillReasonName;
+using test::Out;
+using test::Overloaded;
 
 // One line per decision, so whole batches can be asserted exactly and in order.
 std::string Str(const Decision& d) {
@@ -68,7 +54,7 @@ std::string Str(const Decision& d) {
             return "assign #" + std::to_string(x.attempt) + " " + Key(x.task) + " @" + x.worker;
           },
           [](const KillAttempt& x) {
-            return "kill #" + std::to_string(x.attempt) + " @" + x.worker + " " + Reason(x.reason);
+            return "kill #" + std::to_string(x.attempt) + " @" + x.worker + " " + KillReasonName(x.reason);
           },
           [](const AckReport& x) {
             return "ack #" + std::to_string(x.attempt) + " @" + x.worker +
@@ -94,7 +80,6 @@ std::vector<std::string> Only(const std::vector<Decision>& ds) {
   return out;
 }
 
-OutputFile Out(const std::string& path) { return OutputFile{path, std::string(64, 'a'), 10}; }
 
 // A scheduler under one policy, with the event helpers the scenarios use. Worker sessions: the
 // n-th Hello of the test gets session n.
