@@ -55,6 +55,19 @@ std::string Seconds(double s) {
   return s < 10 ? absl::StrFormat("%.3f s", s) : absl::StrFormat("%.1f s", s);
 }
 
+// Binary units, as `ls -h` and `du -h` print them.
+std::string Bytes(uint64_t n) {
+  if (n < 1024) return absl::StrCat(n, " B");
+  const char* units[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
+  double v = static_cast<double>(n);
+  int u = -1;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  return absl::StrFormat("%.1f %s", v, units[u]);
+}
+
 std::string EnvOr(const char* name, const std::string& fallback) {
   const char* v = std::getenv(name);
   return v && *v ? v : fallback;
@@ -83,6 +96,17 @@ nlohmann::json JobJson(const idlepool::v1::JobStatus& s) {
   j["finished_ms"] = s.finished_ms();
   j["fits_no_worker"] = s.fits_no_worker();
   j["makespan_s"] = s.finished_ms() ? (s.finished_ms() - s.submitted_ms()) / 1000.0 : 0.0;
+  j["machine_faults"] = s.machine_faults();
+  const auto& t = s.transfer();
+  const uint64_t files = uint64_t{t.cache_hits()} + t.cache_misses();
+  j["transfer"] = {{"input_bytes", t.input_bytes()},
+                   {"cached_bytes", t.cached_bytes()},
+                   {"coordinator_bytes", t.coordinator_bytes()},
+                   {"peer_bytes", t.peer_bytes()},
+                   {"output_bytes", t.output_bytes()},
+                   {"cache_hits", t.cache_hits()},
+                   {"cache_misses", t.cache_misses()},
+                   {"cache_hit_rate", files ? static_cast<double>(t.cache_hits()) / files : 0.0}};
   j["failed_tasks"] = nlohmann::json::array();
   for (const auto& f : s.failed_tasks()) {
     j["failed_tasks"].push_back({{"index", f.index()}, {"message", f.message()}});
@@ -104,7 +128,10 @@ nlohmann::json WorkersJson(const idlepool::v1::ListWorkersReply& r) {
                             {"last_seen_ms_ago", w.last_seen_ms_ago()},
                             {"accepting", w.accepting()},
                             {"owner_state", w.owner_state()},
-                            {"owner_reason", w.owner_reason()}});
+                            {"owner_reason", w.owner_reason()},
+                            {"cache_bytes", w.cache_bytes()},
+                            {"cache_blobs", w.cache_blobs()},
+                            {"peer_address", w.peer_address()}});
   }
   return j;
 }
@@ -159,6 +186,21 @@ void PrintJob(const idlepool::v1::JobStatus& s) {
   std::printf("  owners: %llu suspensions, %s of work lost to preemptions and lost workers\n",
               static_cast<unsigned long long>(s.suspensions()),
               Seconds(static_cast<double>(s.lost_ms()) / 1000.0).c_str());
+  if (s.machine_faults() != 0) {
+    std::printf("  machine faults %llu (disk full; never counted against the tasks)\n",
+                static_cast<unsigned long long>(s.machine_faults()));
+  }
+  {
+    const auto& t = s.transfer();
+    const uint64_t files = uint64_t{t.cache_hits()} + t.cache_misses();
+    std::printf("  data: %s staged (%s from worker caches, %s from the coordinator, %s from "
+                "peers), %s uploaded; cache hits %u/%llu files%s\n",
+                Bytes(t.input_bytes()).c_str(), Bytes(t.cached_bytes()).c_str(),
+                Bytes(t.coordinator_bytes()).c_str(), Bytes(t.peer_bytes()).c_str(),
+                Bytes(t.output_bytes()).c_str(), t.cache_hits(),
+                static_cast<unsigned long long>(files),
+                files ? absl::StrFormat(" (%.0f%%)", 100.0 * t.cache_hits() / files).c_str() : "");
+  }
   if (s.finished_ms() != 0) std::printf("  makespan %s\n", Seconds(MakespanSeconds(s)).c_str());
   if (s.fits_no_worker()) {
     std::printf("  waiting: no connected worker has the cpus/gpus/memory one task needs\n");

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
 #include "blob/blob.h"
 #include "coordinator/wire.h"
 #include "core/scheduler.h"
@@ -40,6 +41,7 @@ constexpr const char* kTokenKey = "x-idlepool-token";
 constexpr int kMaxMessageBytes = 128 << 20;  // a 64 MiB items file plus framing fits
 constexpr uint32_t kProtocolVersion = 1;
 constexpr size_t kMaxLogTail = 4096;
+constexpr size_t kMaxCachedBlobs = 20000;  // per Hello or CacheChange (proto: Hello.cached)
 
 
 
@@ -149,6 +151,14 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
       info.any_checkpoint = true;  // not known without a query; assignments will look
       jobs_[job.spec.job] = std::move(info);
     }
+    // Locality needs each running job's inputs; the store keeps them only in the spec.
+    for (auto& job : restored->jobs) {
+      auto it = jobs_.find(job.spec.job);
+      if (it == jobs_.end()) continue;
+      for (const auto& in : it->second.spec.inputs()) {
+        job.spec.inputs.push_back(core::BlobRef{in.sha256(), in.size()});
+      }
+    }
     sched_.Restore(*restored, clock_.Now());
     spdlog::info("store: {} jobs, {} running attempts awaiting their workers",
                  restored->jobs.size(), restored->running.size());
@@ -252,10 +262,12 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
     ev.held.assign(hello.held_attempts().begin(), hello.held_attempts().end());
     ev.accepting = !hello.not_accepting();
     ev.frozen.assign(hello.frozen_attempts().begin(), hello.frozen_attempts().end());
+    ev.cached = CachedBlobs(hello.cached(), kMaxCachedBlobs);
+    const std::string peer_address = PeerAddress(hello.peer_address(), ctx->peer());
     Post(std::move(ev));
     // Welcome only a session the core accepted (a name clash is refused instead), so a worker
     // never reads "joined" and then a refusal.
-    PostItem(Item{std::nullopt, [this, session] {
+    PostItem(Item{std::nullopt, [this, session, peer_address] {
                     for (const core::WorkerView& w : sched_.Workers()) {
                       if (w.worker != session->worker || w.session != session->id ||
                           w.state != core::WorkerState::kConnected) {
@@ -264,6 +276,11 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
                       {
                         std::lock_guard lock(sessions_mu_);
                         hostnames_[session->worker] = session->hostname;
+                        if (peer_address.empty()) {
+                          peer_addresses_.erase(session->worker);
+                        } else {
+                          peer_addresses_[session->worker] = peer_address;
+                        }
                       }
                       v1::CoordinatorMessage welcome;
                       welcome.mutable_welcome()->set_heartbeat_ms(
@@ -296,6 +313,16 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
         ev.suspended.assign(o.suspended_attempts().begin(), o.suspended_attempts().end());
         spdlog::info("worker {}: owner policy says {} ({}){}", session->worker, ev.state,
                      ev.reason, ev.accepting ? "" : "; no new work");
+        Post(std::move(ev));
+      } else if (msg.has_cache()) {
+        core::CacheChanged ev;
+        ev.worker = session->worker;
+        ev.session = session->id;
+        ev.added = CachedBlobs(msg.cache().added(), kMaxCachedBlobs);
+        for (const auto& sha : msg.cache().removed()) {
+          if (ev.removed.size() >= kMaxCachedBlobs) break;
+          if (blob::IsSha256Hex(sha)) ev.removed.push_back(sha);
+        }
         Post(std::move(ev));
       } else if (msg.has_checkpoint()) {
         core::CheckpointSaved ev;
@@ -416,6 +443,9 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
     job.sched.resources = spec.resources;
     job.sched.max_attempts = spec.max_attempts;
     job.sched.timeout = core::Millis(static_cast<int64_t>(spec.timeout_s) * 1000);
+    for (const auto& in : proto.inputs()) {
+      job.sched.inputs.push_back(core::BlobRef{in.sha256(), in.size()});
+    }
     auto id = store_->InsertJob(job, clock_.WallMs());
     if (!id.ok()) return wire::ToGrpc(id.status());
     // Durable now. Hand it to the core and answer once the core knows it, so a status call
@@ -511,6 +541,10 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
       out->set_owner_reason(w.owner_reason);
       auto it = hostnames_.find(w.worker);
       if (it != hostnames_.end()) out->set_hostname(it->second);
+      out->set_cache_bytes(w.cache_bytes);
+      out->set_cache_blobs(w.cache_blobs);
+      auto p = peer_addresses_.find(w.worker);
+      if (p != peer_addresses_.end()) out->set_peer_address(p->second);
     }
     return grpc::Status::OK;
   }
@@ -577,7 +611,18 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
       case v1::AttemptReport::SUCCEEDED: ev.result = core::ReportResult::kSucceeded; break;
       case v1::AttemptReport::TIMED_OUT: ev.result = core::ReportResult::kTimedOut; break;
       case v1::AttemptReport::PREEMPTED: ev.result = core::ReportResult::kPreempted; break;
+      case v1::AttemptReport::MACHINE_FAULT: ev.result = core::ReportResult::kMachineFault; break;
       default: ev.result = core::ReportResult::kFailed; break;
+    }
+    if (r.has_transfer()) {
+      const v1::Transfer& t = r.transfer();
+      // Bounded (a petabyte, a billion files) so that sums cannot overflow the store's int64.
+      auto b = [](uint64_t v) { return std::min<uint64_t>(v, 1ull << 50); };
+      auto n = [](uint64_t v) { return std::min<uint64_t>(v, 1ull << 30); };
+      ev.transfer = core::Transfer{b(t.input_bytes()),       b(t.cached_bytes()),
+                                   b(t.coordinator_bytes()), b(t.peer_bytes()),
+                                   b(t.output_bytes()),      n(t.cache_hits()),
+                                   n(t.cache_misses())};
     }
     if (ev.result == core::ReportResult::kPreempted) {
       // Work lost is bounded by what could plausibly have run: a year.
@@ -603,6 +648,38 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
       ev.message = std::move(problem);
     }
     return ev;
+  }
+
+  // Cache entries as a worker lists them: well-formed hashes only, at most `max`.
+  static std::vector<core::BlobRef> CachedBlobs(
+      const google::protobuf::RepeatedPtrField<v1::CachedBlob>& in, size_t max) {
+    std::vector<core::BlobRef> out;
+    for (const auto& b : in) {
+      if (out.size() >= max) break;
+      if (blob::IsSha256Hex(b.sha256())) out.push_back(core::BlobRef{b.sha256(), b.size()});
+    }
+    return out;
+  }
+
+  // Where other workers reach a worker's Peer service: its announced host:port, with a wildcard
+  // or missing host replaced by the address its session comes from (gRPC's "ipv4:1.2.3.4:5" or
+  // "ipv6:[::1]:5"). Empty when it announced nothing or something unusable.
+  static std::string PeerAddress(const std::string& announced, const std::string& grpc_peer) {
+    if (announced.empty() || announced.size() > 256) return "";
+    const size_t colon = announced.rfind(':');
+    if (colon == std::string::npos || colon + 1 == announced.size()) return "";
+    const std::string host = announced.substr(0, colon), port = announced.substr(colon + 1);
+    if (!std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      return "";
+    }
+    if (!host.empty() && host != "0.0.0.0" && host != "[::]") return announced;
+    std::string from = grpc_peer;
+    if (absl::StartsWith(from, "ipv4:")) from = from.substr(5);
+    else if (absl::StartsWith(from, "ipv6:")) from = from.substr(5);
+    else return "";
+    const size_t c = from.rfind(':');
+    if (c == std::string::npos) return "";
+    return absl::StrCat(from.substr(0, c), ":", port);
   }
 
   // Checks files as they come from a worker (outputs, checkpoints): each at a safe relative path,
@@ -675,6 +752,18 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
     out->set_fits_no_worker(summary->fits_no_worker);
     out->set_suspensions(summary->counters.suspensions);
     out->set_lost_ms(static_cast<uint64_t>(summary->counters.lost_work.count()));
+    out->set_machine_faults(summary->counters.machine_faults);
+    {
+      const core::Transfer& t = summary->counters.transfer;
+      v1::Transfer* o = out->mutable_transfer();
+      o->set_input_bytes(t.input_bytes);
+      o->set_cached_bytes(t.cached_bytes);
+      o->set_coordinator_bytes(t.coordinator_bytes);
+      o->set_peer_bytes(t.peer_bytes);
+      o->set_output_bytes(t.output_bytes);
+      o->set_cache_hits(static_cast<uint32_t>(std::min<uint64_t>(t.cache_hits, UINT32_MAX)));
+      o->set_cache_misses(static_cast<uint32_t>(std::min<uint64_t>(t.cache_misses, UINT32_MAX)));
+    }
     out->set_submitted_ms(rec->submitted_ms);
     out->set_finished_ms(rec->finished_ms);
     if (with_failures && summary->failed > 0) {
@@ -864,6 +953,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
   std::mutex sessions_mu_;
   std::map<core::SessionId, std::shared_ptr<struct Session>> sessions_;
   std::map<std::string, std::string> hostnames_;
+  std::map<std::string, std::string> peer_addresses_;  // worker -> its Peer service host:port
   std::atomic<core::SessionId> next_session_{1};
 
   std::mutex shutdown_mu_;

@@ -100,6 +100,8 @@ void Scheduler::Restore(const RestoredState& state, MonoTime now) {
   hazard_at_.reset();
   pending_.clear();
   orphans_.clear();
+  lost_attempts_.clear();
+  holders_.clear();
   now_ = now;
   next_attempt_id_ = std::max<AttemptId>(state.next_attempt_id, 1);
 
@@ -108,6 +110,7 @@ void Scheduler::Restore(const RestoredState& state, MonoTime now) {
     job.spec = rj.spec;
     job.state = rj.state;
     job.counters = rj.counters;
+    NormalizeInputs(job);
     job.workers_lost.insert(rj.workers_lost.begin(), rj.workers_lost.end());
     job.tasks.resize(rj.spec.task_count);  // a task the store does not list stays pending
     jobs_[rj.spec.job] = std::move(job);
@@ -120,6 +123,15 @@ void Scheduler::Restore(const RestoredState& state, MonoTime now) {
     t.failures = rt.failures;
     t.current = 0;
     t.backup = 0;
+  }
+  for (const RestoredLost& rl : state.lost) {
+    auto it = jobs_.find(rl.task.job);
+    if (it == jobs_.end() || it->second.state != JobState::kRunning ||
+        rl.task.index >= it->second.tasks.size()) {
+      continue;
+    }
+    lost_attempts_[rl.attempt] = LostRec{rl.task, rl.worker, rl.lost};
+    it->second.lost_attempts.push_back(rl.attempt);
   }
   for (const RestoredAttempt& ra : state.running) {
     next_attempt_id_ = std::max(next_attempt_id_, ra.attempt + 1);
@@ -180,6 +192,7 @@ std::vector<Decision> Scheduler::Apply(const Event& event, MonoTime now) {
                  [&](const Tick&) { OnTick(now, out); },
                  [&](const OwnerStateChanged& e) { OnOwnerState(e, now, out); },
                  [&](const CheckpointSaved& e) { OnCheckpoint(e, now, out); },
+                 [&](const CacheChanged& e) { OnCacheChanged(e, out); },
              },
              event);
   Schedule(now, out);
@@ -194,6 +207,7 @@ void Scheduler::OnSubmit(const JobSubmitted& e, MonoTime now, std::vector<Decisi
   if (e.job == 0 || jobs_.count(e.job) != 0) return;
   JobRec job;
   job.spec = e;
+  NormalizeInputs(job);
   job.tasks.resize(e.task_count);
   job.unfinished = e.task_count;
   auto [it, inserted] = jobs_.emplace(e.job, std::move(job));
@@ -234,6 +248,7 @@ void Scheduler::OnCancel(const JobCancelled& e, MonoTime now, std::vector<Decisi
     }
   }
   CORE_CHECK(job.unfinished == 0, "cancelled job still has unfinished tasks");
+  ForgetLost(e.job);
   out.push_back(JobChanged{e.job, JobState::kCancelled});
 }
 
@@ -268,6 +283,9 @@ void Scheduler::OnHello(const WorkerHello& e, MonoTime now, std::vector<Decision
   w.capacity = e.capacity;
   w.last_seen = now;
   w.accepting = e.accepting;
+  // Its cache as it is now: what it held before may have been evicted or lost with its disk.
+  DropBlobs(w, e.worker);
+  for (const BlobRef& b : e.cached) AddBlob(w, e.worker, b, /*confirmed=*/true);
 
   const std::set<AttemptId> held(e.held.begin(), e.held.end());
   for (AttemptId id : held) {
@@ -417,6 +435,7 @@ void Scheduler::OnReport(const AttemptReport& e, MonoTime now, std::vector<Decis
     out.push_back(AckReport{e.worker, e.session, e.attempt, true, ""});
     return;
   }
+  if (!refusal.empty() && e.result == ReportResult::kSucceeded && LateSuccess(e, out)) return;
   if (!refusal.empty()) {
     out.push_back(AckReport{e.worker, e.session, e.attempt, false, refusal});
     out.push_back(KillAttempt{e.worker, e.session, e.attempt, KillReason::kStale});
@@ -425,13 +444,16 @@ void Scheduler::OnReport(const AttemptReport& e, MonoTime now, std::vector<Decis
 
   switch (e.result) {
     case ReportResult::kSucceeded:
-      EndAttempt(e.attempt, AttemptOutcome::kSucceeded, e.exit_code, e.message, e.outputs, out);
+      EndAttempt(e.attempt, AttemptOutcome::kSucceeded, e.exit_code, e.message, e.outputs, out,
+                 Millis{0}, e.transfer);
       break;
     case ReportResult::kFailed:
-      EndAttempt(e.attempt, AttemptOutcome::kFailed, e.exit_code, e.message, out);
+      EndAttempt(e.attempt, AttemptOutcome::kFailed, e.exit_code, e.message, {}, out, Millis{0},
+                 e.transfer);
       break;
     case ReportResult::kTimedOut:
-      EndAttempt(e.attempt, AttemptOutcome::kTimedOut, e.exit_code, e.message, out);
+      EndAttempt(e.attempt, AttemptOutcome::kTimedOut, e.exit_code, e.message, {}, out, Millis{0},
+                 e.transfer);
       break;
     case ReportResult::kPreempted: {
       if (e.checkpoint) {
@@ -440,14 +462,126 @@ void Scheduler::OnReport(const AttemptReport& e, MonoTime now, std::vector<Decis
         out.push_back(TaskCheckpointed{key, e.attempt, *e.checkpoint});
       }
       EndAttempt(e.attempt, AttemptOutcome::kPreempted, e.exit_code, e.message, {}, out,
-                 std::max(e.lost, Millis{0}));
+                 std::max(e.lost, Millis{0}), e.transfer);
       break;
     }
+    case ReportResult::kMachineFault:
+      EndAttempt(e.attempt, AttemptOutcome::kMachineFault, e.exit_code, e.message, {}, out,
+                 Millis{0}, e.transfer);
+      break;
     default:  // a value outside the enum: treat the attempt as failed rather than trust it
-      EndAttempt(e.attempt, AttemptOutcome::kFailed, e.exit_code, "unknown report result", out);
+      EndAttempt(e.attempt, AttemptOutcome::kFailed, e.exit_code, "unknown report result", {}, out,
+                 Millis{0}, e.transfer);
       break;
   }
   out.push_back(AckReport{e.worker, e.session, e.attempt, true, ""});
+}
+
+bool Scheduler::LateSuccess(const AttemptReport& e, std::vector<Decision>& out) {
+  auto l = lost_attempts_.find(e.attempt);
+  if (l == lost_attempts_.end() || l->second.worker != e.worker) return false;
+  auto w = workers_.find(e.worker);
+  if (w == workers_.end() || w->second.session != e.session || !Connected(w->second)) {
+    return false;
+  }
+  const TaskKey key = l->second.task;
+  JobRec& job = JobOf(key);
+  TaskRec& task = TaskOf(key);
+  if (job.state != JobState::kRunning ||
+      (task.state != TaskState::kPending && task.state != TaskState::kRunning)) {
+    return false;
+  }
+  // It counted as lost, with its work; it is a success now.
+  const Millis lost = l->second.lost;
+  lost_attempts_.erase(l);
+  --job.counters.lost;
+  job.counters.lost_work -= lost;
+  job.counters.transfer += e.transfer;
+  out.push_back(AttemptEnded{e.attempt, key, e.worker, AttemptOutcome::kSucceeded, e.exit_code,
+                             e.message, Millis{0}, e.transfer, /*late=*/true});
+  // The attempts that replaced it are superseded (the backup first, as in OnCancel).
+  for (const AttemptId id : {task.backup, task.current}) {
+    if (id != 0) Supersede(id, e.attempt, out);
+  }
+  ErasePending(key);
+  task.state = TaskState::kSucceeded;
+  --job.unfinished;
+  out.push_back(TaskChanged{key, task.state, task.failures, e.attempt, e.outputs});
+  out.push_back(AckReport{e.worker, e.session, e.attempt, true, ""});
+  FinishJobIfDone(job, key.job, out);
+  return true;
+}
+
+void Scheduler::NormalizeInputs(JobRec& job) {
+  // By hash, once each (two paths may hold the same bytes).
+  auto& in = job.spec.inputs;
+  std::sort(in.begin(), in.end());
+  in.erase(std::unique(in.begin(), in.end(),
+                       [](const BlobRef& a, const BlobRef& b) { return a.sha256 == b.sha256; }),
+           in.end());
+  job.input_bytes = 0;
+  for (const BlobRef& b : in) job.input_bytes += b.size;
+}
+
+void Scheduler::ForgetLost(JobId id) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return;
+  for (AttemptId a : it->second.lost_attempts) lost_attempts_.erase(a);
+  it->second.lost_attempts.clear();
+  it->second.lost_attempts.shrink_to_fit();
+}
+
+void Scheduler::OnCacheChanged(const CacheChanged& e, std::vector<Decision>& out) {
+  auto it = workers_.find(e.worker);
+  if (it == workers_.end() || it->second.session != e.session) return;
+  WorkerRec& w = it->second;
+  for (const std::string& sha : e.removed) {
+    auto b = w.blobs.find(sha);
+    if (b == w.blobs.end()) continue;
+    if (b->second.confirmed) {
+      w.cache_bytes -= std::min(w.cache_bytes, b->second.size);
+      if (w.cache_blobs > 0) --w.cache_blobs;
+    }
+    w.blobs.erase(b);
+    auto h = holders_.find(sha);
+    if (h != holders_.end()) {
+      h->second.erase(e.worker);
+      if (h->second.empty()) holders_.erase(h);
+    }
+  }
+  for (const BlobRef& b : e.added) AddBlob(w, e.worker, b, /*confirmed=*/true);
+}
+
+void Scheduler::AddBlob(WorkerRec& w, const WorkerName& name, const BlobRef& blob,
+                        bool confirmed) {
+  WorkerRec::Held& h = w.blobs[blob.sha256];
+  if (confirmed && !h.confirmed) {
+    w.cache_bytes += blob.size;
+    ++w.cache_blobs;
+    h.confirmed = true;
+  }
+  h.size = blob.size;
+  holders_[blob.sha256].insert(name);
+}
+
+void Scheduler::DropBlobs(WorkerRec& w, const WorkerName& name) {
+  for (const auto& [sha, held] : w.blobs) {
+    auto h = holders_.find(sha);
+    if (h == holders_.end()) continue;
+    h->second.erase(name);
+    if (h->second.empty()) holders_.erase(h);
+  }
+  w.blobs.clear();
+  w.cache_bytes = 0;
+  w.cache_blobs = 0;
+}
+
+uint64_t Scheduler::MissingBytes(const JobRec& job, const WorkerRec& w) const {
+  uint64_t missing = 0;
+  for (const BlobRef& b : job.spec.inputs) {
+    if (w.blobs.count(b.sha256) == 0) missing += b.size;
+  }
+  return missing;
 }
 
 void Scheduler::OnTick(MonoTime now, std::vector<Decision>& out) {
@@ -549,7 +683,7 @@ void Scheduler::Supersede(AttemptId id, AttemptId winner, std::vector<Decision>&
 
 void Scheduler::EndAttempt(AttemptId id, AttemptOutcome outcome, int exit_code,
                            const std::string& message, std::vector<OutputFile> outputs,
-                           std::vector<Decision>& out, Millis lost) {
+                           std::vector<Decision>& out, Millis lost, const Transfer& transfer) {
   CORE_CHECK(outcome != AttemptOutcome::kRunning, "ending an attempt as running");
   const AttemptRec a = Unlink(id);
   JobRec& job = JobOf(a.task);
@@ -571,7 +705,8 @@ void Scheduler::EndAttempt(AttemptId id, AttemptOutcome outcome, int exit_code,
     Reindex(a.worker);
   }
 
-  out.push_back(AttemptEnded{id, a.task, a.worker, outcome, exit_code, message, lost});
+  job.counters.transfer += transfer;
+  out.push_back(AttemptEnded{id, a.task, a.worker, outcome, exit_code, message, lost, transfer});
 
   bool failure = false;
   switch (outcome) {
@@ -591,6 +726,14 @@ void Scheduler::EndAttempt(AttemptId id, AttemptOutcome outcome, int exit_code,
     case AttemptOutcome::kLost:
       ++job.counters.lost;
       job.workers_lost.insert(a.worker);
+      // Its worker may still deliver its success (LateSuccess).
+      if (job.state == JobState::kRunning) {
+        lost_attempts_[id] = LostRec{a.task, a.worker, lost};
+        job.lost_attempts.push_back(id);
+      }
+      break;
+    case AttemptOutcome::kMachineFault:
+      ++job.counters.machine_faults;
       break;
     default:
       break;
@@ -663,6 +806,7 @@ void Scheduler::FinishJobIfDone(JobRec& job, JobId id, std::vector<Decision>& ou
     return t.state == TaskState::kSucceeded;
   });
   job.state = all_succeeded ? JobState::kSucceeded : JobState::kFailed;
+  ForgetLost(id);
   out.push_back(JobChanged{id, job.state});
 }
 
@@ -781,6 +925,38 @@ void Scheduler::Schedule(MonoTime now, std::vector<Decision>& out) {
         break;
       }
     }
+    // Locality: a free worker that holds some of the job's inputs may finish sooner than the pick
+    // above, which may have to fetch them. Expected finish = missing bytes / link rate + mean
+    // runtime / rank (the runtime term only once the job's mean is learned). At most
+    // kLocalityCandidates holders are looked at per placement.
+    if (best != nullptr && job.input_bytes > 0 && options_.link_bytes_per_ms > 0) {
+      const double mean = MeanMs(job);
+      auto cost = [&](const WorkerRec& w) {
+        const double fetch = static_cast<double>(MissingBytes(job, w)) / options_.link_bytes_per_ms;
+        return fetch + (mean > 0 ? mean / w.rank : 0.0);
+      };
+      const WorkerRec& pick = workers_.at(best_name);
+      double best_cost = cost(pick);
+      FreeEntry best_entry{pick.rank, pick.indexed_free, best_name};
+      size_t looked = 0;
+      for (const BlobRef& b : job.spec.inputs) {
+        auto h = holders_.find(b.sha256);
+        if (h == holders_.end()) continue;
+        for (const WorkerName& name : h->second) {
+          if (++looked > kLocalityCandidates) break;
+          const WorkerRec& w = workers_.at(name);
+          if (w.indexed_free == 0 || !Fits(w, need)) continue;
+          const double c = cost(w);
+          const FreeEntry entry{w.rank, w.indexed_free, name};
+          if (c < best_cost || (c == best_cost && FreeOrder{}(entry, best_entry))) {
+            best_cost = c;
+            best_entry = entry;
+            best_name = name;
+          }
+        }
+        if (looked > kLocalityCandidates) break;
+      }
+    }
     // No fit: every task of a job needs the same resources and placing only uses capacity up,
     // so no later task of this job fits either during this pass. The tail rule: the best free
     // worker waits, and every other free one ranks lower, so it would wait too.
@@ -813,6 +989,13 @@ AttemptId Scheduler::StartAttempt(const TaskKey& key, const WorkerName& name, Mo
 
 void Scheduler::Place(const TaskKey& key, const WorkerName& name, MonoTime now,
                       std::vector<Decision>& out) {
+  // The worker fetches the job's inputs for this attempt: the job's next tasks find them there.
+  {
+    WorkerRec& w = workers_.at(name);
+    for (const BlobRef& b : JobOf(key).spec.inputs) {
+      if (w.blobs.count(b.sha256) == 0) AddBlob(w, name, b, /*confirmed=*/false);
+    }
+  }
   TaskRec& task = TaskOf(key);
   CORE_CHECK(task.state == TaskState::kPending && task.current == 0, "placing a non-pending task");
   const AttemptId id = StartAttempt(key, name, now, out);
@@ -1187,7 +1370,8 @@ std::vector<WorkerView> Scheduler::Workers() const {
   for (const auto& [name, w] : workers_) {
     all.push_back(WorkerView{name, w.state, w.session, w.boot_id, w.capacity, w.slots_busy,
                              static_cast<uint32_t>(w.attempts.size()), w.last_seen, w.accepting,
-                             w.owner_state, w.owner_reason, Speed(w), w.up_ends});
+                             w.owner_state, w.owner_reason, Speed(w), w.up_ends, w.cache_bytes,
+                             w.cache_blobs});
   }
   return all;
 }

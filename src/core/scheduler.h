@@ -18,6 +18,10 @@
 //   - Fencing: every assignment gets a fresh AttemptId. A report for an attempt that is not the
 //     task's current running attempt on that worker, arriving on that worker's current session,
 //     is refused (AckReport{accepted=false}) and the attempt is killed (KillAttempt{kStale}).
+//     One exception keeps finished work: a kSucceeded report of an attempt that ended kLost (its
+//     worker went silent past the lease, e.g. its link was cut while it uploaded outputs), from
+//     the same worker on its current session, while the task has not succeeded, failed or been
+//     cancelled, commits (AttemptEnded{late}); the task's running attempts are superseded.
 //     A task's outputs are committed exactly once.
 //   - The coordinator's own stalls do not count against workers: a gap between Ticks longer than
 //     Options::stall_threshold extends every lease, orphan deadline and attempt clock by the
@@ -32,7 +36,10 @@
 //     attempts; a vacated attempt reported kPreempted is requeued at once, never a failure.
 //   - Placement: pending tasks in (job id, task index) order, each on the free worker that fits
 //     it with the highest rank (Policy below; under Policy::Fifo() every rank is equal), then the
-//     most free slots, then the worker name. Deterministic: no hash-map order.
+//     most free slots, then the worker name. Deterministic: no hash-map order. Locality: for a
+//     job with inputs, free workers that hold (or were just sent) some of them compete with that
+//     pick on expected finish = missing input bytes / Options::link_bytes_per_ms + the job's
+//     mean runtime / rank; the lowest wins (ties keep the order above).
 //   - Policies (Options::policy; see Policy for the formulas and where they come from): the core
 //     learns each worker's speed and each job's mean task runtime from succeeded attempts, and each
 //     worker's up periods from its hellos and departures. It uses them to rank free workers
@@ -66,6 +73,8 @@ struct JobSubmitted {
   uint32_t max_attempts = 3; // failures allowed per task before the task fails; >= 1
   Millis timeout{0};         // per attempt; 0 = none. Enforced by the worker; the core kills an
                              // attempt still running at timeout + lease_timeout as a backstop.
+  // The blobs every attempt stages (inputs): placement prefers workers that already hold them.
+  std::vector<BlobRef> inputs;
 };
 
 struct JobCancelled {
@@ -84,6 +93,16 @@ struct WorkerHello {
   // Held attempts frozen for the owner right now: their timeout clocks stay stopped (a
   // restarted coordinator learns it here; not counted as new suspensions).
   std::vector<AttemptId> frozen;
+  // What its blob cache holds now (replaces whatever the core knew of it).
+  std::vector<BlobRef> cached;
+};
+
+// The worker's blob cache gained or evicted blobs (ignored unless from its current session).
+struct CacheChanged {
+  WorkerName worker;
+  SessionId session = 0;
+  std::vector<BlobRef> added;
+  std::vector<std::string> removed;  // sha256
 };
 
 struct WorkerHeartbeat {
@@ -133,7 +152,9 @@ struct CheckpointSaved {
   std::vector<OutputFile> files;  // paths relative to the checkpoint dir; may be empty
 };
 
-enum class ReportResult : uint8_t { kSucceeded, kFailed, kTimedOut, kPreempted };
+// kMachineFault: the machine failed the attempt, not the task (disk full): it ends
+// AttemptOutcome::kMachineFault, never a failure, and the task is pending again at once.
+enum class ReportResult : uint8_t { kSucceeded, kFailed, kTimedOut, kPreempted, kMachineFault };
 
 struct AttemptReport {
   WorkerName worker;
@@ -147,6 +168,7 @@ struct AttemptReport {
   // one) and the running time lost since the last checkpoint, as measured by the worker.
   std::optional<std::vector<OutputFile>> checkpoint;
   Millis lost{0};
+  Transfer transfer;  // bytes the attempt moved (added to its job's counters)
 };
 
 // Time passed: expire leases, orphaned attempts and timeouts.
@@ -154,7 +176,7 @@ struct Tick {};
 
 using Event = std::variant<JobSubmitted, JobCancelled, WorkerHello, WorkerHeartbeat,
                            SessionClosed, WorkerLeaving, AttemptReport, Tick, OwnerStateChanged,
-                           CheckpointSaved>;
+                           CheckpointSaved, CacheChanged>;
 
 // ---------------------------------------------------------------------------------------------
 // Decisions (outputs)
@@ -175,6 +197,10 @@ struct AttemptEnded {
   // Work lost with this attempt (kPreempted: as the worker measured it; kLost: from its start or
   // last checkpoint to its worker's last heartbeat); 0 otherwise.
   Millis lost{0};
+  Transfer transfer;  // as its worker reported it (zero when no report came)
+  // A late success: the attempt had ended kLost (its worker went silent, e.g. while uploading
+  // its outputs) and has now reported kSucceeded; the store replaces the kLost record.
+  bool late = false;
 };
 struct TaskChanged {
   TaskKey task;
@@ -251,6 +277,8 @@ struct JobCounters {
   // Speculative backup attempts launched (Policy::speculate); included in `attempts`. Not
   // restored from the store (it does not record which attempts were backups): 0 after a restart.
   uint64_t backups = 0;
+  uint64_t machine_faults = 0;  // ended kMachineFault
+  Transfer transfer;            // sum over the attempts' reports
   bool operator==(const JobCounters&) const = default;
 };
 
@@ -273,10 +301,18 @@ struct RestoredAttempt {
   TaskKey task;
   WorkerName worker;
 };
+// An attempt that ended kLost in a job still running: its late success may still commit.
+struct RestoredLost {
+  AttemptId attempt = 0;
+  TaskKey task;
+  WorkerName worker;
+  Millis lost{0};  // the work it was charged with (AttemptEnded::lost)
+};
 struct RestoredState {
   std::vector<RestoredJob> jobs;
   std::vector<RestoredTask> tasks;  // every task of every job
   std::vector<RestoredAttempt> running;
+  std::vector<RestoredLost> lost;
   AttemptId next_attempt_id = 1;    // greater than every AttemptId in the store
 };
 
@@ -314,6 +350,9 @@ struct WorkerView {
   // seen to end (WorkerLost, WorkerLeaving, or a restart with a new boot id).
   double speed = 1.0;
   uint32_t up_periods_ended = 0;
+  // Its blob cache as it last said (Hello, CacheChanged).
+  uint64_t cache_bytes = 0;
+  uint32_t cache_blobs = 0;
 };
 
 // Placement policy: which of the learned-estimate rules the scheduler applies. Every rule is a
@@ -428,6 +467,12 @@ struct Options {
 
   // Placement policy; the default is the best one found in the simulator (see Policy).
   Policy policy = {};
+
+  // Locality: the link rate assumed to move a job's inputs to a worker that lacks them, in bytes
+  // per ms (12,500 = 100 Mbit/s, Fast Ethernet or ordinary office Wi-Fi), until links are
+  // measured. Placement weighs a worker's missing input bytes / this rate against its expected
+  // runtime (see Schedule in scheduler.cc).
+  double link_bytes_per_ms = 12500;
 };
 
 class Scheduler {
@@ -468,6 +513,8 @@ class Scheduler {
     uint32_t pending = 0;     // its tasks in pending_
     double ref_ms_sum = 0;    // sum of runtime x worker speed over learned successes (Policy)
     uint64_t ref_n = 0;       // learned successes
+    uint64_t input_bytes = 0;  // sum of spec.inputs sizes (sorted, unique by sha256)
+    std::vector<AttemptId> lost_attempts;  // ended kLost while it runs (LateSuccess)
   };
   struct AttemptRec {
     TaskKey task;
@@ -506,6 +553,14 @@ class Scheduler {
     int rank_bin = 0;
     int64_t rank_weight = 0;  // capacity.cpus x rank in fixed point, as added to its bin
     uint32_t counted_slots = 0;  // capacity.cpus as added to schedulable_slots_
+    // Locality: blobs it holds (confirmed: it said so) or was sent inputs it will fetch.
+    struct Held {
+      uint64_t size = 0;
+      bool confirmed = false;
+    };
+    std::map<std::string, Held> blobs;
+    uint64_t cache_bytes = 0;  // confirmed ones
+    uint32_t cache_blobs = 0;
   };
   // Schedulable workers with free slots, highest rank first, then most free, then by name:
   // placement takes the first that fits instead of scanning every worker for every task.
@@ -534,6 +589,8 @@ class Scheduler {
   static constexpr int kAgeBins = 20;
   static constexpr double kFirstAgeBinMs = 60000;
   static constexpr Millis kHazardRefresh{60000};
+  // Locality: holders of a job's inputs looked at per placement (bounds its cost in big pools).
+  static constexpr size_t kLocalityCandidates = 256;
 
   void OnSubmit(const JobSubmitted& e, MonoTime now, std::vector<Decision>& out);
   void OnCancel(const JobCancelled& e, MonoTime now, std::vector<Decision>& out);
@@ -545,6 +602,18 @@ class Scheduler {
   void OnTick(MonoTime now, std::vector<Decision>& out);
   void OnOwnerState(const OwnerStateChanged& e, MonoTime now, std::vector<Decision>& out);
   void OnCheckpoint(const CheckpointSaved& e, MonoTime now, std::vector<Decision>& out);
+  void OnCacheChanged(const CacheChanged& e, std::vector<Decision>& out);
+  // Commits a kSucceeded report of an attempt that ended kLost (see "Fencing" above); false when
+  // the report does not qualify (the caller refuses it).
+  bool LateSuccess(const AttemptReport& e, std::vector<Decision>& out);
+  // Forgets the lost attempts of a job that finished (no late success can commit any more).
+  void ForgetLost(JobId job);
+  static void NormalizeInputs(JobRec& job);
+  // Locality: `name` holds (or will hold) `blob`; or no longer does.
+  void AddBlob(WorkerRec& w, const WorkerName& name, const BlobRef& blob, bool confirmed);
+  void DropBlobs(WorkerRec& w, const WorkerName& name);
+  // Input bytes of `job` that worker `w` lacks.
+  uint64_t MissingBytes(const JobRec& job, const WorkerRec& w) const;
   // The refusal reason when `attempt` is not current on `worker`'s session `session`, else "".
   std::string CheckCurrent(const WorkerName& worker, SessionId session, AttemptId attempt) const;
 
@@ -556,7 +625,7 @@ class Scheduler {
   // As above; `outputs` are committed when outcome is kSucceeded.
   void EndAttempt(AttemptId id, AttemptOutcome outcome, int exit_code, const std::string& message,
                   std::vector<OutputFile> outputs, std::vector<Decision>& out,
-                  Millis lost = Millis{0});
+                  Millis lost = Millis{0}, const Transfer& transfer = {});
   // Takes a running attempt out of attempts_, orphans_ and its task's attempt slots (the other
   // attempt, if any, becomes current) and returns its record; the caller frees its worker's
   // slots and moves its task on.
@@ -653,6 +722,15 @@ class Scheduler {
   // Restored attempts not yet re-adopted (orphan_deadline set), by worker: a hello looks only at
   // its own worker's, a tick only at these.
   std::set<std::pair<WorkerName, AttemptId>> orphans_;
+  // Attempts that ended kLost while their job runs: a late success may still commit them.
+  struct LostRec {
+    TaskKey task;
+    WorkerName worker;
+    Millis lost{0};
+  };
+  std::map<AttemptId, LostRec> lost_attempts_;
+  // Locality: blob -> workers that hold it (or were sent it), for placement.
+  std::map<std::string, std::set<WorkerName>> holders_;
   // Attempt -> task for every ended attempt; kept only under PlantedBug::kNoFencing.
   std::map<AttemptId, TaskKey> planted_ended_;
   std::optional<MonoTime> last_tick_;

@@ -32,6 +32,7 @@ const char* ToString(AttemptOutcome o) {
     case AttemptOutcome::kPreempted: return "preempted";
     case AttemptOutcome::kLost: return "lost";
     case AttemptOutcome::kCancelled: return "cancelled";
+    case AttemptOutcome::kMachineFault: return "machine_fault";
   }
   return "unknown";
 }

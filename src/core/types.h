@@ -59,6 +59,9 @@ enum class AttemptOutcome : uint8_t {
   kPreempted,  // vacated for the owner; not a failure
   kLost,       // its worker was declared lost or restarted; not a failure
   kCancelled,  // the job was cancelled
+  // Its machine failed it, not the task (the worker's disk is full); not a failure. The task
+  // goes elsewhere; the worker takes no work until it recovers.
+  kMachineFault,
 };
 
 // One committed output file of a task, stored as a content-addressed blob.
@@ -67,6 +70,36 @@ struct OutputFile {
   std::string sha256;  // lowercase hex, 64 chars
   uint64_t size = 0;   // bytes
   bool operator==(const OutputFile&) const = default;
+};
+
+// A content-addressed blob: a job's input, or an entry of a worker's cache.
+struct BlobRef {
+  std::string sha256;  // lowercase hex, 64 chars
+  uint64_t size = 0;   // bytes
+  auto operator<=>(const BlobRef&) const = default;
+};
+
+// Bytes an attempt moved, as its worker counted them (proto Transfer). Staged files found in the
+// worker's cache are hits; fetched ones (from the coordinator or from peers) misses.
+struct Transfer {
+  uint64_t input_bytes = 0;        // staged into the task dir (inputs and restored checkpoint)
+  uint64_t cached_bytes = 0;       // of those, found in the worker's cache
+  uint64_t coordinator_bytes = 0;  // fetched from the coordinator
+  uint64_t peer_bytes = 0;         // fetched from other workers
+  uint64_t output_bytes = 0;       // outputs and checkpoints uploaded
+  uint64_t cache_hits = 0;
+  uint64_t cache_misses = 0;
+  Transfer& operator+=(const Transfer& o) {
+    input_bytes += o.input_bytes;
+    cached_bytes += o.cached_bytes;
+    coordinator_bytes += o.coordinator_bytes;
+    peer_bytes += o.peer_bytes;
+    output_bytes += o.output_bytes;
+    cache_hits += o.cache_hits;
+    cache_misses += o.cache_misses;
+    return *this;
+  }
+  bool operator==(const Transfer&) const = default;
 };
 
 const char* ToString(TaskState s);

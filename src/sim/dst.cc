@@ -66,12 +66,26 @@ void InvariantChecker::OnBatch(const std::vector<core::Decision>& batch, core::M
       if (heard_.count(c->worker) == 0) heard_[c->worker] = now;
       touched.insert(c->task);
     } else if (const auto* e = std::get_if<core::AttemptEnded>(&d)) {
+      if (e->late) {
+        // A late success replaces the kLost end of an attempt whose worker came back with it.
+        auto l = lost_.find(e->attempt);
+        if (l == lost_.end() || l->second.worker != e->worker ||
+            e->outcome != core::AttemptOutcome::kSucceeded) {
+          Violation(now, "attempt " + std::to_string(e->attempt) +
+                             " ended late, but it had not been lost on that worker");
+        } else {
+          lost_.erase(l);
+        }
+        touched.insert(e->task);
+        continue;
+      }
       auto it = live_.find(e->attempt);
       if (it == live_.end()) {
         Violation(now, "attempt " + std::to_string(e->attempt) + " ended but was not running");
         continue;
       }
       TaskTruth* t = Task(it->second.task);
+      if (e->outcome == core::AttemptOutcome::kLost) lost_.emplace(e->attempt, it->second);
       if (--live_by_worker_[it->second.worker] == 0) live_by_worker_.erase(it->second.worker);
       live_.erase(it);
       if (t == nullptr) continue;

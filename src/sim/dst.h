@@ -72,6 +72,7 @@ class InvariantChecker {
   std::map<core::JobId, uint32_t> max_attempts_;
   std::map<core::JobId, bool> job_final_;
   std::map<core::AttemptId, AttemptTruth> live_;  // running attempts
+  std::map<core::AttemptId, AttemptTruth> lost_;  // ended kLost: a late success may end them again
   std::map<core::WorkerName, uint32_t> live_by_worker_;
   std::map<core::WorkerName, core::MonoTime> heard_;
   std::map<core::AttemptId, std::vector<core::OutputFile>> succeeded_;  // worker truth

@@ -127,7 +127,13 @@ absl::Status MemoryStore::ApplyOne(const core::Decision& d, int64_t now_ms, Undo
     if (a.task != r->task || a.worker != r->worker) {
       return Invalid(in::AttemptMismatchMsg(r->attempt, a.task, a.worker, r->task, r->worker));
     }
-    if (a.outcome != core::AttemptOutcome::kRunning) {
+    if (r->late && r->outcome != core::AttemptOutcome::kSucceeded) {
+      return Invalid(in::LateNotSuccessMsg(r->attempt));
+    }
+    if (r->late && a.outcome != core::AttemptOutcome::kLost) {
+      return Invalid(in::LateNotLostMsg(r->attempt, a.outcome));
+    }
+    if (!r->late && a.outcome != core::AttemptOutcome::kRunning) {
       return Invalid(in::AlreadyEndedMsg(r->attempt, a.outcome));
     }
     undo.push_back([&a, old = a] { a = old; });  // map nodes are stable
@@ -136,6 +142,7 @@ absl::Status MemoryStore::ApplyOne(const core::Decision& d, int64_t now_ms, Undo
     a.message = r->message;
     a.ended_ms = now_ms;
     a.lost_ms = r->lost.count();
+    a.transfer = r->transfer;
     return absl::OkStatus();
   }
 
@@ -237,7 +244,13 @@ absl::StatusOr<core::RestoredState> MemoryStore::Load() {
       in::CountAttempt(rec.outcome, rj.counters);
       rj.counters.suspensions += rec.suspensions;
       rj.counters.lost_work += core::Millis(rec.lost_ms);
-      if (rec.outcome == core::AttemptOutcome::kLost) lost.insert(rec.worker);
+      rj.counters.transfer += rec.transfer;
+      if (rec.outcome == core::AttemptOutcome::kLost) {
+        lost.insert(rec.worker);
+        if (job.rec.state == core::JobState::kRunning) {
+          out.lost.push_back({a, rec.task, rec.worker, core::Millis(rec.lost_ms)});
+        }
+      }
     }
     rj.workers_lost.assign(lost.begin(), lost.end());
     out.jobs.push_back(std::move(rj));

@@ -1,6 +1,6 @@
 // The SQLite store: one database file in WAL mode with synchronous=FULL.
 //
-// File format (schema version 2, kept in PRAGMA user_version; PRAGMA application_id marks the
+// File format (schema version 3, kept in PRAGMA user_version; PRAGMA application_id marks the
 // file as an idlepool store):
 //   jobs        (id INTEGER PRIMARY KEY AUTOINCREMENT, ...)  ids are never reused
 //   tasks       (job_id, idx) WITHOUT ROWID
@@ -8,8 +8,9 @@
 //                suspensions, lost_ms)
 //   outputs     (job_id, idx, path) WITHOUT ROWID
 //   checkpoints (job_id, idx, path) WITHOUT ROWID: each task's latest checkpoint
-// Version 2 added attempts.suspensions, attempts.lost_ms and the checkpoints table; a version 1
-// file is migrated in place when opened.
+// Version 2 added attempts.suspensions, attempts.lost_ms and the checkpoints table; version 3 the
+// attempts' transfer columns (input_bytes ... cache_misses). Older files are migrated in place
+// when opened.
 // Enums are stored as lowercase names (store_internal.h), never as C++ enum values. Job counters
 // and lost workers are not stored: Load recomputes them from the attempts table, so they can
 // never disagree with it.
@@ -38,7 +39,7 @@ namespace {
 
 namespace in = internal;
 
-constexpr int kSchemaVersion = 2;
+constexpr int kSchemaVersion = 3;
 constexpr int32_t kApplicationId = 0x49504f4c;  // "IPOL"
 constexpr int kBusyTimeoutMs = 10000;
 
@@ -105,6 +106,17 @@ CREATE TABLE checkpoints (
   PRIMARY KEY (job_id, idx, path),
   FOREIGN KEY (job_id, idx) REFERENCES tasks(job_id, idx)
 ) WITHOUT ROWID;
+)sql";
+
+// From version 2 to 3: what each attempt moved (AttemptEnded::transfer).
+constexpr const char* kMigrateV3 = R"sql(
+ALTER TABLE attempts ADD COLUMN input_bytes INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE attempts ADD COLUMN cached_bytes INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE attempts ADD COLUMN coordinator_bytes INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE attempts ADD COLUMN peer_bytes INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE attempts ADD COLUMN output_bytes INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE attempts ADD COLUMN cache_hits INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE attempts ADD COLUMN cache_misses INTEGER NOT NULL DEFAULT 0;
 )sql";
 
 // --- small sqlite helpers -------------------------------------------------------------------
@@ -225,7 +237,7 @@ struct Statements {
   StmtPtr insert_attempt, end_attempt, get_attempt;
   StmtPtr update_task, delete_outputs, insert_output;
   StmtPtr update_job, suspend_attempt, delete_checkpoint, insert_checkpoint, get_checkpoint;
-  StmtPtr load_sums;
+  StmtPtr load_sums, load_lost_attempts;
   StmtPtr load_jobs, load_counts, load_lost, load_tasks, load_running, max_attempt;
   StmtPtr get_job, get_job_header, list_jobs, job_exists, list_tasks, list_attempts,
       list_outputs;
@@ -391,6 +403,7 @@ absl::Status SqliteStore::Open() {
     if (*version < 1) return DataLoss(absl::StrCat("bad schema version ", *version));
   }
   const bool migrate_v2 = !fresh && *version == 1;
+  const bool migrate_v3 = !fresh && *version <= 2;
 
   {
     StmtPtr s;
@@ -407,7 +420,7 @@ absl::Status SqliteStore::Open() {
   if (absl::Status s = Exec("PRAGMA synchronous = FULL", "set synchronous"); !s.ok()) return s;
 
   if (fresh) {
-    std::string ddl = absl::StrCat("BEGIN IMMEDIATE;", kSchemaV1, kMigrateV2,
+    std::string ddl = absl::StrCat("BEGIN IMMEDIATE;", kSchemaV1, kMigrateV2, kMigrateV3,
                                    "PRAGMA application_id = ", kApplicationId, ";",
                                    "PRAGMA user_version = ", kSchemaVersion, ";", "COMMIT;");
     if (absl::Status s = Exec(ddl.c_str(), "create schema"); !s.ok()) {
@@ -419,6 +432,14 @@ absl::Status SqliteStore::Open() {
     std::string ddl = absl::StrCat("BEGIN IMMEDIATE;", kMigrateV2, "PRAGMA user_version = 2;",
                                    "COMMIT;");
     if (absl::Status s = Exec(ddl.c_str(), "migrate schema 1 to 2"); !s.ok()) {
+      if (!sqlite3_get_autocommit(db_)) Exec("ROLLBACK", "rollback").IgnoreError();
+      return s;
+    }
+  }
+  if (migrate_v3) {
+    std::string ddl = absl::StrCat("BEGIN IMMEDIATE;", kMigrateV3, "PRAGMA user_version = 3;",
+                                   "COMMIT;");
+    if (absl::Status s = Exec(ddl.c_str(), "migrate schema 2 to 3"); !s.ok()) {
       if (!sqlite3_get_autocommit(db_)) Exec("ROLLBACK", "rollback").IgnoreError();
       return s;
     }
@@ -442,7 +463,9 @@ absl::Status SqliteStore::PrepareAll() {
        "INSERT INTO attempts (id, job_id, idx, worker, outcome, exit_code, message, started_ms, "
        "ended_ms) VALUES (?, ?, ?, ?, ?, 0, '', ?, 0)"},
       {&st_.end_attempt,
-       "UPDATE attempts SET outcome = ?, exit_code = ?, message = ?, ended_ms = ?, lost_ms = ? "
+       "UPDATE attempts SET outcome = ?, exit_code = ?, message = ?, ended_ms = ?, lost_ms = ?, "
+       "input_bytes = ?, cached_bytes = ?, coordinator_bytes = ?, peer_bytes = ?, "
+       "output_bytes = ?, cache_hits = ?, cache_misses = ? "
        "WHERE id = ? AND job_id = ? AND idx = ? AND worker = ? AND outcome = ?"},
       {&st_.suspend_attempt,
        "UPDATE attempts SET suspensions = suspensions + 1 "
@@ -454,7 +477,12 @@ absl::Status SqliteStore::PrepareAll() {
       {&st_.get_checkpoint,
        "SELECT path, sha256, size FROM checkpoints WHERE job_id = ? AND idx = ? ORDER BY path"},
       {&st_.load_sums,
-       "SELECT job_id, sum(suspensions), sum(lost_ms) FROM attempts GROUP BY job_id"},
+       "SELECT job_id, sum(suspensions), sum(lost_ms), sum(input_bytes), sum(cached_bytes), "
+       "sum(coordinator_bytes), sum(peer_bytes), sum(output_bytes), sum(cache_hits), "
+       "sum(cache_misses) FROM attempts GROUP BY job_id"},
+      {&st_.load_lost_attempts,
+       "SELECT a.id, a.job_id, a.idx, a.worker, a.lost_ms FROM attempts a JOIN jobs j "
+       "ON j.id = a.job_id WHERE a.outcome = ? AND j.state = ? ORDER BY a.id"},
       {&st_.get_attempt, "SELECT job_id, idx, worker, outcome FROM attempts WHERE id = ?"},
       {&st_.update_task,
        "UPDATE tasks SET state = ?, failures = ?, committed_attempt = ? "
@@ -485,7 +513,8 @@ absl::Status SqliteStore::PrepareAll() {
        "ORDER BY idx"},
       {&st_.list_attempts,
        "SELECT id, idx, worker, outcome, exit_code, message, started_ms, ended_ms, suspensions, "
-       "lost_ms FROM attempts WHERE job_id = ? ORDER BY id"},
+       "lost_ms, input_bytes, cached_bytes, coordinator_bytes, peer_bytes, output_bytes, "
+       "cache_hits, cache_misses FROM attempts WHERE job_id = ? ORDER BY id"},
       {&st_.list_outputs,
        "SELECT idx, path, sha256, size FROM outputs WHERE job_id = ? ORDER BY idx, path"},
   };
@@ -564,19 +593,32 @@ absl::Status SqliteStore::ApplyOne(const core::Decision& d, int64_t now_ms) {
 
   if (const auto* r = std::get_if<core::AttemptEnded>(&d)) {
     if (r->outcome == core::AttemptOutcome::kRunning) return Invalid(in::EndedRunningMsg(r->attempt));
+    if (r->late && r->outcome != core::AttemptOutcome::kSucceeded) {
+      return Invalid(in::LateNotSuccessMsg(r->attempt));
+    }
     {
       Use u(st_.end_attempt);
       Binder b(u);
+      const core::Transfer& t = r->transfer;
+      auto i64 = [](uint64_t v) { return static_cast<int64_t>(std::min<uint64_t>(v, INT64_MAX)); };
       b.Text(in::OutcomeName(r->outcome))
           .Int(r->exit_code)
           .Text(r->message)
           .Int(now_ms)
           .Int(r->lost.count())
+          .Int(i64(t.input_bytes))
+          .Int(i64(t.cached_bytes))
+          .Int(i64(t.coordinator_bytes))
+          .Int(i64(t.peer_bytes))
+          .Int(i64(t.output_bytes))
+          .Int(i64(t.cache_hits))
+          .Int(i64(t.cache_misses))
           .Int(static_cast<int64_t>(r->attempt))
           .Int(static_cast<int64_t>(r->task.job))
           .Int(r->task.index)
           .Text(r->worker)
-          .Text(in::OutcomeName(core::AttemptOutcome::kRunning));
+          .Text(in::OutcomeName(r->late ? core::AttemptOutcome::kLost
+                                        : core::AttemptOutcome::kRunning));
       if (b.rc() != SQLITE_OK) return Err(b.rc(), "AttemptEnded: bind");
       if (absl::Status s = Step(u, "AttemptEnded: update attempt"); !s.ok()) return s;
       if (sqlite3_changes(db_) == 1) return absl::OkStatus();
@@ -599,6 +641,7 @@ absl::Status SqliteStore::ApplyOne(const core::Decision& d, int64_t now_ms) {
     if (absl::Status s = ParseCol(u, 3, in::ParseOutcome, "attempt outcome", outcome); !s.ok()) {
       return s;
     }
+    if (r->late) return Invalid(in::LateNotLostMsg(r->attempt, outcome));
     return Invalid(in::AlreadyEndedMsg(r->attempt, outcome));
   }
 
@@ -774,6 +817,7 @@ absl::StatusOr<core::RestoredState> SqliteStore::Load() {
       c.failures += one.failures * n;
       c.preemptions += one.preemptions * n;
       c.lost += one.lost * n;
+      c.machine_faults += one.machine_faults * n;
     }
     if (rc != SQLITE_DONE) return finish(Err(rc, "Load: count attempts"));
   }
@@ -785,8 +829,34 @@ absl::StatusOr<core::RestoredState> SqliteStore::Load() {
       core::JobCounters& c = out.jobs[it->second].counters;
       c.suspensions = static_cast<uint64_t>(ColInt(u, 1));
       c.lost_work = core::Millis(ColInt(u, 2));
+      c.transfer.input_bytes = static_cast<uint64_t>(ColInt(u, 3));
+      c.transfer.cached_bytes = static_cast<uint64_t>(ColInt(u, 4));
+      c.transfer.coordinator_bytes = static_cast<uint64_t>(ColInt(u, 5));
+      c.transfer.peer_bytes = static_cast<uint64_t>(ColInt(u, 6));
+      c.transfer.output_bytes = static_cast<uint64_t>(ColInt(u, 7));
+      c.transfer.cache_hits = static_cast<uint64_t>(ColInt(u, 8));
+      c.transfer.cache_misses = static_cast<uint64_t>(ColInt(u, 9));
     }
     if (rc != SQLITE_DONE) return finish(Err(rc, "Load: sum attempts"));
+  }
+  {
+    Use u(st_.load_lost_attempts);
+    if (int b = Binder(u)
+                    .Text(in::OutcomeName(core::AttemptOutcome::kLost))
+                    .Text(in::JobStateName(core::JobState::kRunning))
+                    .rc();
+        b != SQLITE_OK) {
+      return finish(Err(b, "Load: bind"));
+    }
+    while ((rc = sqlite3_step(u)) == SQLITE_ROW) {
+      core::RestoredLost l;
+      l.attempt = static_cast<core::AttemptId>(ColInt(u, 0));
+      l.task = {static_cast<core::JobId>(ColInt(u, 1)), static_cast<uint32_t>(ColInt(u, 2))};
+      l.worker = ColText(u, 3);
+      l.lost = core::Millis(ColInt(u, 4));
+      out.lost.push_back(std::move(l));
+    }
+    if (rc != SQLITE_DONE) return finish(Err(rc, "Load: read lost attempts"));
   }
   {
     Use u(st_.load_lost);
@@ -957,6 +1027,13 @@ absl::StatusOr<std::vector<AttemptRecord>> SqliteStore::ListAttempts(core::JobId
     a.ended_ms = ColInt(u, 7);
     a.suspensions = static_cast<uint32_t>(ColInt(u, 8));
     a.lost_ms = ColInt(u, 9);
+    a.transfer.input_bytes = static_cast<uint64_t>(ColInt(u, 10));
+    a.transfer.cached_bytes = static_cast<uint64_t>(ColInt(u, 11));
+    a.transfer.coordinator_bytes = static_cast<uint64_t>(ColInt(u, 12));
+    a.transfer.peer_bytes = static_cast<uint64_t>(ColInt(u, 13));
+    a.transfer.output_bytes = static_cast<uint64_t>(ColInt(u, 14));
+    a.transfer.cache_hits = static_cast<uint64_t>(ColInt(u, 15));
+    a.transfer.cache_misses = static_cast<uint64_t>(ColInt(u, 16));
     out.push_back(std::move(a));
   }
   if (rc != SQLITE_DONE) return Err(rc, "ListAttempts: read attempts");

@@ -56,6 +56,7 @@ struct AttemptRecord {
   int64_t ended_ms = 0;    // 0 while running
   uint32_t suspensions = 0;  // AttemptSuspended records
   int64_t lost_ms = 0;       // AttemptEnded::lost
+  core::Transfer transfer;   // AttemptEnded::transfer
 };
 
 struct TaskOutput {

@@ -45,6 +45,7 @@ inline const char* OutcomeName(core::AttemptOutcome o) {
     case core::AttemptOutcome::kPreempted: return "preempted";
     case core::AttemptOutcome::kLost: return "lost";
     case core::AttemptOutcome::kCancelled: return "cancelled";
+    case core::AttemptOutcome::kMachineFault: return "machine_fault";
   }
   return "?";
 }
@@ -70,7 +71,7 @@ inline std::optional<core::AttemptOutcome> ParseOutcome(absl::string_view s) {
   for (auto v : {core::AttemptOutcome::kRunning, core::AttemptOutcome::kSucceeded,
                  core::AttemptOutcome::kFailed, core::AttemptOutcome::kTimedOut,
                  core::AttemptOutcome::kPreempted, core::AttemptOutcome::kLost,
-                 core::AttemptOutcome::kCancelled}) {
+                 core::AttemptOutcome::kCancelled, core::AttemptOutcome::kMachineFault}) {
     if (s == OutcomeName(v)) return v;
   }
   return std::nullopt;
@@ -88,6 +89,15 @@ inline void CountAttempt(core::AttemptOutcome o, core::JobCounters& c) {
   if (o == core::AttemptOutcome::kFailed || o == core::AttemptOutcome::kTimedOut) ++c.failures;
   if (o == core::AttemptOutcome::kPreempted) ++c.preemptions;
   if (o == core::AttemptOutcome::kLost) ++c.lost;
+  if (o == core::AttemptOutcome::kMachineFault) ++c.machine_faults;
+}
+// A late success (AttemptEnded::late) replaces a kLost record, and nothing else.
+inline std::string LateNotLostMsg(core::AttemptId a, core::AttemptOutcome o) {
+  return absl::StrCat("AttemptEnded (late success) for attempt ", a, ", which ended ",
+                      OutcomeName(o), ", not lost");
+}
+inline std::string LateNotSuccessMsg(core::AttemptId a) {
+  return absl::StrCat("AttemptEnded for attempt ", a, " is late but not a success");
 }
 inline std::string CheckpointOfEndedMsg(core::AttemptId a) {
   return absl::StrCat("TaskCheckpointed by attempt ", a, ": the attempt is not running");

@@ -867,6 +867,185 @@ TEST(CoreTypes, ToStringWords) {
   EXPECT_STREQ(ToString(AttemptOutcome::kPreempted), "preempted");
   EXPECT_STREQ(ToString(AttemptOutcome::kLost), "lost");
   EXPECT_STREQ(ToString(AttemptOutcome::kCancelled), "cancelled");
+  EXPECT_STREQ(ToString(AttemptOutcome::kMachineFault), "machine_fault");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Data plane: late successes, machine faults, transfer counters, locality
+
+// a runs task 1/0, goes silent past its lease (say its Wi-Fi dropped while it uploaded the
+// outputs), and the task is rerun on b as attempt #2.
+class CoreLateTest : public CoreTest {
+ protected:
+  void SetUp() override {
+    Hello("a", 1, 1, 0);
+    Submit(1, 1, 0);
+    Hello("b", 2, 1, 3000);
+    auto out = TickAt(5000);
+    ASSERT_THAT(Strs(out), ElementsAre("lost a", "ended #1 1/0 @a lost", "task 1/0 pending f=0",
+                                       "created #2 1/0 @b", "task 1/0 running f=0",
+                                       "assign #2 1/0 @b s2"));
+    ASSERT_EQ(JobOf(1).counters.lost, 1u);
+  }
+};
+
+TEST_F(CoreLateTest, SuccessDeliveredAfterReconnectCommitsAndSupersedesTheRerun) {
+  // a comes back (same process) still holding #1, finished: the hello kills it as stale (it no
+  // longer runs anything there), but its report, sent right behind the hello, commits.
+  auto out = Hello("a", 3, 1, 6000, {1});
+  EXPECT_THAT(Strs(out), ElementsAre("kill #1 @a s3 stale"));
+  AttemptReport r{"a", 3, 1, ReportResult::kSucceeded, 0, {Out("frame1.png")}};
+  r.transfer.output_bytes = 10;
+  out = Do(r, 6001);
+  EXPECT_THAT(Strs(out), ElementsAre("ended #1 1/0 @a succeeded", "ended #2 1/0 @b cancelled",
+                                     "task 1/0 succeeded f=0 commit #1 outputs=1",
+                                     "job 1 succeeded", "kill #2 @b s2 superseded",
+                                     "ack #1 @a s3 ok"));
+  EXPECT_TRUE(Only<AttemptEnded>(out).at(0).late);
+  EXPECT_FALSE(Only<AttemptEnded>(out).at(1).late);
+  JobSummary j = JobOf(1);
+  EXPECT_EQ(j.counters.lost, 0u);  // it was not lost after all
+  EXPECT_EQ(j.counters.lost_work, Millis{0});
+  EXPECT_EQ(j.counters.transfer.output_bytes, 10u);
+  EXPECT_EQ(Worker("b").slots_busy, 0u);
+  // b's own success now comes too late: refused, nothing committed twice.
+  out = Report("b", 2, 2, ReportResult::kSucceeded, 6100, {Out("other.png")});
+  EXPECT_THAT(Strs(out), ElementsAre("ack #2 @b s2 refused", "kill #2 @b s2 stale"));
+}
+
+TEST_F(CoreLateTest, OnlyASuccessFromTheSameWorkerWhileTheTaskIsOpenCounts) {
+  Hello("a", 3, 1, 6000);
+  Hello("c", 4, 1, 6000);
+  // Not a success: refused.
+  auto out = Report("a", 3, 1, ReportResult::kFailed, 6001);
+  EXPECT_THAT(Strs(out), ElementsAre("ack #1 @a s3 refused", "kill #1 @a s3 stale"));
+  // Another worker cannot claim it.
+  out = Report("c", 4, 1, ReportResult::kSucceeded, 6002, {Out("x")});
+  EXPECT_THAT(Strs(out), ElementsAre("ack #1 @c s4 refused", "kill #1 @c s4 stale"));
+  // An old session of a cannot either.
+  out = Report("a", 1, 1, ReportResult::kSucceeded, 6003, {Out("x")});
+  EXPECT_THAT(Strs(out), ElementsAre("ack #1 @a s1 refused", "kill #1 @a s1 stale"));
+  // Once the rerun succeeded, the late one is refused.
+  Report("b", 2, 2, ReportResult::kSucceeded, 6004, {Out("b")});
+  out = Report("a", 3, 1, ReportResult::kSucceeded, 6005, {Out("x")});
+  EXPECT_THAT(Strs(out), ElementsAre("ack #1 @a s3 refused", "kill #1 @a s3 stale"));
+  EXPECT_EQ(JobOf(1).counters.lost, 1u);
+}
+
+TEST_F(CoreLateTest, LateSuccessOfAPendingTaskCommits) {
+  // b is lost too: the task waits, pending, when a's success arrives.
+  TickAt(8001);
+  ASSERT_EQ(JobOf(1).pending, 1u);
+  Hello("a", 3, 1, 9000);  // takes the pending task at once as #3...
+  auto out = Report("a", 3, 1, ReportResult::kSucceeded, 9001, {Out("x")});
+  // ...which the late success of #1 supersedes.
+  EXPECT_THAT(Strs(out), ElementsAre("ended #1 1/0 @a succeeded", "ended #3 1/0 @a cancelled",
+                                     "task 1/0 succeeded f=0 commit #1 outputs=1",
+                                     "job 1 succeeded", "kill #3 @a s3 superseded",
+                                     "ack #1 @a s3 ok"));
+}
+
+TEST_F(CoreLateTest, SurvivesACoordinatorRestartThroughTheStore) {
+  RestoredState st;
+  st.jobs.push_back(RestoredJob{JobSubmitted{1, 1}, JobState::kRunning, JobOf(1).counters, {"a"}});
+  st.tasks.push_back(RestoredTask{{1, 0}, TaskState::kRunning, 0});
+  st.running.push_back(RestoredAttempt{2, {1, 0}, "b"});
+  st.lost.push_back(RestoredLost{1, {1, 0}, "a", Millis{4000}});
+  st.next_attempt_id = 3;
+  Scheduler fresh{Options{Millis{5000}}};
+  fresh.Restore(st, At(10000));
+  fresh.Apply(WorkerHello{"a", 7, "boot1", Resources{}, {}}, At(10001));
+  auto out = fresh.Apply(AttemptReport{"a", 7, 1, ReportResult::kSucceeded, 0, {Out("x")}},
+                         At(10002));
+  EXPECT_THAT(Strs(out), ElementsAre("ended #1 1/0 @a succeeded", "ended #2 1/0 @b cancelled",
+                                     "task 1/0 succeeded f=0 commit #1 outputs=1",
+                                     "job 1 succeeded", "ack #1 @a s7 ok"));
+}
+
+TEST_F(CoreTest, MachineFaultRequeuesWithoutCountingAgainstTheTask) {
+  Hello("a", 1, 1);
+  Hello("b", 2, 1);
+  Submit(1, 1, 0, {}, /*max_attempts=*/1);
+  // The disk-full worker says it accepts nothing first, then reports.
+  Do(OwnerStateChanged{"a", 1, false, "suspend", "disk full", {}}, 5);
+  auto out = Report("a", 1, 1, ReportResult::kMachineFault, 10);
+  EXPECT_THAT(Strs(out), ElementsAre("ended #1 1/0 @a machine_fault", "task 1/0 pending f=0",
+                                     "created #2 1/0 @b", "task 1/0 running f=0",
+                                     "ack #1 @a s1 ok", "assign #2 1/0 @b s2"));
+  JobSummary j = JobOf(1);
+  EXPECT_EQ(j.counters.machine_faults, 1u);
+  EXPECT_EQ(j.counters.failures, 0u);
+  Report("b", 2, 2, ReportResult::kSucceeded, 20, {Out("x")});
+  EXPECT_EQ(JobOf(1).state, JobState::kSucceeded);  // max_attempts 1, yet it succeeds
+}
+
+TEST_F(CoreTest, TransferCountersSumOverReports) {
+  Hello("a", 1, 2);
+  Submit(1, 2);
+  AttemptReport r{"a", 1, 1, ReportResult::kSucceeded, 0, {Out("x")}};
+  r.transfer = Transfer{100, 100, 0, 0, 5, 1, 0};
+  Do(r, 10);
+  r.attempt = 2;
+  r.result = ReportResult::kFailed;
+  r.outputs.clear();
+  r.transfer = Transfer{100, 0, 60, 40, 0, 0, 1};
+  Do(r, 11);
+  EXPECT_EQ(JobOf(1).counters.transfer, (Transfer{200, 100, 60, 40, 5, 1, 1}));
+}
+
+class CoreLocalityTest : public CoreTest {
+ protected:
+  static BlobRef Blob(char c, uint64_t size) { return BlobRef{std::string(64, c), size}; }
+  std::vector<Decision> HelloCached(const std::string& worker, SessionId session,
+                                    std::vector<BlobRef> cached, int64_t ms = 0) {
+    WorkerHello h{worker, session, "boot1", Resources{}, {}};
+    h.cached = std::move(cached);
+    return Do(h, ms);
+  }
+  std::vector<Decision> SubmitWithInputs(JobId job, uint32_t tasks, std::vector<BlobRef> inputs,
+                                         int64_t ms = 0) {
+    JobSubmitted j{job, tasks};
+    j.inputs = std::move(inputs);
+    return Do(j, ms);
+  }
+};
+
+TEST_F(CoreLocalityTest, PrefersTheWorkerThatHoldsTheInputs) {
+  HelloCached("a", 1, {});
+  HelloCached("b", 2, {Blob('x', 1 << 30)});
+  // By name "a" would come first; b holds the 1 GiB input.
+  auto out = SubmitWithInputs(1, 1, {Blob('x', 1 << 30)});
+  EXPECT_THAT(Strs(Only<AssignAttempt>(out)), ElementsAre("assign #1 1/0 @b s2"));
+  EXPECT_EQ(Worker("b").cache_bytes, 1u << 30);
+  EXPECT_EQ(Worker("b").cache_blobs, 1u);
+}
+
+TEST_F(CoreLocalityTest, NoInputsOrNoHolderKeepsThePolicyOrder) {
+  HelloCached("a", 1, {});
+  HelloCached("b", 2, {Blob('x', 100)});
+  auto out = SubmitWithInputs(1, 1, {});
+  EXPECT_THAT(Strs(Only<AssignAttempt>(out)), ElementsAre("assign #1 1/0 @a s1"));
+  out = SubmitWithInputs(2, 1, {Blob('y', 100)});
+  EXPECT_THAT(Strs(Only<AssignAttempt>(out)), ElementsAre("assign #2 2/0 @b s2"));
+}
+
+TEST_F(CoreLocalityTest, EvictionIsHeardAndTheInputsFollowTheFirstPlacement) {
+  HelloCached("a", 1, {});
+  HelloCached("b", 2, {Blob('x', 1000)});
+  Do(CacheChanged{"b", 2, {}, {std::string(64, 'x')}}, 1);
+  EXPECT_EQ(Worker("b").cache_blobs, 0u);
+  // Nobody holds it: a by name. The next task of the job then prefers a, which is fetching it.
+  auto out = SubmitWithInputs(1, 2, {Blob('x', 1000)}, 2);
+  EXPECT_THAT(Strs(Only<AssignAttempt>(out)), ElementsAre("assign #1 1/0 @a s1",
+                                                          "assign #2 1/1 @b s2"));
+  Report("a", 1, 1, ReportResult::kSucceeded, 3, {Out("o")});
+  Report("b", 2, 2, ReportResult::kSucceeded, 4, {Out("o")});
+  out = SubmitWithInputs(2, 1, {Blob('x', 1000)}, 5);
+  EXPECT_THAT(Strs(Only<AssignAttempt>(out)), ElementsAre("assign #3 2/0 @a s1"));
+  // A stale session's change is ignored.
+  Do(CacheChanged{"a", 99, {}, {std::string(64, 'x')}}, 6);
+  Do(CacheChanged{"b", 2, {Blob('z', 5)}, {}}, 7);
+  EXPECT_EQ(Worker("b").cache_bytes, 5u);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -459,6 +459,69 @@ TEST_P(StoreConformance, RunningAttemptsComeBackAsRunning) {
   EXPECT_EQ(Attempts(a)[0].ended_ms, 0);
 }
 
+TEST_P(StoreConformance, LostAttemptsOfRunningJobsComeBackAndALateSuccessReplacesOne) {
+  const core::JobId a = Insert(MakeJob("a", 2));
+  const core::JobId b = Insert(MakeJob("b", 1));
+  core::AttemptEnded lost{1, {a, 0}, "w1", AttemptOutcome::kLost, 0, "worker lost",
+                          core::Millis(700)};
+  ASSERT_TRUE(store()
+                  .Apply({Created(1, {a, 0}, "w1"), Created(2, {a, 1}, "w2"),
+                          Created(3, {b, 0}, "w1"), lost,
+                          Ended(2, {a, 1}, "w2", AttemptOutcome::kFailed, 1),
+                          Ended(3, {b, 0}, "w1", AttemptOutcome::kLost), JobTo(b, JobState::kFailed)},
+                         1000)
+                  .ok());
+  REOPEN();
+  core::RestoredState s = MustLoad();
+  // Only job a still runs; only the lost attempt comes back.
+  ASSERT_EQ(s.lost.size(), 1u);
+  EXPECT_EQ(s.lost[0].attempt, 1u);
+  EXPECT_EQ(s.lost[0].task, (TaskKey{a, 0}));
+  EXPECT_EQ(s.lost[0].worker, "w1");
+  EXPECT_EQ(s.lost[0].lost, core::Millis(700));
+  EXPECT_EQ(s.jobs.at(0).counters.lost, 1u);
+
+  // A late end must be a success of a lost attempt.
+  core::AttemptEnded late{1, {a, 0}, "w1", AttemptOutcome::kFailed, 0, "", core::Millis(0)};
+  late.late = true;
+  EXPECT_EQ(store().Apply({late}, 2000).code(), absl::StatusCode::kInvalidArgument);
+  late.outcome = AttemptOutcome::kSucceeded;
+  late.attempt = 2;
+  late.task = {a, 1};
+  late.worker = "w2";
+  EXPECT_EQ(store().Apply({late}, 2000).code(), absl::StatusCode::kInvalidArgument);
+  late.attempt = 1;
+  late.task = {a, 0};
+  late.worker = "w1";
+  late.transfer.output_bytes = 42;
+  ASSERT_TRUE(store().Apply({late, TaskTo({a, 0}, TaskState::kSucceeded, 0, 1, {File("o", 'b', 3)})},
+                            2000)
+                  .ok());
+  REOPEN();
+  s = MustLoad();
+  EXPECT_TRUE(s.lost.empty());
+  EXPECT_EQ(s.jobs.at(0).counters.lost, 0u);
+  EXPECT_EQ(s.jobs.at(0).counters.lost_work, core::Millis(0));
+  EXPECT_EQ(s.jobs.at(0).counters.transfer.output_bytes, 42u);
+  EXPECT_EQ(Attempts(a)[0].outcome, AttemptOutcome::kSucceeded);
+  // Once replaced it cannot be replaced again.
+  EXPECT_EQ(store().Apply({late}, 3000).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_P(StoreConformance, MachineFaultsAreCountedApart) {
+  const core::JobId a = Insert(MakeJob("a", 1));
+  ASSERT_TRUE(store()
+                  .Apply({Created(1, {a, 0}, "w1"),
+                          Ended(1, {a, 0}, "w1", AttemptOutcome::kMachineFault, 0, "disk full")},
+                         1000)
+                  .ok());
+  REOPEN();
+  core::RestoredState s = MustLoad();
+  EXPECT_EQ(s.jobs.at(0).counters.machine_faults, 1u);
+  EXPECT_EQ(s.jobs.at(0).counters.failures, 0u);
+  EXPECT_EQ(Attempts(a)[0].outcome, AttemptOutcome::kMachineFault);
+}
+
 TEST_P(StoreConformance, NextAttemptIdIsOnePastTheLargestEver) {
   const core::JobId id = Insert(MakeJob("a", 2));
   EXPECT_EQ(MustLoad().next_attempt_id, 1u);
@@ -875,6 +938,15 @@ class SqliteStoreTest : public ::testing::Test {
     sqlite3_free(err);
     sqlite3_close(db);
   }
+  // Makes a current file a version 2 file, as idlepool wrote it before transfer counters.
+  static void DowngradeToV2(const std::string& path) {
+    for (const char* c : {"input_bytes", "cached_bytes", "coordinator_bytes", "peer_bytes",
+                          "output_bytes", "cache_hits", "cache_misses"}) {
+      RawExec(path, absl::StrCat("ALTER TABLE attempts DROP COLUMN ", c));
+    }
+    RawExec(path, "PRAGMA user_version = 2");
+  }
+
   static std::string RawQuery(const std::string& path, const std::string& sql) {
     sqlite3* db = nullptr;
     std::string out;
@@ -965,7 +1037,7 @@ TEST_F(SqliteStoreTest, NewerSchemaVersionIsRefused) {
     ASSERT_TRUE(s.ok()) << s.status();
     ASSERT_TRUE((*s)->InsertJob(MakeJob("a", 1), 1).ok());
   }
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "2");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "3");
   RawExec(path, "PRAGMA user_version = 7");
   absl::StatusOr<std::unique_ptr<Store>> s = OpenSqliteStore(path);
   ASSERT_FALSE(s.ok());
@@ -973,7 +1045,7 @@ TEST_F(SqliteStoreTest, NewerSchemaVersionIsRefused) {
   EXPECT_THAT(s.status().message(), HasSubstr(path));
   EXPECT_THAT(s.status().message(), HasSubstr("schema version 7"));
   // Back to the known version, it opens again with the data intact.
-  RawExec(path, "PRAGMA user_version = 2");
+  RawExec(path, "PRAGMA user_version = 3");
   auto again = OpenSqliteStore(path);
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ((*again)->ListJobs()->size(), 1u);
@@ -988,13 +1060,14 @@ TEST_F(SqliteStoreTest, SchemaVersionOneIsMigratedInPlace) {
     ASSERT_TRUE((*s)->Apply({Created(1, {1, 0}, "w1")}, 2).ok());
   }
   // Make it a version 1 file, as idlepool 0.1 wrote it.
+  DowngradeToV2(path);
   RawExec(path, "DROP TABLE checkpoints");
   RawExec(path, "ALTER TABLE attempts DROP COLUMN suspensions");
   RawExec(path, "ALTER TABLE attempts DROP COLUMN lost_ms");
   RawExec(path, "PRAGMA user_version = 1");
   auto s = OpenSqliteStore(path);
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "2");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "3");
   ASSERT_TRUE((*s)->Apply({core::AttemptSuspended{1, {1, 0}},
                            core::TaskCheckpointed{{1, 0}, 1, {File("x", 'a', 1)}}},
                           3)
@@ -1003,6 +1076,27 @@ TEST_F(SqliteStoreTest, SchemaVersionOneIsMigratedInPlace) {
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   EXPECT_EQ(loaded->jobs.at(0).counters.suspensions, 1u);
   EXPECT_EQ(loaded->running.size(), 1u);
+}
+
+TEST_F(SqliteStoreTest, SchemaVersionTwoIsMigratedInPlace) {
+  const std::string path = Path("state.db");
+  {
+    auto s = OpenSqliteStore(path);
+    ASSERT_TRUE(s.ok()) << s.status();
+    ASSERT_TRUE((*s)->InsertJob(MakeJob("a", 1), 1).ok());
+    ASSERT_TRUE((*s)->Apply({Created(1, {1, 0}, "w1")}, 2).ok());
+  }
+  DowngradeToV2(path);
+  auto s = OpenSqliteStore(path);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "3");
+  core::AttemptEnded ended{1, {1, 0}, "w1", core::AttemptOutcome::kFailed, 1, "x"};
+  ended.transfer.input_bytes = 10;
+  ended.transfer.cache_hits = 1;
+  ASSERT_TRUE((*s)->Apply({ended}, 3).ok());
+  auto loaded = (*s)->Load();
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->jobs.at(0).counters.transfer, ended.transfer);
 }
 
 TEST_F(SqliteStoreTest, DeletedJobIdIsNeverReused) {
