@@ -15,6 +15,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev parallel procps jq sqlite3
   # the demo's real input and tools
   povray povray-examples ffmpeg
+  # the OCR example (examples/ocr): pages rendered with groff + ghostscript, read by tesseract
+  groff-base ghostscript tesseract-ocr tesseract-ocr-eng
 )
 
 missing=()
