@@ -302,6 +302,11 @@ int main(int argc, char** argv) {
                  "I/O)");
   work->add_option("--name", wopts.name, "worker name, unique in the pool (default: host name)");
   work->add_option("--memory-mb", wopts.memory_mb, "memory offered (default: not stated)");
+  uint64_t min_free_disk_mb = wopts.min_free_disk_bytes >> 20;
+  work->add_option("--min-free-disk-mb", min_free_disk_mb,
+                   "take no work while less than this many MiB are free under --work-dir")
+      ->capture_default_str()
+      ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 40));
   work->add_option("--heartbeat-ms", worker_hb_ms, "heartbeat interval")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{10}, int64_t{600'000}));
@@ -519,6 +524,7 @@ int main(int argc, char** argv) {
     wopts.coordinator = common.coordinator;
     wopts.token = common.token;
     wopts.heartbeat = idlepool::core::Millis(worker_hb_ms);
+    wopts.min_free_disk_bytes = min_free_disk_mb << 20;
     idlepool::worker::Worker w(wopts);
     std::thread waiter([&] {
       idlepool::platform::WaitForTerminationSignal();

@@ -856,6 +856,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
         *as->mutable_command() = spec.command();
         *as->mutable_inputs() = spec.inputs();
         *as->mutable_outputs() = spec.outputs();
+        as->set_allow_empty_outputs(spec.allow_empty_outputs());
         *as->mutable_resources() = spec.resources();
         as->set_timeout_s(spec.timeout_s());
         if (it->second.any_checkpoint) {

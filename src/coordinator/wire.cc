@@ -32,6 +32,7 @@ v1::JobSpec ToProto(const spec::JobSpec& s) {
   }
   for (const auto& in : s.inputs) p.add_inputs()->set_path(in.path);
   for (const auto& o : s.outputs) p.add_outputs(o);
+  p.set_allow_empty_outputs(s.allow_empty_outputs);
   *p.mutable_resources() = ToProto(s.resources);
   p.set_max_attempts(s.max_attempts);
   p.set_timeout_s(s.timeout_s);
@@ -59,6 +60,7 @@ spec::JobSpec FromProto(const v1::JobSpec& p) {
   }
   for (const auto& in : p.inputs()) s.inputs.push_back(spec::Input{"", in.path()});
   s.outputs.assign(p.outputs().begin(), p.outputs().end());
+  s.allow_empty_outputs = p.allow_empty_outputs();
   s.resources = FromProto(p.resources());
   s.max_attempts = p.max_attempts();
   s.timeout_s = p.timeout_s();

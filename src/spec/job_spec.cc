@@ -52,7 +52,7 @@ constexpr std::string_view kAttemptsWhy =
 
 constexpr std::string_view kTopKeys[] = {"name",    "command",    "frames", "chunk",
                                          "items",   "items_file", "count",  "inputs",
-                                         "outputs", "resources",  "retry"};
+                                         "outputs", "resources",  "retry", "allow_empty_outputs"};
 constexpr std::string_view kResourceKeys[] = {"cpus", "gpus", "memory_mb"};
 constexpr std::string_view kRetryKeys[] = {"max_attempts", "timeout_s"};
 constexpr std::string_view kKindKeys[] = {"frames", "items", "items_file", "count"};
@@ -822,6 +822,13 @@ absl::StatusOr<JobSpec> ReadJob(const Ctx& ctx, const toml::table& root) {
     if (absl::Status s = expander.Expand(*n, spec.inputs); !s.ok()) return s;
   }
   if (absl::Status s = ReadStringArray(ctx, root, "outputs", spec.outputs); !s.ok()) return s;
+  if (const toml::node* n = root.get("allow_empty_outputs")) {
+    if (!n->is_boolean()) {
+      return KeyError(ctx, n->source(), "allow_empty_outputs",
+                      absl::StrCat("must be true or false, got ", Describe(*n)));
+    }
+    spec.allow_empty_outputs = n->as_boolean()->get();
+  }
 
   if (resources != nullptr) {
     core::Resources& r = spec.resources;

@@ -99,6 +99,9 @@ struct JobSpec {
   uint64_t count = 0;                // kCount
   std::vector<Input> inputs;         // files (directories and globs already expanded)
   std::vector<std::string> outputs;  // globs relative to the task dir, normalized like Input::path
+  // A zero-byte output fails the attempt (a render that wrote an empty frame is not done) unless
+  // this is set (`allow_empty_outputs = true`: a task whose empty log is a result).
+  bool allow_empty_outputs = false;
   core::Resources resources;         // cpus default 1
   uint32_t max_attempts = 3;         // failures per task, 1..kMaxAttempts; preemptions never count
   uint32_t timeout_s = 0;            // per attempt; 0 = none

@@ -19,6 +19,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "blob/blob.h"
+#include "worker/outbox.h"
 #include "coordinator/wire.h"
 #include "grpcpp/grpcpp.h"
 #include "idlepool.grpc.pb.h"
@@ -84,7 +85,8 @@ class Worker::Impl {
       : options_(std::move(options)),
         clock_(clock),
         boot_id_(platform::RandomHex(16)),
-        cache_((fs::path(options_.work_dir) / "cache").string()) {
+        cache_((fs::path(options_.work_dir) / "cache").string()),
+        outbox_((fs::path(options_.work_dir) / "outbox").string()) {
     if (options_.name.empty()) options_.name = HostName();
     if (options_.slots == 0) options_.slots = std::max(1u, std::thread::hardware_concurrency());
     heartbeat_ = options_.heartbeat;
@@ -122,6 +124,18 @@ class Worker::Impl {
           absl::StrCat("cannot use work dir ", options_.work_dir, ": ", ec.message()));
     }
     if (auto st = cache_.Init(); !st.ok()) return st;
+    // Finished attempts an earlier run of this worker filed but could not deliver: delivered now
+    // (their tasks were requeued when that run ended; the coordinator still takes a success
+    // whose task has not succeeded elsewhere meanwhile).
+    auto filed = outbox_.Open();
+    if (!filed.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot use work dir ", options_.work_dir, ": ", filed.status().message()));
+    }
+    if (!filed->empty()) {
+      spdlog::info("outbox: {} finished attempts from an earlier run to deliver", filed->size());
+      outbox_thread_ = std::thread([this, reports = std::move(*filed)] { Redeliver(reports); });
+    }
 
     // Containment: one cgroup per attempt where the machine allows it.
     std::string why;
@@ -203,6 +217,7 @@ class Worker::Impl {
     }
     JoinAttemptThreads();
     JoinOwnerThreads();
+    if (outbox_thread_.joinable()) outbox_thread_.join();
     return absl::OkStatus();
   }
 
@@ -264,6 +279,8 @@ class Worker::Impl {
     std::unique_ptr<platform::Process> process;  // set while the command runs
     bool killed = false;    // killed by the coordinator: no report
     bool finished = false;  // report built, awaiting acknowledgement
+    bool filed = false;     // its outputs are in the outbox: a stale kill no longer drops them
+    bool undelivered = false;  // filed, but the worker stopped before it was uploaded
     v1::AttemptReport report;
     std::unique_ptr<platform::TaskCgroup> cgroup;  // outlives `process`
     core::MonoTime started{};
@@ -463,10 +480,18 @@ class Worker::Impl {
       if (it == attempts_.end()) return;
       a = it->second;
     }
-    spdlog::info("attempt {}: killed by the coordinator ({})", id, reason);
     bool drop = false;
     {
       std::lock_guard lock(a->mu);
+      // Finished work is never thrown away for a stale kill (the coordinator lost track of the
+      // attempt while its link was down): its report is delivered and may still commit. A job
+      // cancelled, or a task already done elsewhere, does drop it.
+      if (a->filed && reason == "stale attempt") {
+        spdlog::info("attempt {}: coordinator says stale; delivering its finished outputs anyway",
+                     id);
+        return;
+      }
+      spdlog::info("attempt {}: killed by the coordinator ({})", id, reason);
       a->killed = true;
       if (a->process) a->process->Kill(SIGKILL);
       drop = a->finished;
@@ -502,6 +527,52 @@ class Worker::Impl {
     RecycleDir(a->dir + ".checkpoint");
     fs::remove(a->dir + ".stdout.log", ec);
     fs::remove(a->dir + ".stderr.log", ec);
+    outbox_.Remove(id);
+  }
+
+  // Delivers outbox entries left by an earlier run: uploads their outputs, then sends their
+  // reports (resent after every reconnect until acknowledged, like any finished attempt).
+  void Redeliver(std::vector<v1::AttemptReport> reports) {
+    for (auto& r : reports) {
+      bool delivered = true;
+      core::Millis backoff{200};
+      for (const auto& o : r.outputs()) {
+        while (!stopping_) {
+          absl::Status st = UploadIfMissing(outbox_.PathOf(r.attempt(), o.path()), o);
+          if (st.ok()) break;
+          if (st.code() == absl::StatusCode::kDataLoss || st.code() == absl::StatusCode::kNotFound ||
+              st.code() == absl::StatusCode::kFailedPrecondition) {
+            spdlog::warn("outbox: attempt {}: output {} is damaged ({}); dropping the attempt",
+                         r.attempt(), o.path(), std::string(st.message()));
+            delivered = false;
+            break;
+          }
+          WaitStop(backoff);
+          backoff = std::min(backoff * 2, core::Millis(5000));
+        }
+        if (stopping_ || !delivered) break;
+      }
+      if (stopping_) return;
+      if (!delivered) {
+        outbox_.Remove(r.attempt());
+        continue;
+      }
+      auto a = std::make_shared<Attempt>();
+      a->id = r.attempt();
+      a->dir = (fs::path(options_.work_dir) / "attempts" / std::to_string(r.attempt())).string();
+      a->finished = true;
+      a->filed = true;
+      a->report = r;
+      {
+        std::lock_guard lock(mu_);
+        if (attempts_.count(a->id) != 0) continue;
+        attempts_[a->id] = a;
+      }
+      spdlog::info("outbox: attempt {} delivered from an earlier run", r.attempt());
+      v1::WorkerMessage m;
+      *m.mutable_report() = r;
+      Send(m);
+    }
   }
 
   // Every task runs with IDLEPOOL_WORK_DIR set to this worker's work dir, so a restarted worker
@@ -607,7 +678,9 @@ class Worker::Impl {
       }
       process = std::move(a->process);
       cgroup = std::move(a->cgroup);
-      if (!a->killed) {
+      if (a->undelivered) {
+        // Left in the outbox for the next run of this worker; nothing to report now.
+      } else if (!a->killed) {
         a->finished = true;
         a->report = report;
         send = true;
@@ -616,11 +689,16 @@ class Worker::Impl {
     // Outside the lock: the group goes after the process that may still signal it, and after
     // the report (emptying or removing a group can wait for a straggler to die).
     process.reset();
+    bool undelivered;
+    {
+      std::lock_guard lock(a->mu);
+      undelivered = a->undelivered;
+    }
     if (send) {
       v1::WorkerMessage m;
       *m.mutable_report() = report;
       Send(m);
-    } else {
+    } else if (!undelivered) {
       Forget(a->id);
     }
     ReleaseCgroup(std::move(cgroup));
@@ -684,10 +762,17 @@ class Worker::Impl {
       input_paths.insert(in.path());
       absl::Status st = EnsureCached(in, a);
       if (!st.ok() && Vacating(a)) return Preempted(a, report);
+      if (st.code() == absl::StatusCode::kResourceExhausted) {
+        return MachineFault(report, absl::StrCat("cannot stage input '", in.path(), "': ",
+                                                 st.message()));
+      }
       if (!st.ok()) return Fail(report, absl::StrCat("cannot stage input '", in.path(), "': ",
                                                      st.message()));
       std::string dst = task_dir + "/" + in.path();
       st = blob::CloneOrCopy(cache_.PathOf(in.sha256()), dst);
+      if (st.code() == absl::StatusCode::kResourceExhausted) {
+        return MachineFault(report, std::string(st.message()));
+      }
       if (!st.ok()) return Fail(report, std::string(st.message()));
       ::chmod(dst.c_str(), (in.mode() & 0777) | 0400);
     }
@@ -807,6 +892,14 @@ class Worker::Impl {
       report->set_message(absl::StrCat("timed out after ", as.timeout_s(), " s"));
       return;
     }
+    if ((exit.signal != 0 || exit.exit_code != 0) && LowOnDisk()) {
+      // The task most likely failed for want of space: the machine's fault, not the task's.
+      return MachineFault(report, absl::StrCat("the task failed (",
+                                               exit.signal != 0
+                                                   ? absl::StrCat("signal ", exit.signal)
+                                                   : absl::StrCat("exit code ", exit.exit_code),
+                                               ") while the disk was full: ", DiskReason()));
+    }
     if (exit.signal != 0) {
       return Fail(report, absl::StrCat("killed by signal ", exit.signal));
     }
@@ -852,6 +945,12 @@ class Worker::Impl {
             ::globfree(&g);
             return Fail(report, std::string(digest.status().message()));
           }
+          if (digest->size == 0 && !as.allow_empty_outputs()) {
+            ::globfree(&g);
+            report->clear_outputs();
+            return Fail(report, absl::StrCat("output '", rel, "' is empty (0 bytes); set "
+                                             "allow_empty_outputs = true if that is a result"));
+          }
           auto* o = report->add_outputs();
           o->set_path(rel);
           o->set_sha256(digest->sha256);
@@ -864,21 +963,93 @@ class Worker::Impl {
         return Fail(report, absl::StrCat("output pattern '", pattern, "' matched no file"));
       }
     }
-    // Upload; retried until it works, the attempt is killed, or the worker stops. Never a
-    // reason to run the task again.
+    // File the outputs and the report in the durable outbox: from here on the work survives cut
+    // links, coordinator restarts and a restart of this worker.
+    report->set_result(v1::AttemptReport::SUCCEEDED);
+    if (absl::Status st = outbox_.File(*report, task_dir); !st.ok()) {
+      report->clear_outputs();
+      if (st.code() == absl::StatusCode::kResourceExhausted) {
+        return MachineFault(report, absl::StrCat("cannot keep the outputs: ", st.message()));
+      }
+      return Fail(report, std::string(st.message()));
+    }
+    {
+      std::lock_guard lock(a.mu);
+      a.filed = true;
+    }
+    // Upload; retried until it works, the attempt is killed (cancelled, or done elsewhere), or
+    // the worker stops. Never a reason to run the task again.
     core::Millis backoff{200};
     for (const auto& o : report->outputs()) {
       while (true) {
         if (Abandoned(a)) return Fail(report, "stopped while uploading outputs");
-        absl::Status st = UploadIfMissing(task_dir + "/" + o.path(), o);
+        if (stopping_) {
+          // Filed: the next run of this worker delivers it (see Redeliver). No report now.
+          std::lock_guard lock(a.mu);
+          a.undelivered = true;
+          return;
+        }
+        absl::Status st = UploadIfMissing(outbox_.PathOf(a.id, o.path()), o);
         if (st.ok()) break;
+        if (st.code() == absl::StatusCode::kDataLoss || st.code() == absl::StatusCode::kNotFound ||
+            st.code() == absl::StatusCode::kFailedPrecondition) {
+          // Its bytes no longer match what was hashed when the task ended (something truncated
+          // or rewrote it since): the task's result cannot be trusted.
+          report->clear_outputs();
+          return Fail(report, absl::StrCat("output '", o.path(), "' changed after the task ended (",
+                                           st.message(), ")"));
+        }
         spdlog::warn("attempt {}: upload of {} failed ({}); retrying in {} ms", a.id, o.path(),
                      std::string(st.message()), backoff.count());
         WaitStop(backoff);
         backoff = std::min(backoff * 2, core::Millis(5000));
       }
     }
-    report->set_result(v1::AttemptReport::SUCCEEDED);
+  }
+
+  // The machine failed the attempt, not the task: its disk is full. Reported MACHINE_FAULT
+  // (never counted against the task); this worker takes no work until space frees.
+  void MachineFault(v1::AttemptReport* report, const std::string& message) {
+    report->set_result(v1::AttemptReport::MACHINE_FAULT);
+    report->set_message(spec::TruncateUtf8(message, 1024));
+    DiskFull(message);
+  }
+
+  // Stops taking work until options_.min_free_disk_bytes are free again (checked by the owner
+  // loop). Told to the coordinator before the attempt's report, so the task is not sent back.
+  void DiskFull(const std::string& why) {
+    if (disk_full_.exchange(true)) return;
+    accepting_ = false;
+    spdlog::warn("disk full under {} ({}): taking no work until {} MiB are free",
+                 options_.work_dir, why, options_.min_free_disk_bytes >> 20);
+    v1::WorkerMessage m;
+    {
+      std::lock_guard lock(owner_mu_);
+      m = owner_sent_;
+    }
+    auto* o = m.mutable_owner_state();
+    o->set_accepting(false);
+    if (o->state().empty()) o->set_state("run");
+    o->set_reason(spec::TruncateUtf8(DiskReason(), 200));
+    o->clear_suspended_attempts();
+    {
+      std::lock_guard lock(owner_mu_);
+      owner_sent_ = m;
+    }
+    Send(m);
+  }
+
+  std::string DiskReason() const {
+    auto free = FreeDiskBytes(options_.work_dir);
+    return absl::StrCat("disk full: ", free ? absl::StrCat(*free >> 20, " MiB") : "?",
+                        " free under the work dir, need ", options_.min_free_disk_bytes >> 20,
+                        " MiB");
+  }
+
+  // True when the work dir's file system has less than the minimum free.
+  bool LowOnDisk() const {
+    auto free = FreeDiskBytes(options_.work_dir);
+    return free && *free < options_.min_free_disk_bytes;
   }
 
   // Everything put in a report is valid UTF-8 (protobuf refuses anything else, and the session
@@ -980,7 +1151,16 @@ class Worker::Impl {
     }
     std::vector<uint64_t> frozen_now;
     suspended_ = d.action == Action::kSuspend;
-    accepting_ = d.action == Action::kRun && !stopping_;
+    // A full disk takes no work until enough is free again (running attempts go on).
+    if (disk_full_ && !LowOnDisk()) {
+      disk_full_ = false;
+      spdlog::info("disk space is back under {}: taking work again", options_.work_dir);
+    } else if (!disk_full_ && LowOnDisk()) {
+      disk_full_ = true;
+      spdlog::warn("{}: taking no work", DiskReason());
+    }
+    const bool disk_full = disk_full_;
+    accepting_ = d.action == Action::kRun && !stopping_ && !disk_full;
     if (d.action == Action::kSuspend) {
       for (auto& a : all) {
         std::lock_guard lock(a->mu);
@@ -1013,8 +1193,10 @@ class Worker::Impl {
 
     // Told again when the rule behind it changes too (a keypress, then the heat), so the
     // coordinator never shows a stale reason.
-    const bool changed = d.action != last_action_ || d.cause != last_cause_;
+    const bool changed =
+        d.action != last_action_ || d.cause != last_cause_ || disk_full != last_disk_full_;
     last_cause_ = d.cause;
+    last_disk_full_ = disk_full;
     if (changed || !frozen_now.empty()) {
       if (changed) {
         spdlog::info("owner policy: {} ({}){}", ToString(d.action), d.reason,
@@ -1044,7 +1226,8 @@ class Worker::Impl {
     auto* o = m.mutable_owner_state();
     o->set_accepting(accepting_);
     o->set_state(ToString(d.action));
-    o->set_reason(spec::TruncateUtf8(d.reason, 200));
+    o->set_reason(spec::TruncateUtf8(
+        disk_full_ && d.action == Action::kRun ? DiskReason() : d.reason, 200));
     {
       std::lock_guard lock(owner_mu_);
       owner_sent_ = m;
@@ -1070,7 +1253,8 @@ class Worker::Impl {
   // An attempt still staging its inputs is handed back before it starts. True when started.
   bool Vacate(Attempt& a, core::Millis grace, const std::string& reason) {
     std::lock_guard lock(a.mu);
-    if (a.finished || a.killed) return false;
+    // A filed attempt has finished its work: it is delivered, never vacated.
+    if (a.finished || a.killed || a.filed) return false;
     if (a.vacating) {
       if (a.process) a.process->Terminate(grace);  // a shorter grace (sleep) takes effect
       return true;
@@ -1226,6 +1410,8 @@ class Worker::Impl {
   const platform::Clock& clock_;
   const std::string boot_id_;
   blob::BlobDir cache_;
+  Outbox outbox_;
+  std::thread outbox_thread_;  // Redeliver
   std::unique_ptr<platform::FileLock> work_dir_lock_;
   std::string work_dir_real_;  // canonical work dir, marks this worker's tasks
   std::shared_ptr<grpc::Channel> channel_;
@@ -1241,6 +1427,8 @@ class Worker::Impl {
   PolicyState policy_state_;              // owner thread only (and Run before it starts)
   std::optional<Action> last_action_;     // owner thread only; none before the first step
   Cause last_cause_ = Cause::kNone;       // owner thread only
+  bool last_disk_full_ = false;           // owner thread only
+  std::atomic<bool> disk_full_{false};    // see DiskFull()
   std::atomic<bool> accepting_{true};     // the owner policy allows new work
   std::atomic<bool> suspended_{false};    // the owner policy says suspend
   std::atomic<bool> sleep_pending_{false};

@@ -6,9 +6,13 @@
 // $IDLEPOOL_CHECKPOINT_DIR; the command runs in its own cgroup (where the machine allows, else
 // its own process group) at low CPU and I/O priority, with IDLEPOOL_* variables set and capped
 // logs; on cancel or timeout the whole tree is killed; outputs
-// matching the job's globs are hashed and uploaded (retried with backoff, never dropped, never a
-// reason to re-run) and only then reported. A finished attempt stays on disk until the
-// coordinator acknowledges its report, across reconnects.
+// matching the job's globs are hashed, filed in the durable outbox (worker/outbox.h: they survive
+// cut links, coordinator restarts and restarts of this worker), uploaded (resumable, retried with
+// backoff, never dropped, never a reason to re-run) and only then reported; the report is resent
+// after every reconnect until the coordinator acknowledges it. A zero-byte output fails the
+// attempt unless the job allows empty outputs; an output that changes after it was hashed
+// (truncated by a leftover process) fails it too. A full disk is the machine's fault (see
+// Options::min_free_disk_bytes).
 //
 // The owner comes first. A thread samples the machine's sensors (or --sensors-dir) whenever
 // they change, and at least once a second, and applies the owner policy (owner_policy.h):
@@ -51,6 +55,12 @@ struct Options {
   // empty: the machine's own sensors (platform/linux_sensors.h).
   std::string sensors_dir;
   bool low_priority = true;  // run tasks as SCHED_IDLE, nice 19, idle I/O class
+  // Free disk space (bytes, under work_dir) below which the worker takes no work. When the disk
+  // fills during an attempt (ENOSPC, or the task fails while free space is below this), the
+  // attempt ends MACHINE_FAULT (the task goes elsewhere, never counted against it) and the
+  // worker accepts nothing until this much is free again. 256 MiB: room for logs, the outbox and
+  // the cache index; BOINC's "leave at least N GB free" preference plays the same role.
+  uint64_t min_free_disk_bytes = 256ull << 20;
 };
 
 class Worker {

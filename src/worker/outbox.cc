@@ -1,0 +1,161 @@
+#include "worker/outbox.h"
+
+#include <fcntl.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "spdlog/spdlog.h"
+
+namespace idlepool::worker {
+namespace fs = std::filesystem;
+
+namespace {
+
+absl::Status ErrnoStatus(const std::string& what, int err) {
+  std::string msg = absl::StrCat(what, ": ", std::strerror(err));
+  if (err == ENOSPC || err == EDQUOT) return absl::ResourceExhaustedError(msg);
+  if (err == ENOENT) return absl::NotFoundError(msg);
+  return absl::InternalError(msg);
+}
+
+absl::Status FromErrorCode(const std::string& what, const std::error_code& ec) {
+  return ErrnoStatus(what, ec.value());
+}
+
+void SyncDir(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+
+// Writes `data` to `path` durably: temp file, fsync, rename, fsync of the dir.
+absl::Status WriteDurably(const std::string& path, const std::string& data) {
+  const std::string temp = path + ".tmp";
+  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoStatus(absl::StrCat("cannot create ", temp), errno);
+  const char* p = data.data();
+  size_t left = data.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int err = errno;
+      ::close(fd);
+      ::unlink(temp.c_str());
+      return ErrnoStatus(absl::StrCat("cannot write ", temp), err);
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    int err = errno;
+    ::close(fd);
+    ::unlink(temp.c_str());
+    return ErrnoStatus(absl::StrCat("cannot sync ", temp), err);
+  }
+  ::close(fd);
+  if (::rename(temp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    ::unlink(temp.c_str());
+    return ErrnoStatus(absl::StrCat("cannot rename ", temp), err);
+  }
+  SyncDir(fs::path(path).parent_path().string());
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+Outbox::Outbox(std::string dir) : dir_(std::move(dir)) {}
+
+std::string Outbox::EntryDir(uint64_t attempt) const {
+  return absl::StrCat(dir_, "/", attempt);
+}
+
+std::string Outbox::PathOf(uint64_t attempt, const std::string& rel) const {
+  return absl::StrCat(EntryDir(attempt), "/files/", rel);
+}
+
+absl::StatusOr<std::vector<v1::AttemptReport>> Outbox::Open() {
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  if (ec) return FromErrorCode(absl::StrCat("cannot create ", dir_), ec);
+  std::vector<v1::AttemptReport> out;
+  std::vector<uint64_t> ids;
+  for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
+    uint64_t id = 0;
+    const std::string name = it->path().filename().string();
+    if (!absl::SimpleAtoi(name, &id) || id == 0) {
+      fs::remove_all(it->path(), ec);  // not ours (or a stray temp): garbage
+      ec.clear();
+      continue;
+    }
+    ids.push_back(id);
+  }
+  std::sort(ids.begin(), ids.end());
+  for (uint64_t id : ids) {
+    const std::string report_path = EntryDir(id) + "/report.pb";
+    std::ifstream in(report_path, std::ios::binary);
+    v1::AttemptReport r;
+    if (!in || !r.ParseFromIstream(&in) || r.attempt() != id) {
+      if (in) spdlog::warn("outbox: {} is unreadable; dropping the entry", report_path);
+      Remove(id);  // incomplete: the worker died while filing it
+      continue;
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+absl::Status Outbox::File(const v1::AttemptReport& report, const std::string& task_dir) {
+  const std::string entry = EntryDir(report.attempt());
+  std::error_code ec;
+  fs::remove_all(entry, ec);
+  fs::create_directories(entry + "/files", ec);
+  if (ec) return FromErrorCode(absl::StrCat("cannot create ", entry), ec);
+  for (const auto& o : report.outputs()) {
+    const std::string src = task_dir + "/" + o.path();
+    const std::string dst = PathOf(report.attempt(), o.path());
+    fs::create_directories(fs::path(dst).parent_path(), ec);
+    if (ec) {
+      absl::Status st = FromErrorCode(absl::StrCat("cannot create dir for ", dst), ec);
+      Remove(report.attempt());
+      return st;
+    }
+    // Two patterns may list the same file only once (the worker dedups), so a rename suffices.
+    if (::rename(src.c_str(), dst.c_str()) != 0) {
+      absl::Status st = ErrnoStatus(absl::StrCat("cannot move output ", src), errno);
+      Remove(report.attempt());
+      return st;
+    }
+  }
+  std::string data;
+  if (!report.SerializeToString(&data)) return absl::InternalError("cannot serialize report");
+  absl::Status st = WriteDurably(entry + "/report.pb", data);
+  if (!st.ok()) Remove(report.attempt());
+  return st;
+}
+
+void Outbox::Remove(uint64_t attempt) {
+  std::error_code ec;
+  fs::remove_all(EntryDir(attempt), ec);
+  if (ec) spdlog::warn("outbox: cannot remove {}: {}", EntryDir(attempt), ec.message());
+}
+
+std::optional<uint64_t> FreeDiskBytes(const std::string& path) {
+  struct statvfs st;
+  if (::statvfs(path.c_str(), &st) != 0) return std::nullopt;
+  return static_cast<uint64_t>(st.f_bavail) * static_cast<uint64_t>(st.f_frsize);
+}
+
+}  // namespace idlepool::worker
