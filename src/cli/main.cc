@@ -26,6 +26,7 @@
 #include "spdlog/spdlog.h"
 #include "spec/spec.h"
 #include "worker/owner_policy_config.h"
+#include "worker/blob_cache.h"
 #include "worker/worker.h"
 
 namespace fs = std::filesystem;
@@ -260,6 +261,10 @@ int main(int argc, char** argv) {
                  "I/O)");
   work->add_option("--name", wopts.name, "worker name, unique in the pool (default: host name)");
   work->add_option("--memory-mb", wopts.memory_mb, "memory offered (default: not stated)");
+  std::string cache_size;
+  work->add_option("--cache-size", cache_size,
+                   "cap of the blob cache in WORK_DIR/cache: bytes, or 512M, 10G, 1.5GiB "
+                   "(default: 10G)");
   work->add_option("--heartbeat-ms", worker_hb_ms, "heartbeat interval")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{10}, int64_t{600'000}));
@@ -459,6 +464,15 @@ int main(int argc, char** argv) {
     if (wopts.work_dir.empty()) {
       std::fprintf(stderr, "idlepool worker: --work-dir is required\n");
       return 2;
+    }
+    if (!cache_size.empty()) {
+      auto bytes = idlepool::worker::ParseByteSize(cache_size);
+      if (!bytes.ok()) {
+        std::fprintf(stderr, "idlepool worker: --cache-size: %s\n",
+                     std::string(bytes.status().message()).c_str());
+        return 2;
+      }
+      wopts.cache_bytes = *bytes;
     }
     if (!worker_config.empty()) {
       auto policy = idlepool::worker::LoadPolicyConfig(worker_config);

@@ -51,6 +51,8 @@ struct Options {
   // empty: the machine's own sensors (platform/linux_sensors.h).
   std::string sensors_dir;
   bool low_priority = true;  // run tasks as SCHED_IDLE, nice 19, idle I/O class
+  // Cap of the blob cache (WORK_DIR/cache), bytes; LRU eviction (see blob_cache.h). 10 GiB.
+  uint64_t cache_bytes = uint64_t{10} << 30;
 };
 
 class Worker {
