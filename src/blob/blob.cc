@@ -13,13 +13,12 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
-#include "grpcpp/grpcpp.h"
-#include "status_convert.h"
+#include "blob/file_util.h"
 
 namespace idlepool::blob {
 namespace fs = std::filesystem;
 
-namespace {
+namespace internal {
 
 absl::Status ErrnoStatus(const std::string& what, int err) {
   std::string msg = absl::StrCat(what, ": ", std::strerror(err));
@@ -28,8 +27,81 @@ absl::Status ErrnoStatus(const std::string& what, int err) {
   return absl::InternalError(msg);
 }
 
+absl::StatusOr<size_t> PreadFull(int fd, void* buf, size_t n, uint64_t offset,
+                                 const std::string& path) {
+  size_t got = 0;
+  char* p = static_cast<char*>(buf);
+  while (got < n) {
+    ssize_t r = ::pread(fd, p + got, n - got, static_cast<off_t>(offset + got));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoStatus(absl::StrCat("cannot read ", path), errno);
+    }
+    if (r == 0) break;
+    got += static_cast<size_t>(r);
+  }
+  return got;
+}
 
-}  // namespace
+absl::Status PwriteFull(int fd, std::string_view data, uint64_t offset, const std::string& path) {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t w = ::pwrite(fd, data.data() + done, data.size() - done,
+                         static_cast<off_t>(offset + done));
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoStatus(absl::StrCat("cannot write ", path), errno);
+    }
+    done += static_cast<size_t>(w);
+  }
+  return absl::OkStatus();
+}
+
+void FsyncParentDir(const std::string& path) {
+  int dir = ::open(fs::path(path).parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
+}
+
+absl::Status WriteFileAtomic(const std::string& path, std::string_view bytes) {
+  static std::atomic<uint64_t> seq{0};
+  const std::string tmp = absl::StrCat(path, ".tmp.", ::getpid(), ".", seq++);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoStatus(absl::StrCat("cannot create ", tmp), errno);
+  absl::Status st = PwriteFull(fd, bytes, 0, tmp);
+  if (st.ok() && ::fsync(fd) != 0) st = ErrnoStatus(absl::StrCat("fsync ", tmp), errno);
+  ::close(fd);
+  if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
+    st = ErrnoStatus(absl::StrCat("cannot rename to ", path), errno);
+  }
+  if (!st.ok()) {
+    ::unlink(tmp.c_str());
+    return st;
+  }
+  FsyncParentDir(path);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadSmallFile(const std::string& path, uint64_t max_bytes) {
+  absl::StatusOr<int> fd = OpenRegularFile(path, /*follow_symlinks=*/false);
+  if (!fd.ok()) return fd.status();
+  struct stat st;
+  if (::fstat(*fd, &st) != 0 || static_cast<uint64_t>(st.st_size) > max_bytes) {
+    ::close(*fd);
+    return absl::OutOfRangeError(absl::StrCat(path, " is larger than ", max_bytes, " bytes"));
+  }
+  std::string out(static_cast<size_t>(st.st_size), '\0');
+  absl::StatusOr<size_t> n = PreadFull(*fd, out.data(), out.size(), 0, path);
+  ::close(*fd);
+  if (!n.ok()) return n.status();
+  out.resize(*n);
+  return out;
+}
+
+}  // namespace internal
+using internal::ErrnoStatus;
 
 bool IsSha256Hex(const std::string& s) {
   if (s.size() != 64) return false;
@@ -46,21 +118,26 @@ Sha256::~Sha256() { EVP_MD_CTX_free(static_cast<EVP_MD_CTX*>(ctx_)); }
 void Sha256::Update(const void* data, size_t n) {
   EVP_DigestUpdate(static_cast<EVP_MD_CTX*>(ctx_), data, n);
 }
-std::string Sha256::HexDigest() {
+std::string Sha256::RawDigest() {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   EVP_DigestFinal_ex(static_cast<EVP_MD_CTX*>(ctx_), md, &len);
+  return std::string(reinterpret_cast<const char*>(md), len);
+}
+std::string Sha256::HexDigest() { return ToHex(RawDigest()); }
+
+std::string ToHex(std::string_view raw) {
   static const char* kHex = "0123456789abcdef";
   std::string out;
-  for (unsigned i = 0; i < len; ++i) {
-    out.push_back(kHex[md[i] >> 4]);
-    out.push_back(kHex[md[i] & 15]);
+  out.reserve(raw.size() * 2);
+  for (unsigned char c : raw) {
+    out.push_back(kHex[c >> 4]);
+    out.push_back(kHex[c & 15]);
   }
   return out;
 }
 
-// Opens `path` for reading if it is a regular file; never blocks on a FIFO.
-absl::StatusOr<int> OpenRegularFile(const std::string& path, bool follow_symlinks) {
+absl::StatusOr<int> internal::OpenRegularFile(const std::string& path, bool follow_symlinks) {
   int fd = ::open(path.c_str(),
                   O_RDONLY | O_CLOEXEC | O_NONBLOCK | (follow_symlinks ? 0 : O_NOFOLLOW));
   if (fd < 0) return ErrnoStatus(absl::StrCat("cannot open ", path), errno);
@@ -73,7 +150,7 @@ absl::StatusOr<int> OpenRegularFile(const std::string& path, bool follow_symlink
 }
 
 absl::StatusOr<FileDigest> HashFile(const std::string& path, bool follow_symlinks) {
-  absl::StatusOr<int> opened = OpenRegularFile(path, follow_symlinks);
+  absl::StatusOr<int> opened = internal::OpenRegularFile(path, follow_symlinks);
   if (!opened.ok()) return opened.status();
   const int fd = *opened;
   Sha256 h;
@@ -199,99 +276,6 @@ absl::Status BlobDir::Writer::Commit() {
     ::close(dir);
   }
   return absl::OkStatus();
-}
-
-absl::Status UploadFile(v1::Pool::Stub* stub, const std::string& token, const std::string& path,
-                        const FileDigest& digest, bool follow_symlinks) {
-  absl::StatusOr<int> opened = OpenRegularFile(path, follow_symlinks);
-  if (!opened.ok()) return opened.status();
-  const int fd = *opened;
-  grpc::ClientContext ctx;
-  ctx.AddMetadata("x-idlepool-token", token);
-  v1::PutBlobReply reply;
-  auto writer = stub->PutBlob(&ctx, &reply);
-  v1::BlobChunk chunk;
-  chunk.set_sha256(digest.sha256);
-  chunk.set_size(digest.size);
-  std::string buf(kChunkBytes, '\0');
-  bool first = true;
-  absl::Status local;
-  while (true) {
-    ssize_t n = ::read(fd, buf.data(), buf.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) { local = ErrnoStatus(absl::StrCat("cannot read ", path), errno); break; }
-    if (n == 0 && !first) break;
-    chunk.set_data(buf.data(), static_cast<size_t>(n));
-    if (!writer->Write(chunk)) break;  // the server ended the call; Finish() says why
-    first = false;
-    chunk.clear_sha256();
-    chunk.clear_size();
-    if (n == 0) break;
-  }
-  ::close(fd);
-  writer->WritesDone();
-  grpc::Status st = writer->Finish();
-  if (!local.ok()) return local;
-  if (!st.ok()) return wire::FromGrpc(st, absl::StrCat("upload of ", path));
-  return absl::OkStatus();
-}
-
-absl::Status DownloadBlob(v1::Pool::Stub* stub, const std::string& token,
-                          const std::string& sha256, uint64_t size, const std::string& dest,
-                          const std::function<bool()>& cancelled) {
-  grpc::ClientContext ctx;
-  ctx.AddMetadata("x-idlepool-token", token);
-  v1::GetBlobRequest req;
-  req.set_sha256(sha256);
-  auto reader = stub->GetBlob(&ctx, req);
-  // A unique temp name: two attempts may fetch the same blob at once.
-  static std::atomic<uint64_t> seq{0};
-  std::string temp = absl::StrCat(dest, ".part.", ::getpid(), ".", seq++);
-  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    ctx.TryCancel();
-    reader->Finish();
-    return ErrnoStatus(absl::StrCat("cannot create ", temp), errno);
-  }
-  Sha256 h;
-  uint64_t got = 0;
-  absl::Status local;
-  v1::BlobChunk chunk;
-  while (local.ok() && reader->Read(&chunk)) {
-    const std::string& d = chunk.data();
-    const char* p = d.data();
-    size_t left = d.size();
-    while (left > 0) {
-      ssize_t w = ::write(fd, p, left);
-      if (w < 0 && errno == EINTR) continue;
-      if (w < 0) { local = ErrnoStatus(absl::StrCat("cannot write ", temp), errno); break; }
-      p += w;
-      left -= static_cast<size_t>(w);
-    }
-    h.Update(d.data(), d.size());
-    got += d.size();
-    if (local.ok() && cancelled && cancelled()) local = absl::CancelledError("download cancelled");
-  }
-  if (!local.ok()) ctx.TryCancel();
-  grpc::Status st = reader->Finish();
-  if (local.ok() && ::fsync(fd) != 0) local = ErrnoStatus(absl::StrCat("fsync ", temp), errno);
-  ::close(fd);
-  if (local.ok() && !st.ok()) local = wire::FromGrpc(st, absl::StrCat("download of blob ", sha256));
-  if (local.ok() && got != size) {
-    local = absl::DataLossError(
-        absl::StrCat("blob ", sha256, ": received ", got, " bytes, expected ", size));
-  }
-  if (local.ok()) {
-    std::string digest = h.HexDigest();
-    if (digest != sha256) {
-      local = absl::DataLossError(absl::StrCat("blob ", sha256, ": received bytes hash to ", digest));
-    }
-  }
-  if (local.ok() && ::rename(temp.c_str(), dest.c_str()) != 0) {
-    local = ErrnoStatus(absl::StrCat("cannot rename to ", dest), errno);
-  }
-  if (!local.ok()) ::unlink(temp.c_str());
-  return local;
 }
 
 absl::Status CloneOrCopy(const std::string& src, const std::string& dst) {

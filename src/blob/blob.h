@@ -1,6 +1,7 @@
 // Content-addressed blobs: SHA-256 hashing, a directory of verified blobs, and streaming them
 // over the Pool service's PutBlob/GetBlob calls in 1 MiB chunks (a blob is never held whole in
-// memory).
+// memory). Manifests: manifest.h; partial transfers: partial.h; the server side and store:
+// store.h; resumable client transfers: transfer.h.
 //
 // Thread safety: BlobDir may be used from any number of threads; writers of the same blob race
 // harmlessly (each writes its own temp file; the verified rename is atomic and idempotent).
@@ -13,6 +14,7 @@
 #include <memory>
 #include <functional>
 #include <string>
+#include <string_view>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -23,6 +25,8 @@ namespace idlepool::blob {
 inline constexpr size_t kChunkBytes = 1 << 20;
 
 bool IsSha256Hex(const std::string& s);
+// Lowercase hex of raw bytes.
+std::string ToHex(std::string_view raw);
 
 // Streaming SHA-256 (OpenSSL EVP).
 class Sha256 {
@@ -33,6 +37,7 @@ class Sha256 {
   Sha256& operator=(const Sha256&) = delete;
   void Update(const void* data, size_t n);
   std::string HexDigest();  // finishes; call once
+  std::string RawDigest();  // finishes; call once; 32 raw bytes
  private:
   void* ctx_;
 };
@@ -78,13 +83,15 @@ class BlobDir {
   std::string root_;
 };
 
-// Client side of the blob calls. `token` goes into the call metadata.
-// Regular files only, as HashFile.
+// Client side of the blob calls (see transfer.h for the options and figures): resumable, and
+// retried with backoff on kUnavailable (RetryPolicy's defaults). `token` goes into the call
+// metadata. Regular files only, as HashFile.
 [[nodiscard]] absl::Status UploadFile(idlepool::v1::Pool::Stub* stub, const std::string& token,
                                       const std::string& path, const FileDigest& digest,
                                       bool follow_symlinks = true);
-// Downloads into `dest` (written to a temp name and renamed once verified). `cancelled`, if set,
-// is asked after every chunk; when it says true the download stops with kCancelled.
+// Downloads into `dest` (through DEST.partial, published once verified). `cancelled`, if set,
+// is asked after every chunk; when it says true the download stops with kCancelled and a later
+// call resumes it.
 [[nodiscard]] absl::Status DownloadBlob(idlepool::v1::Pool::Stub* stub, const std::string& token,
                                         const std::string& sha256, uint64_t size,
                                         const std::string& dest,

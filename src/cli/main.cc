@@ -26,6 +26,7 @@
 #include "spdlog/spdlog.h"
 #include "spec/spec.h"
 #include "worker/owner_policy_config.h"
+#include "worker/blob_cache.h"
 #include "worker/worker.h"
 
 namespace fs = std::filesystem;
@@ -302,11 +303,14 @@ int main(int argc, char** argv) {
                  "I/O)");
   work->add_option("--name", wopts.name, "worker name, unique in the pool (default: host name)");
   work->add_option("--memory-mb", wopts.memory_mb, "memory offered (default: not stated)");
-  uint64_t min_free_disk_mb = wopts.min_free_disk_bytes >> 20;
-  work->add_option("--min-free-disk-mb", min_free_disk_mb,
-                   "take no work while less than this many MiB are free under --work-dir")
-      ->capture_default_str()
-      ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 40));
+  std::string min_free_disk;
+  work->add_option("--min-free-disk", min_free_disk,
+                   "take no work while less than this is free under --work-dir: bytes, or "
+                   "256M, 1G (default: 256M)");
+  std::string cache_size;
+  work->add_option("--cache-size", cache_size,
+                   "cap of the blob cache in WORK_DIR/cache: bytes, or 512M, 10G, 1.5GiB "
+                   "(default: 10G)");
   work->add_option("--heartbeat-ms", worker_hb_ms, "heartbeat interval")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{10}, int64_t{600'000}));
@@ -507,6 +511,24 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "idlepool worker: --work-dir is required\n");
       return 2;
     }
+    if (!min_free_disk.empty()) {
+      auto bytes = idlepool::worker::ParseByteSize(min_free_disk);
+      if (!bytes.ok()) {
+        std::fprintf(stderr, "idlepool worker: --min-free-disk: %s\n",
+                     std::string(bytes.status().message()).c_str());
+        return 2;
+      }
+      wopts.min_free_disk_bytes = *bytes;
+    }
+    if (!cache_size.empty()) {
+      auto bytes = idlepool::worker::ParseByteSize(cache_size);
+      if (!bytes.ok()) {
+        std::fprintf(stderr, "idlepool worker: --cache-size: %s\n",
+                     std::string(bytes.status().message()).c_str());
+        return 2;
+      }
+      wopts.cache_bytes = *bytes;
+    }
     if (!worker_config.empty()) {
       auto policy = idlepool::worker::LoadPolicyConfig(worker_config);
       if (!policy.ok()) return BadSpec(policy.status());  // missing, too large or wrong: exit 2
@@ -524,7 +546,6 @@ int main(int argc, char** argv) {
     wopts.coordinator = common.coordinator;
     wopts.token = common.token;
     wopts.heartbeat = idlepool::core::Millis(worker_hb_ms);
-    wopts.min_free_disk_bytes = min_free_disk_mb << 20;
     idlepool::worker::Worker w(wopts);
     std::thread waiter([&] {
       idlepool::platform::WaitForTerminationSignal();

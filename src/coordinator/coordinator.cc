@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
 #include "blob/blob.h"
+#include "blob/store.h"
 #include "coordinator/wire.h"
 #include "core/scheduler.h"
 #include "grpcpp/grpcpp.h"
@@ -131,7 +132,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
     auto token = LoadOrCreateToken(options_.data_dir, &token_created_);
     if (!token.ok()) return token.status();
     token_ = *token;
-    if (auto st = blobs_.Init(); !st.ok()) return st;
+    if (auto st = blobs_.Init(clock_.WallMs()); !st.ok()) return st;
     auto store = store::OpenSqliteStore((fs::path(options_.data_dir) / "pool.db").string());
     if (!store.ok()) return store.status();
     store_ = std::move(*store);
@@ -355,60 +356,36 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
     return grpc::Status::OK;
   }
 
+  // Blob calls: the logic lives in blob::BlobStore; these only adapt the streams.
   grpc::Status PutBlob(grpc::ServerContext* ctx, grpc::ServerReader<v1::BlobChunk>* reader,
                        v1::PutBlobReply* reply) override {
     if (auto st = CheckToken(ctx); !st.ok()) return st;
-    v1::BlobChunk chunk;
-    if (!reader->Read(&chunk)) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "empty upload");
-    }
-    const std::string sha = chunk.sha256();
-    const uint64_t size = chunk.size();
-    if (!blob::IsSha256Hex(sha)) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                          "first chunk must carry a lowercase hex SHA-256");
-    }
-    reply->set_sha256(sha);
-    reply->set_size(size);
-    if (blobs_.Has(sha)) {
-      // Already stored and verified: drain the rest without writing it.
-      while (reader->Read(&chunk)) {
-      }
-      return grpc::Status::OK;
-    }
-    auto writer = blobs_.NewWriter(sha, size);
-    if (!writer.ok()) return wire::ToGrpc(writer.status());
-    do {
-      if (auto st = (*writer)->Append(chunk.data().data(), chunk.data().size()); !st.ok()) {
-        return wire::ToGrpc(st);
-      }
-    } while (reader->Read(&chunk));
-    return wire::ToGrpc((*writer)->Commit());
+    auto got = blobs_.ReceiveUpload([&](v1::BlobChunk* m) { return reader->Read(m); });
+    if (!got.ok()) return wire::ToGrpc(got.status());
+    *reply = *got;
+    return grpc::Status::OK;
   }
 
   grpc::Status GetBlob(grpc::ServerContext* ctx, const v1::GetBlobRequest* req,
                        grpc::ServerWriter<v1::BlobChunk>* writer) override {
     if (auto st = CheckToken(ctx); !st.ok()) return st;
-    if (!blobs_.Has(req->sha256())) {
-      return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("no blob ", req->sha256()));
-    }
-    std::ifstream in(blobs_.PathOf(req->sha256()), std::ios::binary);
-    std::string buf(blob::kChunkBytes, '\0');
-    v1::BlobChunk chunk;
-    while (in) {
-      in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-      std::streamsize n = in.gcount();
-      if (n <= 0) break;
-      chunk.set_data(buf.data(), static_cast<size_t>(n));
-      if (!writer->Write(chunk)) break;
-    }
-    return grpc::Status::OK;
+    return wire::ToGrpc(
+        blobs_.ServeRange(*req, [&](const v1::BlobChunk& m) { return writer->Write(m); }));
   }
 
   grpc::Status HasBlobs(grpc::ServerContext* ctx, const v1::HasBlobsRequest* req,
                         v1::HasBlobsReply* reply) override {
     if (auto st = CheckToken(ctx); !st.ok()) return st;
-    for (const auto& sha : req->sha256()) reply->add_present(blobs_.Has(sha));
+    *reply = blobs_.Query(*req);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status GetManifest(grpc::ServerContext* ctx, const v1::GetManifestRequest* req,
+                           v1::BlobManifest* reply) override {
+    if (auto st = CheckToken(ctx); !st.ok()) return st;
+    auto m = blobs_.GetManifest(req->sha256());
+    if (!m.ok()) return wire::ToGrpc(m.status());
+    *reply = blob::ToProto(*m);
     return grpc::Status::OK;
   }
 
@@ -934,7 +911,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
   Options options_;
   const platform::Clock& clock_;
   std::unique_ptr<platform::FileLock> lock_;
-  blob::BlobDir blobs_;
+  blob::BlobStore blobs_;
   std::unique_ptr<store::Store> store_;
   std::string token_;
   bool token_created_ = false;

@@ -20,6 +20,8 @@
 #include "absl/strings/str_cat.h"
 #include "blob/blob.h"
 #include "worker/outbox.h"
+#include "blob/transfer.h"
+#include "worker/blob_cache.h"
 #include "coordinator/wire.h"
 #include "grpcpp/grpcpp.h"
 #include "idlepool.grpc.pb.h"
@@ -77,6 +79,32 @@ std::string Fingerprint(const std::vector<DirEntry>& files) {
   return f;
 }
 
+// Bytes an attempt moved (AttemptReport.transfer). Updated by the threads that stage and upload
+// for the attempt, hence atomic.
+struct TransferFigures {
+  std::atomic<uint64_t> input_bytes{0}, cached_bytes{0}, coordinator_bytes{0}, output_bytes{0};
+  std::atomic<uint32_t> cache_hits{0}, cache_misses{0};
+
+  void Staged(uint64_t size, bool hit, uint64_t fetched) {
+    input_bytes += size;
+    coordinator_bytes += fetched;
+    if (hit) {
+      cached_bytes += size;
+      ++cache_hits;
+    } else {
+      ++cache_misses;
+    }
+  }
+  void ToProto(v1::Transfer* t) const {
+    t->set_input_bytes(input_bytes);
+    t->set_cached_bytes(cached_bytes);
+    t->set_coordinator_bytes(coordinator_bytes);
+    t->set_output_bytes(output_bytes);
+    t->set_cache_hits(cache_hits);
+    t->set_cache_misses(cache_misses);
+  }
+};
+
 }  // namespace
 
 class Worker::Impl {
@@ -85,7 +113,7 @@ class Worker::Impl {
       : options_(std::move(options)),
         clock_(clock),
         boot_id_(platform::RandomHex(16)),
-        cache_((fs::path(options_.work_dir) / "cache").string()),
+        cache_((fs::path(options_.work_dir) / "cache").string(), options_.cache_bytes),
         outbox_((fs::path(options_.work_dir) / "outbox").string()) {
     if (options_.name.empty()) options_.name = HostName();
     if (options_.slots == 0) options_.slots = std::max(1u, std::thread::hardware_concurrency());
@@ -123,7 +151,7 @@ class Worker::Impl {
       return absl::FailedPreconditionError(
           absl::StrCat("cannot use work dir ", options_.work_dir, ": ", ec.message()));
     }
-    if (auto st = cache_.Init(); !st.ok()) return st;
+    if (auto st = cache_.Init(clock_.WallMs()); !st.ok()) return st;
     // Finished attempts an earlier run of this worker filed but could not deliver: delivered now
     // (their tasks were requeued when that run ended; the coordinator still takes a success
     // whose task has not succeeded elsewhere meanwhile).
@@ -291,6 +319,9 @@ class Worker::Impl {
     bool frozen = false;
     core::MonoTime frozen_since{};
     std::vector<std::pair<core::MonoTime, core::MonoTime>> frozen_spans;
+    // Blobs staged from the cache stay pinned (never evicted) while the attempt exists.
+    std::vector<BlobCache::Pin> pins;  // guarded by mu
+    TransferFigures transfer;
     // Checkpoints: what was last uploaded (or restored).
     std::mutex ckpt_mu;  // one upload at a time; guards the fields below
     std::string ckpt_fingerprint;
@@ -317,6 +348,8 @@ class Worker::Impl {
     hello->mutable_capacity()->set_memory_mb(options_.memory_mb);
     hello->set_hostname(HostName());
     hello->set_not_accepting(!accepting_);
+    cache_.TakeChanges();  // the Hello lists the whole cache: queued changes are in it
+    for (auto& b : cache_.Contents(kMaxHelloCached)) *hello->add_cached() = std::move(b);
     std::vector<std::shared_ptr<Attempt>> finished;
     {
       std::lock_guard lock(mu_);
@@ -667,6 +700,7 @@ class Worker::Impl {
     v1::AttemptReport report;
     report.set_attempt(a->id);
     Execute(*a, &report);
+    a->transfer.ToProto(report.mutable_transfer());
     bool send = false;
     std::unique_ptr<platform::Process> process;
     std::unique_ptr<platform::TaskCgroup> cgroup;
@@ -966,6 +1000,7 @@ class Worker::Impl {
     // File the outputs and the report in the durable outbox: from here on the work survives cut
     // links, coordinator restarts and a restart of this worker.
     report->set_result(v1::AttemptReport::SUCCEEDED);
+    a.transfer.ToProto(report->mutable_transfer());
     if (absl::Status st = outbox_.File(*report, task_dir); !st.ok()) {
       report->clear_outputs();
       if (st.code() == absl::StatusCode::kResourceExhausted) {
@@ -989,7 +1024,8 @@ class Worker::Impl {
           a.undelivered = true;
           return;
         }
-        absl::Status st = UploadIfMissing(outbox_.PathOf(a.id, o.path()), o);
+        absl::Status st = UploadIfMissing(outbox_.PathOf(a.id, o.path()), o,
+                                          /*follow_symlinks=*/true, &a.transfer.output_bytes);
         if (st.ok()) break;
         if (st.code() == absl::StatusCode::kDataLoss || st.code() == absl::StatusCode::kNotFound ||
             st.code() == absl::StatusCode::kFailedPrecondition) {
@@ -1069,45 +1105,53 @@ class Worker::Impl {
     return spec::TruncateUtf8(std::string_view(s).substr(start), max);
   }
 
+  // Uploads `path` as blob `o` unless the coordinator has it (resuming a cut upload); adds the
+  // bytes sent to `*sent` when given.
   absl::Status UploadIfMissing(const std::string& path, const v1::OutputFile& o,
-                               bool follow_symlinks = true) {
-    {
-      grpc::ClientContext ctx;
-      ctx.AddMetadata(kTokenKey, options_.token);
-      v1::HasBlobsRequest req;
-      req.add_sha256(o.sha256());
-      v1::HasBlobsReply reply;
-      grpc::Status st = stub_->HasBlobs(&ctx, req, &reply);
-      if (st.ok() && reply.present_size() == 1 && reply.present(0)) return absl::OkStatus();
-    }
-    return blob::UploadFile(stub_.get(), options_.token, path,
-                            blob::FileDigest{o.sha256(), o.size()}, follow_symlinks);
+                               bool follow_symlinks = true, std::atomic<uint64_t>* sent = nullptr) {
+    blob::TransferOptions opts;
+    opts.follow_symlinks = follow_symlinks;
+    // Not cancelled when the worker stops: a vacated attempt's final checkpoint still goes up.
+    opts.retry.max_tries = 3;  // callers retry further on their own schedule
+    opts.retry.wait = [this](std::chrono::milliseconds d) { WaitStop(d); };
+    auto stats = blob::UploadResumable(stub_.get(), options_.token, path,
+                                       blob::FileDigest{o.sha256(), o.size()}, opts);
+    if (!stats.ok()) return stats.status();
+    if (sent != nullptr) *sent += stats->bytes_sent;
+    return absl::OkStatus();
   }
 
   absl::Status EnsureCached(const v1::Input& in, Attempt& a) {
     return EnsureCachedBlob(in.sha256(), in.size(), a);
   }
 
+  // Makes blob `sha256` available (verified, pinned for the attempt's life) at
+  // cache_.PathOf(sha256), fetching it (resumably) when the cache lacks it.
   absl::Status EnsureCachedBlob(const std::string& sha256, uint64_t size, Attempt& a) {
     if (!blob::IsSha256Hex(sha256)) return absl::InvalidArgumentError("bad blob hash");
-    if (cache_.Has(sha256)) return absl::OkStatus();
-    std::string dest = cache_.PathOf(sha256);
-    std::error_code ec;
-    fs::create_directories(fs::path(dest).parent_path(), ec);
-    core::Millis backoff{200};
-    absl::Status st;
-    for (int i = 0; i < 5; ++i) {
-      if (StagingStopped(a)) return absl::CancelledError("attempt stopped");
-      st = blob::DownloadBlob(stub_.get(), options_.token, sha256, size, dest,
-                              [&] { return StagingStopped(a); });
-      if (st.ok()) break;
-      if (st.code() != absl::StatusCode::kUnavailable) return st;
-      WaitStop(backoff);
-      backoff *= 2;
-    }
-    if (!st.ok()) return st;
-    ::chmod(dest.c_str(), 0444);
+    blob::TransferOptions opts;
+    opts.cancelled = [&] { return StagingStopped(a); };
+    opts.retry.max_tries = 5;
+    opts.retry.wait = [this](std::chrono::milliseconds d) { WaitStop(d); };
+    auto pin = cache_.Acquire(sha256, size, [&](blob::BlobStore& store) -> absl::StatusOr<uint64_t> {
+      auto got = blob::DownloadToStore(stub_.get(), options_.token, sha256, size, store, opts);
+      if (!got.ok()) return got.status();
+      return got->bytes_received;
+    });
+    SendCacheChanges();
+    if (!pin.ok()) return pin.status();
+    a.transfer.Staged(size, pin->hit(), pin->fetched_bytes());
+    std::lock_guard lock(a.mu);
+    a.pins.push_back(std::move(*pin));
     return absl::OkStatus();
+  }
+
+  // Tells the coordinator what the cache gained and lost (dropped while no session is up: the
+  // next Hello lists the whole cache).
+  void SendCacheChanges() {
+    v1::WorkerMessage m;
+    *m.mutable_cache() = cache_.TakeChanges();
+    if (m.cache().added_size() > 0 || m.cache().removed_size() > 0) Send(m);
   }
 
   // --- The owner --------------------------------------------------------------------------
@@ -1356,7 +1400,9 @@ class Worker::Impl {
       f.set_path(e.rel);
       f.set_sha256(digest->sha256);
       f.set_size(digest->size);
-      if (absl::Status st2 = UploadIfMissing(path, f, /*follow_symlinks=*/false); !st2.ok()) {
+      if (absl::Status st2 = UploadIfMissing(path, f, /*follow_symlinks=*/false,
+                                             &a.transfer.output_bytes);
+          !st2.ok()) {
         return st2;
       }
       files.push_back(std::move(f));
@@ -1409,7 +1455,7 @@ class Worker::Impl {
   Options options_;
   const platform::Clock& clock_;
   const std::string boot_id_;
-  blob::BlobDir cache_;
+  BlobCache cache_;
   Outbox outbox_;
   std::thread outbox_thread_;  // Redeliver
   std::unique_ptr<platform::FileLock> work_dir_lock_;

@@ -61,6 +61,8 @@ struct Options {
   // worker accepts nothing until this much is free again. 256 MiB: room for logs, the outbox and
   // the cache index; BOINC's "leave at least N GB free" preference plays the same role.
   uint64_t min_free_disk_bytes = 256ull << 20;
+  // Cap of the blob cache (WORK_DIR/cache), bytes; LRU eviction (see blob_cache.h). 10 GiB.
+  uint64_t cache_bytes = uint64_t{10} << 30;
 };
 
 class Worker {

@@ -1,0 +1,104 @@
+// A directory of verified blobs plus the partial transfers into it, and the server side of the
+// Pool service's blob calls (PutBlob, GetBlob, HasBlobs, GetManifest) so that RPC handlers only
+// adapt streams.
+//
+// Layout under ROOT:
+//   ab/<sha256>            a complete, verified blob (nothing else ever appears under a hash)
+//   ab/<sha256>.manifest   its manifest (v1::BlobManifest); computed lazily when missing
+//   partial/<sha256>.data  a partial transfer (sparse) and partial/<sha256>.manifest
+//   tmp/                   scratch for atomic writes; emptied by Init
+// Disk garbage is bounded: Init removes partials untouched for `partial_max_age` (default 24 h;
+// a client resuming later starts over) and partial data files without a manifest.
+//
+// Thread safety: every method may be called from any thread. One PartialBlob object exists per
+// blob at a time in a process (OpenPartial hands out the same shared object to concurrent
+// transfers of one blob, so they share its chunks and never write its files through two
+// objects). Two processes must not share a ROOT (callers hold a lock on the dir above).
+//
+// Errors: kInvalidArgument for a malformed hash, manifest or offset (naming the field);
+// kOutOfRange for a blob larger than the limit or a range past its end; kDataLoss for bytes that
+// do not match their manifest or hash; kNotFound for a missing blob; kFailedPrecondition for an
+// upload that ended before the blob was complete (it can be resumed) or a conflicting concurrent
+// upload; kResourceExhausted when the disk is (or would be) full.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "blob/manifest.h"
+#include "blob/partial.h"
+#include "idlepool.pb.h"
+
+namespace idlepool::blob {
+
+struct StoreOptions {
+  std::chrono::hours partial_max_age{24};
+  uint64_t max_blob_bytes = kMaxBlobBytes;
+};
+
+class BlobStore {
+ public:
+  explicit BlobStore(std::string root, StoreOptions options = {});
+
+  // Creates the layout; removes scratch files and partials older than partial_max_age as of
+  // `now_unix_ms` (wall clock, compared with file modification times).
+  [[nodiscard]] absl::Status Init(int64_t now_unix_ms);
+
+  const std::string& root() const { return root_; }
+  bool Has(const std::string& sha256) const;
+  std::string PathOf(const std::string& sha256) const;
+  // Size of a complete blob (kNotFound when absent).
+  [[nodiscard]] absl::StatusOr<uint64_t> SizeOf(const std::string& sha256) const;
+
+  // The manifest of a complete blob, computed (whole hash checked) and stored when missing.
+  // kNotFound when the blob is absent; kDataLoss when its bytes no longer match their hash.
+  [[nodiscard]] absl::StatusOr<Manifest> GetManifest(const std::string& sha256);
+
+  // The partial transfer of `manifest`'s blob: the one in use in this process if its manifest is
+  // the same, else opened from disk (resumed) or created. kFailedPrecondition when a transfer
+  // with a different manifest is in use. Precondition: !Has(manifest.sha256) (else the partial
+  // is useless, but harmless).
+  [[nodiscard]] absl::StatusOr<std::shared_ptr<PartialBlob>> OpenPartial(const Manifest& manifest);
+  // Verified bytes held from the start of an incomplete transfer of `sha256` (a multiple of the
+  // chunk size); 0 when there is none. May re-verify a partial left by an earlier process.
+  uint64_t ResumeOffset(const std::string& sha256);
+  // Deletes a complete blob and its manifest (OK when absent).
+  [[nodiscard]] absl::Status Remove(const std::string& sha256);
+
+  // --- Server side of the wire calls. `read` / `write` are the RPC stream's. ---
+  // PutBlob: see BlobChunk in the proto. Verifies every chunk as it arrives; publishes only a
+  // blob whose whole hash matches. An upload that ends early keeps its verified chunks.
+  [[nodiscard]] absl::StatusOr<v1::PutBlobReply> ReceiveUpload(
+      const std::function<bool(v1::BlobChunk*)>& read);
+  // GetBlob: bytes [offset, offset + length) (length 0: to the end) in messages that end on chunk
+  // boundaries, each with its offset. OK when `write` fails (the client left).
+  [[nodiscard]] absl::Status ServeRange(const v1::GetBlobRequest& req,
+                                        const std::function<bool(const v1::BlobChunk&)>& write);
+  v1::HasBlobsReply Query(const v1::HasBlobsRequest& req);
+
+ private:
+  struct Slot {
+    std::mutex mu;  // held while the slot's partial is opened
+    // Kept open between transfers (a resume needs no re-verification); at most
+    // kMaxIdlePartials idle ones are kept.
+    std::shared_ptr<PartialBlob> partial ABSL_GUARDED_BY(mu);
+  };
+  PartialBlob::Paths PartialPaths(const std::string& sha256) const;
+  std::shared_ptr<Slot> SlotFor(const std::string& sha256);
+  static constexpr size_t kMaxIdlePartials = 64;
+
+  const std::string root_;
+  const StoreOptions options_;
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<Slot>> slots_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace idlepool::blob
