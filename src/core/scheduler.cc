@@ -102,6 +102,7 @@ void Scheduler::Restore(const RestoredState& state, MonoTime now) {
   orphans_.clear();
   lost_attempts_.clear();
   holders_.clear();
+  avoid_.clear();
   now_ = now;
   next_attempt_id_ = std::max<AttemptId>(state.next_attempt_id, 1);
 
@@ -523,7 +524,15 @@ void Scheduler::NormalizeInputs(JobRec& job) {
   for (const BlobRef& b : in) job.input_bytes += b.size;
 }
 
+bool Scheduler::Avoided(const TaskKey& key, const WorkerName& name, MonoTime now) const {
+  auto t = avoid_.find(key);
+  if (t == avoid_.end()) return false;
+  auto w = t->second.find(name);
+  return w != t->second.end() && now < w->second;
+}
+
 void Scheduler::ForgetLost(JobId id) {
+  avoid_.erase(avoid_.lower_bound(TaskKey{id, 0}), avoid_.lower_bound(TaskKey{id + 1, 0}));
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return;
   for (AttemptId a : it->second.lost_attempts) lost_attempts_.erase(a);
@@ -734,6 +743,9 @@ void Scheduler::EndAttempt(AttemptId id, AttemptOutcome outcome, int exit_code,
       break;
     case AttemptOutcome::kMachineFault:
       ++job.counters.machine_faults;
+      if (job.state == JobState::kRunning) {
+        avoid_[a.task][a.worker] = now_ + options_.machine_fault_avoid;
+      }
       break;
     default:
       break;
@@ -918,8 +930,9 @@ void Scheduler::Schedule(MonoTime now, std::vector<Decision>& out) {
     // further).
     WorkerName best_name;
     const WorkerName* best = nullptr;
+    const bool avoiding = !avoid_.empty() && avoid_.count(key) != 0;
     for (const FreeEntry& f : free_index_) {
-      if (Fits(workers_.at(f.name), need)) {
+      if (Fits(workers_.at(f.name), need) && !(avoiding && Avoided(key, f.name, now))) {
         best_name = f.name;
         best = &best_name;
         break;
@@ -946,6 +959,7 @@ void Scheduler::Schedule(MonoTime now, std::vector<Decision>& out) {
           if (++looked > kLocalityCandidates) break;
           const WorkerRec& w = workers_.at(name);
           if (w.indexed_free == 0 || !Fits(w, need)) continue;
+          if (avoiding && Avoided(key, name, now)) continue;
           const double c = cost(w);
           const FreeEntry entry{w.rank, w.indexed_free, name};
           if (c < best_cost || (c == best_cost && FreeOrder{}(entry, best_entry))) {
@@ -956,6 +970,12 @@ void Scheduler::Schedule(MonoTime now, std::vector<Decision>& out) {
         }
         if (looked > kLocalityCandidates) break;
       }
+    }
+    // Kept off the only workers that fit (machine faults): this task waits, the job's others
+    // may still go there.
+    if (best == nullptr && avoiding) {
+      ++it;
+      continue;
     }
     // No fit: every task of a job needs the same resources and placing only uses capacity up,
     // so no later task of this job fits either during this pass. The tail rule: the best free

@@ -39,7 +39,8 @@
 //     most free slots, then the worker name. Deterministic: no hash-map order. Locality: for a
 //     job with inputs, free workers that hold (or were just sent) some of them compete with that
 //     pick on expected finish = missing input bytes / Options::link_bytes_per_ms + the job's
-//     mean runtime / rank; the lowest wins (ties keep the order above).
+//     mean runtime / rank; the lowest wins (ties keep the order above). A task is not placed on
+//     a worker where it ended kMachineFault within Options::machine_fault_avoid.
 //   - Policies (Options::policy; see Policy for the formulas and where they come from): the core
 //     learns each worker's speed and each job's mean task runtime from succeeded attempts, and each
 //     worker's up periods from its hellos and departures. It uses them to rank free workers
@@ -473,6 +474,13 @@ struct Options {
   // measured. Placement weighs a worker's missing input bytes / this rate against its expected
   // runtime (see Schedule in scheduler.cc).
   double link_bytes_per_ms = 12500;
+
+  // A task that ended kMachineFault on a worker (its disk filled up) is not placed there again
+  // for this long, so a task that needs more disk than a machine has goes elsewhere instead of
+  // failing there over and over; the worker still takes other work once it has space. 10 min:
+  // long enough for the other workers to take the task, short enough that a pool whose every
+  // machine faulted retries.
+  Millis machine_fault_avoid{600000};
 };
 
 class Scheduler {
@@ -729,6 +737,9 @@ class Scheduler {
     Millis lost{0};
   };
   std::map<AttemptId, LostRec> lost_attempts_;
+  // Tasks kept off workers where they ended kMachineFault, until the given time.
+  std::map<TaskKey, std::map<WorkerName, MonoTime>> avoid_;
+  bool Avoided(const TaskKey& key, const WorkerName& name, MonoTime now) const;
   // Locality: blob -> workers that hold it (or were sent it), for placement.
   std::map<std::string, std::set<WorkerName>> holders_;
   // Attempt -> task for every ended attempt; kept only under PlantedBug::kNoFencing.

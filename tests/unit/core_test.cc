@@ -979,6 +979,21 @@ TEST_F(CoreTest, MachineFaultRequeuesWithoutCountingAgainstTheTask) {
   EXPECT_EQ(JobOf(1).state, JobState::kSucceeded);  // max_attempts 1, yet it succeeds
 }
 
+TEST_F(CoreTest, AMachineFaultKeepsTheTaskOffThatWorkerForAWhile) {
+  Hello("a", 1, 1);
+  Submit(1, 2);
+  Report("a", 1, 1, ReportResult::kMachineFault, 10);  // task 1/0 filled a's disk
+  // a takes other work (task 1/1) but not 1/0, which waits for another worker...
+  EXPECT_EQ(s_.CurrentAttempt({1, 1}), 2u);
+  Report("a", 1, 2, ReportResult::kSucceeded, 20, {Out("x")});
+  EXPECT_EQ(JobOf(1).pending, 1u);
+  Heartbeat("a", 1, 599000);
+  EXPECT_THAT(Strs(TickAt(600000)), IsEmpty());
+  // ...or until the avoidance ends (Options::machine_fault_avoid, 10 min after the fault).
+  auto out = TickAt(600010);
+  EXPECT_THAT(Strs(Only<AssignAttempt>(out)), ElementsAre("assign #3 1/0 @a s1"));
+}
+
 TEST_F(CoreTest, TransferCountersSumOverReports) {
   Hello("a", 1, 2);
   Submit(1, 2);
