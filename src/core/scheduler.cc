@@ -255,6 +255,8 @@ void Scheduler::OnCancel(const JobCancelled& e, MonoTime now, std::vector<Decisi
 
 void Scheduler::OnHello(const WorkerHello& e, MonoTime now, std::vector<Decision>& out) {
   auto it = workers_.find(e.worker);
+  // The same process as before (its running attempts may still run).
+  const bool same_boot = it != workers_.end() && it->second.boot_id == e.boot_id;
   if (it != workers_.end() && it->second.state != WorkerState::kLost &&
       it->second.boot_id != e.boot_id) {
     WorkerRec& w = it->second;
@@ -301,7 +303,7 @@ void Scheduler::OnHello(const WorkerHello& e, MonoTime now, std::vector<Decision
       } else {
         CORE_CHECK(w.attempts.count(id) != 0, "running attempt missing from its worker");
       }
-    } else {
+    } else if (!same_boot || !Revive(e.worker, w, id, now, out)) {
       out.push_back(KillAttempt{e.worker, e.session, id, KillReason::kStale});
     }
   }
@@ -529,6 +531,38 @@ bool Scheduler::Avoided(const TaskKey& key, const WorkerName& name, MonoTime now
   if (t == avoid_.end()) return false;
   auto w = t->second.find(name);
   return w != t->second.end() && now < w->second;
+}
+
+bool Scheduler::Revive(const WorkerName& name, WorkerRec& w, AttemptId id, MonoTime now,
+                       std::vector<Decision>& out) {
+  auto l = lost_attempts_.find(id);
+  if (l == lost_attempts_.end() || l->second.worker != name) return false;
+  const TaskKey key = l->second.task;
+  JobRec& job = JobOf(key);
+  TaskRec& task = TaskOf(key);
+  if (job.state != JobState::kRunning || task.state != TaskState::kPending || task.current != 0) {
+    return false;
+  }
+  // Room on the worker (whether it accepts new work does not matter: this one it already has).
+  const Resources& need = job.spec.resources;
+  const uint32_t free_gpus = w.capacity.gpus > w.gpus_busy ? w.capacity.gpus - w.gpus_busy : 0;
+  if (FreeSlots(w) < need.cpus || free_gpus < need.gpus) return false;
+  const Millis lost = l->second.lost;
+  lost_attempts_.erase(l);
+  auto& ids = job.lost_attempts;
+  ids.erase(std::remove(ids.begin(), ids.end(), id), ids.end());
+  --job.counters.lost;
+  job.counters.lost_work -= lost;
+  AttemptRec a{key, name, now, std::nullopt, now, std::nullopt, /*fresh=*/false};
+  attempts_[id] = a;
+  w.attempts.insert(id);
+  Charge(w, need);
+  ErasePending(key);
+  task.state = TaskState::kRunning;
+  task.current = id;
+  out.push_back(AttemptCreated{id, key, name, /*revived=*/true});
+  out.push_back(TaskChanged{key, TaskState::kRunning, task.failures, 0, {}});
+  return true;
 }
 
 void Scheduler::ForgetLost(JobId id) {

@@ -22,6 +22,9 @@
 //     worker went silent past the lease, e.g. its link was cut while it uploaded outputs), from
 //     the same worker on its current session, while the task has not succeeded, failed or been
 //     cancelled, commits (AttemptEnded{late}); the task's running attempts are superseded.
+//     Better still, a worker that says hello with the same boot id holding such an attempt while
+//     its task is still pending (nobody else took it) gets it back, running
+//     (AttemptCreated{revived}): no rerun.
 //     A task's outputs are committed exactly once.
 //   - The coordinator's own stalls do not count against workers: a gap between Ticks longer than
 //     Options::stall_threshold extends every lease, orphan deadline and attempt clock by the
@@ -187,6 +190,9 @@ struct AttemptCreated {
   AttemptId attempt = 0;
   TaskKey task;
   WorkerName worker;
+  // Revived: the attempt had ended kLost, and its worker came back still holding it while its
+  // task waited, pending: it runs again (the store turns its kLost record back into running).
+  bool revived = false;
 };
 struct AttemptEnded {
   AttemptId attempt = 0;
@@ -614,6 +620,10 @@ class Scheduler {
   // Commits a kSucceeded report of an attempt that ended kLost (see "Fencing" above); false when
   // the report does not qualify (the caller refuses it).
   bool LateSuccess(const AttemptReport& e, std::vector<Decision>& out);
+  // Re-adopts held attempt `id`, which ended kLost, onto `w` when its task is still pending and
+  // `w` has room; false otherwise.
+  bool Revive(const WorkerName& name, WorkerRec& w, AttemptId id, MonoTime now,
+              std::vector<Decision>& out);
   // Forgets the lost attempts of a job that finished (no late success can commit any more).
   void ForgetLost(JobId job);
   static void NormalizeInputs(JobRec& job);

@@ -53,6 +53,15 @@ void InvariantChecker::OnBatch(const std::vector<core::Decision>& batch, core::M
   std::set<core::TaskKey> touched;
   for (const core::Decision& d : batch) {
     if (const auto* c = std::get_if<core::AttemptCreated>(&d)) {
+      if (c->revived) {
+        auto l = lost_.find(c->attempt);
+        if (l == lost_.end() || l->second.worker != c->worker || l->second.task != c->task) {
+          Violation(now, "attempt " + std::to_string(c->attempt) +
+                             " revived, but it had not been lost on that worker");
+          continue;
+        }
+        lost_.erase(l);
+      }
       TaskTruth* t = Task(c->task);
       if (t == nullptr) {
         Violation(now, "attempt " + std::to_string(c->attempt) + " created for unknown " + Key(c->task));

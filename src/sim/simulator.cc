@@ -439,6 +439,7 @@ void Simulation::CoordHandle(const std::vector<Decision>& ds) {
       Mix(digest_, a->attempt);
       Mix(digest_, a->task.job);
       Mix(digest_, a->task.index);
+      if (a->revived) continue;  // the same attempt, running again
       ++attempts_;
       auto& seen = attempted_[job_index_.at(a->task.job)];
       if (!seen[a->task.index]) {

@@ -102,6 +102,20 @@ absl::StatusOr<core::JobId> MemoryStore::InsertJob(const NewJob& job, int64_t no
 absl::Status MemoryStore::ApplyOne(const core::Decision& d, int64_t now_ms, Undo& undo) {
   if (const auto* r = std::get_if<core::AttemptCreated>(&d)) {
     if (r->attempt == 0) return Invalid(in::ZeroAttemptIdMsg(r->task));
+    if (r->revived) {
+      auto it = attempts_.find(r->attempt);
+      if (it == attempts_.end() || it->second.outcome != core::AttemptOutcome::kLost ||
+          it->second.task != r->task || it->second.worker != r->worker) {
+        return Invalid(in::ReviveNotLostMsg(r->attempt));
+      }
+      AttemptRecord& a = it->second;
+      undo.push_back([&a, old = a] { a = old; });
+      a.outcome = core::AttemptOutcome::kRunning;
+      a.ended_ms = 0;
+      a.lost_ms = 0;
+      a.message.clear();
+      return absl::OkStatus();
+    }
     if (attempts_.count(r->attempt)) return Invalid(in::DuplicateAttemptMsg(r->attempt));
     if (FindTask(r->task) == nullptr) return Invalid(in::UnknownTaskMsg("AttemptCreated", r->task));
     AttemptRecord a;

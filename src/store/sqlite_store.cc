@@ -237,7 +237,7 @@ struct Statements {
   StmtPtr insert_attempt, end_attempt, get_attempt;
   StmtPtr update_task, delete_outputs, insert_output;
   StmtPtr update_job, suspend_attempt, delete_checkpoint, insert_checkpoint, get_checkpoint;
-  StmtPtr load_sums, load_lost_attempts;
+  StmtPtr load_sums, load_lost_attempts, revive_attempt;
   StmtPtr load_jobs, load_counts, load_lost, load_tasks, load_running, max_attempt;
   StmtPtr get_job, get_job_header, list_jobs, job_exists, list_tasks, list_attempts,
       list_outputs;
@@ -480,6 +480,9 @@ absl::Status SqliteStore::PrepareAll() {
        "SELECT job_id, sum(suspensions), sum(lost_ms), sum(input_bytes), sum(cached_bytes), "
        "sum(coordinator_bytes), sum(peer_bytes), sum(output_bytes), sum(cache_hits), "
        "sum(cache_misses) FROM attempts GROUP BY job_id"},
+      {&st_.revive_attempt,
+       "UPDATE attempts SET outcome = ?, ended_ms = 0, lost_ms = 0, message = '' "
+       "WHERE id = ? AND job_id = ? AND idx = ? AND worker = ? AND outcome = ?"},
       {&st_.load_lost_attempts,
        "SELECT a.id, a.job_id, a.idx, a.worker, a.lost_ms FROM attempts a JOIN jobs j "
        "ON j.id = a.job_id WHERE a.outcome = ? AND j.state = ? ORDER BY a.id"},
@@ -573,6 +576,20 @@ absl::StatusOr<core::JobId> SqliteStore::InsertJob(const NewJob& job, int64_t no
 absl::Status SqliteStore::ApplyOne(const core::Decision& d, int64_t now_ms) {
   if (const auto* r = std::get_if<core::AttemptCreated>(&d)) {
     if (r->attempt == 0) return Invalid(in::ZeroAttemptIdMsg(r->task));
+    if (r->revived) {
+      Use u(st_.revive_attempt);
+      Binder b(u);
+      b.Text(in::OutcomeName(core::AttemptOutcome::kRunning))
+          .Int(static_cast<int64_t>(r->attempt))
+          .Int(static_cast<int64_t>(r->task.job))
+          .Int(r->task.index)
+          .Text(r->worker)
+          .Text(in::OutcomeName(core::AttemptOutcome::kLost));
+      if (b.rc() != SQLITE_OK) return Err(b.rc(), "AttemptCreated: bind");
+      if (absl::Status s = Step(u, "AttemptCreated: revive attempt"); !s.ok()) return s;
+      if (sqlite3_changes(db_) != 1) return Invalid(in::ReviveNotLostMsg(r->attempt));
+      return absl::OkStatus();
+    }
     Use u(st_.insert_attempt);
     Binder b(u);
     b.Int(static_cast<int64_t>(r->attempt))

@@ -91,6 +91,10 @@ inline void CountAttempt(core::AttemptOutcome o, core::JobCounters& c) {
   if (o == core::AttemptOutcome::kLost) ++c.lost;
   if (o == core::AttemptOutcome::kMachineFault) ++c.machine_faults;
 }
+inline std::string ReviveNotLostMsg(core::AttemptId a) {
+  return absl::StrCat("AttemptCreated (revived) for attempt ", a,
+                      ", which is not a lost attempt of that task on that worker");
+}
 // A late success (AttemptEnded::late) replaces a kLost record, and nothing else.
 inline std::string LateNotLostMsg(core::AttemptId a, core::AttemptOutcome o) {
   return absl::StrCat("AttemptEnded (late success) for attempt ", a, ", which ended ",

@@ -962,6 +962,33 @@ TEST_F(CoreLateTest, SurvivesACoordinatorRestartThroughTheStore) {
                                      "job 1 succeeded", "ack #1 @a s7 ok"));
 }
 
+TEST_F(CoreTest, AWorkerBackWithItsLostAttemptGetsItBackWhileTheTaskWaits) {
+  Hello("a", 1, 1, 0);
+  Submit(1, 1, 0);
+  TickAt(5000);  // a lost; nobody else can take the task
+  ASSERT_EQ(JobOf(1).pending, 1u);
+  auto out = Hello("a", 2, 1, 6000, {1});
+  EXPECT_THAT(Strs(out), ElementsAre("created #1 1/0 @a", "task 1/0 running f=0"));
+  EXPECT_TRUE(Only<AttemptCreated>(out).at(0).revived);
+  EXPECT_EQ(JobOf(1).counters.lost, 0u);
+  EXPECT_EQ(JobOf(1).counters.attempts, 1u);
+  EXPECT_EQ(Worker("a").slots_busy, 1u);
+  out = Report("a", 2, 1, ReportResult::kSucceeded, 6001, {Out("x")});
+  EXPECT_THAT(Strs(out), ElementsAre("ended #1 1/0 @a succeeded",
+                                     "task 1/0 succeeded f=0 commit #1 outputs=1",
+                                     "job 1 succeeded", "ack #1 @a s2 ok"));
+}
+
+TEST_F(CoreTest, ALostAttemptIsNotRevivedByANewProcessOrOnceTheTaskMovedOn) {
+  Hello("a", 1, 1, 0);
+  Submit(1, 1, 0);
+  TickAt(5000);
+  // A new boot id: its processes are gone, whatever it says it holds.
+  auto out = Hello("a", 2, 1, 6000, {1}, "boot2");
+  EXPECT_THAT(Strs(out), ElementsAre("created #2 1/0 @a", "task 1/0 running f=0",
+                                     "kill #1 @a s2 stale", "assign #2 1/0 @a s2"));
+}
+
 TEST_F(CoreTest, MachineFaultRequeuesWithoutCountingAgainstTheTask) {
   Hello("a", 1, 1);
   Hello("b", 2, 1);

@@ -508,6 +508,25 @@ TEST_P(StoreConformance, LostAttemptsOfRunningJobsComeBackAndALateSuccessReplace
   EXPECT_EQ(store().Apply({late}, 3000).code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST_P(StoreConformance, ARevivedAttemptRunsAgain) {
+  const core::JobId a = Insert(MakeJob("a", 1));
+  ASSERT_TRUE(store()
+                  .Apply({Created(1, {a, 0}, "w1"), Ended(1, {a, 0}, "w1", AttemptOutcome::kLost)},
+                         1000)
+                  .ok());
+  core::AttemptCreated revive{1, {a, 0}, "w2", /*revived=*/true};
+  EXPECT_EQ(store().Apply({revive}, 2000).code(), absl::StatusCode::kInvalidArgument);  // not w2's
+  revive.worker = "w1";
+  ASSERT_TRUE(store().Apply({revive}, 2000).ok());
+  EXPECT_EQ(store().Apply({revive}, 2000).code(), absl::StatusCode::kInvalidArgument);  // running
+  REOPEN();
+  core::RestoredState s = MustLoad();
+  EXPECT_THAT(s.running, ElementsAre(core::RestoredAttempt{1, {a, 0}, "w1"}));
+  EXPECT_TRUE(s.lost.empty());
+  EXPECT_EQ(s.jobs.at(0).counters.lost, 0u);
+  EXPECT_EQ(s.jobs.at(0).counters.attempts, 1u);
+}
+
 TEST_P(StoreConformance, MachineFaultsAreCountedApart) {
   const core::JobId a = Insert(MakeJob("a", 1));
   ASSERT_TRUE(store()
