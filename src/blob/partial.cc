@@ -169,6 +169,28 @@ std::string PartialBlob::Bitmap() const {
   return bits;
 }
 
+absl::StatusOr<std::string> PartialBlob::ReadChunk(uint32_t index) const {
+  if (index >= manifest_.chunk_count()) {
+    return absl::OutOfRangeError(absl::StrCat("blob ", manifest_.sha256, ": no chunk ", index));
+  }
+  std::lock_guard lock(mu_);
+  if (published_ || discarded_ || fd_ < 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("blob ", manifest_.sha256, ": the partial is no longer in use"));
+  }
+  if (!held_[index]) {
+    return absl::NotFoundError(absl::StrCat("blob ", manifest_.sha256, ": chunk ", index,
+                                            " is not held yet"));
+  }
+  const uint32_t len = manifest_.ChunkSize(index);
+  std::string buf(len, '\0');
+  absl::StatusOr<size_t> n =
+      internal::PreadFull(fd_, buf.data(), len, manifest_.ChunkOffset(index), paths_.data);
+  if (!n.ok()) return n.status();
+  if (*n != len) return absl::DataLossError(absl::StrCat(paths_.data, " is short"));
+  return buf;
+}
+
 absl::Status PartialBlob::Publish() {
   std::lock_guard lock(mu_);
   if (published_) return absl::OkStatus();

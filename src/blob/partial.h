@@ -73,6 +73,10 @@ class PartialBlob {
   std::optional<uint32_t> NextMissing(uint32_t from = 0) const;
   // Bit i of byte i / 8 (least significant first) is chunk i (HaveChunksReply.bitmap).
   std::string Bitmap() const;
+  // The bytes of held chunk `index` (serving a peer while the transfer goes on). kNotFound when
+  // it is not held; kOutOfRange past the end; kFailedPrecondition once published or discarded
+  // (read the published blob instead).
+  [[nodiscard]] absl::StatusOr<std::string> ReadChunk(uint32_t index) const;
 
   // Verifies the whole blob and publishes it (see above). Idempotent: OK once published.
   [[nodiscard]] absl::Status Publish();

@@ -5,6 +5,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <filesystem>
 
@@ -304,6 +305,80 @@ v1::HasBlobsReply BlobStore::Query(const v1::HasBlobsRequest& req) {
     reply.add_resume_offset(present ? 0 : ResumeOffset(sha));
   }
   return reply;
+}
+
+}  // namespace idlepool::blob
+
+namespace idlepool::blob {
+
+std::shared_ptr<PartialBlob> BlobStore::PartialInUse(const std::string& sha256) {
+  std::shared_ptr<Slot> slot;
+  {
+    std::lock_guard lock(mu_);
+    auto it = slots_.find(sha256);
+    if (it == slots_.end()) return nullptr;
+    slot = it->second;
+  }
+  std::lock_guard lock(slot->mu);
+  if (slot->partial && slot->partial->usable()) return slot->partial;
+  return nullptr;
+}
+
+absl::StatusOr<std::string> BlobStore::ReadChunk(const std::string& sha256, uint32_t index) {
+  if (!IsSha256Hex(sha256)) {
+    return absl::InvalidArgumentError(absl::StrCat("not a SHA-256 hex digest: '",
+                                                   sha256.substr(0, 80), "'"));
+  }
+  // Twice: a partial published between the two looks is then a complete blob.
+  for (int pass = 0; pass < 2; ++pass) {
+    const std::string path = PathOf(sha256);
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd >= 0) {
+      struct stat st;
+      if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        ::close(fd);
+        return absl::NotFoundError(absl::StrCat("no blob ", sha256));
+      }
+      const uint64_t size = static_cast<uint64_t>(st.st_size);
+      if (uint64_t{index} >= ChunkCountFor(size)) {
+        ::close(fd);
+        return absl::OutOfRangeError(absl::StrCat("blob ", sha256, " has no chunk ", index));
+      }
+      const uint64_t off = uint64_t{index} * kChunkBytes;
+      const size_t len = static_cast<size_t>(std::min<uint64_t>(kChunkBytes, size - off));
+      std::string buf(len, '\0');
+      absl::StatusOr<size_t> n = internal::PreadFull(fd, buf.data(), len, off, path);
+      ::close(fd);
+      if (!n.ok()) return n.status();
+      if (*n != len) return absl::NotFoundError(absl::StrCat("blob ", sha256, " shrank"));
+      return buf;
+    }
+    std::shared_ptr<PartialBlob> partial = PartialInUse(sha256);
+    if (!partial) break;
+    absl::StatusOr<std::string> got = partial->ReadChunk(index);
+    if (got.ok() || got.status().code() != absl::StatusCode::kFailedPrecondition) return got;
+  }
+  return absl::NotFoundError(absl::StrCat("no blob ", sha256));
+}
+
+absl::StatusOr<BlobStore::Holdings> BlobStore::HoldingsOf(const std::string& sha256) {
+  if (!IsSha256Hex(sha256)) {
+    return absl::InvalidArgumentError(absl::StrCat("not a SHA-256 hex digest: '",
+                                                   sha256.substr(0, 80), "'"));
+  }
+  Holdings h;
+  if (absl::StatusOr<uint64_t> size = SizeOf(sha256); size.ok()) {
+    const uint64_t chunks = ChunkCountFor(*size);
+    h.complete = true;
+    h.bitmap.assign((chunks + 7) / 8, '\xff');
+    if (chunks % 8 != 0) h.bitmap.back() = static_cast<char>((1 << (chunks % 8)) - 1);
+    return h;
+  }
+  std::shared_ptr<PartialBlob> partial = PartialInUse(sha256);
+  if (!partial) return absl::NotFoundError(absl::StrCat("no blob ", sha256));
+  h.bitmap = partial->Bitmap();
+  h.complete = false;
+  return h;
 }
 
 }  // namespace idlepool::blob

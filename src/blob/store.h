@@ -70,6 +70,18 @@ class BlobStore {
   // Verified bytes held from the start of an incomplete transfer of `sha256` (a multiple of the
   // chunk size); 0 when there is none. May re-verify a partial left by an earlier process.
   uint64_t ResumeOffset(const std::string& sha256);
+  // --- Serving chunks to peers (never opens a partial, never pins). ---
+  // Chunk `index` of a complete blob, else a held chunk of the partial transfer of `sha256` in use
+  // in this process. kInvalidArgument for a malformed hash; kNotFound when neither holds it (an
+  // evicted blob, a chunk not received yet); kOutOfRange past the blob's last chunk.
+  [[nodiscard]] absl::StatusOr<std::string> ReadChunk(const std::string& sha256, uint32_t index);
+  // Which chunks of `sha256` this store holds: all (complete) or those of the partial in use.
+  struct Holdings {
+    bool complete = false;
+    std::string bitmap;  // bit i of byte i / 8, least significant first (HaveChunksReply)
+  };
+  [[nodiscard]] absl::StatusOr<Holdings> HoldingsOf(const std::string& sha256);
+
   // Deletes a complete blob and its manifest (OK when absent).
   [[nodiscard]] absl::Status Remove(const std::string& sha256);
 
@@ -92,6 +104,8 @@ class BlobStore {
     std::shared_ptr<PartialBlob> partial ABSL_GUARDED_BY(mu);
   };
   PartialBlob::Paths PartialPaths(const std::string& sha256) const;
+  // The partial of `sha256` in use in this process, if any (creates no slot).
+  std::shared_ptr<PartialBlob> PartialInUse(const std::string& sha256);
   std::shared_ptr<Slot> SlotFor(const std::string& sha256);
   static constexpr size_t kMaxIdlePartials = 64;
 

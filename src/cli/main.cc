@@ -311,6 +311,14 @@ int main(int argc, char** argv) {
   work->add_option("--cache-size", cache_size,
                    "cap of the blob cache in WORK_DIR/cache: bytes, or 512M, 10G, 1.5GiB "
                    "(default: 10G)");
+  bool no_peer = false;
+  work->add_option("--peer-listen", wopts.peer_listen,
+                   "where to serve cached blobs to the pool's other workers, HOST:PORT "
+                   "(0.0.0.0 = every interface; port 0 = a free one)")
+      ->capture_default_str();
+  work->add_flag("--no-peer", no_peer,
+                 "neither serve blobs to peers nor fetch from them: every input comes from the "
+                 "coordinator");
   work->add_option("--heartbeat-ms", worker_hb_ms, "heartbeat interval")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{10}, int64_t{600'000}));
@@ -541,6 +549,7 @@ int main(int argc, char** argv) {
       return 2;
     }
     wopts.low_priority = !normal_priority;
+    wopts.peers = !no_peer;
     if (!need_token()) return 2;
     idlepool::platform::BlockTerminationSignals();
     wopts.coordinator = common.coordinator;

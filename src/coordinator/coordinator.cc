@@ -18,10 +18,12 @@
 #include <sstream>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
 #include "blob/blob.h"
 #include "blob/store.h"
+#include "coordinator/tracker.h"
 #include "coordinator/wire.h"
 #include "core/scheduler.h"
 #include "grpcpp/grpcpp.h"
@@ -265,10 +267,12 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
     ev.frozen.assign(hello.frozen_attempts().begin(), hello.frozen_attempts().end());
     ev.cached = CachedBlobs(hello.cached(), kMaxCachedBlobs);
     const std::string peer_address = PeerAddress(hello.peer_address(), ctx->peer());
+    std::vector<std::string> cached;
+    for (const auto& b : ev.cached) cached.push_back(b.sha256);
     Post(std::move(ev));
     // Welcome only a session the core accepted (a name clash is refused instead), so a worker
     // never reads "joined" and then a refusal.
-    PostItem(Item{std::nullopt, [this, session, peer_address] {
+    PostItem(Item{std::nullopt, [this, session, peer_address, cached = std::move(cached)] {
                     for (const core::WorkerView& w : sched_.Workers()) {
                       if (w.worker != session->worker || w.session != session->id ||
                           w.state != core::WorkerState::kConnected) {
@@ -282,6 +286,10 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
                         } else {
                           peer_addresses_[session->worker] = peer_address;
                         }
+                      }
+                      {
+                        std::lock_guard lock(tracker_mu_);
+                        tracker_.Connected(session->worker, session->id, peer_address, cached);
                       }
                       v1::CoordinatorMessage welcome;
                       welcome.mutable_welcome()->set_heartbeat_ms(
@@ -324,7 +332,14 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
           if (ev.removed.size() >= kMaxCachedBlobs) break;
           if (blob::IsSha256Hex(sha)) ev.removed.push_back(sha);
         }
-        Post(std::move(ev));
+        std::vector<std::string> added;
+        for (const auto& b : ev.added) added.push_back(b.sha256);
+        // In session order with the hello's Connected (both run on the core thread).
+        PostItem(Item{core::Event(ev), [this, worker = session->worker, id = session->id,
+                                        added = std::move(added), removed = ev.removed] {
+                        std::lock_guard lock(tracker_mu_);
+                        tracker_.CacheChanged(worker, id, added, removed);
+                      }});
       } else if (msg.has_checkpoint()) {
         core::CheckpointSaved ev;
         ev.worker = session->worker;
@@ -341,7 +356,11 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
       }
       // Unknown or repeated Hello messages are ignored: one Hello per session.
     }
-    Post(core::SessionClosed{session->worker, session->id});
+    PostItem(Item{core::Event(core::SessionClosed{session->worker, session->id}),
+                  [this, worker = session->worker, id = session->id] {
+                    std::lock_guard lock(tracker_mu_);
+                    tracker_.Disconnected(worker, id);
+                  }});
     {
       std::lock_guard lock(session->mu);
       session->done = true;
@@ -386,6 +405,57 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
     auto m = blobs_.GetManifest(req->sha256());
     if (!m.ok()) return wire::ToGrpc(m.status());
     *reply = blob::ToProto(*m);
+    return grpc::Status::OK;
+  }
+
+  // Peer-to-peer: the manifest and where the blob's chunks are (see tracker.h).
+  grpc::Status LocateBlob(grpc::ServerContext* ctx, const v1::LocateBlobRequest* req,
+                          v1::LocateBlobReply* reply) override {
+    if (auto st = CheckToken(ctx); !st.ok()) return st;
+    if (auto st = CheckPeerRequest(req->sha256(), req->worker()); !st.ok()) return st;
+    auto m = blobs_.GetManifest(req->sha256());
+    if (!m.ok()) return wire::ToGrpc(m.status());
+    std::vector<PeerRef> peers;
+    {
+      std::lock_guard lock(tracker_mu_);
+      peers = tracker_.Locate(req->sha256(), m->chunk_count(), req->worker(), clock_.Now());
+    }
+    *reply->mutable_manifest() = blob::ToProto(*m);
+    for (const auto& p : peers) {
+      auto* out = reply->add_peers();
+      out->set_worker(p.worker);
+      out->set_address(p.address);
+      out->set_complete(p.complete);
+    }
+    return grpc::Status::OK;
+  }
+
+  // One chunk of the coordinator's choosing among those the worker wants (see tracker.h).
+  grpc::Status FetchChunk(grpc::ServerContext* ctx, const v1::FetchChunkRequest* req,
+                          v1::ChunkData* reply) override {
+    if (auto st = CheckToken(ctx); !st.ok()) return st;
+    if (auto st = CheckPeerRequest(req->sha256(), req->worker()); !st.ok()) return st;
+    auto size = blobs_.SizeOf(req->sha256());
+    if (!size.ok()) return wire::ToGrpc(size.status());
+    const uint64_t chunks = blob::ChunkCountFor(*size);
+    if (req->wanted_size() == 0 || static_cast<uint64_t>(req->wanted_size()) > chunks) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          absl::StrCat("FetchChunk.wanted must list 1 to ", chunks,
+                                       " chunks, got ", req->wanted_size()));
+    }
+    std::vector<uint32_t> wanted(req->wanted().begin(), req->wanted().end());
+    absl::StatusOr<uint32_t> index;
+    {
+      std::lock_guard lock(tracker_mu_);
+      index = tracker_.Choose(req->sha256(), static_cast<uint32_t>(chunks), wanted,
+                              req->worker(), clock_.Now());
+    }
+    if (!index.ok()) return wire::ToGrpc(index.status());
+    auto data = blobs_.ReadChunk(req->sha256(), *index);
+    if (!data.ok()) return wire::ToGrpc(data.status());
+    reply->set_sha256(req->sha256());
+    reply->set_index(*index);
+    reply->set_data(std::move(*data));
     return grpc::Status::OK;
   }
 
@@ -556,6 +626,17 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
     // answer before its effect is durable waits for it.
     std::function<void()> after_commit = {};
   };
+
+  static grpc::Status CheckPeerRequest(const std::string& sha256, const std::string& worker) {
+    if (!blob::IsSha256Hex(sha256)) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "sha256 must be 64 lowercase hex");
+    }
+    if (worker.empty() || worker.size() > 256) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "worker must be a name of 1 to 256 bytes");
+    }
+    return grpc::Status::OK;
+  }
 
   grpc::Status CheckToken(grpc::ServerContext* ctx) const {
     const auto& md = ctx->client_metadata();
@@ -932,6 +1013,10 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
   std::map<core::SessionId, std::shared_ptr<struct Session>> sessions_;
   std::map<std::string, std::string> hostnames_;
   std::map<std::string, std::string> peer_addresses_;  // worker -> its Peer service host:port
+  // Peer-to-peer tracker: fed on the core thread (hellos, cache changes, closes), asked by the
+  // LocateBlob and FetchChunk handlers.
+  std::mutex tracker_mu_;
+  Tracker tracker_ ABSL_GUARDED_BY(tracker_mu_);
   std::atomic<core::SessionId> next_session_{1};
 
   std::mutex shutdown_mu_;

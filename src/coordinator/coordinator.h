@@ -6,6 +6,10 @@
 // Blobs (inputs up, outputs down) live in DATA_DIR/blobs, addressed by SHA-256 and verified on
 // receipt; the store is DATA_DIR/pool.db; the pool token DATA_DIR/pool.token (mode 0600).
 //
+// It is also the peer-to-peer tracker (tracker.h): LocateBlob tells a worker which workers hold
+// or are fetching a blob, FetchChunk sends the chunk it has sent least (each about once while
+// workers pass chunks on). Its knowledge comes from hellos and CacheChange and is not stored.
+//
 // Every call must carry the pool token (metadata "x-idlepool-token"), else PERMISSION_DENIED.
 // Nothing a client or worker sends can crash the coordinator: malformed input gets an error
 // status. A store write failure stops the coordinator (fail-stop; a restart recovers from the

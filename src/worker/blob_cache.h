@@ -84,6 +84,8 @@ class BlobCache {
                                             const Fetch& fetch);
 
   std::string PathOf(const std::string& sha256) const { return store_.PathOf(sha256); }
+  // The store under the cache, for serving peers (blob::PeerServer reads it without pinning).
+  blob::BlobStore& store() { return store_; }
   // Up to `max` blobs held, most recently used first (Hello.cached).
   std::vector<v1::CachedBlob> Contents(size_t max = kMaxHelloCached) const;
   // Changes since the last call (or since Init), in order; empty when none.

@@ -20,6 +20,8 @@
 #include "absl/strings/str_cat.h"
 #include "blob/blob.h"
 #include "worker/outbox.h"
+#include "blob/peer_server.h"
+#include "blob/swarm.h"
 #include "blob/transfer.h"
 #include "worker/blob_cache.h"
 #include "coordinator/wire.h"
@@ -82,12 +84,15 @@ std::string Fingerprint(const std::vector<DirEntry>& files) {
 // Bytes an attempt moved (AttemptReport.transfer). Updated by the threads that stage and upload
 // for the attempt, hence atomic.
 struct TransferFigures {
-  std::atomic<uint64_t> input_bytes{0}, cached_bytes{0}, coordinator_bytes{0}, output_bytes{0};
+  std::atomic<uint64_t> input_bytes{0}, cached_bytes{0}, coordinator_bytes{0}, peer_bytes{0},
+      output_bytes{0};
   std::atomic<uint32_t> cache_hits{0}, cache_misses{0};
 
-  void Staged(uint64_t size, bool hit, uint64_t fetched) {
+  // `from_coordinator` and `from_peers`: bytes this attempt's fetch received from each.
+  void Staged(uint64_t size, bool hit, uint64_t from_coordinator, uint64_t from_peers) {
     input_bytes += size;
-    coordinator_bytes += fetched;
+    coordinator_bytes += from_coordinator;
+    peer_bytes += from_peers;
     if (hit) {
       cached_bytes += size;
       ++cache_hits;
@@ -99,6 +104,7 @@ struct TransferFigures {
     t->set_input_bytes(input_bytes);
     t->set_cached_bytes(cached_bytes);
     t->set_coordinator_bytes(coordinator_bytes);
+    t->set_peer_bytes(peer_bytes);
     t->set_output_bytes(output_bytes);
     t->set_cache_hits(cache_hits);
     t->set_cache_misses(cache_misses);
@@ -152,6 +158,18 @@ class Worker::Impl {
           absl::StrCat("cannot use work dir ", options_.work_dir, ": ", ec.message()));
     }
     if (auto st = cache_.Init(clock_.WallMs()); !st.ok()) return st;
+    if (options_.peers) {
+      blob::PeerServerOptions po;
+      po.listen = options_.peer_listen;
+      po.token = options_.token;
+      auto server = blob::PeerServer::Start(cache_.store(), po);
+      if (!server.ok()) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("--peer-listen: ", server.status().message()));
+      }
+      peer_server_ = std::move(*server);
+      spdlog::info("serving cached blobs to peers on {}", peer_server_->address());
+    }
     // Finished attempts an earlier run of this worker filed but could not deliver: delivered now
     // (their tasks were requeued when that run ended; the coordinator still takes a success
     // whose task has not succeeded elsewhere meanwhile).
@@ -246,6 +264,7 @@ class Worker::Impl {
     JoinAttemptThreads();
     JoinOwnerThreads();
     if (outbox_thread_.joinable()) outbox_thread_.join();
+    if (peer_server_) peer_server_->Shutdown();
     return absl::OkStatus();
   }
 
@@ -350,6 +369,7 @@ class Worker::Impl {
     hello->set_not_accepting(!accepting_);
     cache_.TakeChanges();  // the Hello lists the whole cache: queued changes are in it
     for (auto& b : cache_.Contents(kMaxHelloCached)) *hello->add_cached() = std::move(b);
+    if (peer_server_) hello->set_peer_address(peer_server_->address());
     std::vector<std::shared_ptr<Attempt>> finished;
     {
       std::lock_guard lock(mu_);
@@ -1133,14 +1153,34 @@ class Worker::Impl {
     opts.cancelled = [&] { return StagingStopped(a); };
     opts.retry.max_tries = 5;
     opts.retry.wait = [this](std::chrono::milliseconds d) { WaitStop(d); };
+    uint64_t from_coordinator = 0, from_peers = 0;  // by this call's fetch
     auto pin = cache_.Acquire(sha256, size, [&](blob::BlobStore& store) -> absl::StatusOr<uint64_t> {
-      auto got = blob::DownloadToStore(stub_.get(), options_.token, sha256, size, store, opts);
+      if (!peer_server_) {
+        auto got = blob::DownloadToStore(stub_.get(), options_.token, sha256, size, store, opts);
+        if (!got.ok()) return got.status();
+        from_coordinator = got->bytes_received;
+        return got->bytes_received;
+      }
+      blob::SwarmOptions so;
+      so.worker = options_.name;
+      so.token = options_.token;
+      so.cancelled = opts.cancelled;
+      so.retry = opts.retry;
+      so.clock = &clock_;
+      so.seed = std::hash<std::string>{}(boot_id_ + sha256);
+      auto got = blob::SwarmDownload(stub_.get(), sha256, size, store, so);
       if (!got.ok()) return got.status();
-      return got->bytes_received;
+      from_coordinator = got->coordinator_bytes;
+      from_peers = got->peer_bytes;
+      if (got->chunks_rejected > 0) {
+        spdlog::warn("blob {}: {} chunks failed verification and were fetched again",
+                     sha256.substr(0, 12), got->chunks_rejected);
+      }
+      return got->coordinator_bytes + got->peer_bytes;
     });
     SendCacheChanges();
     if (!pin.ok()) return pin.status();
-    a.transfer.Staged(size, pin->hit(), pin->fetched_bytes());
+    a.transfer.Staged(size, pin->hit(), from_coordinator, from_peers);
     std::lock_guard lock(a.mu);
     a.pins.push_back(std::move(*pin));
     return absl::OkStatus();
@@ -1462,6 +1502,7 @@ class Worker::Impl {
   std::string work_dir_real_;  // canonical work dir, marks this worker's tasks
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Pool::Stub> stub_;
+  std::unique_ptr<blob::PeerServer> peer_server_;  // set in Run before sessions start
   std::atomic<bool> stopping_{false};
   std::unique_ptr<platform::TaskCgroups> cgroups_;
   static constexpr size_t kMaxSpareCgroups = 64;

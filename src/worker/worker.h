@@ -63,6 +63,13 @@ struct Options {
   uint64_t min_free_disk_bytes = 256ull << 20;
   // Cap of the blob cache (WORK_DIR/cache), bytes; LRU eviction (see blob_cache.h). 10 GiB.
   uint64_t cache_bytes = uint64_t{10} << 30;
+  // Peer-to-peer (blob/swarm.h, blob/peer_server.h): serve the cache's blobs, and the chunks of
+  // blobs being fetched, to the pool's other workers on `peer_listen` (host:port; 0.0.0.0 = every
+  // interface, announced as the address this worker connects from; port 0 = a free one), and
+  // fetch inputs from peers and the coordinator at once. false: neither; every input comes from
+  // the coordinator alone (centralized fan-out).
+  bool peers = true;
+  std::string peer_listen = "0.0.0.0:0";
 };
 
 class Worker {

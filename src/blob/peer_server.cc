@@ -1,0 +1,123 @@
+#include "blob/peer_server.h"
+
+#include <openssl/crypto.h>
+
+#include "absl/strings/str_cat.h"
+#include "grpcpp/grpcpp.h"
+#include "idlepool.grpc.pb.h"
+#include "platform/clock.h"
+#include "status_convert.h"
+
+namespace idlepool::blob {
+
+namespace {
+constexpr const char* kTokenKey = "x-idlepool-token";
+}  // namespace
+
+class PeerServer::Service final : public v1::Peer::Service {
+ public:
+  Service(BlobStore& store, const PeerServerOptions& o)
+      : store_(store), token_(o.token), max_(o.max_concurrent) {}
+
+  grpc::Status GetChunk(grpc::ServerContext* ctx, const v1::GetChunkRequest* req,
+                        v1::ChunkData* reply) override {
+    Slot slot(this);
+    if (auto st = Admit(ctx, slot); !st.ok()) return st;
+    absl::StatusOr<std::string> data = store_.ReadChunk(req->sha256(), req->index());
+    if (!data.ok()) return wire::ToGrpc(data.status());
+    served_ += data->size();
+    reply->set_sha256(req->sha256());
+    reply->set_index(req->index());
+    reply->set_data(std::move(*data));
+    return grpc::Status::OK;
+  }
+
+  grpc::Status HaveChunks(grpc::ServerContext* ctx, const v1::HaveChunksRequest* req,
+                          v1::HaveChunksReply* reply) override {
+    Slot slot(this);
+    if (auto st = Admit(ctx, slot); !st.ok()) return st;
+    absl::StatusOr<BlobStore::Holdings> h = store_.HoldingsOf(req->sha256());
+    if (!h.ok()) return wire::ToGrpc(h.status());
+    reply->set_complete(h->complete);
+    reply->set_bitmap(std::move(h->bitmap));
+    return grpc::Status::OK;
+  }
+
+  uint64_t served() const { return served_; }
+
+ private:
+  // Counts a call in flight for its lifetime.
+  struct Slot {
+    explicit Slot(Service* s) : s(s) { s->active_.fetch_add(1); }
+    ~Slot() { s->active_.fetch_sub(1); }
+    Service* s;
+  };
+
+  grpc::Status Admit(grpc::ServerContext* ctx, const Slot&) const {
+    const auto& md = ctx->client_metadata();
+    auto it = md.find(kTokenKey);
+    if (it == md.end()) {
+      return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, "no pool token");
+    }
+    const auto& got = it->second;
+    if (got.size() != token_.size() || CRYPTO_memcmp(got.data(), token_.data(), got.size()) != 0) {
+      return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, "wrong pool token");
+    }
+    if (active_.load() > max_) {
+      return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                          absl::StrCat("serving ", max_, " calls already; ask another peer"));
+    }
+    return grpc::Status::OK;
+  }
+
+  BlobStore& store_;
+  const std::string token_;
+  const int max_;
+  std::atomic<int> active_{0};
+  std::atomic<uint64_t> served_{0};
+};
+
+absl::StatusOr<std::unique_ptr<PeerServer>> PeerServer::Start(BlobStore& store,
+                                                              const PeerServerOptions& options) {
+  if (options.token.empty()) return absl::InvalidArgumentError("the peer service needs a token");
+  const size_t colon = options.listen.rfind(':');
+  if (colon == std::string::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("peer listen address '", options.listen, "' is not host:port"));
+  }
+  std::unique_ptr<PeerServer> s(new PeerServer());
+  s->host_ = options.listen.substr(0, colon);
+  s->service_ = std::make_unique<Service>(store, options);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &s->port_);
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.RegisterService(s->service_.get());
+  builder.SetMaxReceiveMessageSize(64 << 10);  // requests are tiny
+  // Bounds the threads a flood of calls can take; calls past max_concurrent are refused early.
+  grpc::ResourceQuota quota("idlepool-peer");
+  quota.SetMaxThreads(std::max(4, options.max_concurrent * 2));
+  builder.SetResourceQuota(quota);
+  s->server_ = builder.BuildAndStart();
+  if (!s->server_ || s->port_ == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen));
+  }
+  return s;
+}
+
+PeerServer::~PeerServer() { Shutdown(); }
+
+int PeerServer::port() const { return port_; }
+
+std::string PeerServer::address() const { return absl::StrCat(host_, ":", port_); }
+
+uint64_t PeerServer::bytes_served() const { return service_ ? service_->served() : 0; }
+
+void PeerServer::Shutdown() {
+  if (server_) {
+    server_->Shutdown(platform::DeadlineAfter(std::chrono::seconds(1)));
+    server_->Wait();
+    server_.reset();
+  }
+}
+
+}  // namespace idlepool::blob

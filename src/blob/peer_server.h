@@ -1,0 +1,62 @@
+// The Peer service (proto: service Peer): serves the chunks of a BlobStore to the other workers
+// of the pool: chunks of complete blobs, and verified chunks of partial transfers in use in this
+// process (a worker passes on chunks while it is still downloading). Every call must carry the
+// pool token ("x-idlepool-token", compared in constant time), else PERMISSION_DENIED.
+//
+// Serving never pins or opens a blob for longer than one read: an evicted blob, or a chunk not
+// held yet, is NOT_FOUND. At most `max_concurrent` calls are served at once; more get
+// RESOURCE_EXHAUSTED (the asker tries another peer), which bounds the disk reads and memory
+// (one chunk, 1 MiB, per call) a peer can cause. Indices are checked against the blob's size, so
+// no call reads outside it; a malformed hash is INVALID_ARGUMENT.
+//
+// Thread safety: Start/Shutdown from one thread; calls are served on gRPC's threads; the store
+// is shared with the worker's cache (BlobStore is thread-safe).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "blob/store.h"
+
+namespace grpc {
+class Server;
+}
+
+namespace idlepool::blob {
+
+struct PeerServerOptions {
+  // host:port to listen on; port 0 picks a free one. 0.0.0.0: every interface (the coordinator
+  // tells other workers the address this worker connects from).
+  std::string listen = "0.0.0.0:0";
+  std::string token;        // the pool token
+  int max_concurrent = 8;   // calls served at once (a few peers' worth of pipelined requests)
+};
+
+class PeerServer {
+ public:
+  // Starts serving `store` (which must outlive the server). kUnavailable when it cannot listen;
+  // kInvalidArgument for an empty token.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<PeerServer>> Start(
+      BlobStore& store, const PeerServerOptions& options);
+  ~PeerServer();
+
+  int port() const;
+  // What to announce (Hello.peer_address): the listen host with the bound port.
+  std::string address() const;
+  uint64_t bytes_served() const;
+  // Stops serving (in-flight calls get a second to finish). Idempotent.
+  void Shutdown();
+
+ private:
+  class Service;
+  PeerServer() = default;
+  std::unique_ptr<Service> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::string host_;
+  int port_ = 0;
+};
+
+}  // namespace idlepool::blob
