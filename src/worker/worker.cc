@@ -1277,8 +1277,14 @@ class Worker::Impl {
 
     // Told again when the rule behind it changes too (a keypress, then the heat), so the
     // coordinator never shows a stale reason.
-    const bool changed =
-        d.action != last_action_ || d.cause != last_cause_ || disk_full != last_disk_full_;
+    bool told_otherwise;  // the coordinator was last told otherwise (DiskFull() tells it too)
+    {
+      std::lock_guard lock(owner_mu_);
+      told_otherwise = owner_sent_.has_owner_state() &&
+                       owner_sent_.owner_state().accepting() != accepting_.load();
+    }
+    const bool changed = d.action != last_action_ || d.cause != last_cause_ ||
+                         disk_full != last_disk_full_ || told_otherwise;
     last_cause_ = d.cause;
     last_disk_full_ = disk_full;
     if (changed || !frozen_now.empty()) {
