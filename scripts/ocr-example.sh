@@ -75,7 +75,7 @@ model_inode() {
 
 # cache_stats W: "BLOBS BYTES" in worker-W's blob cache (what it has fetched so far).
 cache_stats() {
-  find "$OUT/worker-$1/cache" -path "*/cache/??/*" -type f -printf '%s\n' 2>/dev/null |
+  find "$OUT/worker-$1/cache" -path "*/cache/??/*" -type f ! -name "*.manifest" -printf '%s\n' 2>/dev/null |
     awk '{ n++; b += $1 } END { print n + 0, b + 0 }'
 }
 
