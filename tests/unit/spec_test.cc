@@ -420,6 +420,14 @@ class JobToml : public ::testing::Test {
   TempDir dir_;
 };
 
+TEST_F(JobToml, AllowEmptyOutputsIsABoolean) {
+  const std::string head = "command = [\"a\"]\ncount = 1\n";
+  EXPECT_FALSE(Parse(head)->allow_empty_outputs);
+  EXPECT_TRUE(Parse(head + "allow_empty_outputs = true\n")->allow_empty_outputs);
+  Invalid(head + "allow_empty_outputs = \"yes\"\n",
+          "job.toml:3:23: key 'allow_empty_outputs': must be true or false, got the string");
+}
+
 // The example of DESIGN.md, read from a file next to its inputs.
 TEST_F(JobToml, RealisticPovrayJob) {
   WriteFile(dir_.path() / "fractalzoom.ini", "Input_File_Name=fractalzoom.pov\n");
