@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
     }
   };
   const auto t0 = std::chrono::steady_clock::now();
-  apply(JobSubmitted{1, static_cast<uint32_t>(tasks), Resources{1, 0, 0}, 3, Millis{0}});
+  apply(JobSubmitted{1, static_cast<uint32_t>(tasks), Resources{1, 0, 0}, 3, Millis{0}, {}});
   for (long w = 0; w < workers; ++w) {
     WorkerHello h;
     h.worker = "w" + std::to_string(w);
