@@ -266,6 +266,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
     ev.accepting = !hello.not_accepting();
     ev.frozen.assign(hello.frozen_attempts().begin(), hello.frozen_attempts().end());
     ev.cached = CachedBlobs(hello.cached(), kMaxCachedBlobs);
+    ev.delivering.assign(hello.delivering_attempts().begin(), hello.delivering_attempts().end());
     const std::string peer_address = PeerAddress(hello.peer_address(), ctx->peer());
     std::vector<std::string> cached;
     for (const auto& b : ev.cached) cached.push_back(b.sha256);

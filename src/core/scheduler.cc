@@ -291,6 +291,7 @@ void Scheduler::OnHello(const WorkerHello& e, MonoTime now, std::vector<Decision
   for (const BlobRef& b : e.cached) AddBlob(w, e.worker, b, /*confirmed=*/true);
 
   const std::set<AttemptId> held(e.held.begin(), e.held.end());
+  const std::set<AttemptId> delivering(e.delivering.begin(), e.delivering.end());
   for (AttemptId id : held) {
     auto a = attempts_.find(id);
     if (a != attempts_.end() && a->second.worker == e.worker) {
@@ -303,7 +304,7 @@ void Scheduler::OnHello(const WorkerHello& e, MonoTime now, std::vector<Decision
       } else {
         CORE_CHECK(w.attempts.count(id) != 0, "running attempt missing from its worker");
       }
-    } else if (!same_boot || !Revive(e.worker, w, id, now, out)) {
+    } else if (!(same_boot || delivering.count(id) != 0) || !Revive(e.worker, w, id, now, out)) {
       out.push_back(KillAttempt{e.worker, e.session, id, KillReason::kStale});
     }
   }

@@ -22,9 +22,10 @@
 //     worker went silent past the lease, e.g. its link was cut while it uploaded outputs), from
 //     the same worker on its current session, while the task has not succeeded, failed or been
 //     cancelled, commits (AttemptEnded{late}); the task's running attempts are superseded.
-//     Better still, a worker that says hello with the same boot id holding such an attempt while
-//     its task is still pending (nobody else took it) gets it back, running
-//     (AttemptCreated{revived}): no rerun.
+//     Better still, a worker that says hello with the same boot id holding such an attempt (or
+//     listing it as delivering its outputs, whatever its boot id) while its task is still
+//     pending (nobody else took it) gets it back, running (AttemptCreated{revived}): no rerun.
+//     A restarted worker's attempts end kLost at its hello and are revived there if delivering.
 //     A task's outputs are committed exactly once.
 //   - The coordinator's own stalls do not count against workers: a gap between Ticks longer than
 //     Options::stall_threshold extends every lease, orphan deadline and attempt clock by the
@@ -99,6 +100,9 @@ struct WorkerHello {
   std::vector<AttemptId> frozen;
   // What its blob cache holds now (replaces whatever the core knew of it).
   std::vector<BlobRef> cached;
+  // Held attempts that finished and are delivering their outputs (from the worker's durable
+  // outbox): even with a new boot id they are not gone, and one declared lost is revived.
+  std::vector<AttemptId> delivering;
 };
 
 // The worker's blob cache gained or evicted blobs (ignored unless from its current session).

@@ -178,9 +178,15 @@ class Worker::Impl {
       return absl::FailedPreconditionError(
           absl::StrCat("cannot use work dir ", options_.work_dir, ": ", filed.status().message()));
     }
-    if (!filed->empty()) {
-      spdlog::info("outbox: {} finished attempts from an earlier run to deliver", filed->size());
-      outbox_thread_ = std::thread([this, reports = std::move(*filed)] { Redeliver(reports); });
+    std::vector<v1::AttemptReport> to_redeliver = std::move(*filed);
+    // Held from the first hello on, as delivering: the coordinator gives each back to this worker
+    // (rather than rerun its task elsewhere) while its outputs go up.
+    for (const auto& r : to_redeliver) {
+      auto a = std::make_shared<Attempt>();
+      a->id = r.attempt();
+      a->dir = (fs::path(options_.work_dir) / "attempts" / std::to_string(r.attempt())).string();
+      a->filed = true;
+      attempts_[a->id] = a;
     }
 
     // Containment: one cgroup per attempt where the machine allows it.
@@ -232,6 +238,12 @@ class Worker::Impl {
     channel_ = grpc::CreateCustomChannel(options_.coordinator, grpc::InsecureChannelCredentials(),
                                          args);
     stub_ = v1::Pool::NewStub(channel_);
+    if (!to_redeliver.empty()) {
+      spdlog::info("outbox: {} finished attempts from an earlier run to deliver",
+                   to_redeliver.size());
+      outbox_thread_ =
+          std::thread([this, reports = std::move(to_redeliver)] { Redeliver(reports); });
+    }
 
     core::Millis backoff{100};
     while (!stopping_) {
@@ -376,6 +388,7 @@ class Worker::Impl {
       for (auto& [id, a] : attempts_) {
         hello->add_held_attempts(id);
         std::lock_guard alock(a->mu);
+        if (a->filed) hello->add_delivering_attempts(id);
         if (a->finished) finished.push_back(a);
         if (a->frozen) hello->add_frozen_attempts(id);
       }
@@ -583,14 +596,23 @@ class Worker::Impl {
     outbox_.Remove(id);
   }
 
-  // Delivers outbox entries left by an earlier run: uploads their outputs, then sends their
-  // reports (resent after every reconnect until acknowledged, like any finished attempt).
+  // Delivers outbox entries left by an earlier run (held in attempts_ since Run started): uploads
+  // their outputs, then sends their reports (resent after every reconnect until acknowledged,
+  // like any finished attempt). An entry the coordinator kills (job cancelled, task done
+  // elsewhere) is dropped.
   void Redeliver(std::vector<v1::AttemptReport> reports) {
     for (auto& r : reports) {
+      std::shared_ptr<Attempt> a;
+      {
+        std::lock_guard lock(mu_);
+        auto it = attempts_.find(r.attempt());
+        if (it == attempts_.end()) continue;  // forgotten meanwhile
+        a = it->second;
+      }
       bool delivered = true;
       core::Millis backoff{200};
       for (const auto& o : r.outputs()) {
-        while (!stopping_) {
+        while (!stopping_ && !Abandoned(*a)) {
           absl::Status st = UploadIfMissing(outbox_.PathOf(r.attempt(), o.path()), o);
           if (st.ok()) break;
           if (st.code() == absl::StatusCode::kDataLoss || st.code() == absl::StatusCode::kNotFound ||
@@ -603,23 +625,17 @@ class Worker::Impl {
           WaitStop(backoff);
           backoff = std::min(backoff * 2, core::Millis(5000));
         }
-        if (stopping_ || !delivered) break;
+        if (stopping_ || !delivered || Abandoned(*a)) break;
       }
       if (stopping_) return;
-      if (!delivered) {
-        outbox_.Remove(r.attempt());
+      if (!delivered || Abandoned(*a)) {
+        Forget(r.attempt());
         continue;
       }
-      auto a = std::make_shared<Attempt>();
-      a->id = r.attempt();
-      a->dir = (fs::path(options_.work_dir) / "attempts" / std::to_string(r.attempt())).string();
-      a->finished = true;
-      a->filed = true;
-      a->report = r;
       {
-        std::lock_guard lock(mu_);
-        if (attempts_.count(a->id) != 0) continue;
-        attempts_[a->id] = a;
+        std::lock_guard lock(a->mu);
+        a->finished = true;
+        a->report = r;
       }
       spdlog::info("outbox: attempt {} delivered from an earlier run", r.attempt());
       v1::WorkerMessage m;

@@ -989,6 +989,20 @@ TEST_F(CoreTest, ALostAttemptIsNotRevivedByANewProcessOrOnceTheTaskMovedOn) {
                                      "kill #1 @a s2 stale", "assign #2 1/0 @a s2"));
 }
 
+TEST_F(CoreTest, ARestartedWorkerDeliveringAnAttemptFromItsOutboxGetsItBack) {
+  Hello("a", 1, 1, 0);
+  Submit(1, 1, 0);
+  Do(SessionClosed{"a", 1}, 500);  // SIGKILLed
+  WorkerHello h{"a", 2, "boot2", Resources{}, {1}};
+  h.delivering = {1};
+  auto out = Do(h, 1000);
+  // Its processes are gone (new boot id), but attempt #1 finished and is being delivered.
+  EXPECT_THAT(Strs(out), ElementsAre("ended #1 1/0 @a lost", "task 1/0 pending f=0",
+                                     "created #1 1/0 @a", "task 1/0 running f=0"));
+  EXPECT_EQ(JobOf(1).counters.attempts, 1u);
+  EXPECT_EQ(JobOf(1).counters.lost, 0u);
+}
+
 TEST_F(CoreTest, MachineFaultRequeuesWithoutCountingAgainstTheTask) {
   Hello("a", 1, 1);
   Hello("b", 2, 1);
