@@ -216,7 +216,7 @@ absl::StatusOr<TransferStats> UploadResumable(v1::Pool::Stub* stub, const std::s
   if (!m.ok()) return m.status();
   if ((!digest.sha256.empty() && m->sha256 != digest.sha256) ||
       (!digest.sha256.empty() && m->size != digest.size)) {
-    return absl::FailedPreconditionError(absl::StrCat(path, " changed since it was hashed (now ",
+    return absl::DataLossError(absl::StrCat(path, " changed since it was hashed (now ",
                                                       m->sha256, ", ", m->size, " bytes)"));
   }
   TransferStats stats;

@@ -1,6 +1,7 @@
 // idlepool: one binary for the coordinator, the worker and every client subcommand.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -527,6 +528,23 @@ int main(int argc, char** argv) {
         return 2;
       }
       wopts.min_free_disk_bytes = *bytes;
+    }
+    {
+      // HOST:PORT (or [v6]:PORT), port 0..65535: refused here with exit 2, not by gRPC later.
+      const std::string& pl = wopts.peer_listen;
+      const size_t colon = pl.rfind(':');
+      const std::string port = colon == std::string::npos ? "" : pl.substr(colon + 1);
+      const bool digits =
+          !port.empty() && port.size() <= 5 &&
+          std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; });
+      if (colon == 0 || !digits || std::stoi(port) > 65535 ||
+          pl.find_first_of(" /") != std::string::npos) {
+        std::fprintf(stderr,
+                     "idlepool worker: --peer-listen: '%s' is not HOST:PORT with a port of 0 to "
+                     "65535\n",
+                     pl.substr(0, 100).c_str());
+        return 2;
+      }
     }
     if (!cache_size.empty()) {
       auto bytes = idlepool::worker::ParseByteSize(cache_size);

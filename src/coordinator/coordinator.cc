@@ -728,7 +728,16 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
     const size_t colon = announced.rfind(':');
     if (colon == std::string::npos || colon + 1 == announced.size()) return "";
     const std::string host = announced.substr(0, colon), port = announced.substr(colon + 1);
-    if (!std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    if (port.size() > 5 ||
+        !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+        std::stoi(port) == 0 || std::stoi(port) > 65535) {
+      return "";
+    }
+    // A host name, an IPv4 address or a bracketed IPv6 one: never a gRPC scheme ("unix:/path")
+    // or anything with a path, which other workers would otherwise be told to dial.
+    const bool bracketed = host.size() > 2 && host.front() == '[' && host.back() == ']';
+    if (host.find_first_of("/ \t@") != std::string::npos ||
+        (!bracketed && host.find(':') != std::string::npos)) {
       return "";
     }
     if (!host.empty() && host != "0.0.0.0" && host != "[::]") return announced;
@@ -946,6 +955,8 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
                                            ? "timed out"
                                        : k->reason == core::KillReason::kSuperseded
                                            ? "superseded: another attempt of the task succeeded"
+                                       : k->reason == core::KillReason::kObsolete
+                                           ? "obsolete: its result can no longer be used"
                                            : "stale attempt");
           s->Send(std::move(m));
         }

@@ -14,6 +14,7 @@ void Tracker::Connected(const std::string& worker, uint64_t session,
   w.session = session;
   w.address = peer_address;
   for (const auto& sha : cached) {
+    if (w.blobs.size() >= kMaxBlobsPerWorker) break;
     w.blobs.insert(sha);
     holders_[sha].insert(worker);
   }
@@ -24,16 +25,17 @@ void Tracker::CacheChanged(const std::string& worker, uint64_t session,
                            const std::vector<std::string>& removed) {
   auto it = workers_.find(worker);
   if (it == workers_.end() || it->second.session != session) return;
-  for (const auto& sha : added) {
-    it->second.blobs.insert(sha);
-    holders_[sha].insert(worker);
-  }
   for (const auto& sha : removed) {
     it->second.blobs.erase(sha);
     auto h = holders_.find(sha);
     if (h == holders_.end()) continue;
     h->second.erase(worker);
     if (h->second.empty()) holders_.erase(h);
+  }
+  for (const auto& sha : added) {
+    if (it->second.blobs.size() >= kMaxBlobsPerWorker) break;  // bounded, whatever a worker says
+    it->second.blobs.insert(sha);
+    holders_[sha].insert(worker);
   }
 }
 

@@ -52,6 +52,10 @@ struct PeerRef {
 
 class Tracker {
  public:
+  // Blobs remembered per worker (a worker's Hello lists at most 20,000; later CacheChange
+  // additions past this are ignored, so no worker can grow the coordinator's memory unbounded).
+  static constexpr size_t kMaxBlobsPerWorker = 20000;
+
   explicit Tracker(TrackerOptions options = {}) : options_(options) {}
 
   // A worker's session was accepted: replaces what was known of `worker` (its blobs, its address).

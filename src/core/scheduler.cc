@@ -305,7 +305,11 @@ void Scheduler::OnHello(const WorkerHello& e, MonoTime now, std::vector<Decision
         CORE_CHECK(w.attempts.count(id) != 0, "running attempt missing from its worker");
       }
     } else if (!(same_boot || delivering.count(id) != 0) || !Revive(e.worker, w, id, now, out)) {
-      out.push_back(KillAttempt{e.worker, e.session, id, KillReason::kStale});
+      // Still worth delivering only if a late success of it could commit.
+      auto l = lost_attempts_.find(id);
+      const bool may_commit = l != lost_attempts_.end() && l->second.worker == e.worker;
+      out.push_back(KillAttempt{e.worker, e.session, id,
+                                may_commit ? KillReason::kStale : KillReason::kObsolete});
     }
   }
   // Which held attempts are frozen now: their timeout clocks stop (or restart).
@@ -598,13 +602,18 @@ void Scheduler::OnCacheChanged(const CacheChanged& e, std::vector<Decision>& out
 
 void Scheduler::AddBlob(WorkerRec& w, const WorkerName& name, const BlobRef& blob,
                         bool confirmed) {
+  // Bounded whatever a worker says: at most kMaxBlobsPerWorker, sizes at most 64 GiB.
+  if (w.blobs.size() >= kMaxBlobsPerWorker && w.blobs.count(blob.sha256) == 0) return;
   WorkerRec::Held& h = w.blobs[blob.sha256];
+  const uint64_t size = std::min<uint64_t>(blob.size, uint64_t{64} << 30);
   if (confirmed && !h.confirmed) {
-    w.cache_bytes += blob.size;
+    w.cache_bytes += size;
     ++w.cache_blobs;
     h.confirmed = true;
+  } else if (confirmed) {
+    w.cache_bytes = w.cache_bytes - std::min(w.cache_bytes, h.size) + size;
   }
-  h.size = blob.size;
+  h.size = size;
   holders_[blob.sha256].insert(name);
 }
 
@@ -778,6 +787,7 @@ void Scheduler::EndAttempt(AttemptId id, AttemptOutcome outcome, int exit_code,
       break;
     case AttemptOutcome::kMachineFault:
       ++job.counters.machine_faults;
+      if (task.machine_faults < UINT16_MAX) ++task.machine_faults;
       if (job.state == JobState::kRunning) {
         avoid_[a.task][a.worker] = now_ + options_.machine_fault_avoid;
       }
@@ -816,6 +826,10 @@ void Scheduler::EndAttempt(AttemptId id, AttemptOutcome outcome, int exit_code,
       // Failures may have reached max_attempts while another attempt still ran.
       task.state = task.failures >= job.spec.max_attempts ? TaskState::kFailed
                                                           : TaskState::kPending;
+      if (outcome == AttemptOutcome::kMachineFault && options_.max_machine_faults > 0 &&
+          task.machine_faults >= options_.max_machine_faults) {
+        task.state = TaskState::kFailed;
+      }
       break;
   }
   // A task only goes back to pending while its job runs (a cancelled job's attempts end

@@ -248,7 +248,11 @@ struct AssignAttempt {
 };
 // kSuperseded: another attempt of the same task (a speculative backup, or the original the backup
 // raced) succeeded first; the killed attempt ends AttemptOutcome::kCancelled, never a failure.
-enum class KillReason : uint8_t { kStale, kCancelled, kTimedOut, kSuperseded };
+// kObsolete: a held attempt that is not current and whose result can no longer commit (its task
+// is finished, or it is not a lost attempt of this worker): drop it, outputs and all. kStale, by
+// contrast, leaves a worker delivering a finished attempt's outputs free to go on (a late success
+// may still commit).
+enum class KillReason : uint8_t { kStale, kCancelled, kTimedOut, kSuperseded, kObsolete };
 struct KillAttempt {
   WorkerName worker;
   SessionId session = 0;
@@ -479,6 +483,10 @@ struct Options {
   // Placement policy; the default is the best one found in the simulator (see Policy).
   Policy policy = {};
 
+  // A task whose attempts ended kMachineFault this many times fails (its last message says why):
+  // it needs more disk than the machines that tried it had, and would otherwise wait forever.
+  uint32_t max_machine_faults = 5;
+
   // Locality: the link rate assumed to move a job's inputs to a worker that lacks them, in bytes
   // per ms (12,500 = 100 Mbit/s, Fast Ethernet or ordinary office Wi-Fi), until links are
   // measured. Placement weighs a worker's missing input bytes / this rate against its expected
@@ -520,6 +528,7 @@ class Scheduler {
     uint32_t failures = 0;
     AttemptId current = 0;  // running attempt (the older one of two), 0 if none
     AttemptId backup = 0;   // a second running attempt (speculative backup), 0 if none
+    uint16_t machine_faults = 0;  // attempts ended kMachineFault (not restored from the store)
   };
   struct JobRec {
     JobSubmitted spec;
@@ -609,6 +618,9 @@ class Scheduler {
   static constexpr Millis kHazardRefresh{60000};
   // Locality: holders of a job's inputs looked at per placement (bounds its cost in big pools).
   static constexpr size_t kLocalityCandidates = 256;
+  // Blobs remembered per worker (Hello lists at most 20,000; CacheChanged additions past this are
+  // ignored): whatever workers say, the core's memory stays bounded.
+  static constexpr size_t kMaxBlobsPerWorker = 20000;
 
   void OnSubmit(const JobSubmitted& e, MonoTime now, std::vector<Decision>& out);
   void OnCancel(const JobCancelled& e, MonoTime now, std::vector<Decision>& out);

@@ -266,8 +266,8 @@ CacheStats BlobCache::stats() const {
 absl::StatusOr<uint64_t> ParseByteSize(const std::string& text) {
   auto bad = [&] {
     return absl::InvalidArgumentError(absl::StrCat(
-        "'", text.substr(0, 40), "' is not a size (bytes, or a number with K, M, G or T: 512M, "
-        "10G, 1.5GiB)"));
+        "'", text.substr(0, 40), "' is not a size (bytes, or a number with K, M, G or T, all binary: 512M = 512Mi "
+        "= 512MiB, 10G, 1.5GiB)"));
   };
   size_t i = 0;
   while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) {
@@ -284,7 +284,7 @@ absl::StatusOr<uint64_t> ParseByteSize(const std::string& text) {
   const char* units = "kmgt";
   for (int k = 0; k < 4; ++k) {
     const std::string u(1, units[k]);
-    if (unit == u || unit == u + "b" || unit == u + "ib") shift = 10 * (k + 1);
+    if (unit == u || unit == u + "b" || unit == u + "i" || unit == u + "ib") shift = 10 * (k + 1);
   }
   if (shift < 0) return bad();
   const long double value = std::strtold(number.c_str(), nullptr) * std::ldexp(1.0L, shift);

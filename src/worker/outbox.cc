@@ -158,4 +158,10 @@ std::optional<uint64_t> FreeDiskBytes(const std::string& path) {
   return static_cast<uint64_t>(st.f_bavail) * static_cast<uint64_t>(st.f_frsize);
 }
 
+std::optional<uint64_t> FreeDiskInodes(const std::string& path) {
+  struct statvfs st;
+  if (::statvfs(path.c_str(), &st) != 0 || st.f_files == 0) return std::nullopt;
+  return static_cast<uint64_t>(st.f_favail);
+}
+
 }  // namespace idlepool::worker

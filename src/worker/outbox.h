@@ -56,5 +56,8 @@ class Outbox {
 // Bytes free for an unprivileged writer (statvfs f_bavail) on the file system holding `path`;
 // nullopt when it cannot be read.
 std::optional<uint64_t> FreeDiskBytes(const std::string& path);
+// Inodes free for an unprivileged writer (f_favail); nullopt when unknown or when the file system
+// does not count inodes (btrfs reports 0 of 0).
+std::optional<uint64_t> FreeDiskInodes(const std::string& path);
 
 }  // namespace idlepool::worker

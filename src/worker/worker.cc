@@ -615,8 +615,7 @@ class Worker::Impl {
         while (!stopping_ && !Abandoned(*a)) {
           absl::Status st = UploadIfMissing(outbox_.PathOf(r.attempt(), o.path()), o);
           if (st.ok()) break;
-          if (st.code() == absl::StatusCode::kDataLoss || st.code() == absl::StatusCode::kNotFound ||
-              st.code() == absl::StatusCode::kFailedPrecondition) {
+          if (OutputDamaged(st)) {
             spdlog::warn("outbox: attempt {}: output {} is damaged ({}); dropping the attempt",
                          r.attempt(), o.path(), std::string(st.message()));
             delivered = false;
@@ -822,9 +821,15 @@ class Worker::Impl {
     std::string task_dir = a.dir + ".task";
     std::string ckpt_dir = a.dir + ".checkpoint";
     if (::mkdir(task_dir.c_str(), 0755) != 0) {
-      return Fail(report, absl::StrCat("cannot create ", task_dir, ": ", std::strerror(errno)));
+      const int err = errno;
+      const std::string why = absl::StrCat("cannot create ", task_dir, ": ", std::strerror(err));
+      if (err == ENOSPC || err == EDQUOT) return MachineFault(report, why);
+      return Fail(report, why);
     }
-    if (absl::Status st = MakeDir(ckpt_dir); !st.ok()) return Fail(report, std::string(st.message()));
+    if (absl::Status st = MakeDir(ckpt_dir); !st.ok()) {
+      if (LowOnDisk()) return MachineFault(report, std::string(st.message()));
+      return Fail(report, std::string(st.message()));
+    }
 
     // Stage inputs: fetch each blob into the cache once, then link it into the task dir.
     std::set<std::string> input_paths;
@@ -855,12 +860,19 @@ class Worker::Impl {
       }
       absl::Status st = EnsureCachedBlob(f.sha256(), f.size(), a);
       if (!st.ok() && Vacating(a)) return Preempted(a, report);
+      if (st.code() == absl::StatusCode::kResourceExhausted || (!st.ok() && LowOnDisk())) {
+        return MachineFault(report, absl::StrCat("cannot restore checkpoint file '", f.path(),
+                                                 "': ", st.message()));
+      }
       if (!st.ok()) return Fail(report, absl::StrCat("cannot restore checkpoint file '", f.path(),
                                                      "': ", st.message()));
       std::string dst = ckpt_dir + "/" + f.path();
       std::error_code ec;
       fs::create_directories(fs::path(dst).parent_path(), ec);
       st = blob::CloneOrCopy(cache_.PathOf(f.sha256()), dst);
+      if (st.code() == absl::StatusCode::kResourceExhausted) {
+        return MachineFault(report, std::string(st.message()));
+      }
       if (!st.ok()) return Fail(report, std::string(st.message()));
       ::chmod(dst.c_str(), 0644);
     }
@@ -1063,12 +1075,12 @@ class Worker::Impl {
         absl::Status st = UploadIfMissing(outbox_.PathOf(a.id, o.path()), o,
                                           /*follow_symlinks=*/true, &a.transfer.output_bytes);
         if (st.ok()) break;
-        if (st.code() == absl::StatusCode::kDataLoss || st.code() == absl::StatusCode::kNotFound ||
-            st.code() == absl::StatusCode::kFailedPrecondition) {
+        if (OutputDamaged(st)) {
           // Its bytes no longer match what was hashed when the task ended (something truncated
           // or rewrote it since): the task's result cannot be trusted.
+          const std::string path = o.path();  // `o` goes with clear_outputs()
           report->clear_outputs();
-          return Fail(report, absl::StrCat("output '", o.path(), "' changed after the task ended (",
+          return Fail(report, absl::StrCat("output '", path, "' changed after the task ended (",
                                            st.message(), ")"));
         }
         spdlog::warn("attempt {}: upload of {} failed ({}); retrying in {} ms", a.id, o.path(),
@@ -1077,6 +1089,13 @@ class Worker::Impl {
         backoff = std::min(backoff * 2, core::Millis(5000));
       }
     }
+  }
+
+  // An upload error that retrying cannot fix: the local file no longer holds the bytes that were
+  // hashed (kDataLoss: changed; kNotFound: gone). Anything else (the coordinator unreachable, or
+  // busy with a conflicting upload of the same blob) is retried.
+  static bool OutputDamaged(const absl::Status& st) {
+    return st.code() == absl::StatusCode::kDataLoss || st.code() == absl::StatusCode::kNotFound;
   }
 
   // The machine failed the attempt, not the task: its disk is full. Reported MACHINE_FAULT
@@ -1112,17 +1131,26 @@ class Worker::Impl {
   }
 
   std::string DiskReason() const {
+    auto inodes = FreeDiskInodes(options_.work_dir);
+    if (inodes && *inodes < kMinFreeInodes) {
+      return absl::StrCat("disk full: ", *inodes, " free inodes under the work dir, need ",
+                          kMinFreeInodes);
+    }
     auto free = FreeDiskBytes(options_.work_dir);
     return absl::StrCat("disk full: ", free ? absl::StrCat(*free >> 20, " MiB") : "?",
                         " free under the work dir, need ", options_.min_free_disk_bytes >> 20,
                         " MiB");
   }
 
-  // True when the work dir's file system has less than the minimum free.
+  // True when the work dir's file system has less than the minimum free, in bytes or in inodes
+  // (a task that creates many small files runs out of inodes first).
   bool LowOnDisk() const {
     auto free = FreeDiskBytes(options_.work_dir);
-    return free && *free < options_.min_free_disk_bytes;
+    auto inodes = FreeDiskInodes(options_.work_dir);
+    return (free && *free < options_.min_free_disk_bytes) || (inodes && *inodes < kMinFreeInodes);
   }
+  // Free inodes below which the disk counts as full: room for a few attempts' dirs and logs.
+  static constexpr uint64_t kMinFreeInodes = 64;
 
   // Everything put in a report is valid UTF-8 (protobuf refuses anything else, and the session
   // would be torn down over it): messages are cut on character boundaries, invalid bytes
@@ -1170,30 +1198,47 @@ class Worker::Impl {
     opts.retry.max_tries = 5;
     opts.retry.wait = [this](std::chrono::milliseconds d) { WaitStop(d); };
     uint64_t from_coordinator = 0, from_peers = 0;  // by this call's fetch
-    auto pin = cache_.Acquire(sha256, size, [&](blob::BlobStore& store) -> absl::StatusOr<uint64_t> {
-      if (!peer_server_) {
-        auto got = blob::DownloadToStore(stub_.get(), options_.token, sha256, size, store, opts);
+    // A network blip is never the task's fault: transport errors are retried (resuming from the
+    // chunks already held) for as long as the attempt is wanted. If the coordinator gives up on
+    // the attempt meanwhile (lease expired), it kills it and staging stops.
+    core::Millis backoff{500};
+    auto transient = [](const absl::Status& st) {
+      return st.code() == absl::StatusCode::kUnavailable ||
+             st.code() == absl::StatusCode::kDeadlineExceeded ||
+             st.code() == absl::StatusCode::kAborted;
+    };
+    absl::StatusOr<BlobCache::Pin> pin = absl::UnavailableError("not fetched yet");
+    while (true) {
+      pin = cache_.Acquire(sha256, size, [&](blob::BlobStore& store) -> absl::StatusOr<uint64_t> {
+        if (!peer_server_) {
+          auto got = blob::DownloadToStore(stub_.get(), options_.token, sha256, size, store, opts);
+          if (!got.ok()) return got.status();
+          from_coordinator = got->bytes_received;
+          return got->bytes_received;
+        }
+        blob::SwarmOptions so;
+        so.worker = options_.name;
+        so.token = options_.token;
+        so.cancelled = opts.cancelled;
+        so.retry = opts.retry;
+        so.clock = &clock_;
+        so.seed = std::hash<std::string>{}(boot_id_ + sha256);
+        auto got = blob::SwarmDownload(stub_.get(), sha256, size, store, so);
         if (!got.ok()) return got.status();
-        from_coordinator = got->bytes_received;
-        return got->bytes_received;
-      }
-      blob::SwarmOptions so;
-      so.worker = options_.name;
-      so.token = options_.token;
-      so.cancelled = opts.cancelled;
-      so.retry = opts.retry;
-      so.clock = &clock_;
-      so.seed = std::hash<std::string>{}(boot_id_ + sha256);
-      auto got = blob::SwarmDownload(stub_.get(), sha256, size, store, so);
-      if (!got.ok()) return got.status();
-      from_coordinator = got->coordinator_bytes;
-      from_peers = got->peer_bytes;
-      if (got->chunks_rejected > 0) {
-        spdlog::warn("blob {}: {} chunks failed verification and were fetched again",
-                     sha256.substr(0, 12), got->chunks_rejected);
-      }
-      return got->coordinator_bytes + got->peer_bytes;
-    });
+        from_coordinator = got->coordinator_bytes;
+        from_peers = got->peer_bytes;
+        if (got->chunks_rejected > 0) {
+          spdlog::warn("blob {}: {} chunks failed verification and were fetched again",
+                       sha256.substr(0, 12), got->chunks_rejected);
+        }
+        return got->coordinator_bytes + got->peer_bytes;
+      });
+      if (pin.ok() || !transient(pin.status()) || StagingStopped(a) || stopping_) break;
+      spdlog::warn("attempt {}: fetching blob {} failed ({}); retrying in {} ms", a.id,
+                   sha256.substr(0, 12), std::string(pin.status().message()), backoff.count());
+      WaitStop(backoff);
+      backoff = std::min(backoff * 2, core::Millis(5000));
+    }
     SendCacheChanges();
     if (!pin.ok()) return pin.status();
     a.transfer.Staged(size, pin->hit(), from_coordinator, from_peers);

@@ -193,7 +193,7 @@ TEST_F(TransferTest, AFileChangedSinceItWasHashedIsNotUploaded) {
   auto digest = HashFile(path);
   std::ofstream(path, std::ios::app) << "more";
   auto up = UploadResumable(stub_.get(), kToken, path, *digest);
-  EXPECT_EQ(up.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(up.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_EQ(service_->put_calls.load(), 0);
 }
 

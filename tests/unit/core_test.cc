@@ -513,8 +513,8 @@ TEST_F(CoreTest, HeldButStaleAttemptsAreKilled) {
   Do(SessionClosed{"a", 1}, 20);
   // a comes back claiming its own #2, b's running #1, the ended #3 and an unknown #99.
   auto out = Hello("a", 3, 1, 30, {99, 3, 2, 1});
-  EXPECT_THAT(Strs(out), ElementsAre("kill #1 @a s3 stale", "kill #3 @a s3 stale",
-                                     "kill #99 @a s3 stale"));
+  EXPECT_THAT(Strs(out), ElementsAre("kill #1 @a s3 obsolete", "kill #3 @a s3 obsolete",
+                                     "kill #99 @a s3 obsolete"));
   EXPECT_EQ(s_.CurrentAttempt({1, 0}), 1u);  // b's attempt untouched
   EXPECT_EQ(s_.CurrentAttempt({1, 1}), 2u);
   EXPECT_EQ(Worker("b").attempts_running, 1u);
@@ -761,7 +761,7 @@ TEST_F(CoreTest, RestoreOrphanCancelledBeforeItsWorkerReturns) {
                                      "ended #8 1/2 @b cancelled", "task 1/2 cancelled f=0",
                                      "job 1 cancelled"));
   out = Hello("a", 1, 1, 20, {7});
-  EXPECT_THAT(Strs(out), ElementsAre("kill #7 @a s1 stale"));
+  EXPECT_THAT(Strs(out), ElementsAre("kill #7 @a s1 obsolete"));
   EXPECT_EQ(Worker("a").slots_busy, 0u);
 }
 
@@ -1033,6 +1033,24 @@ TEST_F(CoreTest, AMachineFaultKeepsTheTaskOffThatWorkerForAWhile) {
   // ...or until the avoidance ends (Options::machine_fault_avoid, 10 min after the fault).
   auto out = TickAt(600010);
   EXPECT_THAT(Strs(Only<AssignAttempt>(out)), ElementsAre("assign #3 1/0 @a s1"));
+}
+
+TEST_F(CoreTest, ATaskThatFillsEveryDiskFailsAfterMaxMachineFaults) {
+  for (int i = 0; i < 5; ++i) Hello("w" + std::to_string(i), 1 + i, 1);
+  Submit(1, 1);
+  // Each fault moves the task to a worker it has not faulted on; the fifth fault fails it.
+  for (AttemptId id = 1; id <= 5; ++id) {
+    const std::string worker = "w" + std::to_string(id - 1);
+    auto out = Report(worker, id, id, ReportResult::kMachineFault, 10 * id);
+    if (id < 5) {
+      EXPECT_EQ(JobOf(1).state, JobState::kRunning);
+    } else {
+      EXPECT_THAT(Strs(out), ::testing::Contains("task 1/0 failed f=0"));
+    }
+  }
+  EXPECT_EQ(JobOf(1).state, JobState::kFailed);
+  EXPECT_EQ(JobOf(1).counters.machine_faults, 5u);
+  EXPECT_EQ(JobOf(1).counters.failures, 0u);
 }
 
 TEST_F(CoreTest, TransferCountersSumOverReports) {

@@ -30,6 +30,7 @@ inline const char* KillReasonName(KillReason r) {
     case KillReason::kCancelled: return "cancelled";
     case KillReason::kTimedOut: return "timed_out";
     case KillReason::kSuperseded: return "superseded";
+    case KillReason::kObsolete: return "obsolete";
   }
   return "?";
 }
