@@ -592,7 +592,9 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
       out->set_cache_bytes(w.cache_bytes);
       out->set_cache_blobs(w.cache_blobs);
       auto p = peer_addresses_.find(w.worker);
-      if (p != peer_addresses_.end()) out->set_peer_address(p->second);
+      if (p != peer_addresses_.end() && w.state == core::WorkerState::kConnected) {
+        out->set_peer_address(p->second);  // only while it can serve
+      }
     }
     return grpc::Status::OK;
   }
