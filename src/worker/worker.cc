@@ -609,28 +609,19 @@ class Worker::Impl {
         if (it == attempts_.end()) continue;  // forgotten meanwhile
         a = it->second;
       }
-      bool delivered = true;
-      core::Millis backoff{200};
-      for (const auto& o : r.outputs()) {
-        while (!stopping_ && !Abandoned(*a)) {
-          absl::Status st = UploadIfMissing(outbox_.PathOf(r.attempt(), o.path()), o);
-          if (st.ok()) break;
-          if (OutputDamaged(st)) {
-            spdlog::warn("outbox: attempt {}: output {} is damaged ({}); dropping the attempt",
-                         r.attempt(), o.path(), std::string(st.message()));
-            delivered = false;
-            break;
-          }
-          WaitStop(backoff);
-          backoff = std::min(backoff * 2, core::Millis(5000));
+      absl::Status st = DeliverOutputs(*a, r, &a->transfer.output_bytes);
+      if (st.code() == absl::StatusCode::kCancelled && stopping_) return;
+      if (!st.ok()) {
+        if (OutputDamaged(st)) {
+          spdlog::warn("outbox: attempt {}: {}; dropping the attempt", r.attempt(),
+                       std::string(st.message()));
         }
-        if (stopping_ || !delivered || Abandoned(*a)) break;
-      }
-      if (stopping_) return;
-      if (!delivered || Abandoned(*a)) {
         Forget(r.attempt());
         continue;
       }
+      // What this run uploaded counts too (the filed report has what the earlier run did).
+      r.mutable_transfer()->set_output_bytes(r.transfer().output_bytes() +
+                                             a->transfer.output_bytes.load());
       {
         std::lock_guard lock(a->mu);
         a->finished = true;
@@ -1060,28 +1051,41 @@ class Worker::Impl {
       std::lock_guard lock(a.mu);
       a.filed = true;
     }
-    // Upload; retried until it works, the attempt is killed (cancelled, or done elsewhere), or
-    // the worker stops. Never a reason to run the task again.
+    // Never a reason to run the task again.
+    absl::Status st = DeliverOutputs(a, *report, &a.transfer.output_bytes);
+    if (st.ok()) return;
+    report->clear_outputs();
+    if (OutputDamaged(st)) {
+      // Its bytes no longer match what was hashed when the task ended (something truncated or
+      // rewrote it since): the task's result cannot be trusted.
+      return Fail(report, std::string(st.message()));
+    }
+    if (stopping_) {
+      // Filed: the next run of this worker delivers it (see Redeliver). No report now.
+      std::lock_guard lock(a.mu);
+      a.undelivered = true;
+      return;
+    }
+    return Fail(report, "stopped while uploading outputs");
+  }
+
+  // Uploads the outputs of `report`, filed in the outbox, until the coordinator has them all;
+  // retried with backoff. OK; kDataLoss/kNotFound when an output no longer holds the bytes that
+  // were hashed (message names it); kCancelled when the attempt is killed (cancelled, or done
+  // elsewhere) or the worker stops. Adds the bytes sent to `*sent`.
+  absl::Status DeliverOutputs(Attempt& a, const v1::AttemptReport& report,
+                              std::atomic<uint64_t>* sent) {
     core::Millis backoff{200};
-    for (const auto& o : report->outputs()) {
+    for (const auto& o : report.outputs()) {
       while (true) {
-        if (Abandoned(a)) return Fail(report, "stopped while uploading outputs");
-        if (stopping_) {
-          // Filed: the next run of this worker delivers it (see Redeliver). No report now.
-          std::lock_guard lock(a.mu);
-          a.undelivered = true;
-          return;
-        }
+        if (Abandoned(a) || stopping_) return absl::CancelledError("attempt stopped");
         absl::Status st = UploadIfMissing(outbox_.PathOf(a.id, o.path()), o,
-                                          /*follow_symlinks=*/true, &a.transfer.output_bytes);
+                                          /*follow_symlinks=*/true, sent);
         if (st.ok()) break;
         if (OutputDamaged(st)) {
-          // Its bytes no longer match what was hashed when the task ended (something truncated
-          // or rewrote it since): the task's result cannot be trusted.
-          const std::string path = o.path();  // `o` goes with clear_outputs()
-          report->clear_outputs();
-          return Fail(report, absl::StrCat("output '", path, "' changed after the task ended (",
-                                           st.message(), ")"));
+          return absl::Status(st.code(), absl::StrCat("output '", o.path(),
+                                                      "' changed after the task ended (",
+                                                      st.message(), ")"));
         }
         spdlog::warn("attempt {}: upload of {} failed ({}); retrying in {} ms", a.id, o.path(),
                      std::string(st.message()), backoff.count());
@@ -1089,6 +1093,7 @@ class Worker::Impl {
         backoff = std::min(backoff * 2, core::Millis(5000));
       }
     }
+    return absl::OkStatus();
   }
 
   // An upload error that retrying cannot fix: the local file no longer holds the bytes that were
