@@ -3,8 +3,7 @@
 # the fetch waits for the link, resumes from the chunks it already holds, and the task (allowed
 # a single failure) runs once and succeeds, with peer-to-peer on and off.
 source "$(dirname "$0")/lib.sh"
-PROXY=$(dirname "$IDLEPOOL")/idlepool-faultproxy
-[ -x "$PROXY" ] || { echo "SKIP: no $PROXY"; exit 77; }
+need_proxy
 MiB=$((1024 * 1024))
 head -c $((24 * MiB)) /dev/urandom >"$T/asset.bin"
 cat >"$T/job.toml" <<TOML
@@ -21,11 +20,9 @@ start_coordinator --lease-timeout-ms 20000
 n=0
 for mode in "" --no-peer; do
   n=$((n + 1))
-  "$PROXY" --listen 127.0.0.1:0 --target "$ADDR" --rate 4M --stats "$T/p$n.json" >"$T/p$n.log" 2>&1 &
-  ppid=$!
-  PIDS+=($ppid)
-  wait_until 10 grep -q "listening on" "$T/p$n.log"
-  paddr=$(sed -n 's/.*listening on \([^ ]*\).*/\1/p' "$T/p$n.log" | head -1)
+  start_proxy "p$n" --rate 4M
+  ppid=$(eval echo "\$PPID_p$n")
+  paddr=$(eval echo "\$PADDR_p$n")
   start_worker "w$n" --slots 1 --coordinator "$paddr" $mode
   wait_until 20 is_connected "w$n"
   JOB=$("$IDLEPOOL" submit "$T/job.toml")

@@ -104,3 +104,20 @@ is_running_on() { [ "$(running_on "$1")" = "$2" ]; }
 # has_cgroups WORKER: the worker runs its tasks in cgroups (it says so when it starts). Without
 # them (no cgroup v2 in a container or chroot), a setsid escapee is out of reach by design.
 has_cgroups() { grep -q "tasks run in their own cgroups" "$T/$1.log"; }
+
+# need_proxy: the fault proxy (tests/tools/faultproxy.cc) next to the binary, else skip (77).
+need_proxy() {
+  PROXY=$(dirname "$IDLEPOOL")/idlepool-faultproxy
+  [ -x "$PROXY" ] || { echo "SKIP: no $PROXY"; exit 77; }
+}
+# start_proxy NAME ARGS...: a fault proxy in front of the coordinator ($ADDR), stats in
+# $T/NAME.json; sets PADDR_NAME (its address) and PPID_NAME (its pid, for SIGUSR1/SIGUSR2).
+start_proxy() {
+  local name=$1; shift
+  "$PROXY" --listen 127.0.0.1:0 --target "$ADDR" --stats "$T/$name.json" "$@" >"$T/$name.log" 2>&1 &
+  PIDS+=($!)
+  printf -v "PPID_$name" '%s' "$!"
+  wait_until 10 grep -q "listening on" "$T/$name.log"
+  printf -v "PADDR_$name" '%s' "$(sed -n 's/.*listening on \([^ ]*\).*/\1/p' "$T/$name.log" | head -1)"
+}
+stat_of() { jq -r ".$2" "$T/$1.json"; }  # stat_of PROXY FIELD

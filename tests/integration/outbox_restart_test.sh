@@ -4,8 +4,7 @@
 # delivering that attempt, the coordinator gives the attempt back to it (the task never runs a
 # second time), the upload resumes and the original attempt commits the task's real bytes.
 source "$(dirname "$0")/lib.sh"
-PROXY=$(dirname "$IDLEPOOL")/idlepool-faultproxy
-[ -x "$PROXY" ] || { echo "SKIP: no $PROXY"; exit 77; }
+need_proxy
 cat >"$T/job.toml" <<'TOML'
 name = "big-output"
 command = ["sh", "-c", "head -c 33554432 /dev/urandom > out.bin && sha256sum out.bin | cut -c1-64 > out.sha"]
@@ -14,10 +13,8 @@ outputs = ["out.bin", "out.sha"]
 TOML
 start_coordinator
 # 4 MB/s: the 32 MiB upload takes about 8 s, time enough to kill the worker in the middle.
-"$PROXY" --listen 127.0.0.1:0 --target "$ADDR" --rate 4M --stats "$T/proxy.json" >"$T/proxy.log" 2>&1 &
-PIDS+=($!)
-wait_until 10 grep -q "listening on" "$T/proxy.log"
-PADDR=$(sed -n 's/.*listening on \([^ ]*\).*/\1/p' "$T/proxy.log" | head -1)
+start_proxy proxy --rate 4M
+PADDR=$PADDR_proxy
 start_worker w --slots 1 --coordinator "$PADDR"
 wait_until 20 is_connected w
 JOB=$("$IDLEPOOL" submit "$T/job.toml")

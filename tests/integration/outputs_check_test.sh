@@ -3,8 +3,7 @@
 # empty outputs are results, and an output that changes after the task ended (truncated while it
 # uploads) fails the attempt instead of committing the wrong bytes.
 source "$(dirname "$0")/lib.sh"
-PROXY=$(dirname "$IDLEPOOL")/idlepool-faultproxy
-[ -x "$PROXY" ] || { echo "SKIP: no $PROXY"; exit 77; }
+need_proxy
 cat >"$T/empty.toml" <<'TOML'
 name = "empty"
 command = ["sh", "-c", ": > out.txt"]
@@ -25,10 +24,8 @@ outputs = ["out.bin"]
 max_attempts = 1
 TOML
 start_coordinator
-"$PROXY" --listen 127.0.0.1:0 --target "$ADDR" --rate 2M >"$T/proxy.log" 2>&1 &
-PIDS+=($!)
-wait_until 10 grep -q "listening on" "$T/proxy.log"
-PADDR=$(sed -n 's/.*listening on \([^ ]*\).*/\1/p' "$T/proxy.log" | head -1)
+start_proxy proxy --rate 2M
+PADDR=$PADDR_proxy
 start_worker w --slots 1 --coordinator "$PADDR"
 wait_until 20 is_connected w
 failed_msg() { "$IDLEPOOL" status "$1" --json | jq -r '.failed_tasks[0].message'; }

@@ -9,20 +9,8 @@
 #     back (the task was still pending), the outputs are delivered and the original attempt
 #     commits: the task never ran twice.
 source "$(dirname "$0")/lib.sh"
-PROXY=$(dirname "$IDLEPOOL")/idlepool-faultproxy
-[ -x "$PROXY" ] || { echo "SKIP: no $PROXY"; exit 77; }
+need_proxy
 MiB=$((1024 * 1024))
-
-# start_proxy NAME ARGS...: a fault proxy in front of the coordinator; sets PADDR_<NAME>.
-start_proxy() {
-  local name=$1; shift
-  "$PROXY" --listen 127.0.0.1:0 --target "$ADDR" --stats "$T/$name.json" "$@" >"$T/$name.log" 2>&1 &
-  PIDS+=($!)
-  printf -v "PPID_$name" '%s' "$!"
-  wait_until 10 grep -q "listening on" "$T/$name.log"
-  printf -v "PADDR_$name" '%s' "$(sed -n 's/.*listening on \([^ ]*\).*/\1/p' "$T/$name.log" | head -1)"
-}
-stat_of() { jq -r ".$2" "$T/$1.json"; }
 
 cat >"$T/job.toml" <<'TOML'
 name = "big-output"
