@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/client.h"
+#include "cli/plan_command.h"
 #include "cli/sim_command.h"
 #include "coordinator/coordinator.h"
 #include "nlohmann/json.hpp"
@@ -378,6 +379,29 @@ int main(int argc, char** argv) {
   run->add_option("--data-dir", run_data_dir, "keep the pool state here (default: temporary)");
   run->add_flag("--json", json, "print one final JSON object");
 
+  idlepool::cli::PlanPatternOptions po;
+  auto* planc = app.add_subcommand(
+      "plan", "before running coupled work: does the pool beat one machine on this link?");
+  planc->add_option("--pattern", po.pattern, "allreduce, pipeline or tensor")->required();
+  planc->add_option("--machines", po.machines, "machines (pipeline: stages)")->capture_default_str();
+  planc->add_option("--compute-ms", po.compute_ms,
+                    "one machine's compute per step (allreduce) or per token (pipeline, tensor)")
+      ->required();
+  planc->add_option("--fixed-ms", po.fixed_ms, "allreduce: per-step time that is not divided");
+  planc->add_option("--bytes", po.bytes,
+                    "allreduce: gradient bytes per step; pipeline: bytes per hop; tensor: bytes "
+                    "of one layer's activation (512K, 100M, 1.5G: binary)");
+  planc->add_option("--layers", po.layers, "tensor: layers")->capture_default_str();
+  planc->add_flag("--ring", po.ring,
+                  "pipeline: the token returns to the first stage (hops = stages)");
+  planc->add_option("--link", po.link, "bandwidth between two machines: 100mbit, 1gbit, 125MB/s")
+      ->capture_default_str();
+  planc->add_option("--rtt-ms", po.rtt_ms, "round trip between two machines")
+      ->capture_default_str();
+  planc->add_option("--overhead-ms", po.overhead_ms, "software cost per message")
+      ->capture_default_str();
+  planc->add_flag("--json", po.json, "print one JSON object");
+
   idlepool::cli::SimOptions so;
   auto* simc = app.add_subcommand(
       "sim", "simulate the pool deterministically: a job on N simulated workers that follow an "
@@ -700,6 +724,7 @@ int main(int argc, char** argv) {
   }
 
   if (*simc) return idlepool::cli::RunSimCommand(so);
+  if (*planc) return idlepool::cli::RunPlanPattern(po);
 
   if (*run) {
     idlepool::platform::BlockTerminationSignals();
