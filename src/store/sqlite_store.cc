@@ -174,6 +174,11 @@ class Binder {
 };
 
 int64_t ColInt(sqlite3_stmt* s, int i) { return sqlite3_column_int64(s, i); }
+// The seven transfer columns (input_bytes .. cache_misses), in schema order from column `first`.
+core::Transfer ColTransfer(sqlite3_stmt* s, int first) {
+  auto u = [&](int k) { return static_cast<uint64_t>(ColInt(s, first + k)); };
+  return core::Transfer{u(0), u(1), u(2), u(3), u(4), u(5), u(6)};
+}
 
 std::string ColText(sqlite3_stmt* s, int i) {
   const unsigned char* p = sqlite3_column_text(s, i);
@@ -846,13 +851,7 @@ absl::StatusOr<core::RestoredState> SqliteStore::Load() {
       core::JobCounters& c = out.jobs[it->second].counters;
       c.suspensions = static_cast<uint64_t>(ColInt(u, 1));
       c.lost_work = core::Millis(ColInt(u, 2));
-      c.transfer.input_bytes = static_cast<uint64_t>(ColInt(u, 3));
-      c.transfer.cached_bytes = static_cast<uint64_t>(ColInt(u, 4));
-      c.transfer.coordinator_bytes = static_cast<uint64_t>(ColInt(u, 5));
-      c.transfer.peer_bytes = static_cast<uint64_t>(ColInt(u, 6));
-      c.transfer.output_bytes = static_cast<uint64_t>(ColInt(u, 7));
-      c.transfer.cache_hits = static_cast<uint64_t>(ColInt(u, 8));
-      c.transfer.cache_misses = static_cast<uint64_t>(ColInt(u, 9));
+      c.transfer = ColTransfer(u, 3);
     }
     if (rc != SQLITE_DONE) return finish(Err(rc, "Load: sum attempts"));
   }
@@ -1044,13 +1043,7 @@ absl::StatusOr<std::vector<AttemptRecord>> SqliteStore::ListAttempts(core::JobId
     a.ended_ms = ColInt(u, 7);
     a.suspensions = static_cast<uint32_t>(ColInt(u, 8));
     a.lost_ms = ColInt(u, 9);
-    a.transfer.input_bytes = static_cast<uint64_t>(ColInt(u, 10));
-    a.transfer.cached_bytes = static_cast<uint64_t>(ColInt(u, 11));
-    a.transfer.coordinator_bytes = static_cast<uint64_t>(ColInt(u, 12));
-    a.transfer.peer_bytes = static_cast<uint64_t>(ColInt(u, 13));
-    a.transfer.output_bytes = static_cast<uint64_t>(ColInt(u, 14));
-    a.transfer.cache_hits = static_cast<uint64_t>(ColInt(u, 15));
-    a.transfer.cache_misses = static_cast<uint64_t>(ColInt(u, 16));
+    a.transfer = ColTransfer(u, 10);
     out.push_back(std::move(a));
   }
   if (rc != SQLITE_DONE) return Err(rc, "ListAttempts: read attempts");

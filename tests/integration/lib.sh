@@ -121,3 +121,11 @@ start_proxy() {
   printf -v "PADDR_$name" '%s' "$(sed -n 's/.*listening on \([^ ]*\).*/\1/p' "$T/$name.log" | head -1)"
 }
 stat_of() { jq -r ".$2" "$T/$1.json"; }  # stat_of PROXY FIELD
+# assert_fetched_output JOB DIR: fetches JOB's outputs into DIR and checks that out.bin hashes to
+# what the task itself wrote in out.sha (the committed bytes are the task's bytes).
+assert_fetched_output() {
+  "$IDLEPOOL" fetch "$1" --out "$2" >/dev/null
+  local got
+  got=$(sha256sum "$(find "$2" -name out.bin)" | cut -c1-64)
+  [ "$got" = "$(cat "$(find "$2" -name out.sha)")" ] || fail "job $1: fetched out.bin does not match the task's hash"
+}

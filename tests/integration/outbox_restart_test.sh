@@ -30,8 +30,6 @@ wait_until 120 job_done "$JOB"
   fail "the task ran again: $(sql "SELECT id, outcome FROM attempts WHERE job_id=$JOB")"
 [ "$(sql "SELECT committed_attempt FROM tasks WHERE job_id=$JOB")" = "$first" ] || fail "wrong commit"
 grep -q "outbox: 1 finished attempts from an earlier run" "$T/w.log" || fail "no redelivery logged"
-"$IDLEPOOL" fetch "$JOB" --out "$T/out" >/dev/null
-got=$(sha256sum "$(find "$T/out" -name out.bin)" | cut -c1-64)
-[ "$got" = "$(cat "$(find "$T/out" -name out.sha)")" ] || fail "fetched output does not match the task's hash"
+assert_fetched_output "$JOB" "$T/out"
 wait_until 10 test ! -e "$T/w/outbox/$first"
 pass "worker SIGKILLed mid-upload: restarted, it delivered attempt $first from its outbox; no rerun"

@@ -32,9 +32,7 @@ wait_until 120 job_done "$JOB"
 up=$(stat_of cut up_bytes)
 # Restarting the upload from zero would send 20 MB + 32 MiB; resuming sends about 32 MiB.
 [ "$up" -lt $((20000000 + 32 * MiB - 4 * MiB)) ] || fail "upload was not resumed: $up bytes went up"
-"$IDLEPOOL" fetch "$JOB" --out "$T/out1" >/dev/null
-got=$(sha256sum "$(find "$T/out1" -name out.bin)" | cut -c1-64)
-[ "$got" = "$(cat "$(find "$T/out1" -name out.sha)")" ] || fail "fetched output does not match the task's hash"
+assert_fetched_output "$JOB" "$T/out1"
 pass "cut after 20 MB: upload resumed ($up bytes up for a 32 MiB output), task ran once"
 kill "$WPID_w1"; wait "$WPID_w1" 2>/dev/null || true
 
@@ -65,8 +63,6 @@ committed=$(sql "SELECT committed_attempt FROM tasks WHERE job_id=$JOB2 AND idx=
 [ "$(sql "SELECT count(*) FROM attempts WHERE job_id=$JOB2")" = 1 ] ||
   fail "the task ran again: $(sql "SELECT id, outcome FROM attempts WHERE job_id=$JOB2")"
 [ "$(job_field "$JOB2" attempts_lost)" = 0 ] || fail "the delivered attempt should no longer count as lost"
-"$IDLEPOOL" fetch "$JOB2" --out "$T/out2" >/dev/null
-got=$(sha256sum "$(find "$T/out2" -name out.bin)" | cut -c1-64)
-[ "$got" = "$(cat "$(find "$T/out2" -name out.sha)")" ] || fail "fetched output 2 does not match the task's hash"
+assert_fetched_output "$JOB2" "$T/out2"
 [ ! -e "$T/w2/outbox/$first" ] || wait_until 10 test ! -e "$T/w2/outbox/$first"
 pass "partition past the lease during upload: attempt $first revived and committed, no rerun"
