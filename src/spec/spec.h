@@ -150,4 +150,16 @@ struct TaskParams {
 // "1,2,3" — the `idlepool frames` output format.
 std::string JoinFrames(const std::vector<int64_t>& frames);
 
+// The planner's calibration run (`idlepool plan`): a job of min(k, tasks) of `job`'s tasks, taken
+// from the middles of k equal slices of the task list so cheap and costly parts of a frame range
+// are both sampled. Frames: the picked chunks, each one term of the frame grammar (a chunk is one
+// arithmetic run), chunk size unchanged, so each sampled task renders exactly the frames it would
+// in the job. Items: the picked items. Count: tasks 0..k-1 (a count job's {index} cannot be
+// remapped). Name: the job's + ".calibrate". Everything else (command, inputs, outputs,
+// resources) is the job's. Errors: k == 0, a job without tasks, the job's own spec errors.
+[[nodiscard]] absl::StatusOr<JobSpec> CalibrationSpec(const JobSpec& job, uint32_t k);
+
+// Indices of min(n, k) tasks out of n, spread: the middle of each of k equal slices, ascending.
+std::vector<uint32_t> SpreadSample(uint64_t n, uint32_t k);
+
 }  // namespace idlepool::spec

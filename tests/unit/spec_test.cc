@@ -1367,5 +1367,76 @@ TEST(RenderCommand, MalformedTemplatesAndMissingValuesFail) {
               HasSubstr("{frame} needs a one-frame chunk"));
 }
 
+
+// ---------------------------------------------------------------------------------------------
+// CalibrationSpec: the planner's k-task sample of a job.
+
+JobSpec ParsedOrDie(std::string_view text) {
+  absl::StatusOr<JobSpec> spec = ParseJobToml(text, "job.toml", "/nonexistent");
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  return spec.ok() ? *spec : JobSpec{};
+}
+
+TEST(SpreadSample, MiddlesOfEqualSlicesAscendingAndDistinct) {
+  // n = 10, k = 4: slices [0,2.5) [2.5,5) [5,7.5) [7.5,10), middles 1.25 3.75 6.25 8.75.
+  EXPECT_EQ(SpreadSample(10, 4), (std::vector<uint32_t>{1, 3, 6, 8}));
+  EXPECT_EQ(SpreadSample(3, 8), (std::vector<uint32_t>{0, 1, 2}));  // k > n: every task once
+  EXPECT_EQ(SpreadSample(1, 1), (std::vector<uint32_t>{0}));
+  EXPECT_TRUE(SpreadSample(0, 3).empty());
+  std::vector<uint32_t> big = SpreadSample(1'000'000, 16);
+  ASSERT_EQ(big.size(), 16u);
+  for (size_t i = 1; i < big.size(); ++i) EXPECT_LT(big[i - 1], big[i]);
+  EXPECT_LT(big.back(), 1'000'000u);
+}
+
+TEST(CalibrationSpec, FramesKeepTheSampledChunksExactly) {
+  JobSpec job = ParsedOrDie(
+      "name = \"zoom\"\ncommand = [\"render\", \"{frames}\"]\n"
+      "frames = \"1-40,100-91,201-229x2\"\nchunk = 4\noutputs = [\"*.png\"]\n");
+  absl::StatusOr<std::vector<TaskParams>> all = ExpandTasks(job);
+  ASSERT_TRUE(all.ok()) << all.status();
+  absl::StatusOr<JobSpec> cal = CalibrationSpec(job, 5);
+  ASSERT_TRUE(cal.ok()) << cal.status();
+  EXPECT_EQ(cal->name, "zoom.calibrate");
+  EXPECT_EQ(cal->command, job.command);
+  EXPECT_EQ(cal->outputs, job.outputs);
+  EXPECT_EQ(cal->chunk, job.chunk);
+  absl::StatusOr<std::vector<TaskParams>> sampled = ExpandTasks(*cal);
+  ASSERT_TRUE(sampled.ok()) << sampled.status();
+  std::vector<uint32_t> picked = SpreadSample(all->size(), 5);
+  ASSERT_EQ(sampled->size(), picked.size());
+  for (size_t i = 0; i < picked.size(); ++i) {
+    // Same frames in the same order: ascending, descending and stepped chunks survive the trip
+    // through the frame grammar.
+    EXPECT_EQ((*sampled)[i].chunk.frames, (*all)[picked[i]].chunk.frames) << "sample " << i;
+  }
+}
+
+TEST(CalibrationSpec, ItemsAndCounts) {
+  JobSpec items = ParsedOrDie("command = [\"ocr\", \"{item}\"]\nitems = [\"a\", \"b\", \"c\", "
+                              "\"d\", \"e\", \"f\"]\n");
+  absl::StatusOr<JobSpec> cal = CalibrationSpec(items, 2);
+  ASSERT_TRUE(cal.ok()) << cal.status();
+  EXPECT_EQ(cal->items, (std::vector<std::string>{"b", "e"}));  // middles of [0,3) and [3,6)
+  JobSpec count = ParsedOrDie("command = [\"seed\", \"{index}\"]\ncount = 100\n");
+  cal = CalibrationSpec(count, 3);
+  ASSERT_TRUE(cal.ok()) << cal.status();
+  EXPECT_EQ(cal->count, 3u);
+  // More samples than tasks: the whole job once.
+  cal = CalibrationSpec(items, 50);
+  ASSERT_TRUE(cal.ok()) << cal.status();
+  EXPECT_EQ(cal->items, items.items);
+}
+
+TEST(CalibrationSpec, RefusesZeroSamplesAndLongNamesStayValid) {
+  JobSpec job = ParsedOrDie("command = [\"true\"]\ncount = 4\n");
+  EXPECT_FALSE(CalibrationSpec(job, 0).ok());
+  job.name = std::string(128, 'n');
+  absl::StatusOr<JobSpec> cal = CalibrationSpec(job, 1);
+  ASSERT_TRUE(cal.ok()) << cal.status();
+  EXPECT_EQ(cal->name.size(), 128u);
+  EXPECT_TRUE(cal->name.ends_with(".calibrate"));
+}
+
 }  // namespace
 }  // namespace idlepool::spec
