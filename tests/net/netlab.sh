@@ -7,6 +7,8 @@
 #   netlab_addr HOST            HOST's IPv4 address
 #   netlab_dev HOST             HOST's interface name (inside HOST)
 #   netlab_down LAB             kills what runs in the lab and removes it; idempotent, trap-safe
+#   netlab_set_rate HOST RATE   changes one host's uplink and downlink cap to RATE (a slower or
+#                               faster machine in the same lab), same burst rule as netlab_up
 #
 # Layout: namespace LAB-hub holds a Linux bridge LAB-br; each host namespace LAB-hI holds one
 # end of a veth pair (named LAB-hI, address 10.X.0.(I+1)/24), whose other end LAB-vI is a port of
@@ -58,6 +60,12 @@ _netlab_rate_bytes() {
   echo $(( n * mult / 8 ))
 }
 
+_netlab_burst() {  # bytes per second -> tbf burst bytes (see netlab_up)
+  local b=$(( $1 * 4 / 1000 ))
+  [ "$b" -ge 16384 ] || b=16384
+  echo "$b"
+}
+
 _netlab_subnet() {  # 10.X.0 for LAB, X in 16..250
   local sum
   sum=$(printf '%s' "$1" | cksum | cut -d' ' -f1)
@@ -84,8 +92,7 @@ netlab_up() {
   # Latency 50 ms: the most a packet may queue before tbf drops it (queue = RATE x 50 ms), like
   # a modest office switch or router buffer; enough for one TCP flow to fill the link here
   # (veth round trips are microseconds), short enough to avoid seconds of bufferbloat.
-  burst=$(( rate_bytes * 4 / 1000 ))
-  [ "$burst" -ge 16384 ] || burst=16384
+  burst=$(_netlab_burst "$rate_bytes")
   subnet=$(_netlab_subnet "$lab")
   local hub=$lab-hub br=$lab-br
   {
@@ -109,6 +116,19 @@ netlab_up() {
       tc -n "$hub" qdisc add dev "$lab-v$i" root tbf rate "$rate" burst "$burst" latency 50ms
     } || { echo "netlab_up: cannot set up host $h" >&2; netlab_down "$lab"; return 1; }
   done
+}
+
+netlab_set_rate() {
+  local host=$1 rate=$2 rate_bytes burst lab i
+  lab=${host%-h*}
+  i=${host##*-h}
+  if ! rate_bytes=$(_netlab_rate_bytes "$rate"); then
+    echo "netlab_set_rate: RATE must be like 100mbit, not '$rate'" >&2; return 1
+  fi
+  burst=$(_netlab_burst "$rate_bytes")
+  tc -n "$host" qdisc change dev "$host" root tbf rate "$rate" burst "$burst" latency 50ms &&
+    tc -n "$lab-hub" qdisc change dev "$lab-v$i" root tbf rate "$rate" burst "$burst" latency 50ms ||
+    { echo "netlab_set_rate: cannot change $host to $rate" >&2; return 1; }
 }
 
 netlab_exec() {

@@ -95,6 +95,14 @@ h2_sent=$(tc -n "$LAB-h2" -s qdisc show dev "$LAB-h2" | sed -n 's/^ *Sent \([0-9
 wait_until 20 test "$(jq -r .down_bytes "$T/stats.json" 2>/dev/null)" = "$SIZE"
 pass "echo proxy counted $SIZE bytes"
 
+# One host slower than the rest: both ends of h2's veth now capped at 5mbit, h1 unchanged.
+netlab_set_rate "$LAB-h2" 5mbit
+tc -n "$LAB-h2" qdisc show dev "$LAB-h2" | grep -q "^qdisc tbf .* rate 5Mbit " || fail "h2 uplink not 5mbit"
+tc -n "$HUB" qdisc show dev "$LAB-v2" | grep -q "^qdisc tbf .* rate 5Mbit " || fail "h2 downlink not 5mbit"
+tc -n "$H1" qdisc show dev "$H1" | grep -q "^qdisc tbf .* rate 20Mbit " || fail "h1 changed"
+! netlab_set_rate "$LAB-h2" fast 2>/dev/null || fail "netlab_set_rate accepted rate 'fast'"
+pass "netlab_set_rate: h2 at 5mbit both ways, h1 still at $RATE"
+
 netlab_down "$LAB"
 netlab_down "$LAB"  # idempotent
 left=$(ip netns list | grep -E "^$LAB-" || true)
