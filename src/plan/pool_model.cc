@@ -49,7 +49,9 @@ std::string Validate(const PoolModel& pool, const JobModel& job) {
   if (auto e = NonNegative(job.output_bytes_per_task, "job.output_bytes_per_task"); !e.empty()) {
     return e;
   }
-  if (auto e = NonNegative(job.per_task_overhead_s, "job.per_task_overhead_s"); !e.empty()) return e;
+  if (auto e = NonNegative(job.per_task_overhead_s, "job.per_task_overhead_s"); !e.empty()) {
+    return e;
+  }
   if (auto e = NonNegative(job.checkpoint_interval_s, "job.checkpoint_interval_s"); !e.empty()) {
     return e;
   }
@@ -109,12 +111,12 @@ std::string Validate(const PoolModel& pool, const JobModel& job) {
 // One worker with defaults applied and its per-task costs worked out.
 struct Worker {
   int slots = 1;
-  double base_s = 0;       // per_task_overhead_s + task_s
-  double run_s = 0;        // base_s inflated by churn and divided by the up fraction
+  double base_s = 0;  // per_task_overhead_s + task_s
+  double run_s = 0;   // base_s inflated by churn and divided by the up fraction
   double lost_per_task_s = 0;
   double preemptions_per_task = 0;
   double rtt_s = 0;
-  double down = 0;         // bytes/s
+  double down = 0;  // bytes/s
   double up = 0;
   bool holds = false;
 };
@@ -128,7 +130,7 @@ struct Env {
   int64_t tasks = 0;
   double asset_bytes = 0;
   double output_bytes = 0;
-  double copy_s = 0;       // per task: asset bytes / stage copy rate
+  double copy_s = 0;  // per task: asset bytes / stage copy rate
 };
 
 void ApplyChurn(Worker& w, double up_fraction, double mean_up_s, double checkpoint_interval_s) {
@@ -304,8 +306,8 @@ class SharedLink {
     }
     for (int i : active_) {
       const Group& g = groups_[i];
-      next_time_ = std::min(next_time_,
-                            time_ + std::max(0.0, g.pending.top().first - g.served) / g.rate);
+      next_time_ =
+          std::min(next_time_, time_ + std::max(0.0, g.pending.top().first - g.served) / g.rate);
     }
   }
 
@@ -329,8 +331,8 @@ struct SimResult {
 // Kumar & Ross's bound for one fetcher among `n`, see the header comment.
 double SwarmSeconds(const Env& env, int n, double seed_up, double fetchers_up, double down) {
   const double s = env.asset_bytes;
-  double t = std::max({s / (env.coord_up + seed_up), s / down,
-                       n * s / (env.coord_up + seed_up + fetchers_up)});
+  double t = std::max(
+      {s / (env.coord_up + seed_up), s / down, n * s / (env.coord_up + seed_up + fetchers_up)});
   if (n >= 2 || seed_up > 0) t /= env.protocol.swarm_efficiency;
   return t;
 }
@@ -355,8 +357,8 @@ class Sim {
       downs[i] = env_.workers[i].down;
       ups[i] = env_.workers[i].up;
     }
-    uplink_.emplace(env_.coord_up, downs);     // assets, coordinator -> workers
-    downlink_.emplace(env_.coord_down, ups);   // outputs, workers -> coordinator
+    uplink_.emplace(env_.coord_up, downs);    // assets, coordinator -> workers
+    downlink_.emplace(env_.coord_down, ups);  // outputs, workers -> coordinator
     SharedLink& uplink = *uplink_;
     SharedLink& downlink = *downlink_;
 
@@ -662,21 +664,30 @@ double Speedup(double single_s, double pool_s) {
 
 std::string_view BottleneckName(Bottleneck b) {
   switch (b) {
-    case Bottleneck::kCompute: return "compute";
-    case Bottleneck::kCoordinatorUplink: return "coordinator_uplink";
-    case Bottleneck::kCoordinatorDownlink: return "coordinator_downlink";
-    case Bottleneck::kWorkerLinks: return "worker_links";
-    case Bottleneck::kChurn: return "churn";
-    case Bottleneck::kTail: return "tail";
+    case Bottleneck::kCompute:
+      return "compute";
+    case Bottleneck::kCoordinatorUplink:
+      return "coordinator_uplink";
+    case Bottleneck::kCoordinatorDownlink:
+      return "coordinator_downlink";
+    case Bottleneck::kWorkerLinks:
+      return "worker_links";
+    case Bottleneck::kChurn:
+      return "churn";
+    case Bottleneck::kTail:
+      return "tail";
   }
   return "unknown";
 }
 
 std::string_view VerdictName(Verdict v) {
   switch (v) {
-    case Verdict::kPool: return "pool";
-    case Verdict::kSingleMachine: return "single machine";
-    case Verdict::kSubset: return "pool with only these workers";
+    case Verdict::kPool:
+      return "pool";
+    case Verdict::kSingleMachine:
+      return "single machine";
+    case Verdict::kSubset:
+      return "pool with only these workers";
   }
   return "unknown";
 }
@@ -725,8 +736,8 @@ Checked<Prediction> Predict(const PoolModel& pool, const JobModel& job) {
   PoolForecast& f = out.pool;
   f.makespan_s = full.makespan_s;
   f.speedup = Speedup(single, full.makespan_s);
-  f.ideal_speedup = ComputeRate(env, all) / (env.workers[best].slots /
-                                             (env.workers[best].base_s + env.copy_s));
+  f.ideal_speedup =
+      ComputeRate(env, all) / (env.workers[best].slots / (env.workers[best].base_s + env.copy_s));
   f.efficiency = f.speedup / f.ideal_speedup;
   for (size_t i = 0; i < n; ++i) {
     const Worker& w = env.workers[i];
@@ -791,9 +802,8 @@ Checked<Prediction> Predict(const PoolModel& pool, const JobModel& job) {
 
   // Greedy removal, lowest per-slot throughput (longest expected cycle) first.
   std::vector<int> candidates = all;
-  std::stable_sort(candidates.begin(), candidates.end(), [&](int a, int b) {
-    return full.cycle_s[a] > full.cycle_s[b];
-  });
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [&](int a, int b) { return full.cycle_s[a] > full.cycle_s[b]; });
   std::vector<int> members = all;
   double best_subset = full.makespan_s;
   int tried = 0;
@@ -814,9 +824,9 @@ Checked<Prediction> Predict(const PoolModel& pool, const JobModel& job) {
   out.subset_makespan_s = best_subset;
   out.subset_only = what_if(best_subset);
 
-  const bool subset_wins = members.size() < n && std::isfinite(best_subset) &&
-                           (!std::isfinite(full.makespan_s) ||
-                            best_subset <= (1 - kSubsetGain) * full.makespan_s);
+  const bool subset_wins =
+      members.size() < n && std::isfinite(best_subset) &&
+      (!std::isfinite(full.makespan_s) || best_subset <= (1 - kSubsetGain) * full.makespan_s);
   const double pool_best = subset_wins ? best_subset : full.makespan_s;
   if (single <= pool_best) {
     out.verdict = Verdict::kSingleMachine;

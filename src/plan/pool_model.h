@@ -99,12 +99,12 @@ inline constexpr double kNeverEnds = std::numeric_limits<double>::infinity();
 
 // One worker as seen by this job. Links are to the coordinator.
 struct WorkerModel {
-  std::string name;               // non-empty, unique in the pool
-  int slots = 1;                  // concurrent tasks of this job it runs; >= 1
-  double task_s = 0;              // compute seconds of one task on it; > 0
-  double rtt_s = 0;               // round trip to the coordinator; 0 = unknown (kAssumedRttS)
-  double down_bytes_per_s = 0;    // coordinator -> worker; 0 = unknown (kAssumedLinkBytesPerS)
-  double up_bytes_per_s = 0;      // worker -> coordinator; 0 = unknown (kAssumedLinkBytesPerS)
+  std::string name;             // non-empty, unique in the pool
+  int slots = 1;                // concurrent tasks of this job it runs; >= 1
+  double task_s = 0;            // compute seconds of one task on it; > 0
+  double rtt_s = 0;             // round trip to the coordinator; 0 = unknown (kAssumedRttS)
+  double down_bytes_per_s = 0;  // coordinator -> worker; 0 = unknown (kAssumedLinkBytesPerS)
+  double up_bytes_per_s = 0;    // worker -> coordinator; 0 = unknown (kAssumedLinkBytesPerS)
   // Fraction of time it is up, in (0, 1]. Unset: U / (U + D) from mean_up_s and mean_down_s
   // when both are finite and mean_up_s > 0, else 1.
   std::optional<double> up_fraction;
@@ -115,13 +115,13 @@ struct WorkerModel {
 
 // The job. Resources (cpus per task) are already folded into WorkerModel::slots.
 struct JobModel {
-  int64_t tasks = 0;                   // >= 1
-  double shared_asset_bytes = 0;       // inputs every task needs, fetched once per worker
-  double output_bytes_per_task = 0;    // uploaded to the coordinator after each task
+  int64_t tasks = 0;                 // >= 1
+  double shared_asset_bytes = 0;     // inputs every task needs, fetched once per worker
+  double output_bytes_per_task = 0;  // uploaded to the coordinator after each task
   // Assignment handling, process start, report: the per-task cost on a zero-latency link (the
   // model adds round_trips_per_task x rtt_s itself). Measured by the caller.
   double per_task_overhead_s = 0.05;
-  double checkpoint_interval_s = 0;    // 0 = the task never checkpoints
+  double checkpoint_interval_s = 0;  // 0 = the task never checkpoints
   // Copying the assets into each task dir (README: inputs are copied, reflinked where the file
   // system can). Default 1 GB/s, an assumption for an ext4 copy from the page cache; +inf for
   // reflinks. > 0.
@@ -139,12 +139,12 @@ struct ProtocolModel {
 };
 
 struct PoolModel {
-  std::vector<WorkerModel> workers;   // non-empty
+  std::vector<WorkerModel> workers;  // non-empty
   // The coordinator's NIC, shared by every transfer. 0 = unknown: the largest of the workers'
   // down (for the uplink) or up (for the downlink) rates, listed in Prediction::assumed.
   double coordinator_up_bytes_per_s = 0;
   double coordinator_down_bytes_per_s = 0;
-  bool peer_to_peer = true;           // workers pass shared assets to each other (the default)
+  bool peer_to_peer = true;  // workers pass shared assets to each other (the default)
   ProtocolModel protocol;
 };
 
@@ -171,17 +171,17 @@ struct MakespanTerms {
 
 struct WorkerForecast {
   std::string name;
-  int64_t tasks = 0;               // tasks it finishes in the simulated schedule
-  double lost_work_s = 0;          // expected compute lost to preemptions on it
-  double preemptions = 0;          // expected preemptions on it
-  double assets_ready_s = 0;       // when it holds the assets; 0 if it held them; +inf: never
-                                   // fetched (it ran no task)
-  double seconds_per_task = 0;     // its expected cycle: transfers, churn and round trips included
+  int64_t tasks = 0;            // tasks it finishes in the simulated schedule
+  double lost_work_s = 0;       // expected compute lost to preemptions on it
+  double preemptions = 0;       // expected preemptions on it
+  double assets_ready_s = 0;    // when it holds the assets; 0 if it held them; +inf: never
+                                // fetched (it ran no task)
+  double seconds_per_task = 0;  // its expected cycle: transfers, churn and round trips included
 };
 
 struct PoolForecast {
   double makespan_s = 0;
-  double speedup = 0;              // single machine's makespan / makespan_s
+  double speedup = 0;  // single machine's makespan / makespan_s
   // Perfect speedup: the pool's task throughput (sum of slots / (overhead + copy + task_s))
   // over the best single machine's. efficiency = speedup / ideal_speedup: 1 when the pool loses
   // nothing to the network, churn or the tail (it can exceed 1 by rounding: the single machine
@@ -193,12 +193,12 @@ struct PoolForecast {
   double bottleneck_fraction = 0;                // that term / makespan_s
   double lost_work_s = 0;
   double preemptions = 0;
-  std::vector<WorkerForecast> workers;           // in PoolModel order
+  std::vector<WorkerForecast> workers;  // in PoolModel order
 };
 
 struct WhatIf {
   double makespan_s = 0;
-  double speedup = 0;              // single machine's makespan / makespan_s
+  double speedup = 0;  // single machine's makespan / makespan_s
 };
 
 enum class Verdict { kPool, kSingleMachine, kSubset };
@@ -206,7 +206,7 @@ enum class Verdict { kPool, kSingleMachine, kSubset };
 std::string_view VerdictName(Verdict v);
 
 struct Prediction {
-  std::string single_worker;        // the best worker alone
+  std::string single_worker;  // the best worker alone
   double single_makespan_s = 0;
   PoolForecast pool;
   // kSubset when the best subset found predicts at least 10% below the whole pool's makespan
@@ -217,18 +217,18 @@ struct Prediction {
   // worker whose removal shortens the makespan; at most 8 tried). All workers when none helps.
   std::vector<std::string> subset;
   double subset_makespan_s = 0;
-  WhatIf gigabit_links;             // every link, the coordinator's too, at 1 GbE
-  WhatIf assets_cached;             // every worker holds the assets
-  WhatIf no_churn;                  // every worker always up
-  WhatIf subset_only;               // only `subset`
-  std::vector<std::string> assumed; // fields that took a default: "workers[1].rtt_s", ...
+  WhatIf gigabit_links;              // every link, the coordinator's too, at 1 GbE
+  WhatIf assets_cached;              // every worker holds the assets
+  WhatIf no_churn;                   // every worker always up
+  WhatIf subset_only;                // only `subset`
+  std::vector<std::string> assumed;  // fields that took a default: "workers[1].rtt_s", ...
 };
 
 // Expected cost of running `work_s` seconds on a worker whose up periods are exponential with
 // mean `mean_up_s` (kNeverEnds: never preempted), restarting from the last checkpoint (every
 // `checkpoint_interval_s`, 0 = none) after each preemption. See the header comment.
 struct ChurnCost {
-  double up_seconds = 0;           // >= work_s; +inf when e^{c/U} overflows
+  double up_seconds = 0;  // >= work_s; +inf when e^{c/U} overflows
   double preemptions = 0;
 };
 ChurnCost ExpectedChurnCost(double work_s, double mean_up_s, double checkpoint_interval_s);

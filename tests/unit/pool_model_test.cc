@@ -234,10 +234,10 @@ TEST(PoolModel, UnknownLinksTakeDocumentedDefaultsAndSayWhich) {
   pool.coordinator_up_bytes_per_s = 0;
   pool.coordinator_down_bytes_per_s = 0;
   Prediction p = MustPredict(pool, Job(4));
-  EXPECT_EQ(p.assumed, (std::vector<std::string>{
-                           "workers[1].rtt_s", "workers[1].down_bytes_per_s",
-                           "workers[1].up_bytes_per_s", "pool.coordinator_up_bytes_per_s",
-                           "pool.coordinator_down_bytes_per_s"}));
+  EXPECT_EQ(p.assumed,
+            (std::vector<std::string>{
+                "workers[1].rtt_s", "workers[1].down_bytes_per_s", "workers[1].up_bytes_per_s",
+                "pool.coordinator_up_bytes_per_s", "pool.coordinator_down_bytes_per_s"}));
   // Worker 1's cycle: 0.001 + 1.05 = 1.051 s; worker 0's 1.052 s; 2 rounds each: 2.104 s.
   EXPECT_NEAR(p.pool.makespan_s, 2.104, 1e-9);
 }
