@@ -12,6 +12,7 @@
 #include "coordinator/wire.h"
 #include "grpcpp/grpcpp.h"
 #include "platform/clock.h"
+#include "spec/profile_key.h"
 #include "spdlog/spdlog.h"
 #include "status_convert.h"
 
@@ -108,6 +109,32 @@ absl::StatusOr<std::string> PoolClient::Cancel(uint64_t job) {
   grpc::Status st = stub_->CancelJob(ctx.get(), ref, &reply);
   if (!st.ok()) return wire::FromGrpc(st, absl::StrCat("cancel job ", job));
   return reply.state();
+}
+
+absl::StatusOr<v1::ProfileReply> PoolClient::GetProfile(const std::string& profile_key,
+                                                        uint64_t job, uint32_t max_samples) {
+  v1::ProfileRequest req;
+  req.set_profile_key(profile_key);
+  req.set_job(job);
+  req.set_max_samples(max_samples);
+  v1::ProfileReply reply;
+  auto ctx = Context();
+  grpc::Status st = stub_->GetProfile(ctx.get(), req, &reply);
+  if (!st.ok()) {
+    return wire::FromGrpc(st, job != 0 ? absl::StrCat("profile of job ", job)
+                                       : absl::StrCat("profile ", profile_key));
+  }
+  return reply;
+}
+
+absl::StatusOr<std::string> ProfileKeyOf(const spec::JobSpec& spec) {
+  std::vector<std::string> hashes;
+  for (const auto& in : spec.inputs) {
+    auto d = blob::HashFile(in.source);
+    if (!d.ok()) return d.status();
+    hashes.push_back(d->sha256);
+  }
+  return spec::ProfileKey(spec.command, spec.resources, std::move(hashes));
 }
 
 absl::StatusOr<v1::JobStatus> PoolClient::Wait(

@@ -16,6 +16,10 @@
 
 namespace idlepool::cli {
 
+// The profile key (spec/profile_key.h) the coordinator will give `spec` when it is submitted:
+// hashes the spec's input files (Input::source) as Submit does. Errors: the file's (kNotFound...).
+[[nodiscard]] absl::StatusOr<std::string> ProfileKeyOf(const spec::JobSpec& spec);
+
 class PoolClient {
  public:
   PoolClient(const std::string& address, std::string token);
@@ -28,6 +32,10 @@ class PoolClient {
   [[nodiscard]] absl::StatusOr<v1::ListJobsReply> ListJobs();
   [[nodiscard]] absl::StatusOr<v1::ListWorkersReply> ListWorkers();
   [[nodiscard]] absl::StatusOr<std::string> Cancel(uint64_t job);
+  // The history of succeeded attempts (Pool.GetProfile): of `job`, or of every job with
+  // `profile_key` when job is 0. max_samples 0: the coordinator's default (200).
+  [[nodiscard]] absl::StatusOr<v1::ProfileReply> GetProfile(const std::string& profile_key,
+                                                            uint64_t job, uint32_t max_samples);
 
   // Polls until the job is no longer running, calling `progress` on every change.
   [[nodiscard]] absl::StatusOr<v1::JobStatus> Wait(

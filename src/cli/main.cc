@@ -18,6 +18,7 @@
 #include "absl/strings/str_format.h"
 #include "cli/client.h"
 #include "cli/plan_command.h"
+#include "cli/profile_command.h"
 #include "cli/sim_command.h"
 #include "coordinator/coordinator.h"
 #include "nlohmann/json.hpp"
@@ -100,6 +101,7 @@ nlohmann::json JobJson(const idlepool::v1::JobStatus& s) {
   j["fits_no_worker"] = s.fits_no_worker();
   j["makespan_s"] = s.finished_ms() ? (s.finished_ms() - s.submitted_ms()) / 1000.0 : 0.0;
   j["machine_faults"] = s.machine_faults();
+  j["profile_key"] = s.profile_key();
   const auto& t = s.transfer();
   const uint64_t files = uint64_t{t.cache_hits()} + t.cache_misses();
   j["transfer"] = {{"input_bytes", t.input_bytes()},
@@ -366,6 +368,18 @@ int main(int argc, char** argv) {
   frames->add_option("SPEC", frame_spec, "frame spec, e.g. 1-10x2,20")->required();
   frames->add_option("--chunk", chunk, "print one chunk (task) per line")
       ->check(CLI::Range(1u, 1'000'000u));
+
+  idlepool::cli::ProfileOptions pro;
+  auto* profilec = app.add_subcommand(
+      "profile", "where the time of succeeded attempts went (stage, run, upload), per worker");
+  add_client_opts(profilec);
+  profilec->add_option("JOB", pro.job, "job id");
+  profilec->add_option("--key", pro.key, "every job with this profile key (status --json)");
+  profilec->add_option("--spec", pro.spec_file,
+                       "every job with the profile key of this job spec (TOML), not submitted");
+  profilec->add_option("--max-samples", pro.max_samples, "newest attempts (default 200, max 5000)")
+      ->check(CLI::Range(1u, 5000u));
+  profilec->add_flag("--json", pro.json, "print one JSON object");
 
   uint32_t local_workers = 2;
   std::string run_data_dir;
@@ -725,6 +739,11 @@ int main(int argc, char** argv) {
 
   if (*simc) return idlepool::cli::RunSimCommand(so);
   if (*planc) return idlepool::cli::RunPlanPattern(po);
+  if (*profilec) {
+    if (!need_token()) return 2;
+    PoolClient client = MakeClient(common);
+    return idlepool::cli::RunProfile(client, pro);
+  }
 
   if (*run) {
     idlepool::platform::BlockTerminationSignals();

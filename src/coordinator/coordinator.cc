@@ -32,6 +32,7 @@
 #include "platform/random.h"
 #include "status_convert.h"
 #include "spdlog/spdlog.h"
+#include "spec/profile_key.h"
 #include "spec/spec.h"
 #include "store/store.h"
 
@@ -491,9 +492,14 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
     job.sched.resources = spec.resources;
     job.sched.max_attempts = spec.max_attempts;
     job.sched.timeout = core::Millis(static_cast<int64_t>(spec.timeout_s) * 1000);
+    std::vector<std::string> input_hashes;
     for (const auto& in : proto.inputs()) {
       job.sched.inputs.push_back(core::BlobRef{in.sha256(), in.size()});
+      input_hashes.push_back(in.sha256());
+      job.input_bytes += in.size();
     }
+    job.input_files = static_cast<uint32_t>(proto.inputs_size());
+    job.profile_key = spec::ProfileKey(spec.command, spec.resources, std::move(input_hashes));
     auto id = store_->InsertJob(job, clock_.WallMs());
     if (!id.ok()) return wire::ToGrpc(id.status());
     // Durable now. Hand it to the core and answer once the core knows it, so a status call
@@ -621,7 +627,81 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
     return grpc::Status::OK;
   }
 
+  grpc::Status GetProfile(grpc::ServerContext* ctx, const v1::ProfileRequest* req,
+                          v1::ProfileReply* reply) override {
+    if (auto st = CheckToken(ctx); !st.ok()) return st;
+    constexpr uint32_t kDefaultSamples = 200, kMaxSamples = 5000;
+    store::SucceededAttemptsQuery q;
+    q.job = req->job();
+    if (q.job != 0 && !req->profile_key().empty()) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "GetProfile: give a job or a profile key, not both");
+    }
+    if (q.job == 0) {
+      if (!blob::IsSha256Hex(req->profile_key())) {
+        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                            "GetProfile: profile_key must be 64 lowercase hex digits (or give a "
+                            "job)");
+      }
+      q.profile_key = req->profile_key();
+    }
+    q.limit = req->max_samples() == 0 ? kDefaultSamples
+                                      : std::min(req->max_samples(), kMaxSamples);
+    std::set<core::JobId> job_ids;
+    if (q.job != 0) {
+      auto rec = store_->GetJobHeader(q.job);
+      if (absl::IsNotFound(rec.status())) {
+        return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("no job ", q.job));
+      }
+      if (!rec.ok()) return wire::ToGrpc(rec.status());
+      reply->set_profile_key(rec->profile_key);
+      job_ids.insert(q.job);
+    } else {
+      reply->set_profile_key(q.profile_key);
+    }
+    auto attempts = store_->ListSucceededAttempts(q);
+    if (!attempts.ok()) return wire::ToGrpc(attempts.status());
+    for (const store::AttemptRecord& a : *attempts) {
+      v1::ProfileSample* p = reply->add_samples();
+      p->set_worker(a.worker);
+      p->set_job(a.task.job);
+      p->set_task(a.task.index);
+      p->set_attempt(a.attempt);
+      p->set_stage_ms(a.timing.stage_ms);
+      p->set_run_ms(a.timing.run_ms);
+      p->set_upload_ms(a.timing.upload_ms);
+      p->set_resumed(a.timing.resumed);
+      p->set_wall_ms(static_cast<uint64_t>(std::max<int64_t>(a.ended_ms - a.started_ms, 0)));
+      p->set_ended_ms(a.ended_ms);
+      ToProto(a.transfer, p->mutable_transfer());
+      job_ids.insert(a.task.job);
+    }
+    for (core::JobId id : job_ids) {
+      auto rec = store_->GetJobHeader(id);
+      if (!rec.ok()) return wire::ToGrpc(rec.status());
+      v1::ProfileJob* j = reply->add_jobs();
+      j->set_job(id);
+      j->set_name(rec->name);
+      j->set_state(core::ToString(rec->state));
+      j->set_tasks(rec->sched.task_count);
+      j->set_input_bytes(rec->input_bytes);
+      j->set_input_files(rec->input_files);
+      j->set_profile_key(rec->profile_key);
+    }
+    return grpc::Status::OK;
+  }
+
  private:
+  static void ToProto(const core::Transfer& t, v1::Transfer* o) {
+    o->set_input_bytes(t.input_bytes);
+    o->set_cached_bytes(t.cached_bytes);
+    o->set_coordinator_bytes(t.coordinator_bytes);
+    o->set_peer_bytes(t.peer_bytes);
+    o->set_output_bytes(t.output_bytes);
+    o->set_cache_hits(static_cast<uint32_t>(std::min<uint64_t>(t.cache_hits, UINT32_MAX)));
+    o->set_cache_misses(static_cast<uint32_t>(std::min<uint64_t>(t.cache_misses, UINT32_MAX)));
+  }
+
   struct Item {
     std::optional<core::Event> event;
     std::function<void()> fn;  // runs on the core thread before `event` is applied
@@ -684,6 +764,13 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
                                    b(t.coordinator_bytes()), b(t.peer_bytes()),
                                    b(t.output_bytes()),      n(t.cache_hits()),
                                    n(t.cache_misses())};
+    }
+    if (r.has_timing()) {
+      // Each bounded by a year, so that sums over attempts cannot overflow.
+      const v1::AttemptTiming& t = r.timing();
+      auto y = [](uint64_t v) { return std::min<uint64_t>(v, 365ull * 24 * 3600 * 1000); };
+      ev.timing = core::AttemptTiming{y(t.stage_ms()), y(t.run_ms()), y(t.upload_ms()),
+                                      t.resumed()};
     }
     if (ev.result == core::ReportResult::kPreempted) {
       // Work lost is bounded by what could plausibly have run: a year.
@@ -823,17 +910,8 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
     out->set_suspensions(summary->counters.suspensions);
     out->set_lost_ms(static_cast<uint64_t>(summary->counters.lost_work.count()));
     out->set_machine_faults(summary->counters.machine_faults);
-    {
-      const core::Transfer& t = summary->counters.transfer;
-      v1::Transfer* o = out->mutable_transfer();
-      o->set_input_bytes(t.input_bytes);
-      o->set_cached_bytes(t.cached_bytes);
-      o->set_coordinator_bytes(t.coordinator_bytes);
-      o->set_peer_bytes(t.peer_bytes);
-      o->set_output_bytes(t.output_bytes);
-      o->set_cache_hits(static_cast<uint32_t>(std::min<uint64_t>(t.cache_hits, UINT32_MAX)));
-      o->set_cache_misses(static_cast<uint32_t>(std::min<uint64_t>(t.cache_misses, UINT32_MAX)));
-    }
+    ToProto(summary->counters.transfer, out->mutable_transfer());
+    out->set_profile_key(rec->profile_key);
     out->set_submitted_ms(rec->submitted_ms);
     out->set_finished_ms(rec->finished_ms);
     if (with_failures && summary->failed > 0) {

@@ -453,15 +453,15 @@ void Scheduler::OnReport(const AttemptReport& e, MonoTime now, std::vector<Decis
   switch (e.result) {
     case ReportResult::kSucceeded:
       EndAttempt(e.attempt, AttemptOutcome::kSucceeded, e.exit_code, e.message, e.outputs, out,
-                 Millis{0}, e.transfer);
+                 Millis{0}, e.transfer, e.timing);
       break;
     case ReportResult::kFailed:
       EndAttempt(e.attempt, AttemptOutcome::kFailed, e.exit_code, e.message, {}, out, Millis{0},
-                 e.transfer);
+                 e.transfer, e.timing);
       break;
     case ReportResult::kTimedOut:
       EndAttempt(e.attempt, AttemptOutcome::kTimedOut, e.exit_code, e.message, {}, out, Millis{0},
-                 e.transfer);
+                 e.transfer, e.timing);
       break;
     case ReportResult::kPreempted: {
       if (e.checkpoint) {
@@ -470,16 +470,16 @@ void Scheduler::OnReport(const AttemptReport& e, MonoTime now, std::vector<Decis
         out.push_back(TaskCheckpointed{key, e.attempt, *e.checkpoint});
       }
       EndAttempt(e.attempt, AttemptOutcome::kPreempted, e.exit_code, e.message, {}, out,
-                 std::max(e.lost, Millis{0}), e.transfer);
+                 std::max(e.lost, Millis{0}), e.transfer, e.timing);
       break;
     }
     case ReportResult::kMachineFault:
       EndAttempt(e.attempt, AttemptOutcome::kMachineFault, e.exit_code, e.message, {}, out,
-                 Millis{0}, e.transfer);
+                 Millis{0}, e.transfer, e.timing);
       break;
     default:  // a value outside the enum: treat the attempt as failed rather than trust it
       EndAttempt(e.attempt, AttemptOutcome::kFailed, e.exit_code, "unknown report result", {}, out,
-                 Millis{0}, e.transfer);
+                 Millis{0}, e.transfer, e.timing);
       break;
   }
   out.push_back(AckReport{e.worker, e.session, e.attempt, true, ""});
@@ -506,7 +506,7 @@ bool Scheduler::LateSuccess(const AttemptReport& e, std::vector<Decision>& out) 
   job.counters.lost_work -= lost;
   job.counters.transfer += e.transfer;
   out.push_back(AttemptEnded{e.attempt, key, e.worker, AttemptOutcome::kSucceeded, e.exit_code,
-                             e.message, Millis{0}, e.transfer, /*late=*/true});
+                             e.message, Millis{0}, e.transfer, /*late=*/true, e.timing});
   // The attempts that replaced it are superseded (the backup first, as in OnCancel).
   for (const AttemptId id : {task.backup, task.current}) {
     if (id != 0) Supersede(id, e.attempt, out);
@@ -736,7 +736,8 @@ void Scheduler::Supersede(AttemptId id, AttemptId winner, std::vector<Decision>&
 
 void Scheduler::EndAttempt(AttemptId id, AttemptOutcome outcome, int exit_code,
                            const std::string& message, std::vector<OutputFile> outputs,
-                           std::vector<Decision>& out, Millis lost, const Transfer& transfer) {
+                           std::vector<Decision>& out, Millis lost, const Transfer& transfer,
+                           const AttemptTiming& timing) {
   CORE_CHECK(outcome != AttemptOutcome::kRunning, "ending an attempt as running");
   const AttemptRec a = Unlink(id);
   JobRec& job = JobOf(a.task);
@@ -759,7 +760,8 @@ void Scheduler::EndAttempt(AttemptId id, AttemptOutcome outcome, int exit_code,
   }
 
   job.counters.transfer += transfer;
-  out.push_back(AttemptEnded{id, a.task, a.worker, outcome, exit_code, message, lost, transfer});
+  out.push_back(AttemptEnded{id, a.task, a.worker, outcome, exit_code, message, lost, transfer,
+                             /*late=*/false, timing});
 
   bool failure = false;
   switch (outcome) {

@@ -177,6 +177,7 @@ struct AttemptReport {
   std::optional<std::vector<OutputFile>> checkpoint;
   Millis lost{0};
   Transfer transfer;  // bytes the attempt moved (added to its job's counters)
+  AttemptTiming timing;  // where its time went (carried to the store, never decided on)
 };
 
 // Time passed: expire leases, orphaned attempts and timeouts.
@@ -212,6 +213,7 @@ struct AttemptEnded {
   // A late success: the attempt had ended kLost (its worker went silent, e.g. while uploading
   // its outputs) and has now reported kSucceeded; the store replaces the kLost record.
   bool late = false;
+  AttemptTiming timing;  // as its worker reported it (zero when no report came)
 };
 struct TaskChanged {
   TaskKey task;
@@ -659,7 +661,8 @@ class Scheduler {
   // As above; `outputs` are committed when outcome is kSucceeded.
   void EndAttempt(AttemptId id, AttemptOutcome outcome, int exit_code, const std::string& message,
                   std::vector<OutputFile> outputs, std::vector<Decision>& out,
-                  Millis lost = Millis{0}, const Transfer& transfer = {});
+                  Millis lost = Millis{0}, const Transfer& transfer = {},
+                  const AttemptTiming& timing = {});
   // Takes a running attempt out of attempts_, orphans_ and its task's attempt slots (the other
   // attempt, if any, becomes current) and returns its record; the caller frees its worker's
   // slots and moves its task on.

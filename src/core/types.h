@@ -102,6 +102,17 @@ struct Transfer {
   bool operator==(const Transfer&) const = default;
 };
 
+// Where an attempt's time went, as its worker measured it on its own monotonic clock (proto
+// AttemptReport.timing). Milliseconds. The core only carries it to the store;
+// no decision reads it. All zero when the report carried none (an older worker, no report).
+struct AttemptTiming {
+  uint64_t stage_ms = 0;   // fetching and staging inputs, restoring the checkpoint, until start
+  uint64_t run_ms = 0;     // the task process running, time frozen for the owner excluded
+  uint64_t upload_ms = 0;  // hashing and uploading outputs or the checkpoint, until the report
+  bool resumed = false;    // it started from a restored checkpoint (run_ms covers only the rest)
+  bool operator==(const AttemptTiming&) const = default;
+};
+
 const char* ToString(TaskState s);
 const char* ToString(JobState s);
 const char* ToString(AttemptOutcome o);

@@ -35,6 +35,8 @@ class MemoryStore final : public Store {
   absl::StatusOr<std::vector<JobRecord>> ListJobs() override;
   absl::StatusOr<std::vector<TaskRecord>> ListTasks(core::JobId job) override;
   absl::StatusOr<std::vector<AttemptRecord>> ListAttempts(core::JobId job) override;
+  absl::StatusOr<std::vector<AttemptRecord>> ListSucceededAttempts(
+      const SucceededAttemptsQuery& query) override;
   absl::StatusOr<std::vector<TaskOutput>> ListOutputs(core::JobId job) override;
   absl::StatusOr<std::vector<core::OutputFile>> GetCheckpoint(core::TaskKey task) override;
 
@@ -65,6 +67,9 @@ class MemoryStore final : public Store {
     h.state = rec.state;
     h.submitted_ms = rec.submitted_ms;
     h.finished_ms = rec.finished_ms;
+    h.profile_key = rec.profile_key;
+    h.input_bytes = rec.input_bytes;
+    h.input_files = rec.input_files;
     return h;
   }
 
@@ -94,6 +99,9 @@ absl::StatusOr<core::JobId> MemoryStore::InsertJob(const NewJob& job, int64_t no
   j.rec.state = core::JobState::kRunning;
   j.rec.submitted_ms = now_ms;
   j.rec.finished_ms = 0;
+  j.rec.profile_key = job.profile_key;
+  j.rec.input_bytes = job.input_bytes;
+  j.rec.input_files = job.input_files;
   j.tasks.resize(job.sched.task_count);
   for (uint32_t i = 0; i < job.sched.task_count; ++i) j.tasks[i].task = {id, i};
   return id;
@@ -157,6 +165,7 @@ absl::Status MemoryStore::ApplyOne(const core::Decision& d, int64_t now_ms, Undo
     a.ended_ms = now_ms;
     a.lost_ms = r->lost.count();
     a.transfer = r->transfer;
+    a.timing = r->timing;
     return absl::OkStatus();
   }
 
@@ -313,6 +322,34 @@ absl::StatusOr<std::vector<AttemptRecord>> MemoryStore::ListAttempts(core::JobId
   std::vector<AttemptRecord> out;
   out.reserve(it->second.attempts.size());
   for (core::AttemptId a : it->second.attempts) out.push_back(attempts_.at(a));
+  return out;
+}
+
+absl::StatusOr<std::vector<AttemptRecord>> MemoryStore::ListSucceededAttempts(
+    const SucceededAttemptsQuery& q) {
+  if (q.job == 0 && q.profile_key.empty()) return Invalid(in::NoProfileQueryMsg());
+  std::lock_guard lock(mu_);
+  std::vector<const Job*> jobs;
+  if (q.job != 0) {
+    auto it = jobs_.find(q.job);
+    if (it == jobs_.end()) return NotFound(q.job);
+    jobs.push_back(&it->second);
+  } else {
+    for (const auto& [id, job] : jobs_) {
+      if (job.rec.profile_key == q.profile_key) jobs.push_back(&job);
+    }
+  }
+  std::vector<AttemptRecord> out;
+  for (const Job* job : jobs) {
+    for (core::AttemptId a : job->attempts) {
+      const AttemptRecord& rec = attempts_.at(a);
+      if (rec.outcome == core::AttemptOutcome::kSucceeded) out.push_back(rec);
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const AttemptRecord& a, const AttemptRecord& b) {
+    return in::NewerAttempt(a.ended_ms, a.attempt, b.ended_ms, b.attempt);
+  });
+  if (out.size() > q.limit) out.resize(q.limit);
   return out;
 }
 

@@ -1,6 +1,6 @@
 // The SQLite store: one database file in WAL mode with synchronous=FULL.
 //
-// File format (schema version 3, kept in PRAGMA user_version; PRAGMA application_id marks the
+// File format (schema version 4, kept in PRAGMA user_version; PRAGMA application_id marks the
 // file as an idlepool store):
 //   jobs        (id INTEGER PRIMARY KEY AUTOINCREMENT, ...)  ids are never reused
 //   tasks       (job_id, idx) WITHOUT ROWID
@@ -8,9 +8,12 @@
 //                suspensions, lost_ms)
 //   outputs     (job_id, idx, path) WITHOUT ROWID
 //   checkpoints (job_id, idx, path) WITHOUT ROWID: each task's latest checkpoint
+//   job_profiles (job_id PRIMARY KEY, profile_key, input_bytes, input_files), indexed by key
 // Version 2 added attempts.suspensions, attempts.lost_ms and the checkpoints table; version 3 the
-// attempts' transfer columns (input_bytes ... cache_misses). Older files are migrated in place
-// when opened.
+// attempts' transfer columns (input_bytes ... cache_misses); version 4 the attempts' timing
+// columns (stage_ms, run_ms, upload_ms, resumed) and job_profiles. Older files are migrated in
+// place when opened. The profile key lives in its own table, not in jobs: jobs.spec must stay
+// the last column of jobs (see kSchemaV1), and ALTER TABLE can only append.
 // Enums are stored as lowercase names (store_internal.h), never as C++ enum values. Job counters
 // and lost workers are not stored: Load recomputes them from the attempts table, so they can
 // never disagree with it.
@@ -19,6 +22,7 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -39,7 +43,7 @@ namespace {
 
 namespace in = internal;
 
-constexpr int kSchemaVersion = 3;
+constexpr int kSchemaVersion = 4;
 constexpr int32_t kApplicationId = 0x49504f4c;  // "IPOL"
 constexpr int kBusyTimeoutMs = 10000;
 
@@ -119,6 +123,25 @@ ALTER TABLE attempts ADD COLUMN cache_hits INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE attempts ADD COLUMN cache_misses INTEGER NOT NULL DEFAULT 0;
 )sql";
 
+// ---- BEGIN timing migration (branch `timing`; renumber at merge if another lands first) ----
+// From version 3 to 4: where each attempt's time went (AttemptEnded::timing), and each job's
+// profile key (spec/profile_key.h) with its input size, for the planner's history.
+constexpr int kTimingSchemaVersion = 4;
+constexpr const char* kMigrateV4 = R"sql(
+ALTER TABLE attempts ADD COLUMN stage_ms INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE attempts ADD COLUMN run_ms INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE attempts ADD COLUMN upload_ms INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE attempts ADD COLUMN resumed INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE job_profiles (
+  job_id       INTEGER PRIMARY KEY REFERENCES jobs(id),
+  profile_key  TEXT    NOT NULL,
+  input_bytes  INTEGER NOT NULL DEFAULT 0,
+  input_files  INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX job_profiles_by_key ON job_profiles(profile_key);
+)sql";
+// ---- END timing migration ----
+
 // --- small sqlite helpers -------------------------------------------------------------------
 
 struct StmtDeleter {
@@ -180,6 +203,14 @@ core::Transfer ColTransfer(sqlite3_stmt* s, int first) {
   return core::Transfer{u(0), u(1), u(2), u(3), u(4), u(5), u(6)};
 }
 
+// The four timing columns (stage_ms, run_ms, upload_ms, resumed) from column `first`.
+core::AttemptTiming ColTiming(sqlite3_stmt* s, int first) {
+  auto u = [&](int k) {
+    return static_cast<uint64_t>(std::max<int64_t>(ColInt(s, first + k), 0));
+  };
+  return core::AttemptTiming{u(0), u(1), u(2), ColInt(s, first + 3) != 0};
+}
+
 std::string ColText(sqlite3_stmt* s, int i) {
   const unsigned char* p = sqlite3_column_text(s, i);
   int n = sqlite3_column_bytes(s, i);
@@ -223,17 +254,39 @@ absl::StatusCode CodeFor(int rc) {
 // Every column of a jobs row except spec, in the order ReadJobHeader reads them. Header reads
 // (GetJobHeader, ListJobs) select only these, so they never copy the spec blob; spec is the
 // table's last column, so they never walk its overflow pages either.
-#define IDLEPOOL_JOB_HEADER_COLUMNS \
-  "id, name, task_count, cpus, gpus, memory_mb, max_attempts, timeout_ms, state, "  \
-  "submitted_ms, finished_ms"
-constexpr int kJobHeaderColumns = 11;  // spec, when selected, is column kJobHeaderColumns
-constexpr const char* kGetJobSql =
-    "SELECT " IDLEPOOL_JOB_HEADER_COLUMNS ", spec FROM jobs WHERE id = ?";
+// The profile columns come from job_profiles (a job stored before version 4 has no row there).
+#define IDLEPOOL_JOB_HEADER_COLUMNS                                                            \
+  "j.id, j.name, j.task_count, j.cpus, j.gpus, j.memory_mb, j.max_attempts, j.timeout_ms, "    \
+  "j.state, j.submitted_ms, j.finished_ms, coalesce(p.profile_key, ''), "                    \
+  "coalesce(p.input_bytes, 0), coalesce(p.input_files, 0)"
+#define IDLEPOOL_JOB_HEADER_FROM " FROM jobs j LEFT JOIN job_profiles p ON p.job_id = j.id "
+constexpr int kJobHeaderColumns = 14;  // spec, when selected, is column kJobHeaderColumns
+constexpr const char* kGetJobSql = "SELECT " IDLEPOOL_JOB_HEADER_COLUMNS
+                                   ", j.spec" IDLEPOOL_JOB_HEADER_FROM "WHERE j.id = ?";
 constexpr const char* kGetJobHeaderSql =
-    "SELECT " IDLEPOOL_JOB_HEADER_COLUMNS " FROM jobs WHERE id = ?";
+    "SELECT " IDLEPOOL_JOB_HEADER_COLUMNS IDLEPOOL_JOB_HEADER_FROM "WHERE j.id = ?";
 constexpr const char* kListJobsSql =
-    "SELECT " IDLEPOOL_JOB_HEADER_COLUMNS " FROM jobs ORDER BY id";
+    "SELECT " IDLEPOOL_JOB_HEADER_COLUMNS IDLEPOOL_JOB_HEADER_FROM "ORDER BY j.id";
+#undef IDLEPOOL_JOB_HEADER_FROM
 #undef IDLEPOOL_JOB_HEADER_COLUMNS
+
+// Every column of an attempts row that an AttemptRecord holds except job_id, in the order
+// ReadAttempt reads them.
+#define IDLEPOOL_ATTEMPT_COLUMNS                                                               \
+  "a.id, a.idx, a.worker, a.outcome, a.exit_code, a.message, a.started_ms, a.ended_ms, "       \
+  "a.suspensions, a.lost_ms, a.input_bytes, a.cached_bytes, a.coordinator_bytes, "             \
+  "a.peer_bytes, a.output_bytes, a.cache_hits, a.cache_misses, a.stage_ms, a.run_ms, "        \
+  "a.upload_ms, a.resumed, a.job_id"
+constexpr const char* kListAttemptsSql =
+    "SELECT " IDLEPOOL_ATTEMPT_COLUMNS " FROM attempts a WHERE a.job_id = ? ORDER BY a.id";
+constexpr const char* kSucceededOfJobSql =
+    "SELECT " IDLEPOOL_ATTEMPT_COLUMNS " FROM attempts a WHERE a.job_id = ? AND a.outcome = ? "
+    "ORDER BY a.ended_ms DESC, a.id DESC LIMIT ?";
+constexpr const char* kSucceededOfKeySql =
+    "SELECT " IDLEPOOL_ATTEMPT_COLUMNS " FROM job_profiles p JOIN attempts a "
+    "ON a.job_id = p.job_id WHERE p.profile_key = ? AND a.outcome = ? "
+    "ORDER BY a.ended_ms DESC, a.id DESC LIMIT ?";
+#undef IDLEPOOL_ATTEMPT_COLUMNS
 
 // Statements prepared once per connection.
 struct Statements {
@@ -246,6 +299,7 @@ struct Statements {
   StmtPtr load_jobs, load_counts, load_lost, load_tasks, load_running, max_attempt;
   StmtPtr get_job, get_job_header, list_jobs, job_exists, list_tasks, list_attempts,
       list_outputs;
+  StmtPtr insert_job_profile, succeeded_of_job, succeeded_of_key;
 };
 
 // --- the store --------------------------------------------------------------------------------
@@ -269,6 +323,8 @@ class SqliteStore final : public Store {
   absl::StatusOr<std::vector<JobRecord>> ListJobs() override;
   absl::StatusOr<std::vector<TaskRecord>> ListTasks(core::JobId job) override;
   absl::StatusOr<std::vector<AttemptRecord>> ListAttempts(core::JobId job) override;
+  absl::StatusOr<std::vector<AttemptRecord>> ListSucceededAttempts(
+      const SucceededAttemptsQuery& query) override;
   absl::StatusOr<std::vector<TaskOutput>> ListOutputs(core::JobId job) override;
   absl::StatusOr<std::vector<core::OutputFile>> GetCheckpoint(core::TaskKey task) override;
 
@@ -301,6 +357,8 @@ class SqliteStore final : public Store {
   absl::StatusOr<bool> JobExists(core::JobId job);
   // Reads the kJobHeaderColumns of a jobs row (everything but spec) into `out`.
   absl::Status ReadJobHeader(sqlite3_stmt* s, JobRecord& out) const;
+  // Reads a row of the attempt columns (kListAttemptsSql's order) into `out`.
+  absl::Status ReadAttempt(sqlite3_stmt* s, AttemptRecord& out) const;
   absl::StatusOr<JobRecord> ReadOneJob(const StmtPtr& stmt, core::JobId job, bool with_spec,
                                        absl::string_view what);
 
@@ -409,6 +467,7 @@ absl::Status SqliteStore::Open() {
   }
   const bool migrate_v2 = !fresh && *version == 1;
   const bool migrate_v3 = !fresh && *version <= 2;
+  const bool migrate_v4 = !fresh && *version <= 3;
 
   {
     StmtPtr s;
@@ -426,7 +485,7 @@ absl::Status SqliteStore::Open() {
 
   if (fresh) {
     std::string ddl = absl::StrCat("BEGIN IMMEDIATE;", kSchemaV1, kMigrateV2, kMigrateV3,
-                                   "PRAGMA application_id = ", kApplicationId, ";",
+                                   kMigrateV4, "PRAGMA application_id = ", kApplicationId, ";",
                                    "PRAGMA user_version = ", kSchemaVersion, ";", "COMMIT;");
     if (absl::Status s = Exec(ddl.c_str(), "create schema"); !s.ok()) {
       if (!sqlite3_get_autocommit(db_)) Exec("ROLLBACK", "rollback").IgnoreError();
@@ -445,6 +504,14 @@ absl::Status SqliteStore::Open() {
     std::string ddl = absl::StrCat("BEGIN IMMEDIATE;", kMigrateV3, "PRAGMA user_version = 3;",
                                    "COMMIT;");
     if (absl::Status s = Exec(ddl.c_str(), "migrate schema 2 to 3"); !s.ok()) {
+      if (!sqlite3_get_autocommit(db_)) Exec("ROLLBACK", "rollback").IgnoreError();
+      return s;
+    }
+  }
+  if (migrate_v4) {
+    std::string ddl = absl::StrCat("BEGIN IMMEDIATE;", kMigrateV4, "PRAGMA user_version = ",
+                                   kTimingSchemaVersion, ";", "COMMIT;");
+    if (absl::Status s = Exec(ddl.c_str(), "migrate schema 3 to 4"); !s.ok()) {
       if (!sqlite3_get_autocommit(db_)) Exec("ROLLBACK", "rollback").IgnoreError();
       return s;
     }
@@ -470,7 +537,8 @@ absl::Status SqliteStore::PrepareAll() {
       {&st_.end_attempt,
        "UPDATE attempts SET outcome = ?, exit_code = ?, message = ?, ended_ms = ?, lost_ms = ?, "
        "input_bytes = ?, cached_bytes = ?, coordinator_bytes = ?, peer_bytes = ?, "
-       "output_bytes = ?, cache_hits = ?, cache_misses = ? "
+       "output_bytes = ?, cache_hits = ?, cache_misses = ?, stage_ms = ?, run_ms = ?, "
+       "upload_ms = ?, resumed = ? "
        "WHERE id = ? AND job_id = ? AND idx = ? AND worker = ? AND outcome = ?"},
       {&st_.suspend_attempt,
        "UPDATE attempts SET suspensions = suspensions + 1 "
@@ -519,10 +587,12 @@ absl::Status SqliteStore::PrepareAll() {
       {&st_.list_tasks,
        "SELECT idx, state, failures, committed_attempt FROM tasks WHERE job_id = ? "
        "ORDER BY idx"},
-      {&st_.list_attempts,
-       "SELECT id, idx, worker, outcome, exit_code, message, started_ms, ended_ms, suspensions, "
-       "lost_ms, input_bytes, cached_bytes, coordinator_bytes, peer_bytes, output_bytes, "
-       "cache_hits, cache_misses FROM attempts WHERE job_id = ? ORDER BY id"},
+      {&st_.list_attempts, kListAttemptsSql},
+      {&st_.succeeded_of_job, kSucceededOfJobSql},
+      {&st_.succeeded_of_key, kSucceededOfKeySql},
+      {&st_.insert_job_profile,
+       "INSERT INTO job_profiles (job_id, profile_key, input_bytes, input_files) "
+       "VALUES (?, ?, ?, ?)"},
       {&st_.list_outputs,
        "SELECT idx, path, sha256, size FROM outputs WHERE job_id = ? ORDER BY idx, path"},
   };
@@ -560,6 +630,16 @@ absl::StatusOr<core::JobId> SqliteStore::InsertJob(const NewJob& job, int64_t no
     if (b.rc() != SQLITE_OK) return fail(Err(b.rc(), "InsertJob: bind job"));
     if (absl::Status s = Step(u, "InsertJob: insert job"); !s.ok()) return fail(s);
     id = static_cast<core::JobId>(sqlite3_last_insert_rowid(db_));
+  }
+  {
+    Use u(st_.insert_job_profile);
+    Binder b(u);
+    b.Int(static_cast<int64_t>(id))
+        .Text(job.profile_key)
+        .Int(static_cast<int64_t>(std::min<uint64_t>(job.input_bytes, INT64_MAX)))
+        .Int(job.input_files);
+    if (b.rc() != SQLITE_OK) return fail(Err(b.rc(), "InsertJob: bind job profile"));
+    if (absl::Status s = Step(u, "InsertJob: insert job profile"); !s.ok()) return fail(s);
   }
   {
     Use u(st_.insert_task);
@@ -635,6 +715,10 @@ absl::Status SqliteStore::ApplyOne(const core::Decision& d, int64_t now_ms) {
           .Int(i64(t.output_bytes))
           .Int(i64(t.cache_hits))
           .Int(i64(t.cache_misses))
+          .Int(i64(r->timing.stage_ms))
+          .Int(i64(r->timing.run_ms))
+          .Int(i64(r->timing.upload_ms))
+          .Int(r->timing.resumed ? 1 : 0)
           .Int(static_cast<int64_t>(r->attempt))
           .Int(static_cast<int64_t>(r->task.job))
           .Int(r->task.index)
@@ -940,6 +1024,9 @@ absl::Status SqliteStore::ReadJobHeader(sqlite3_stmt* s, JobRecord& out) const {
   }
   out.submitted_ms = ColInt(s, 9);
   out.finished_ms = ColInt(s, 10);
+  out.profile_key = ColText(s, 11);
+  out.input_bytes = static_cast<uint64_t>(ColInt(s, 12));
+  out.input_files = static_cast<uint32_t>(ColInt(s, 13));
   return absl::OkStatus();
 }
 
@@ -1030,23 +1117,58 @@ absl::StatusOr<std::vector<AttemptRecord>> SqliteStore::ListAttempts(core::JobId
   int rc;
   while ((rc = sqlite3_step(u)) == SQLITE_ROW) {
     AttemptRecord a;
-    a.attempt = static_cast<core::AttemptId>(ColInt(u, 0));
-    a.task = {job, static_cast<uint32_t>(ColInt(u, 1))};
-    a.worker = ColText(u, 2);
-    if (absl::Status s = ParseCol(u, 3, in::ParseOutcome, "attempt outcome", a.outcome);
-        !s.ok()) {
-      return s;
-    }
-    a.exit_code = static_cast<int>(ColInt(u, 4));
-    a.message = ColText(u, 5);
-    a.started_ms = ColInt(u, 6);
-    a.ended_ms = ColInt(u, 7);
-    a.suspensions = static_cast<uint32_t>(ColInt(u, 8));
-    a.lost_ms = ColInt(u, 9);
-    a.transfer = ColTransfer(u, 10);
+    if (absl::Status s = ReadAttempt(u, a); !s.ok()) return s;
     out.push_back(std::move(a));
   }
   if (rc != SQLITE_DONE) return Err(rc, "ListAttempts: read attempts");
+  return out;
+}
+
+absl::Status SqliteStore::ReadAttempt(sqlite3_stmt* u, AttemptRecord& a) const {
+  a.attempt = static_cast<core::AttemptId>(ColInt(u, 0));
+  a.task = {static_cast<core::JobId>(ColInt(u, 21)), static_cast<uint32_t>(ColInt(u, 1))};
+  a.worker = ColText(u, 2);
+  if (absl::Status s = ParseCol(u, 3, in::ParseOutcome, "attempt outcome", a.outcome); !s.ok()) {
+    return s;
+  }
+  a.exit_code = static_cast<int>(ColInt(u, 4));
+  a.message = ColText(u, 5);
+  a.started_ms = ColInt(u, 6);
+  a.ended_ms = ColInt(u, 7);
+  a.suspensions = static_cast<uint32_t>(ColInt(u, 8));
+  a.lost_ms = ColInt(u, 9);
+  a.transfer = ColTransfer(u, 10);
+  a.timing = ColTiming(u, 17);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<AttemptRecord>> SqliteStore::ListSucceededAttempts(
+    const SucceededAttemptsQuery& q) {
+  if (q.job == 0 && q.profile_key.empty()) return Invalid(in::NoProfileQueryMsg());
+  std::lock_guard lock(mu_);
+  if (q.job != 0) {
+    absl::StatusOr<bool> exists = JobExists(q.job);
+    if (!exists.ok()) return exists.status();
+    if (!*exists) return NotFound(q.job);
+  }
+  Use u(q.job != 0 ? st_.succeeded_of_job : st_.succeeded_of_key);
+  Binder b(u);
+  if (q.job != 0) {
+    b.Int(static_cast<int64_t>(q.job));
+  } else {
+    b.Text(q.profile_key);
+  }
+  b.Text(in::OutcomeName(core::AttemptOutcome::kSucceeded))
+      .Int(static_cast<int64_t>(std::min<size_t>(q.limit, INT64_MAX)));
+  if (b.rc() != SQLITE_OK) return Err(b.rc(), "ListSucceededAttempts: bind");
+  std::vector<AttemptRecord> out;
+  int rc;
+  while ((rc = sqlite3_step(u)) == SQLITE_ROW) {
+    AttemptRecord a;
+    if (absl::Status s = ReadAttempt(u, a); !s.ok()) return s;
+    out.push_back(std::move(a));
+  }
+  if (rc != SQLITE_DONE) return Err(rc, "ListSucceededAttempts: read attempts");
   return out;
 }
 

@@ -33,6 +33,9 @@ struct NewJob {
   std::string name;
   std::string spec;  // bytes
   core::JobSubmitted sched;
+  std::string profile_key;   // spec/profile_key.h; may be empty
+  uint64_t input_bytes = 0;  // total size of the job's inputs
+  uint32_t input_files = 0;
 };
 
 struct JobRecord {
@@ -43,6 +46,10 @@ struct JobRecord {
   core::JobState state = core::JobState::kRunning;
   int64_t submitted_ms = 0;  // wall clock, Unix ms (display only, never used for timeouts)
   int64_t finished_ms = 0;   // 0 while running
+  // As submitted (NewJob); empty and 0 for jobs stored before the store kept them.
+  std::string profile_key;
+  uint64_t input_bytes = 0;
+  uint32_t input_files = 0;
 };
 
 struct AttemptRecord {
@@ -57,6 +64,15 @@ struct AttemptRecord {
   uint32_t suspensions = 0;  // AttemptSuspended records
   int64_t lost_ms = 0;       // AttemptEnded::lost
   core::Transfer transfer;   // AttemptEnded::transfer
+  core::AttemptTiming timing;  // AttemptEnded::timing
+};
+
+// Which succeeded attempts ListSucceededAttempts returns: those of job `job` when it is not 0,
+// else those of every job whose profile_key equals `profile_key` (which must then be non-empty).
+struct SucceededAttemptsQuery {
+  std::string profile_key;
+  core::JobId job = 0;
+  size_t limit = 200;  // at most this many, the newest
 };
 
 struct TaskOutput {
@@ -109,6 +125,11 @@ class Store {
   // By attempt id.
   [[nodiscard]] virtual absl::StatusOr<std::vector<AttemptRecord>> ListAttempts(
       core::JobId job) = 0;
+  // Attempts that ended kSucceeded (late successes included), newest first: by ended_ms
+  // descending, then attempt id descending. kInvalidArgument when neither a job nor a key is
+  // given; kNotFound for an unknown job (an unknown key just matches nothing).
+  [[nodiscard]] virtual absl::StatusOr<std::vector<AttemptRecord>> ListSucceededAttempts(
+      const SucceededAttemptsQuery& query) = 0;
   // Committed outputs, by (task index, path).
   [[nodiscard]] virtual absl::StatusOr<std::vector<TaskOutput>> ListOutputs(core::JobId job) = 0;
   // The task's latest checkpoint (TaskCheckpointed), by path; empty when it has none. kNotFound

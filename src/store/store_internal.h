@@ -111,6 +111,14 @@ inline std::string SuspendedEndedMsg(core::AttemptId a) {
 }
 
 // Validation messages (shared so both backends say the same thing).
+inline std::string NoProfileQueryMsg() {
+  return "ListSucceededAttempts: give a job or a non-empty profile key";
+}
+// Newest first: ListSucceededAttempts' order.
+inline bool NewerAttempt(int64_t a_ended_ms, core::AttemptId a, int64_t b_ended_ms,
+                         core::AttemptId b) {
+  return a_ended_ms != b_ended_ms ? a_ended_ms > b_ended_ms : a > b;
+}
 inline std::string ZeroTaskCountMsg() { return "InsertJob: task_count must be > 0"; }
 inline std::string ZeroAttemptIdMsg(core::TaskKey t) {
   return absl::StrCat("AttemptCreated for ", TaskName(t), ": attempt id must be > 0");

@@ -342,7 +342,10 @@ class Worker::Impl {
     bool undelivered = false;  // filed, but the worker stopped before it was uploaded
     v1::AttemptReport report;
     std::unique_ptr<platform::TaskCgroup> cgroup;  // outlives `process`
+    // Timing (AttemptReport.timing): the assignment arrived, the process started, it ended.
+    core::MonoTime assigned{};
     core::MonoTime started{};
+    core::MonoTime exited{};
     // Owner actions.
     bool vacating = false;
     std::string vacate_reason;
@@ -481,6 +484,7 @@ class Worker::Impl {
     auto a = std::make_shared<Attempt>();
     a->id = as.attempt();
     a->assignment = as;
+    a->assigned = clock_.Now();
     a->dir = (fs::path(options_.work_dir) / "attempts" / std::to_string(as.attempt())).string();
     if (stopping_ || !accepting_) {
       // Assigned while the Leaving message or a "not accepting" owner state was in flight:
@@ -727,6 +731,7 @@ class Worker::Impl {
     report.set_attempt(a->id);
     Execute(*a, &report);
     a->transfer.ToProto(report.mutable_transfer());
+    FillTiming(*a, /*with_upload=*/true, report.mutable_timing());
     bool send = false;
     std::unique_ptr<platform::Process> process;
     std::unique_ptr<platform::TaskCgroup> cgroup;
@@ -930,13 +935,16 @@ class Worker::Impl {
         lock.unlock();  // Preempted() takes a.mu itself
         return Preempted(a, report);
       }
+      // Read before the spawn, so that run time (AttemptReport.timing) never misses the
+      // task's first moments: it is at least as long as the task ran.
+      const core::MonoTime spawn_at = clock_.Now();
       auto proc = platform::Process::Start(sp);
       if (!proc.ok()) {
         report->set_exit_code(127);
         return Fail(report, std::string(proc.status().message()));
       }
       a.process = std::move(*proc);
-      a.started = clock_.Now();
+      a.started = spawn_at;
       // The owner became active while this attempt was staging: it starts frozen.
       if (suspended_) {
         freeze_now = true;
@@ -951,6 +959,7 @@ class Worker::Impl {
                                          options_.kill_grace);
     {
       std::unique_lock lock(a.mu);
+      a.exited = clock_.Now();
       if (a.vacating) {
         lock.unlock();
         report->set_exit_code(exit.exit_code);
@@ -1040,6 +1049,7 @@ class Worker::Impl {
     // links, coordinator restarts and a restart of this worker.
     report->set_result(v1::AttemptReport::SUCCEEDED);
     a.transfer.ToProto(report->mutable_transfer());
+    FillTiming(a, /*with_upload=*/false, report->mutable_timing());
     if (absl::Status st = outbox_.File(*report, task_dir); !st.ok()) {
       report->clear_outputs();
       if (st.code() == absl::StatusCode::kResourceExhausted) {
@@ -1425,6 +1435,45 @@ class Worker::Impl {
     if (a.process) a.process->Terminate(grace);
     spdlog::info("attempt {}: {} (grace {} ms)", a.id, reason, grace.count());
     return true;
+  }
+
+  // Where the attempt's time went, as of now: staging from the assignment's arrival to the
+  // process's start (all of it when the process never started), running until it ended less the
+  // time it was frozen for the owner, and from its end until now (hashing, uploading) when
+  // `with_upload`. Monotonic milliseconds.
+  void FillTiming(Attempt& a, bool with_upload, v1::AttemptTiming* t) {
+    core::MonoTime assigned, started, exited, frozen_since;
+    bool frozen;
+    std::vector<std::pair<core::MonoTime, core::MonoTime>> spans;
+    {
+      std::lock_guard lock(a.mu);
+      assigned = a.assigned;
+      started = a.started;
+      exited = a.exited;
+      frozen = a.frozen;
+      frozen_since = a.frozen_since;
+      spans = a.frozen_spans;
+    }
+    const core::MonoTime now = clock_.Now();
+    auto ms = [](core::MonoTime from, core::MonoTime to) {
+      return static_cast<uint64_t>(std::max<int64_t>((to - from).count(), 0));
+    };
+    t->set_resumed(a.assignment.checkpoint_size() > 0);
+    if (assigned == core::MonoTime{}) return;  // filed by an earlier run: nothing measured here
+    if (started == core::MonoTime{}) {
+      t->set_stage_ms(ms(assigned, now));
+      return;
+    }
+    const core::MonoTime end = exited == core::MonoTime{} ? now : exited;
+    if (frozen) spans.emplace_back(frozen_since, end);
+    int64_t frozen_ms = 0;
+    for (const auto& [b, e] : spans) {
+      const core::MonoTime lo = std::max(b, started), hi = std::min(e, end);
+      if (hi > lo) frozen_ms += (hi - lo).count();
+    }
+    t->set_stage_ms(ms(assigned, started));
+    t->set_run_ms(ms(started, end) - std::min<uint64_t>(ms(started, end), frozen_ms));
+    if (with_upload) t->set_upload_ms(ms(end, now));
   }
 
   // The report of a vacated attempt: its final checkpoint and the work it loses.

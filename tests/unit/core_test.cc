@@ -1067,6 +1067,32 @@ TEST_F(CoreTest, TransferCountersSumOverReports) {
   EXPECT_EQ(JobOf(1).counters.transfer, (Transfer{200, 100, 60, 40, 5, 1, 1}));
 }
 
+// Timing is carried from each report to its AttemptEnded record, whatever the outcome, and
+// changes nothing else: a second scheduler given the same reports without timing decides the same.
+TEST_F(CoreTest, TimingIsCarriedToTheAttemptRecordAndDecidesNothing) {
+  Scheduler plain{Options{Millis{5000}}};
+  auto both = [&](const Event& timed, const Event& untimed, int64_t ms) {
+    auto out = Do(timed, ms);
+    EXPECT_EQ(Strs(out), Strs(plain.Apply(untimed, At(ms))));
+    return out;
+  };
+  const Event hello = WorkerHello{"a", 1, "boot1", Resources{2, 0, 0}, {}};
+  const Event submit = JobSubmitted{1, 2, {}, 3, Millis{0}};
+  both(hello, hello, 0);
+  both(submit, submit, 0);
+  AttemptReport ok{"a", 1, 1, ReportResult::kSucceeded, 0, {Out("x")}};
+  AttemptReport pre{"a", 1, 2, ReportResult::kPreempted, 0, {}};
+  AttemptReport ok_timed = ok, pre_timed = pre;
+  ok_timed.timing = AttemptTiming{1200, 34000, 560, false};
+  pre_timed.timing = AttemptTiming{7, 800, 90, true};
+  auto ended = Only<AttemptEnded>(both(ok_timed, ok, 10));
+  ASSERT_EQ(ended.size(), 1u);
+  EXPECT_EQ(ended[0].timing, ok_timed.timing);
+  ended = Only<AttemptEnded>(both(pre_timed, pre, 11));
+  ASSERT_EQ(ended.size(), 1u);
+  EXPECT_EQ(ended[0].timing, pre_timed.timing);
+}
+
 class CoreLocalityTest : public CoreTest {
  protected:
   static BlobRef Blob(char c, uint64_t size) { return BlobRef{std::string(64, c), size}; }

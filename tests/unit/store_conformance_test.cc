@@ -235,6 +235,9 @@ void ExpectHeaderOf(const JobRecord& header, const JobRecord& full) {
   EXPECT_EQ(header.state, full.state);
   EXPECT_EQ(header.submitted_ms, full.submitted_ms);
   EXPECT_EQ(header.finished_ms, full.finished_ms);
+  EXPECT_EQ(header.profile_key, full.profile_key);
+  EXPECT_EQ(header.input_bytes, full.input_bytes);
+  EXPECT_EQ(header.input_files, full.input_files);
 }
 
 // Two jobs that differ in every field, the second finished; a large spec on the first.
@@ -246,6 +249,9 @@ NewJob HeaderJobA() {
 NewJob HeaderJobB() {
   NewJob j;
   j.name = "encode";
+  j.profile_key = std::string(64, 'b');
+  j.input_bytes = 123456789012;
+  j.input_files = 3;
   j.spec = std::string("other\0spec", 10);
   j.sched.task_count = 5;
   j.sched.resources = {8, 0, 4096};
@@ -934,6 +940,112 @@ TEST_P(StoreConformance, ConcurrentReadersSeeWholeBatches) {
   EXPECT_EQ(Attempts(id).size(), kTasks);
 }
 
+TEST_P(StoreConformance, ProfileKeyAndInputSizeAreKeptWithTheJob) {
+  NewJob j = MakeJob("render", 2);
+  j.profile_key = std::string(64, 'a');
+  j.input_bytes = uint64_t{5} << 40;
+  j.input_files = 7;
+  const core::JobId id = Insert(j);
+  const core::JobId plain = Insert(MakeJob("plain", 1));
+  REOPEN();
+  for (const JobRecord& r : {Job(id), Header(id)}) {
+    EXPECT_EQ(r.profile_key, j.profile_key);
+    EXPECT_EQ(r.input_bytes, j.input_bytes);
+    EXPECT_EQ(r.input_files, 7u);
+  }
+  EXPECT_EQ(Header(plain).profile_key, "");
+  auto all = store().ListJobs();
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ(all->at(0).profile_key, j.profile_key);
+  EXPECT_EQ(all->at(0).input_bytes, j.input_bytes);
+}
+
+TEST_P(StoreConformance, AttemptTimingIsKeptPerAttempt) {
+  const core::JobId a = Insert(MakeJob("a", 3));
+  ASSERT_TRUE(store()
+                  .Apply({Created(1, {a, 0}, "w1"), Created(2, {a, 1}, "w2"),
+                          Created(3, {a, 2}, "w2")},
+                         100)
+                  .ok());
+  core::AttemptEnded ok{1, {a, 0}, "w1", AttemptOutcome::kSucceeded, 0, ""};
+  ok.timing = {1200, 34567, 890, true};
+  core::AttemptEnded pre{2, {a, 1}, "w2", AttemptOutcome::kPreempted, 0, "vacated"};
+  pre.timing = {5, 6, uint64_t{1} << 40, false};
+  ASSERT_TRUE(store().Apply({ok, pre}, 200).ok());
+  REOPEN();
+  std::vector<AttemptRecord> at = Attempts(a);
+  ASSERT_EQ(at.size(), 3u);
+  EXPECT_EQ(at[0].timing, ok.timing);
+  EXPECT_EQ(at[1].timing, pre.timing);
+  EXPECT_EQ(at[2].timing, core::AttemptTiming{});  // still running
+}
+
+TEST_P(StoreConformance, SucceededAttemptsByProfileKeyAreNewestFirst) {
+  const std::string k1(64, '1'), k2(64, '2');
+  NewJob j1 = MakeJob("first", 4), j2 = MakeJob("again", 2), j3 = MakeJob("other", 2);
+  j1.profile_key = k1;
+  j2.profile_key = k1;
+  j3.profile_key = k2;
+  const core::JobId a = Insert(j1), b = Insert(j2), c = Insert(j3);
+  ASSERT_TRUE(store()
+                  .Apply({Created(1, {a, 0}, "w1"), Created(2, {a, 1}, "w2"),
+                          Created(3, {a, 2}, "w1"), Created(4, {a, 3}, "w2"),
+                          Created(5, {b, 0}, "w1"), Created(6, {b, 1}, "w2"),
+                          Created(7, {c, 0}, "w1"), Created(8, {c, 1}, "w1")},
+                         100)
+                  .ok());
+  auto ok = [](core::AttemptId id, TaskKey t, std::string w, uint64_t run_ms) {
+    core::AttemptEnded e{id, t, std::move(w), AttemptOutcome::kSucceeded, 0, ""};
+    e.timing.run_ms = run_ms;
+    return e;
+  };
+  // Ended at 300: attempts 1 (succeeded) and 2 (failed); at 400: 5 and 7 (other key) and 3;
+  // at 500: 6. Attempt 4 is lost, then succeeds late at 600. Attempt 8 still runs.
+  ASSERT_TRUE(store()
+                  .Apply({ok(1, {a, 0}, "w1", 11),
+                          Ended(2, {a, 1}, "w2", AttemptOutcome::kFailed, 1, "exit code 1")},
+                         300)
+                  .ok());
+  ASSERT_TRUE(store()
+                  .Apply({ok(5, {b, 0}, "w1", 15), ok(7, {c, 0}, "w1", 17), ok(3, {a, 2}, "w1", 13),
+                          Ended(4, {a, 3}, "w2", AttemptOutcome::kLost, 0, "worker lost")},
+                         400)
+                  .ok());
+  ASSERT_TRUE(store().Apply({ok(6, {b, 1}, "w2", 16)}, 500).ok());
+  core::AttemptEnded late = ok(4, {a, 3}, "w2", 14);
+  late.late = true;
+  ASSERT_TRUE(store().Apply({late}, 600).ok());
+  REOPEN();
+  auto ids = [](const absl::StatusOr<std::vector<AttemptRecord>>& r) {
+    std::vector<core::AttemptId> out;
+    EXPECT_TRUE(r.ok()) << r.status();
+    if (r.ok()) {
+      for (const AttemptRecord& x : *r) out.push_back(x.attempt);
+    }
+    return out;
+  };
+  // Only successes, of both jobs with the key, newest first (ties: the larger id first).
+  EXPECT_THAT(ids(store().ListSucceededAttempts({k1, 0, 100})), ElementsAre(4, 6, 5, 3, 1));
+  EXPECT_THAT(ids(store().ListSucceededAttempts({k1, 0, 3})), ElementsAre(4, 6, 5));
+  EXPECT_THAT(ids(store().ListSucceededAttempts({k1, 0, 0})), IsEmpty());
+  EXPECT_THAT(ids(store().ListSucceededAttempts({k2, 0, 100})), ElementsAre(7));
+  EXPECT_THAT(ids(store().ListSucceededAttempts({std::string(64, '9'), 0, 100})), IsEmpty());
+  // One job alone.
+  EXPECT_THAT(ids(store().ListSucceededAttempts({"", a, 100})), ElementsAre(4, 3, 1));
+  EXPECT_THAT(ids(store().ListSucceededAttempts({"", b, 1})), ElementsAre(6));
+  // The records are whole.
+  auto one = store().ListSucceededAttempts({"", b, 1});
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(one->at(0), Attempt(6, {b, 1}, "w2", AttemptOutcome::kSucceeded, 0, "", 100, 500));
+  EXPECT_EQ(one->at(0).timing.run_ms, 16u);
+  // Errors.
+  EXPECT_EQ(store().ListSucceededAttempts({"", 0, 10}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(store().ListSucceededAttempts({"", 99, 10}).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Backends, StoreConformance,
     ::testing::Values(Backend{"Sqlite", [] { return std::unique_ptr<Harness>(new SqliteHarness); }},
@@ -957,8 +1069,19 @@ class SqliteStoreTest : public ::testing::Test {
     sqlite3_free(err);
     sqlite3_close(db);
   }
+  // Makes a current file a version 3 file, as idlepool wrote it before attempt timing and
+  // profile keys.
+  static void DowngradeToV3(const std::string& path) {
+    RawExec(path, "DROP INDEX job_profiles_by_key");
+    RawExec(path, "DROP TABLE job_profiles");
+    for (const char* c : {"stage_ms", "run_ms", "upload_ms", "resumed"}) {
+      RawExec(path, absl::StrCat("ALTER TABLE attempts DROP COLUMN ", c));
+    }
+    RawExec(path, "PRAGMA user_version = 3");
+  }
   // Makes a current file a version 2 file, as idlepool wrote it before transfer counters.
   static void DowngradeToV2(const std::string& path) {
+    DowngradeToV3(path);
     for (const char* c : {"input_bytes", "cached_bytes", "coordinator_bytes", "peer_bytes",
                           "output_bytes", "cache_hits", "cache_misses"}) {
       RawExec(path, absl::StrCat("ALTER TABLE attempts DROP COLUMN ", c));
@@ -1056,7 +1179,7 @@ TEST_F(SqliteStoreTest, NewerSchemaVersionIsRefused) {
     ASSERT_TRUE(s.ok()) << s.status();
     ASSERT_TRUE((*s)->InsertJob(MakeJob("a", 1), 1).ok());
   }
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "3");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "4");
   RawExec(path, "PRAGMA user_version = 7");
   absl::StatusOr<std::unique_ptr<Store>> s = OpenSqliteStore(path);
   ASSERT_FALSE(s.ok());
@@ -1064,7 +1187,7 @@ TEST_F(SqliteStoreTest, NewerSchemaVersionIsRefused) {
   EXPECT_THAT(s.status().message(), HasSubstr(path));
   EXPECT_THAT(s.status().message(), HasSubstr("schema version 7"));
   // Back to the known version, it opens again with the data intact.
-  RawExec(path, "PRAGMA user_version = 3");
+  RawExec(path, "PRAGMA user_version = 4");
   auto again = OpenSqliteStore(path);
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ((*again)->ListJobs()->size(), 1u);
@@ -1086,7 +1209,7 @@ TEST_F(SqliteStoreTest, SchemaVersionOneIsMigratedInPlace) {
   RawExec(path, "PRAGMA user_version = 1");
   auto s = OpenSqliteStore(path);
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "3");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "4");
   ASSERT_TRUE((*s)->Apply({core::AttemptSuspended{1, {1, 0}},
                            core::TaskCheckpointed{{1, 0}, 1, {File("x", 'a', 1)}}},
                           3)
@@ -1108,7 +1231,7 @@ TEST_F(SqliteStoreTest, SchemaVersionTwoIsMigratedInPlace) {
   DowngradeToV2(path);
   auto s = OpenSqliteStore(path);
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "3");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "4");
   core::AttemptEnded ended{1, {1, 0}, "w1", core::AttemptOutcome::kFailed, 1, "x"};
   ended.transfer.input_bytes = 10;
   ended.transfer.cache_hits = 1;
@@ -1116,6 +1239,49 @@ TEST_F(SqliteStoreTest, SchemaVersionTwoIsMigratedInPlace) {
   auto loaded = (*s)->Load();
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   EXPECT_EQ(loaded->jobs.at(0).counters.transfer, ended.transfer);
+}
+
+TEST_F(SqliteStoreTest, SchemaVersionThreeIsMigratedInPlace) {
+  const std::string path = Path("state.db");
+  {
+    auto s = OpenSqliteStore(path);
+    ASSERT_TRUE(s.ok()) << s.status();
+    ASSERT_TRUE((*s)->InsertJob(MakeJob("old", 1), 1).ok());
+    core::AttemptEnded ok{1, {1, 0}, "w1", core::AttemptOutcome::kSucceeded, 0, ""};
+    ok.transfer.output_bytes = 5;
+    ASSERT_TRUE((*s)->Apply({Created(1, {1, 0}, "w1"), ok}, 2).ok());
+  }
+  DowngradeToV3(path);
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "3");
+  auto s = OpenSqliteStore(path);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "4");
+  // The old job and attempt read with an empty key and zero timing; nothing else lost.
+  auto old = (*s)->GetJobHeader(1);
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_EQ(old->profile_key, "");
+  EXPECT_EQ(old->input_bytes, 0u);
+  auto attempts = (*s)->ListAttempts(1);
+  ASSERT_TRUE(attempts.ok()) << attempts.status();
+  ASSERT_EQ(attempts->size(), 1u);
+  EXPECT_EQ(attempts->at(0).timing, core::AttemptTiming{});
+  EXPECT_EQ(attempts->at(0).transfer.output_bytes, 5u);
+  // New jobs get keys and timing; the old job is still found by its id.
+  NewJob j = MakeJob("new", 1);
+  j.profile_key = std::string(64, 'c');
+  ASSERT_TRUE((*s)->InsertJob(j, 3).ok());
+  core::AttemptEnded ok{2, {2, 0}, "w1", core::AttemptOutcome::kSucceeded, 0, ""};
+  ok.timing = {10, 20, 30, false};
+  ASSERT_TRUE((*s)->Apply({Created(2, {2, 0}, "w1"), ok}, 4).ok());
+  auto by_key = (*s)->ListSucceededAttempts({std::string(64, 'c'), 0, 10});
+  ASSERT_TRUE(by_key.ok()) << by_key.status();
+  ASSERT_EQ(by_key->size(), 1u);
+  EXPECT_EQ(by_key->at(0).attempt, 2u);
+  EXPECT_EQ(by_key->at(0).timing, ok.timing);
+  auto by_job = (*s)->ListSucceededAttempts({"", 1, 10});
+  ASSERT_TRUE(by_job.ok()) << by_job.status();
+  ASSERT_EQ(by_job->size(), 1u);
+  EXPECT_EQ(by_job->at(0).attempt, 1u);
 }
 
 TEST_F(SqliteStoreTest, DeletedJobIdIsNeverReused) {

@@ -1,0 +1,27 @@
+// The profile key of a job: names "the same work" across submissions, so the planner can use
+// the history of finished attempts of earlier jobs to predict a new one.
+//
+// Key = lowercase hex SHA-256 over a length-prefixed encoding of
+//   - the command template, element by element, exactly as in the spec (placeholders unrendered),
+//   - the resources (cpus, gpus, memory_mb),
+//   - the content hashes (SHA-256 hex) of the job's inputs, sorted (input order and staged paths
+//     do not matter; a file listed twice counts twice).
+// Resubmitting a spec on the same inputs gives the same key; a changed command, resource request
+// or input (a new scene, another model) gives another. The task decomposition (frames, items,
+// count) is left out on purpose: a different frame range of the same scene is the same work per
+// task. Pure and thread-safe. The encoding is versioned ("idlepool.profile.v1"); never change it
+// without bumping the version (stored keys would stop matching).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/types.h"
+
+namespace idlepool::spec {
+
+[[nodiscard]] std::string ProfileKey(const std::vector<std::string>& command,
+                                     const core::Resources& resources,
+                                     std::vector<std::string> input_sha256);
+
+}  // namespace idlepool::spec
