@@ -864,6 +864,7 @@ int main(int argc, char** argv) {
       idlepool::worker::MakeDedicated(&o.policy);
       o.policy.on_battery = idlepool::worker::BatteryAction::kRun;
       o.policy.vacate_grace_s = 1;
+      o.probe = false;  // a loopback link tells the planner nothing
       ws.push_back(std::make_unique<idlepool::worker::Worker>(o));
       threads.emplace_back([w = ws.back().get()] { (void)w->Run(); });
     }
