@@ -137,6 +137,18 @@ std::string ToHex(std::string_view raw) {
   return out;
 }
 
+std::string PseudoRandomBytes(size_t n) {
+  std::string out;
+  out.reserve(n + 32);
+  for (uint64_t i = 0; out.size() < n; ++i) {
+    Sha256 h;
+    h.Update(&i, sizeof i);
+    out += h.RawDigest();
+  }
+  out.resize(n);
+  return out;
+}
+
 absl::StatusOr<int> internal::OpenRegularFile(const std::string& path, bool follow_symlinks) {
   int fd = ::open(path.c_str(),
                   O_RDONLY | O_CLOEXEC | O_NONBLOCK | (follow_symlinks ? 0 : O_NOFOLLOW));

@@ -28,6 +28,9 @@ bool IsSha256Hex(const std::string& s);
 // Lowercase hex of raw bytes.
 std::string ToHex(std::string_view raw);
 
+// `n` deterministic bytes that no compressor shrinks (SHA-256 in counter mode): link probe payload.
+std::string PseudoRandomBytes(size_t n);
+
 // Streaming SHA-256 (OpenSSL EVP).
 class Sha256 {
  public:

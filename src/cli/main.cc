@@ -30,6 +30,7 @@
 #include "spec/spec.h"
 #include "worker/owner_policy_config.h"
 #include "worker/blob_cache.h"
+#include "worker/measure.h"
 #include "worker/worker.h"
 
 namespace fs = std::filesystem;
@@ -119,6 +120,81 @@ nlohmann::json JobJson(const idlepool::v1::JobStatus& s) {
   return j;
 }
 
+// What the pool measured of a worker (WorkerInfo.link, cpu_score, availability) as JSON; link is
+// null when never measured.
+void AddMeasurementsJson(const idlepool::v1::WorkerInfo& w, nlohmann::json& j) {
+  if (w.has_link()) {
+    const auto& l = w.link();
+    j["link"] = {{"rtt_ms", l.rtt_ms()},
+                 {"down_bytes_per_s", l.down_bytes_per_s()},
+                 {"up_bytes_per_s", l.up_bytes_per_s()},
+                 {"probe_bytes", l.probe_bytes()},
+                 {"measured_ms_ago", l.measured_ms_ago()}};
+  } else {
+    j["link"] = nullptr;
+  }
+  j["cpu_score"] = w.cpu_score();
+  j["cores"] = w.cores();
+  const auto& a = w.availability();
+  j["availability"] = {{"up_fraction", a.up_fraction()},   {"mean_up_s", a.mean_up_s()},
+                       {"mean_down_s", a.mean_down_s()},   {"up_periods", a.up_periods()},
+                       {"down_periods", a.down_periods()}, {"observed_s", a.observed_s()},
+                       {"up", a.up()},                     {"since_s", a.since_s()}};
+}
+
+// "42s", "9m", "2h10m", "3d4h".
+std::string ShortDuration(double seconds) {
+  const int64_t s = static_cast<int64_t>(seconds + 0.5);
+  if (s < 60) return absl::StrCat(s, "s");
+  if (s < 3600) return absl::StrCat(s / 60, "m");
+  if (s < 86400) {
+    return s % 3600 >= 60 ? absl::StrCat(s / 3600, "h", (s % 3600) / 60, "m")
+                          : absl::StrCat(s / 3600, "h");
+  }
+  return absl::StrCat(s / 86400, "d", (s % 86400) / 3600, "h");
+}
+
+// "1.2MB/s", "112MB/s", "850kB/s" (10^3 multiples, as network rates are quoted).
+std::string ShortRate(uint64_t bytes_per_s) {
+  const double b = static_cast<double>(bytes_per_s);
+  char buf[32];
+  if (b >= 1e9) std::snprintf(buf, sizeof buf, "%.3gGB/s", b / 1e9);
+  else if (b >= 1e6) std::snprintf(buf, sizeof buf, "%.3gMB/s", b / 1e6);
+  else std::snprintf(buf, sizeof buf, "%.3gkB/s", b / 1e3);
+  return buf;
+}
+
+// The table's LINK column: "0.4ms 112MB/s↓ 98MB/s↑", "-" when never measured.
+std::string LinkText(const idlepool::v1::WorkerInfo& w) {
+  if (!w.has_link()) return "-";
+  char rtt[32];
+  std::snprintf(rtt, sizeof rtt, "%.3gms", w.link().rtt_ms());
+  return absl::StrCat(rtt, " ", ShortRate(w.link().down_bytes_per_s()), "↓ ",
+                      ShortRate(w.link().up_bytes_per_s()), "↑");
+}
+
+// The table's UP column: "93% up 2h10m/down 9m": the up fraction, then the mean up and down
+// periods ("(no end seen)" when none of them ended: the time so far, a lower bound).
+std::string UpText(const idlepool::v1::WorkerInfo& w) {
+  const auto& a = w.availability();
+  if (a.observed_s() <= 0) return "-";
+  auto mean = [](double mean_s, uint32_t ended, double total_s) -> std::string {
+    if (total_s <= 0) return "-";
+    return ended > 0 ? ShortDuration(mean_s) : ShortDuration(mean_s) + " (no end seen)";
+  };
+  const double up_s = a.up_fraction() * a.observed_s(), down_s = a.observed_s() - up_s;
+  return absl::StrCat(static_cast<int>(a.up_fraction() * 100 + 0.5), "% up ",
+                      mean(a.mean_up_s(), a.up_periods(), up_s), "/down ",
+                      mean(a.mean_down_s(), a.down_periods(), down_s));
+}
+
+// `s` padded with spaces to `width` columns (UTF-8: one column per code point).
+std::string Pad(const std::string& s, size_t width) {
+  size_t cols = 0;
+  for (unsigned char c : s) cols += (c & 0xC0) != 0x80;
+  return cols >= width ? s : s + std::string(width - cols, ' ');
+}
+
 nlohmann::json WorkersJson(const idlepool::v1::ListWorkersReply& r) {
   nlohmann::json j;
   j["workers"] = nlohmann::json::array();
@@ -137,6 +213,7 @@ nlohmann::json WorkersJson(const idlepool::v1::ListWorkersReply& r) {
                             {"cache_bytes", w.cache_bytes()},
                             {"cache_blobs", w.cache_blobs()},
                             {"peer_address", w.peer_address()}});
+    AddMeasurementsJson(w, j["workers"].back());
   }
   return j;
 }
@@ -323,6 +400,15 @@ int main(int argc, char** argv) {
   work->add_flag("--no-peer", no_peer,
                  "neither serve blobs to peers nor fetch from them: every input comes from the "
                  "coordinator");
+  std::string probe_interval = "10m";
+  bool no_probe = false, no_calibrate = false;
+  work->add_option("--probe-interval", probe_interval,
+                   "measure the link to the coordinator again this often: 30s, 10m, 1h; 0 = only "
+                   "on join")
+      ->capture_default_str();
+  work->add_flag("--no-probe", no_probe,
+                 "never measure the link (the planner then assumes a default link)");
+  work->add_flag("--no-calibrate", no_calibrate, "skip the CPU calibration at start");
   work->add_option("--heartbeat-ms", worker_hb_ms, "heartbeat interval")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{10}, int64_t{600'000}));
@@ -606,6 +692,17 @@ int main(int argc, char** argv) {
     }
     wopts.low_priority = !normal_priority;
     wopts.peers = !no_peer;
+    wopts.probe = !no_probe;
+    wopts.calibrate = !no_calibrate;
+    {
+      auto every = idlepool::worker::ParseDuration(probe_interval);
+      if (!every.ok()) {
+        std::fprintf(stderr, "idlepool worker: --probe-interval: %s\n",
+                     std::string(every.status().message()).c_str());
+        return 2;
+      }
+      wopts.probe_interval = *every;
+    }
     if (!need_token()) return 2;
     idlepool::platform::BlockTerminationSignals();
     wopts.coordinator = common.coordinator;
@@ -714,16 +811,24 @@ int main(int argc, char** argv) {
       std::printf("%s\n", WorkersJson(*w).dump().c_str());
       return 0;
     }
-    std::printf("%-20s %-20s %-13s %6s %6s %10s  %s\n", "WORKER", "HOST", "STATE", "SLOTS",
-                "BUSY", "SEEN", "OWNER");
+    std::printf("%-20s %-20s %-13s %6s %6s %10s  %s %6s  %s  %s\n", "WORKER", "HOST", "STATE",
+                "SLOTS", "BUSY", "SEEN", Pad("LINK", 26).c_str(), "CPU", Pad("UP", 32).c_str(),
+                "OWNER");
     for (const auto& x : w->workers()) {
       // Only a worker that is there has an owner policy to show.
       const bool here = x.state() == "connected" || x.state() == "disconnected";
       std::string owner = !here || x.owner_state().empty() ? "-" : x.owner_state();
       if (here && !x.owner_reason().empty()) owner += " (" + x.owner_reason() + ")";
-      std::printf("%-20s %-20s %-13s %6u %6u %8.1fs  %s\n", x.worker().c_str(),
+      char seen[32] = "-";
+      if (x.last_seen_ms_ago() >= 0) {
+        std::snprintf(seen, sizeof seen, "%.1fs", static_cast<double>(x.last_seen_ms_ago()) / 1000.0);
+      }
+      const std::string cpu =
+          x.cpu_score() > 0 ? std::to_string(static_cast<int64_t>(x.cpu_score() + 0.5)) : "-";
+      std::printf("%-20s %-20s %-13s %6u %6u %10s  %s %6s  %s  %s\n", x.worker().c_str(),
                   x.hostname().c_str(), x.state().c_str(), x.capacity().cpus(), x.slots_busy(),
-                  static_cast<double>(x.last_seen_ms_ago()) / 1000.0, owner.c_str());
+                  seen, Pad(LinkText(x), 26).c_str(), cpu.c_str(), Pad(UpText(x), 32).c_str(),
+                  owner.c_str());
     }
     return 0;
   }
@@ -778,6 +883,7 @@ int main(int argc, char** argv) {
       idlepool::worker::MakeDedicated(&o.policy);
       o.policy.on_battery = idlepool::worker::BatteryAction::kRun;
       o.policy.vacate_grace_s = 1;
+      o.probe = false;  // a loopback link tells the planner nothing
       ws.push_back(std::make_unique<idlepool::worker::Worker>(o));
       threads.emplace_back([w = ws.back().get()] { (void)w->Run(); });
     }

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <condition_variable>
 #include <deque>
 #include <filesystem>
@@ -23,6 +24,7 @@
 #include "absl/strings/match.h"
 #include "blob/blob.h"
 #include "blob/store.h"
+#include "coordinator/availability.h"
 #include "coordinator/tracker.h"
 #include "coordinator/wire.h"
 #include "core/scheduler.h"
@@ -46,6 +48,17 @@ constexpr int kMaxMessageBytes = 128 << 20;  // a 64 MiB items file plus framing
 constexpr uint32_t kProtocolVersion = 1;
 constexpr size_t kMaxLogTail = 4096;
 constexpr size_t kMaxCachedBlobs = 20000;  // per Hello or CacheChange (proto: Hello.cached)
+// Link probes (proto: Probe, ProbeDown, ProbeUp): at most 64 MiB per transfer, 1 MiB per message;
+// one throughput probe at a time, with at most kMaxProbeWaiters waiting up to kProbeWait each.
+constexpr uint64_t kMaxProbeBytes = uint64_t{64} << 20;
+constexpr size_t kMaxProbeMessage = 1 << 20;
+constexpr size_t kProbeChunk = 256 << 10;
+constexpr int kMaxProbeWaiters = 16;
+constexpr core::Millis kProbeWait{60000};
+// Worker rows (store::WorkerRecord): written when they change, at most every kBookWriteGap, and
+// all of them every kBookRefresh (their availability grows while nothing changes).
+constexpr core::Millis kBookWriteGap{500};
+constexpr core::Millis kBookRefresh{60000};
 
 
 
@@ -94,6 +107,37 @@ struct Session {
       }
     }
   }
+};
+
+// Serialises throughput probes: one transfer at a time, so workers joining together each
+// measure the link alone rather than a share of it. Thread-safe.
+class ProbeGate {
+ public:
+  // Waits for the gate; false when too many already wait, the wait passed `deadline`, or the
+  // call was cancelled.
+  bool Enter(grpc::ServerContext* ctx, const platform::Clock& clock, core::MonoTime deadline) {
+    std::unique_lock lock(mu_);
+    if (waiting_ >= kMaxProbeWaiters) return false;
+    ++waiting_;
+    while (busy_ && !ctx->IsCancelled() && clock.Now() < deadline) {
+      cv_.wait_for(lock, core::Millis(100));
+    }
+    --waiting_;
+    if (busy_) return false;
+    busy_ = true;
+    return true;
+  }
+  void Leave() {
+    std::lock_guard lock(mu_);
+    busy_ = false;
+    cv_.notify_one();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool busy_ = false;
+  int waiting_ = 0;
 };
 
 // What the coordinator needs to build assignments for a running job.
@@ -164,6 +208,18 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
       }
     }
     sched_.Restore(*restored, clock_.Now());
+    auto known = store_->ListWorkers();
+    if (!known.ok()) return known.status();
+    {
+      std::lock_guard lock(book_mu_);
+      for (auto& r : *known) {
+        availability_.Restore(r.worker, AvailabilityTotals{r.up_ms, r.down_ms, r.up_periods,
+                                                           r.down_periods});
+        records_[r.worker] = std::move(r);
+      }
+    }
+    probe_payload_ = blob::PseudoRandomBytes(kProbeChunk);
+    book_thread_ = std::thread([this] { BookLoop(); });
     spdlog::info("store: {} jobs, {} running attempts awaiting their workers",
                  restored->jobs.size(), restored->running.size());
 
@@ -205,6 +261,12 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
       queue_cv_.notify_all();
     }
     if (core_thread_.joinable()) core_thread_.join();
+    {
+      std::lock_guard lock(book_mu_);
+      book_stop_ = true;
+      book_cv_.notify_all();
+    }
+    if (book_thread_.joinable()) book_thread_.join();  // writes every row once more
     std::lock_guard lock(done_mu_);
     finished_ = true;
     done_cv_.notify_all();
@@ -269,12 +331,19 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
     ev.cached = CachedBlobs(hello.cached(), kMaxCachedBlobs);
     ev.delivering.assign(hello.delivering_attempts().begin(), hello.delivering_attempts().end());
     const std::string peer_address = PeerAddress(hello.peer_address(), ctx->peer());
+    // Calibration: a figure out of range (or from an old worker: 0) reads as unknown.
+    const double cpu_score =
+        std::isfinite(hello.cpu_score()) && hello.cpu_score() > 0 && hello.cpu_score() < 1e7
+            ? hello.cpu_score()
+            : 0.0;
+    const uint32_t cores = hello.cores() <= 65536 ? hello.cores() : 0;
     std::vector<std::string> cached;
     for (const auto& b : ev.cached) cached.push_back(b.sha256);
     Post(std::move(ev));
     // Welcome only a session the core accepted (a name clash is refused instead), so a worker
     // never reads "joined" and then a refusal.
-    PostItem(Item{std::nullopt, [this, session, peer_address, cached = std::move(cached)] {
+    PostItem(Item{std::nullopt, [this, session, peer_address, cpu_score, cores,
+                                 cached = std::move(cached)] {
                     for (const core::WorkerView& w : sched_.Workers()) {
                       if (w.worker != session->worker || w.session != session->id ||
                           w.state != core::WorkerState::kConnected) {
@@ -293,6 +362,8 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
                         std::lock_guard lock(tracker_mu_);
                         tracker_.Connected(session->worker, session->id, peer_address, cached);
                       }
+                      BookHello(session->worker, session->id, session->hostname, cpu_score,
+                                cores);
                       v1::CoordinatorMessage welcome;
                       welcome.mutable_welcome()->set_heartbeat_ms(
                           static_cast<uint32_t>(options_.heartbeat.count()));
@@ -342,6 +413,8 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
                         std::lock_guard lock(tracker_mu_);
                         tracker_.CacheChanged(worker, id, added, removed);
                       }});
+      } else if (msg.has_link()) {
+        BookLink(session->worker, session->id, msg.link());
       } else if (msg.has_checkpoint()) {
         core::CheckpointSaved ev;
         ev.worker = session->worker;
@@ -458,6 +531,78 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
     reply->set_sha256(req->sha256());
     reply->set_index(*index);
     reply->set_data(std::move(*data));
+    return grpc::Status::OK;
+  }
+
+  // Link probes (worker/measure.h). A round trip: nothing to do.
+  grpc::Status Probe(grpc::ServerContext* ctx, const v1::ProbeRequest* req,
+                     v1::ProbeReply*) override {
+    if (auto st = CheckToken(ctx); !st.ok()) return st;
+    if (req->bytes() != 0) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "Probe.bytes must be 0");
+    }
+    return grpc::Status::OK;
+  }
+
+  // Throughput down: once this probe has the gate, an empty message (go), then the bytes.
+  grpc::Status ProbeDown(grpc::ServerContext* ctx, const v1::ProbeRequest* req,
+                         grpc::ServerWriter<v1::ProbeData>* writer) override {
+    if (auto st = CheckToken(ctx); !st.ok()) return st;
+    if (req->bytes() == 0 || req->bytes() > kMaxProbeBytes) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          absl::StrCat("ProbeDown.bytes must be 1 to ", kMaxProbeBytes));
+    }
+    if (!probe_gate_.Enter(ctx, clock_, clock_.Now() + kProbeWait)) return ProbeBusy();
+    struct Leave {
+      ProbeGate& g;
+      ~Leave() { g.Leave(); }
+    } leave{probe_gate_};
+    v1::ProbeData d;
+    if (!writer->Write(d)) return grpc::Status::OK;
+    for (uint64_t sent = 0; sent < req->bytes(); sent += kProbeChunk) {
+      d.set_data(probe_payload_.data(), std::min<uint64_t>(kProbeChunk, req->bytes() - sent));
+      if (!writer->Write(d)) return grpc::Status::OK;
+    }
+    return grpc::Status::OK;
+  }
+
+  // Throughput up: the announced size, go, the bytes, and the time from go to the last byte.
+  grpc::Status ProbeUp(grpc::ServerContext* ctx,
+                       grpc::ServerReaderWriter<v1::ProbeReply, v1::ProbeData>* stream) override {
+    if (auto st = CheckToken(ctx); !st.ok()) return st;
+    v1::ProbeData head;
+    if (!stream->Read(&head)) return grpc::Status::OK;
+    const uint64_t want = head.bytes();
+    if (want == 0 || want > kMaxProbeBytes || !head.data().empty()) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          absl::StrCat("ProbeUp must start with ProbeData.bytes of 1 to ",
+                                       kMaxProbeBytes, " and no data"));
+    }
+    if (!probe_gate_.Enter(ctx, clock_, clock_.Now() + kProbeWait)) return ProbeBusy();
+    struct Leave {
+      ProbeGate& g;
+      ~Leave() { g.Leave(); }
+    } leave{probe_gate_};
+    const int64_t t0 = platform::SteadyNanos();
+    if (!stream->Write(v1::ProbeReply{})) return grpc::Status::OK;
+    uint64_t got = 0;
+    v1::ProbeData d;
+    while (got < want && stream->Read(&d)) {
+      if (d.data().size() > kMaxProbeMessage || d.bytes() != 0) {
+        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                            "ProbeUp: data messages carry at most 1 MiB and no size");
+      }
+      got += d.data().size();
+    }
+    const int64_t t1 = platform::SteadyNanos();
+    if (got != want) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          absl::StrCat("ProbeUp: got ", got, " bytes, announced ", want));
+    }
+    v1::ProbeReply r;
+    r.set_bytes(got);
+    r.set_elapsed_us(static_cast<uint64_t>(std::max<int64_t>(1, (t1 - t0) / 1000)));
+    stream->Write(r);
     return grpc::Status::OK;
   }
 
@@ -602,6 +747,25 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
         out->set_peer_address(p->second);  // only while it can serve
       }
     }
+    // Measurements, and the workers known only from the store (not seen since this start).
+    const int64_t now_ms = MonoMs(now), wall_ms = clock_.WallMs();
+    std::lock_guard book(book_mu_);
+    std::set<std::string> listed;
+    for (auto& out : *reply->mutable_workers()) {
+      listed.insert(out.worker());
+      auto r = records_.find(out.worker());
+      if (r != records_.end()) FillMeasurements(r->second, now_ms, wall_ms, &out);
+    }
+    for (const auto& [name, r] : records_) {
+      if (listed.count(name)) continue;
+      auto* out = reply->add_workers();
+      out->set_worker(name);
+      out->set_state("disconnected");
+      out->set_hostname(r.hostname);
+      out->set_last_seen_ms_ago(-1);  // not since this coordinator started
+      out->set_accepting(false);
+      FillMeasurements(r, now_ms, wall_ms, out);
+    }
     return grpc::Status::OK;
   }
 
@@ -709,6 +873,11 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
     // answer before its effect is durable waits for it.
     std::function<void()> after_commit = {};
   };
+
+  static grpc::Status ProbeBusy() {
+    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        "busy with other workers' link probes; try again later");
+  }
 
   static grpc::Status CheckPeerRequest(const std::string& sha256, const std::string& worker) {
     if (!blob::IsSha256Hex(sha256)) {
@@ -931,6 +1100,158 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
     return grpc::Status::OK;
   }
 
+  // ------------------------------------------------------------------------------------------
+  // What the pool measured of its workers (issue 6): link, calibration, availability. Kept in
+  // records_ (guarded by book_mu_) and written to the store by the book thread, never by the core
+  // thread's group commit.
+
+  static int64_t MonoMs(core::MonoTime t) {
+    return std::chrono::duration_cast<core::Millis>(t.time_since_epoch()).count();
+  }
+
+  store::WorkerRecord& BookEntry(const std::string& worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(book_mu_) {
+    auto [it, inserted] = records_.try_emplace(worker);
+    if (inserted) {
+      it->second.worker = worker;
+      it->second.first_seen_ms = clock_.WallMs();
+    }
+    return it->second;
+  }
+
+  void MarkDirty(const std::string& worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(book_mu_) {
+    dirty_.insert(worker);
+    book_cv_.notify_all();
+  }
+
+  // A welcomed session: its hello's calibration and host name.
+  void BookHello(const std::string& worker, core::SessionId session, const std::string& hostname,
+                 double cpu_score, uint32_t cores) {
+    std::lock_guard lock(book_mu_);
+    book_sessions_[worker] = session;
+    store::WorkerRecord& r = BookEntry(worker);
+    if (r.hostname != hostname || r.cpu_score != cpu_score || r.cores != cores) {
+      r.hostname = hostname;
+      // A worker run with --no-calibrate keeps its last known score.
+      if (cpu_score > 0) r.cpu_score = cpu_score;
+      if (cores > 0) r.cores = cores;
+      MarkDirty(worker);
+    }
+  }
+
+  // LinkMeasured from a session; ignored unless the session is the worker's welcomed one.
+  void BookLink(const std::string& worker, core::SessionId session, const v1::LinkMeasured& m) {
+    constexpr uint64_t kMaxRate = uint64_t{1} << 40;       // 1 TB/s
+    constexpr uint64_t kMaxRttUs = uint64_t{3600} * 1000000;  // an hour
+    if (m.rtt_us() > kMaxRttUs || m.down_bytes_per_s() > kMaxRate ||
+        m.up_bytes_per_s() > kMaxRate || m.probe_bytes() > kMaxProbeBytes) {
+      spdlog::warn("worker {}: link measurement out of range, ignored", worker);
+      return;
+    }
+    std::lock_guard lock(book_mu_);
+    auto s = book_sessions_.find(worker);
+    if (s == book_sessions_.end() || s->second != session) return;
+    store::WorkerRecord& r = BookEntry(worker);
+    r.link_measured_ms = clock_.WallMs();
+    r.rtt_us = static_cast<int64_t>(m.rtt_us());
+    r.down_bytes_per_s = static_cast<int64_t>(m.down_bytes_per_s());
+    r.up_bytes_per_s = static_cast<int64_t>(m.up_bytes_per_s());
+    r.probe_bytes = static_cast<int64_t>(m.probe_bytes());
+    MarkDirty(worker);
+    spdlog::info("worker {}: link round trip {:.2f} ms, down {:.1f} MB/s, up {:.1f} MB/s", worker,
+                 m.rtt_us() / 1000.0, m.down_bytes_per_s() / 1e6, m.up_bytes_per_s() / 1e6);
+  }
+
+  // Core thread, every tick: a worker is up while connected and accepting work. Workers known
+  // only from the store (not seen since this start) are down.
+  void ObserveAvailability(core::MonoTime now) {
+    const std::vector<core::WorkerView> views = sched_.Workers();
+    const int64_t now_ms = MonoMs(now);
+    std::lock_guard lock(book_mu_);
+    std::set<std::string> seen;
+    for (const auto& w : views) {
+      seen.insert(w.worker);
+      BookEntry(w.worker);
+      const bool up = w.state == core::WorkerState::kConnected && w.accepting;
+      if (availability_.Observe(w.worker, up, now_ms)) MarkDirty(w.worker);
+    }
+    for (const auto& [name, r] : records_) {
+      if (!seen.count(name) && availability_.Observe(name, false, now_ms)) MarkDirty(name);
+    }
+  }
+
+  // The record with its availability as of `now_ms`.
+  store::WorkerRecord Snapshot(const store::WorkerRecord& r, int64_t now_ms) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(book_mu_) {
+    store::WorkerRecord out = r;
+    if (auto a = availability_.Get(r.worker, now_ms)) {
+      out.up_ms = a->totals.up_ms;
+      out.down_ms = a->totals.down_ms;
+      out.up_periods = a->totals.up_periods;
+      out.down_periods = a->totals.down_periods;
+    }
+    return out;
+  }
+
+  // The book thread: writes changed rows (at most every kBookWriteGap), every row every
+  // kBookRefresh, and every row once more at shutdown. A failed write is logged, not fatal: these
+  // are measurements, and the next write carries them again.
+  void BookLoop() {
+    auto next_full = clock_.Now() + kBookRefresh;
+    std::unique_lock lock(book_mu_);
+    while (true) {
+      book_cv_.wait_for(lock, std::max(core::Millis(0), next_full - clock_.Now()),
+                        [&] { return book_stop_ || !dirty_.empty(); });
+      const bool stop = book_stop_;
+      const auto now = clock_.Now();
+      if (stop || now >= next_full) {
+        for (const auto& [name, r] : records_) dirty_.insert(name);
+        next_full = now + kBookRefresh;
+      }
+      std::vector<store::WorkerRecord> rows;
+      for (const auto& name : dirty_) {
+        auto it = records_.find(name);
+        if (it == records_.end()) continue;
+        rows.push_back(Snapshot(it->second, MonoMs(now)));
+        rows.back().updated_ms = clock_.WallMs();
+      }
+      dirty_.clear();
+      lock.unlock();
+      if (!rows.empty()) {
+        if (absl::Status st = store_->PutWorkers(rows); !st.ok()) {
+          spdlog::warn("cannot store worker measurements: {}", st.ToString());
+        }
+      }
+      lock.lock();
+      if (stop) return;
+      book_cv_.wait_for(lock, kBookWriteGap, [&] { return book_stop_; });
+    }
+  }
+
+  void FillMeasurements(const store::WorkerRecord& r, int64_t now_ms, int64_t wall_ms,
+                        v1::WorkerInfo* out) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(book_mu_) {
+    if (r.link_measured_ms > 0) {
+      v1::LinkInfo* l = out->mutable_link();
+      l->set_rtt_ms(static_cast<double>(r.rtt_us) / 1000.0);
+      l->set_down_bytes_per_s(static_cast<uint64_t>(r.down_bytes_per_s));
+      l->set_up_bytes_per_s(static_cast<uint64_t>(r.up_bytes_per_s));
+      l->set_probe_bytes(static_cast<uint64_t>(r.probe_bytes));
+      l->set_measured_ms_ago(std::max<int64_t>(0, wall_ms - r.link_measured_ms));
+    }
+    out->set_cpu_score(r.cpu_score);
+    out->set_cores(r.cores);
+    if (auto a = availability_.Get(r.worker, now_ms)) {
+      v1::Availability* o = out->mutable_availability();
+      o->set_up_fraction(a->up_fraction());
+      o->set_mean_up_s(a->mean_up_s());
+      o->set_mean_down_s(a->mean_down_s());
+      o->set_up_periods(a->totals.up_periods);
+      o->set_down_periods(a->totals.down_periods);
+      o->set_observed_s(a->observed_s());
+      o->set_up(a->up);
+      o->set_since_s(static_cast<double>(a->since_ms) / 1000.0);
+    }
+  }
+
   // The core thread: the only thread that touches sched_ and jobs_.
   void CoreLoop() {
     auto next_tick = clock_.Now() + options_.tick;
@@ -959,6 +1280,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
       if (now >= next_tick) {
         auto d = sched_.Apply(core::Tick{}, now);
         std::move(d.begin(), d.end(), std::back_inserter(decisions));
+        ObserveAvailability(now);
         next_tick = now + options_.tick;
       }
       if (decisions.empty()) {
@@ -1110,6 +1432,18 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
   std::mutex tracker_mu_;
   Tracker tracker_ ABSL_GUARDED_BY(tracker_mu_);
   std::atomic<core::SessionId> next_session_{1};
+
+  // Worker measurements (see BookLoop).
+  std::mutex book_mu_;
+  std::condition_variable book_cv_;
+  std::map<std::string, store::WorkerRecord> records_ ABSL_GUARDED_BY(book_mu_);
+  std::map<std::string, core::SessionId> book_sessions_ ABSL_GUARDED_BY(book_mu_);  // welcomed
+  AvailabilityTracker availability_ ABSL_GUARDED_BY(book_mu_);
+  std::set<std::string> dirty_ ABSL_GUARDED_BY(book_mu_);
+  bool book_stop_ ABSL_GUARDED_BY(book_mu_) = false;
+  std::thread book_thread_;
+  std::string probe_payload_;  // kProbeChunk incompressible bytes, sent by ProbeDown
+  ProbeGate probe_gate_;
 
   std::mutex shutdown_mu_;
   bool shut_down_ = false;

@@ -32,6 +32,12 @@ int64_t SteadyNanos() {
       .count();
 }
 
+int64_t ThreadCpuNanos() {
+  struct timespec ts;
+  if (::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
 void SleepFor(std::chrono::milliseconds d) { std::this_thread::sleep_for(d); }
 
 WeekTime LocalWeekTime() {

@@ -42,6 +42,10 @@ WeekTime LocalWeekTime();
 // Monotonic nanoseconds (steady clock), for measuring how long a computation took.
 int64_t SteadyNanos();
 
+// CPU time consumed by the calling thread (CLOCK_THREAD_CPUTIME_ID), nanoseconds: what a
+// computation cost this thread, whatever else the machine ran meanwhile. 0 if unavailable.
+int64_t ThreadCpuNanos();
+
 // Blocks the calling thread for `d`. The only sleep in the code base.
 void SleepFor(std::chrono::milliseconds d);
 

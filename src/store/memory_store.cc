@@ -39,6 +39,8 @@ class MemoryStore final : public Store {
       const SucceededAttemptsQuery& query) override;
   absl::StatusOr<std::vector<TaskOutput>> ListOutputs(core::JobId job) override;
   absl::StatusOr<std::vector<core::OutputFile>> GetCheckpoint(core::TaskKey task) override;
+  absl::Status PutWorkers(const std::vector<WorkerRecord>& workers) override;
+  absl::StatusOr<std::vector<WorkerRecord>> ListWorkers() override;
 
  private:
   using OutputKey = std::pair<uint32_t, std::string>;  // (task index, path): the listing order
@@ -84,6 +86,7 @@ class MemoryStore final : public Store {
   core::JobId next_job_ = 1;
   std::map<core::JobId, Job> jobs_;
   std::map<core::AttemptId, AttemptRecord> attempts_;
+  std::map<std::string, WorkerRecord> workers_;
 };
 
 absl::StatusOr<core::JobId> MemoryStore::InsertJob(const NewJob& job, int64_t now_ms) {
@@ -370,6 +373,22 @@ absl::StatusOr<std::vector<core::OutputFile>> MemoryStore::GetCheckpoint(core::T
   auto c = it->second.checkpoints.find(task.index);
   if (c == it->second.checkpoints.end()) return std::vector<core::OutputFile>{};
   return c->second;
+}
+
+absl::Status MemoryStore::PutWorkers(const std::vector<WorkerRecord>& workers) {
+  for (const auto& w : workers) {
+    if (std::string p = in::WorkerRecordProblem(w); !p.empty()) return Invalid(p);
+  }
+  std::lock_guard lock(mu_);
+  for (const auto& w : workers) workers_[w.worker] = w;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<WorkerRecord>> MemoryStore::ListWorkers() {
+  std::lock_guard lock(mu_);
+  std::vector<WorkerRecord> out;
+  for (const auto& [name, w] : workers_) out.push_back(w);
+  return out;
 }
 
 }  // namespace

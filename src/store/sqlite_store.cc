@@ -1,6 +1,6 @@
 // The SQLite store: one database file in WAL mode with synchronous=FULL.
 //
-// File format (schema version 4, kept in PRAGMA user_version; PRAGMA application_id marks the
+// File format (schema version 5, kept in PRAGMA user_version; PRAGMA application_id marks the
 // file as an idlepool store):
 //   jobs        (id INTEGER PRIMARY KEY AUTOINCREMENT, ...)  ids are never reused
 //   tasks       (job_id, idx) WITHOUT ROWID
@@ -9,11 +9,13 @@
 //   outputs     (job_id, idx, path) WITHOUT ROWID
 //   checkpoints (job_id, idx, path) WITHOUT ROWID: each task's latest checkpoint
 //   job_profiles (job_id PRIMARY KEY, profile_key, input_bytes, input_files), indexed by key
+//   workers     (worker) WITHOUT ROWID: what the pool measured of each worker (version 5)
 // Version 2 added attempts.suspensions, attempts.lost_ms and the checkpoints table; version 3 the
 // attempts' transfer columns (input_bytes ... cache_misses); version 4 the attempts' timing
-// columns (stage_ms, run_ms, upload_ms, resumed) and job_profiles. Older files are migrated in
-// place when opened. The profile key lives in its own table, not in jobs: jobs.spec must stay
-// the last column of jobs (see kSchemaV1), and ALTER TABLE can only append.
+// columns (stage_ms, run_ms, upload_ms, resumed) and job_profiles; version 5 the workers table.
+// Older files are migrated in place when opened. The profile key lives in its own table, not in
+// jobs: jobs.spec must stay the last column of jobs (see kSchemaV1), and ALTER TABLE can only
+// append.
 // Enums are stored as lowercase names (store_internal.h), never as C++ enum values. Job counters
 // and lost workers are not stored: Load recomputes them from the attempts table, so they can
 // never disagree with it.
@@ -43,7 +45,7 @@ namespace {
 
 namespace in = internal;
 
-constexpr int kSchemaVersion = 4;
+constexpr int kSchemaVersion = 5;
 constexpr int32_t kApplicationId = 0x49504f4c;  // "IPOL"
 constexpr int kBusyTimeoutMs = 10000;
 
@@ -142,6 +144,40 @@ CREATE INDEX job_profiles_by_key ON job_profiles(profile_key);
 )sql";
 // ---- END timing migration ----
 
+// ---- Schema version 5 (issue 6, "measure the pool"): self-contained so it can be renumbered at
+// merge. From version 4 to 5: one row per worker name with what the pool measured of it
+// (store::WorkerRecord; written by PutWorkers, never by Apply).
+constexpr int kWorkersSchemaVersion = 5;
+constexpr const char* kMigrateV5Workers = R"sql(
+CREATE TABLE workers (
+  worker            TEXT    PRIMARY KEY,
+  hostname          TEXT    NOT NULL DEFAULT '',
+  link_measured_ms  INTEGER NOT NULL DEFAULT 0,
+  rtt_us            INTEGER NOT NULL DEFAULT 0,
+  down_bytes_per_s  INTEGER NOT NULL DEFAULT 0,
+  up_bytes_per_s    INTEGER NOT NULL DEFAULT 0,
+  probe_bytes       INTEGER NOT NULL DEFAULT 0,
+  cpu_score         REAL    NOT NULL DEFAULT 0,
+  cores             INTEGER NOT NULL DEFAULT 0,
+  first_seen_ms     INTEGER NOT NULL DEFAULT 0,
+  up_ms             INTEGER NOT NULL DEFAULT 0,
+  down_ms           INTEGER NOT NULL DEFAULT 0,
+  up_periods        INTEGER NOT NULL DEFAULT 0,
+  down_periods      INTEGER NOT NULL DEFAULT 0,
+  updated_ms        INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+)sql";
+#define IDLEPOOL_WORKER_COLUMNS                                                                \
+  "worker, hostname, link_measured_ms, rtt_us, down_bytes_per_s, up_bytes_per_s, probe_bytes, " \
+  "cpu_score, cores, first_seen_ms, up_ms, down_ms, up_periods, down_periods, updated_ms"
+constexpr const char* kPutWorkerSql =
+    "INSERT OR REPLACE INTO workers (" IDLEPOOL_WORKER_COLUMNS
+    ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+constexpr const char* kListWorkersSql =
+    "SELECT " IDLEPOOL_WORKER_COLUMNS " FROM workers ORDER BY worker";
+#undef IDLEPOOL_WORKER_COLUMNS
+// ---- end of schema version 5
+
 // --- small sqlite helpers -------------------------------------------------------------------
 
 struct StmtDeleter {
@@ -180,6 +216,10 @@ class Binder {
       rc_ = sqlite3_bind_text64(s_, ++i_, v.data() ? v.data() : "", v.size(), SQLITE_STATIC,
                                 SQLITE_UTF8);
     }
+    return *this;
+  }
+  Binder& Real(double v) {
+    if (rc_ == SQLITE_OK) rc_ = sqlite3_bind_double(s_, ++i_, v);
     return *this;
   }
   Binder& Blob(absl::string_view v) {
@@ -300,6 +340,7 @@ struct Statements {
   StmtPtr get_job, get_job_header, list_jobs, job_exists, list_tasks, list_attempts,
       list_outputs;
   StmtPtr insert_job_profile, succeeded_of_job, succeeded_of_key;
+  StmtPtr put_worker, list_workers;  // schema version 5
 };
 
 // --- the store --------------------------------------------------------------------------------
@@ -327,6 +368,8 @@ class SqliteStore final : public Store {
       const SucceededAttemptsQuery& query) override;
   absl::StatusOr<std::vector<TaskOutput>> ListOutputs(core::JobId job) override;
   absl::StatusOr<std::vector<core::OutputFile>> GetCheckpoint(core::TaskKey task) override;
+  absl::Status PutWorkers(const std::vector<WorkerRecord>& workers) override;
+  absl::StatusOr<std::vector<WorkerRecord>> ListWorkers() override;
 
  private:
   // Error for a failed sqlite call `rc` while doing `what`; the message names the file.
@@ -468,6 +511,7 @@ absl::Status SqliteStore::Open() {
   const bool migrate_v2 = !fresh && *version == 1;
   const bool migrate_v3 = !fresh && *version <= 2;
   const bool migrate_v4 = !fresh && *version <= 3;
+  const bool migrate_v5 = !fresh && *version < kWorkersSchemaVersion;
 
   {
     StmtPtr s;
@@ -485,7 +529,8 @@ absl::Status SqliteStore::Open() {
 
   if (fresh) {
     std::string ddl = absl::StrCat("BEGIN IMMEDIATE;", kSchemaV1, kMigrateV2, kMigrateV3,
-                                   kMigrateV4, "PRAGMA application_id = ", kApplicationId, ";",
+                                   kMigrateV4, kMigrateV5Workers, "PRAGMA application_id = ",
+                                   kApplicationId, ";",
                                    "PRAGMA user_version = ", kSchemaVersion, ";", "COMMIT;");
     if (absl::Status s = Exec(ddl.c_str(), "create schema"); !s.ok()) {
       if (!sqlite3_get_autocommit(db_)) Exec("ROLLBACK", "rollback").IgnoreError();
@@ -512,6 +557,14 @@ absl::Status SqliteStore::Open() {
     std::string ddl = absl::StrCat("BEGIN IMMEDIATE;", kMigrateV4, "PRAGMA user_version = ",
                                    kTimingSchemaVersion, ";", "COMMIT;");
     if (absl::Status s = Exec(ddl.c_str(), "migrate schema 3 to 4"); !s.ok()) {
+      if (!sqlite3_get_autocommit(db_)) Exec("ROLLBACK", "rollback").IgnoreError();
+      return s;
+    }
+  }
+  if (migrate_v5) {
+    std::string ddl = absl::StrCat("BEGIN IMMEDIATE;", kMigrateV5Workers, "PRAGMA user_version = ",
+                                   kWorkersSchemaVersion, ";", "COMMIT;");
+    if (absl::Status s = Exec(ddl.c_str(), "migrate schema 4 to 5 (workers)"); !s.ok()) {
       if (!sqlite3_get_autocommit(db_)) Exec("ROLLBACK", "rollback").IgnoreError();
       return s;
     }
@@ -595,6 +648,8 @@ absl::Status SqliteStore::PrepareAll() {
        "VALUES (?, ?, ?, ?)"},
       {&st_.list_outputs,
        "SELECT idx, path, sha256, size FROM outputs WHERE job_id = ? ORDER BY idx, path"},
+      {&st_.put_worker, kPutWorkerSql},
+      {&st_.list_workers, kListWorkersSql},
   };
   for (const auto& [stmt, sql] : all) {
     if (absl::Status s = Prepare(sql, *stmt); !s.ok()) return s;
@@ -1210,6 +1265,68 @@ absl::StatusOr<std::vector<core::OutputFile>> SqliteStore::GetCheckpoint(core::T
     out.push_back({ColText(u, 0), ColText(u, 1), static_cast<uint64_t>(ColInt(u, 2))});
   }
   if (rc != SQLITE_DONE) return Err(rc, "GetCheckpoint: read");
+  return out;
+}
+
+absl::Status SqliteStore::PutWorkers(const std::vector<WorkerRecord>& workers) {
+  for (const auto& w : workers) {
+    if (std::string p = in::WorkerRecordProblem(w); !p.empty()) return Invalid(p);
+  }
+  if (workers.empty()) return absl::OkStatus();
+  std::lock_guard lock(mu_);
+  if (absl::Status s = Begin(st_.begin_immediate); !s.ok()) return s;
+  for (const auto& w : workers) {
+    Use u(st_.put_worker);
+    Binder b(u);
+    b.Text(w.worker)
+        .Text(w.hostname)
+        .Int(w.link_measured_ms)
+        .Int(w.rtt_us)
+        .Int(w.down_bytes_per_s)
+        .Int(w.up_bytes_per_s)
+        .Int(w.probe_bytes)
+        .Real(w.cpu_score)
+        .Int(w.cores)
+        .Int(w.first_seen_ms)
+        .Int(w.up_ms)
+        .Int(w.down_ms)
+        .Int(w.up_periods)
+        .Int(w.down_periods)
+        .Int(w.updated_ms);
+    absl::Status s = b.rc() != SQLITE_OK ? Err(b.rc(), "PutWorkers: bind") : Step(u, "PutWorkers");
+    if (!s.ok()) {
+      Rollback();
+      return s;
+    }
+  }
+  return Commit();
+}
+
+absl::StatusOr<std::vector<WorkerRecord>> SqliteStore::ListWorkers() {
+  std::lock_guard lock(mu_);
+  Use u(st_.list_workers);
+  std::vector<WorkerRecord> out;
+  int rc;
+  while ((rc = sqlite3_step(u)) == SQLITE_ROW) {
+    WorkerRecord w;
+    w.worker = ColText(u, 0);
+    w.hostname = ColText(u, 1);
+    w.link_measured_ms = ColInt(u, 2);
+    w.rtt_us = ColInt(u, 3);
+    w.down_bytes_per_s = ColInt(u, 4);
+    w.up_bytes_per_s = ColInt(u, 5);
+    w.probe_bytes = ColInt(u, 6);
+    w.cpu_score = sqlite3_column_double(u, 7);
+    w.cores = static_cast<uint32_t>(ColInt(u, 8));
+    w.first_seen_ms = ColInt(u, 9);
+    w.up_ms = ColInt(u, 10);
+    w.down_ms = ColInt(u, 11);
+    w.up_periods = static_cast<uint32_t>(ColInt(u, 12));
+    w.down_periods = static_cast<uint32_t>(ColInt(u, 13));
+    w.updated_ms = ColInt(u, 14);
+    out.push_back(std::move(w));
+  }
+  if (rc != SQLITE_DONE) return Err(rc, "ListWorkers: read workers");
   return out;
 }
 

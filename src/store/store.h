@@ -87,6 +87,30 @@ struct TaskRecord {
   core::AttemptId committed_attempt = 0;
 };
 
+// What the pool measured of one worker (issue 6: link, speed, availability), one row per worker
+// name, written by the coordinator when a measurement or the availability changes. Unknown
+// measurements are 0.
+struct WorkerRecord {
+  std::string worker;  // primary key
+  std::string hostname;
+  // Its link to the coordinator as it last measured it; link_measured_ms 0 = never.
+  int64_t link_measured_ms = 0;  // wall clock, Unix ms
+  int64_t rtt_us = 0;
+  int64_t down_bytes_per_s = 0;
+  int64_t up_bytes_per_s = 0;
+  int64_t probe_bytes = 0;
+  // Calibration: MB/s of SHA-256 on one core, and its machine's logical CPUs.
+  double cpu_score = 0;
+  uint32_t cores = 0;
+  // Availability aggregates (coordinator/availability.h), the period in progress included.
+  int64_t first_seen_ms = 0;  // wall clock, Unix ms
+  int64_t up_ms = 0;
+  int64_t down_ms = 0;
+  uint32_t up_periods = 0;    // ended
+  uint32_t down_periods = 0;  // ended
+  int64_t updated_ms = 0;     // wall clock, Unix ms, of this write
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -136,6 +160,13 @@ class Store {
   // for an unknown job.
   [[nodiscard]] virtual absl::StatusOr<std::vector<core::OutputFile>> GetCheckpoint(
       core::TaskKey task) = 0;
+
+  // Worker measurements (WorkerRecord). Inserts or replaces each row by worker name, all in one
+  // transaction. kInvalidArgument for an empty name or negative figures. Not part of Apply's group
+  // commit: the coordinator writes these rows from its own thread.
+  [[nodiscard]] virtual absl::Status PutWorkers(const std::vector<WorkerRecord>& workers) = 0;
+  // Every worker row, by name.
+  [[nodiscard]] virtual absl::StatusOr<std::vector<WorkerRecord>> ListWorkers() = 0;
 };
 
 // Opens (creating if needed) the SQLite store at `path` in WAL mode with synchronous=FULL, so an

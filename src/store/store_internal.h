@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/scheduler.h"
 #include "core/types.h"
+#include "store/store.h"
 
 namespace idlepool::store::internal {
 
@@ -120,6 +121,19 @@ inline bool NewerAttempt(int64_t a_ended_ms, core::AttemptId a, int64_t b_ended_
   return a_ended_ms != b_ended_ms ? a_ended_ms > b_ended_ms : a > b;
 }
 inline std::string ZeroTaskCountMsg() { return "InsertJob: task_count must be > 0"; }
+
+// Why PutWorkers refuses `w`, or "" when it is fine: a name of 1 to 256 bytes, no negative
+// or non-finite figure.
+inline std::string WorkerRecordProblem(const WorkerRecord& w) {
+  if (w.worker.empty() || w.worker.size() > 256) {
+    return "PutWorkers: worker name must be 1 to 256 bytes";
+  }
+  if (w.rtt_us < 0 || w.down_bytes_per_s < 0 || w.up_bytes_per_s < 0 || w.probe_bytes < 0 ||
+      w.up_ms < 0 || w.down_ms < 0 || !(w.cpu_score >= 0 && w.cpu_score < 1e12)) {
+    return absl::StrCat("PutWorkers: worker ", w.worker, ": negative or non-finite figure");
+  }
+  return "";
+}
 inline std::string ZeroAttemptIdMsg(core::TaskKey t) {
   return absl::StrCat("AttemptCreated for ", TaskName(t), ": attempt id must be > 0");
 }

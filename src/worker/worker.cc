@@ -14,6 +14,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -24,6 +25,7 @@
 #include "blob/swarm.h"
 #include "blob/transfer.h"
 #include "worker/blob_cache.h"
+#include "worker/measure.h"
 #include "coordinator/wire.h"
 #include "grpcpp/grpcpp.h"
 #include "idlepool.grpc.pb.h"
@@ -130,6 +132,7 @@ class Worker::Impl {
     Stop();
     JoinAttemptThreads();
     JoinOwnerThreads();
+    JoinProbeThread();
   }
 
   const std::string& boot_id() const { return boot_id_; }
@@ -238,6 +241,19 @@ class Worker::Impl {
     channel_ = grpc::CreateCustomChannel(options_.coordinator, grpc::InsecureChannelCredentials(),
                                          args);
     stub_ = v1::Pool::NewStub(channel_);
+    if (options_.calibrate) {
+      calibration_ = Calibrate();
+      spdlog::info("calibration: {:.0f} MB/s of SHA-256 per core, {} cores", calibration_.cpu_score,
+                   calibration_.cores);
+    }
+    if (options_.probe) {
+      // Its own connection (a local subchannel pool), so probe bytes never queue in front of
+      // the session's heartbeats.
+      args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+      probe_stub_ = v1::Pool::NewStub(grpc::CreateCustomChannel(
+          options_.coordinator, grpc::InsecureChannelCredentials(), args));
+      probe_thread_ = std::thread([this] { ProbeLoop(); });
+    }
     if (!to_redeliver.empty()) {
       spdlog::info("outbox: {} finished attempts from an earlier run to deliver",
                    to_redeliver.size());
@@ -275,6 +291,7 @@ class Worker::Impl {
     }
     JoinAttemptThreads();
     JoinOwnerThreads();
+    JoinProbeThread();
     if (outbox_thread_.joinable()) outbox_thread_.join();
     if (peer_server_) peer_server_->Shutdown();
     return absl::OkStatus();
@@ -282,6 +299,11 @@ class Worker::Impl {
 
   void Stop() {
     if (stopping_.exchange(true)) return;
+    probe_cancel_.Cancel();
+    {
+      std::lock_guard lock(stop_mu_);  // the probe thread waits on stop_cv_
+      stop_cv_.notify_all();
+    }
     {
       std::lock_guard lock(mu_);
       if (!attempts_.empty()) {
@@ -382,6 +404,8 @@ class Worker::Impl {
     hello->mutable_capacity()->set_memory_mb(options_.memory_mb);
     hello->set_hostname(HostName());
     hello->set_not_accepting(!accepting_);
+    hello->set_cpu_score(calibration_.cpu_score);
+    hello->set_cores(calibration_.cores);
     cache_.TakeChanges();  // the Hello lists the whole cache: queued changes are in it
     for (auto& b : cache_.Contents(kMaxHelloCached)) *hello->add_cached() = std::move(b);
     if (peer_server_) hello->set_peer_address(peer_server_->address());
@@ -450,6 +474,7 @@ class Worker::Impl {
           hb_changed = true;
           hb_cv.notify_all();
         }
+        Joined();
       } else if (msg.has_assign()) {
         StartAttempt(msg.assign());
       } else if (msg.has_kill()) {
@@ -1193,6 +1218,7 @@ class Worker::Impl {
     // Not cancelled when the worker stops: a vacated attempt's final checkpoint still goes up.
     opts.retry.max_tries = 3;  // callers retry further on their own schedule
     opts.retry.wait = [this](std::chrono::milliseconds d) { WaitStop(d); };
+    Moving moving(moving_);
     auto stats = blob::UploadResumable(stub_.get(), options_.token, path,
                                        blob::FileDigest{o.sha256(), o.size()}, opts);
     if (!stats.ok()) return stats.status();
@@ -1223,6 +1249,7 @@ class Worker::Impl {
              st.code() == absl::StatusCode::kAborted;
     };
     absl::StatusOr<BlobCache::Pin> pin = absl::UnavailableError("not fetched yet");
+    Moving moving(moving_);
     while (true) {
       pin = cache_.Acquire(sha256, size, [&](blob::BlobStore& store) -> absl::StatusOr<uint64_t> {
         if (!peer_server_) {
@@ -1613,6 +1640,111 @@ class Worker::Impl {
     }
   }
 
+  // --- Measurements (worker/measure.h) ----------------------------------------------------------
+
+  // Counts the threads moving inputs or outputs (a periodic link probe waits for none).
+  class Moving {
+   public:
+    explicit Moving(std::atomic<int>& n) : n_(n) { ++n_; }
+    ~Moving() { --n_; }
+    Moving(const Moving&) = delete;
+    Moving& operator=(const Moving&) = delete;
+
+   private:
+    std::atomic<int>& n_;
+  };
+
+  // A Welcome arrived: the probe thread resends the last measurement or probes.
+  void Joined() {
+    std::lock_guard lock(stop_mu_);
+    ++joins_;
+    stop_cv_.notify_all();
+  }
+
+  void SendLink(const LinkMeasurement& m) {
+    v1::WorkerMessage msg;
+    auto* l = msg.mutable_link();
+    l->set_rtt_us(static_cast<uint64_t>(m.rtt_us));
+    l->set_down_bytes_per_s(m.down_bytes_per_s);
+    l->set_up_bytes_per_s(m.up_bytes_per_s);
+    l->set_probe_bytes(m.probe_bytes);
+    Send(msg);
+  }
+
+  // Probes the link after the first Welcome, then every probe_interval (deferred while inputs
+  // or outputs move, skipped after a whole interval of that); after each later Welcome it
+  // resends the last result. A failed probe is logged and tried again at the next interval (or,
+  // with an interval of 0, at the next join).
+  void ProbeLoop() {
+    const core::Millis interval = options_.probe_interval;
+    uint64_t seen_joins = 0;
+    std::optional<LinkMeasurement> last;
+    std::optional<core::MonoTime> due, deferred_since;
+    while (true) {
+      bool joined = false;
+      {
+        std::unique_lock lock(stop_mu_);
+        auto ready = [&] {
+          return stopping_.load() || joins_ != seen_joins || (due && clock_.Now() >= *due);
+        };
+        if (due) {
+          stop_cv_.wait_for(lock, std::max(core::Millis(0), *due - clock_.Now()), ready);
+        } else {
+          stop_cv_.wait(lock, ready);
+        }
+        if (stopping_) return;
+        joined = joins_ != seen_joins;
+        seen_joins = joins_;
+      }
+      const core::MonoTime now = clock_.Now();
+      if (joined && last) {
+        SendLink(*last);  // a restarted coordinator may not have it
+        continue;
+      }
+      if (!joined && !(due && now >= *due)) continue;
+      if (last && moving_.load() > 0) {
+        if (!deferred_since) deferred_since = now;
+        if (now - *deferred_since < std::max(interval, core::Millis(1000))) {
+          due = now + core::Millis(1000);
+        } else {
+          spdlog::info("link probe skipped: inputs or outputs kept moving for {} s",
+                       interval.count() / 1000);
+          deferred_since.reset();
+          due = now + interval;
+        }
+        continue;
+      }
+      deferred_since.reset();
+      LinkProbeOptions po;
+      po.token = options_.token;
+      po.canceller = &probe_cancel_;
+      absl::StatusOr<LinkMeasurement> m = MeasureLink(probe_stub_.get(), po);
+      if (stopping_) return;
+      if (m.ok()) {
+        last = *m;
+        SendLink(*m);
+        spdlog::info("link to {}: round trip {:.2f} ms, down {:.1f} MB/s, up {:.1f} MB/s "
+                     "(probes of {} KiB)",
+                     options_.coordinator, m->rtt_us / 1000.0, m->down_bytes_per_s / 1e6,
+                     m->up_bytes_per_s / 1e6, m->probe_bytes >> 10);
+      } else {
+        spdlog::warn("link probe failed (tried again {}): {}",
+                     interval.count() > 0 ? "at the next interval" : "at the next join",
+                     m.status().ToString());
+      }
+      if (interval.count() > 0) {
+        due = clock_.Now() + interval;
+      } else {
+        due.reset();
+      }
+    }
+  }
+
+  void JoinProbeThread() {
+    probe_cancel_.Cancel();
+    if (probe_thread_.joinable()) probe_thread_.join();
+  }
+
   Options options_;
   const platform::Clock& clock_;
   const std::string boot_id_;
@@ -1646,6 +1778,13 @@ class Worker::Impl {
   std::atomic<core::Millis> heartbeat_;
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;
+  uint64_t joins_ = 0;  // Welcomes received; guarded by stop_mu_
+  // Measurements: calibration_ is written in Run before sessions start.
+  Calibration calibration_;
+  std::atomic<int> moving_{0};  // threads staging inputs or uploading (Moving)
+  std::unique_ptr<v1::Pool::Stub> probe_stub_;
+  std::thread probe_thread_;
+  ProbeCanceller probe_cancel_;
 
   std::mutex stream_mu_;  // serialises writes on the session stream
   grpc::ClientReaderWriter<v1::WorkerMessage, v1::CoordinatorMessage>* stream_ = nullptr;

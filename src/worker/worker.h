@@ -70,6 +70,13 @@ struct Options {
   // the coordinator alone (centralized fan-out).
   bool peers = true;
   std::string peer_listen = "0.0.0.0:0";
+  // Measurements for the planner (worker/measure.h). `probe`: measure the link to the coordinator
+  // on join and then every `probe_interval` (0 = only on join), deferred while inputs or outputs
+  // are moving; false: never (the planner then assumes a default link). `calibrate`: measure
+  // the CPU at start (64 MiB of SHA-256, well under a second) and say so in every Hello.
+  bool probe = true;
+  core::Millis probe_interval{10 * 60 * 1000};
+  bool calibrate = true;
 };
 
 class Worker {

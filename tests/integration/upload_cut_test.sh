@@ -22,7 +22,8 @@ TOML
 # --- 1. a cut: resumed, not restarted --------------------------------------------------------
 start_coordinator --lease-timeout-ms 5000
 start_proxy cut --cut-after 20000000 --cut-dir up --cut-once
-start_worker w1 --slots 1 --coordinator "$PADDR_cut"
+# --no-probe: the link probe's bytes would count towards the cut.
+start_worker w1 --slots 1 --coordinator "$PADDR_cut" --no-probe
 wait_until 20 is_connected w1
 JOB=$("$IDLEPOOL" submit "$T/job.toml")
 wait_until 120 job_done "$JOB"
@@ -40,7 +41,7 @@ kill "$WPID_w1"; wait "$WPID_w1" 2>/dev/null || true
 kill "$COORD_PID"; wait "$COORD_PID" 2>/dev/null || true
 start_coordinator --lease-timeout-ms 1500
 start_proxy slow --rate 4M
-start_worker w2 --slots 1 --coordinator "$PADDR_slow"
+start_worker w2 --slots 1 --coordinator "$PADDR_slow" --no-probe
 wait_until 20 is_connected w2
 JOB2=$("$IDLEPOOL" submit "$T/job.toml")
 first=""

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <ostream>
 #include <sstream>
@@ -91,6 +92,22 @@ bool operator==(const TaskOutput& a, const TaskOutput& b) {
 void PrintTo(const TaskOutput& o, std::ostream* os) {
   *os << "{" << o.index << " " << o.file.path << " " << o.file.sha256 << " " << o.file.size
       << "}";
+}
+bool operator==(const WorkerRecord& a, const WorkerRecord& b) {
+  return a.worker == b.worker && a.hostname == b.hostname &&
+         a.link_measured_ms == b.link_measured_ms && a.rtt_us == b.rtt_us &&
+         a.down_bytes_per_s == b.down_bytes_per_s && a.up_bytes_per_s == b.up_bytes_per_s &&
+         a.probe_bytes == b.probe_bytes && a.cpu_score == b.cpu_score && a.cores == b.cores &&
+         a.first_seen_ms == b.first_seen_ms && a.up_ms == b.up_ms && a.down_ms == b.down_ms &&
+         a.up_periods == b.up_periods && a.down_periods == b.down_periods &&
+         a.updated_ms == b.updated_ms;
+}
+void PrintTo(const WorkerRecord& w, std::ostream* os) {
+  *os << "{" << w.worker << " host=" << w.hostname << " link@" << w.link_measured_ms
+      << " rtt=" << w.rtt_us << "us " << w.down_bytes_per_s << "/" << w.up_bytes_per_s
+      << " B/s probe=" << w.probe_bytes << " cpu=" << w.cpu_score << "x" << w.cores
+      << " first=" << w.first_seen_ms << " up=" << w.up_ms << "/" << w.up_periods
+      << " down=" << w.down_ms << "/" << w.down_periods << " at " << w.updated_ms << "}";
 }
 
 namespace {
@@ -1046,6 +1063,70 @@ TEST_P(StoreConformance, SucceededAttemptsByProfileKeyAreNewestFirst) {
             absl::StatusCode::kNotFound);
 }
 
+// Worker rows (issue 6: link, speed, availability).
+WorkerRecord MeasuredWorker(std::string name, int64_t seed) {
+  WorkerRecord w;
+  w.worker = std::move(name);
+  w.hostname = "host-" + w.worker;
+  w.link_measured_ms = 1700000000000 + seed;
+  w.rtt_us = 450 + seed;
+  w.down_bytes_per_s = 112000000 + seed;
+  w.up_bytes_per_s = 98000000 + seed;
+  w.probe_bytes = 16 << 20;
+  w.cpu_score = 1234.5 + static_cast<double>(seed) / 8;
+  w.cores = 8;
+  w.first_seen_ms = 1690000000000 + seed;
+  w.up_ms = 7800000 + seed;
+  w.down_ms = 540000 + seed;
+  w.up_periods = 3;
+  w.down_periods = 2;
+  w.updated_ms = 1700000001000 + seed;
+  return w;
+}
+
+TEST_P(StoreConformance, WorkerRowsRoundTripByNameAndSurviveReopen) {
+  auto empty = store().ListWorkers();
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_THAT(*empty, IsEmpty());
+  WorkerRecord b = MeasuredWorker("b", 1), a = MeasuredWorker("a", 2);
+  WorkerRecord bare;  // nothing measured yet: zeros stay zeros
+  bare.worker = "c";
+  ASSERT_TRUE(store().PutWorkers({b, a, bare}).ok());
+  REOPEN();
+  auto got = store().ListWorkers();
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_THAT(*got, ElementsAre(a, b, bare));
+}
+
+TEST_P(StoreConformance, PutWorkersReplacesTheRowOfTheSameName) {
+  ASSERT_TRUE(store().PutWorkers({MeasuredWorker("a", 1), MeasuredWorker("b", 1)}).ok());
+  WorkerRecord again = MeasuredWorker("a", 7);
+  again.up_periods = 9;
+  again.hostname = "moved";
+  ASSERT_TRUE(store().PutWorkers({again}).ok());
+  REOPEN();
+  auto got = store().ListWorkers();
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_THAT(*got, ElementsAre(again, MeasuredWorker("b", 1)));
+}
+
+TEST_P(StoreConformance, BadWorkerRowsAreRejectedAndNothingOfTheBatchIsWritten) {
+  WorkerRecord nameless = MeasuredWorker("", 1);
+  WorkerRecord negative = MeasuredWorker("n", 1);
+  negative.down_ms = -5;
+  WorkerRecord nan = MeasuredWorker("x", 1);
+  nan.cpu_score = std::numeric_limits<double>::quiet_NaN();
+  for (const WorkerRecord& bad : {nameless, negative, nan}) {
+    absl::Status st = store().PutWorkers({MeasuredWorker("ok", 1), bad});
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+  }
+  REOPEN();
+  EXPECT_THAT(*store().ListWorkers(), IsEmpty());
+  // Worker rows are apart from jobs: Load and jobs are untouched, and vice versa.
+  ASSERT_TRUE(store().PutWorkers({MeasuredWorker("ok", 1)}).ok());
+  EXPECT_THAT(MustLoad().jobs, IsEmpty());
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Backends, StoreConformance,
     ::testing::Values(Backend{"Sqlite", [] { return std::unique_ptr<Harness>(new SqliteHarness); }},
@@ -1069,9 +1150,10 @@ class SqliteStoreTest : public ::testing::Test {
     sqlite3_free(err);
     sqlite3_close(db);
   }
-  // Makes a current file a version 3 file, as idlepool wrote it before attempt timing and
-  // profile keys.
+  // Makes a current file a version 3 file, as idlepool wrote it before attempt timing, profile
+  // keys and the workers table.
   static void DowngradeToV3(const std::string& path) {
+    RawExec(path, "DROP TABLE workers");
     RawExec(path, "DROP INDEX job_profiles_by_key");
     RawExec(path, "DROP TABLE job_profiles");
     for (const char* c : {"stage_ms", "run_ms", "upload_ms", "resumed"}) {
@@ -1179,7 +1261,7 @@ TEST_F(SqliteStoreTest, NewerSchemaVersionIsRefused) {
     ASSERT_TRUE(s.ok()) << s.status();
     ASSERT_TRUE((*s)->InsertJob(MakeJob("a", 1), 1).ok());
   }
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "4");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "5");
   RawExec(path, "PRAGMA user_version = 7");
   absl::StatusOr<std::unique_ptr<Store>> s = OpenSqliteStore(path);
   ASSERT_FALSE(s.ok());
@@ -1187,7 +1269,7 @@ TEST_F(SqliteStoreTest, NewerSchemaVersionIsRefused) {
   EXPECT_THAT(s.status().message(), HasSubstr(path));
   EXPECT_THAT(s.status().message(), HasSubstr("schema version 7"));
   // Back to the known version, it opens again with the data intact.
-  RawExec(path, "PRAGMA user_version = 4");
+  RawExec(path, "PRAGMA user_version = 5");
   auto again = OpenSqliteStore(path);
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ((*again)->ListJobs()->size(), 1u);
@@ -1209,7 +1291,7 @@ TEST_F(SqliteStoreTest, SchemaVersionOneIsMigratedInPlace) {
   RawExec(path, "PRAGMA user_version = 1");
   auto s = OpenSqliteStore(path);
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "4");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "5");
   ASSERT_TRUE((*s)->Apply({core::AttemptSuspended{1, {1, 0}},
                            core::TaskCheckpointed{{1, 0}, 1, {File("x", 'a', 1)}}},
                           3)
@@ -1231,7 +1313,7 @@ TEST_F(SqliteStoreTest, SchemaVersionTwoIsMigratedInPlace) {
   DowngradeToV2(path);
   auto s = OpenSqliteStore(path);
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "4");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "5");
   core::AttemptEnded ended{1, {1, 0}, "w1", core::AttemptOutcome::kFailed, 1, "x"};
   ended.transfer.input_bytes = 10;
   ended.transfer.cache_hits = 1;
@@ -1241,7 +1323,7 @@ TEST_F(SqliteStoreTest, SchemaVersionTwoIsMigratedInPlace) {
   EXPECT_EQ(loaded->jobs.at(0).counters.transfer, ended.transfer);
 }
 
-TEST_F(SqliteStoreTest, SchemaVersionThreeIsMigratedInPlace) {
+TEST_F(SqliteStoreTest, SchemaVersionThreeGainsTimingAndProfiles) {
   const std::string path = Path("state.db");
   {
     auto s = OpenSqliteStore(path);
@@ -1255,7 +1337,7 @@ TEST_F(SqliteStoreTest, SchemaVersionThreeIsMigratedInPlace) {
   EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "3");
   auto s = OpenSqliteStore(path);
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "4");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "5");
   // The old job and attempt read with an empty key and zero timing; nothing else lost.
   auto old = (*s)->GetJobHeader(1);
   ASSERT_TRUE(old.ok()) << old.status();
@@ -1323,6 +1405,30 @@ TEST_F(SqliteStoreTest, CommittedWritesSurviveAProcessCrash) {
   ASSERT_EQ(state->jobs.size(), 1u);
   EXPECT_THAT(state->running, ElementsAre(core::RestoredAttempt{1, {1, 0}, "w1"}));
   EXPECT_EQ(state->next_attempt_id, 2u);
+}
+
+
+TEST_F(SqliteStoreTest, SchemaVersionThreeGainsTheWorkersTable) {
+  const std::string path = Path("state.db");
+  {
+    auto s = OpenSqliteStore(path);
+    ASSERT_TRUE(s.ok()) << s.status();
+    ASSERT_TRUE((*s)->InsertJob(MakeJob("a", 1), 1).ok());
+  }
+  DowngradeToV3(path);
+  EXPECT_EQ(RawQuery(path, "SELECT count(*) FROM sqlite_master WHERE name = 'workers'"), "0");
+  auto s = OpenSqliteStore(path);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "5");
+  EXPECT_EQ((*s)->ListJobs()->size(), 1u);
+  auto none = (*s)->ListWorkers();
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_TRUE(none->empty());
+  WorkerRecord w;
+  w.worker = "w1";
+  w.cpu_score = 512.5;
+  ASSERT_TRUE((*s)->PutWorkers({w}).ok());
+  EXPECT_EQ((*s)->ListWorkers()->at(0).cpu_score, 512.5);
 }
 
 }  // namespace
