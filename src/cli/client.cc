@@ -217,3 +217,26 @@ absl::StatusOr<std::vector<std::string>> PoolClient::Fetch(uint64_t job,
 }
 
 }  // namespace idlepool::cli
+
+namespace idlepool::cli {
+
+absl::StatusOr<v1::PlanReply> PoolClient::PlanJob(const spec::JobSpec& spec,
+                                                  const v1::PlanRequest& extras) {
+  v1::PlanRequest req = extras;
+  *req.mutable_spec() = wire::ToProto(spec);
+  for (int i = 0; i < static_cast<int>(spec.inputs.size()); ++i) {
+    auto d = blob::HashFile(spec.inputs[i].source);
+    if (!d.ok()) return d.status();
+    req.mutable_spec()->mutable_inputs(i)->set_sha256(d->sha256);
+    req.mutable_spec()->mutable_inputs(i)->set_size(d->size);
+  }
+  v1::PlanReply reply;
+  auto ctx = Context();
+  // A plan of a huge job simulates it up to 15 times: give it longer than the usual 30 s.
+  ctx->set_deadline(platform::DeadlineAfter(std::chrono::seconds(120)));
+  grpc::Status st = stub_->PlanJob(ctx.get(), req, &reply);
+  if (!st.ok()) return wire::FromGrpc(st, "plan");
+  return reply;
+}
+
+}  // namespace idlepool::cli

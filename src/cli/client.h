@@ -28,6 +28,10 @@ class PoolClient {
   // submits. The job is durable when this returns OK.
   [[nodiscard]] absl::StatusOr<v1::SubmitJobReply> Submit(const spec::JobSpec& spec,
                                                           const std::string& source_file);
+  // Plans the job on the pool (Pool.PlanJob): hashes the spec's inputs (uploads nothing) and sends
+  // it with `extras` (workers, task_s, output bytes; its spec field is replaced).
+  [[nodiscard]] absl::StatusOr<v1::PlanReply> PlanJob(const spec::JobSpec& spec,
+                                                     const v1::PlanRequest& extras);
   [[nodiscard]] absl::StatusOr<v1::JobStatus> GetJob(uint64_t job);
   [[nodiscard]] absl::StatusOr<v1::ListJobsReply> ListJobs();
   [[nodiscard]] absl::StatusOr<v1::ListWorkersReply> ListWorkers();

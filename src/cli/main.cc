@@ -18,6 +18,7 @@
 #include "absl/strings/str_format.h"
 #include "cli/client.h"
 #include "cli/plan_command.h"
+#include "cli/plan_job.h"
 #include "cli/profile_command.h"
 #include "cli/sim_command.h"
 #include "coordinator/coordinator.h"
@@ -103,6 +104,33 @@ nlohmann::json JobJson(const idlepool::v1::JobStatus& s) {
   j["makespan_s"] = s.finished_ms() ? (s.finished_ms() - s.submitted_ms()) / 1000.0 : 0.0;
   j["machine_faults"] = s.machine_faults();
   j["profile_key"] = s.profile_key();
+  if (s.has_prediction()) {
+    const auto& p = s.prediction();
+    auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); };
+    j["prediction"] = {{"makespan_s", num(p.makespan_s())},
+                       {"single_worker", p.single_worker()},
+                       {"single_makespan_s", num(p.single_makespan_s())},
+                       {"speedup", num(p.speedup())},
+                       {"verdict", p.verdict()},
+                       {"bottleneck", p.bottleneck()},
+                       {"workers", p.workers_size()},
+                       {"basis", p.basis()},
+                       {"samples", p.samples()},
+                       {"made_ms", p.made_ms()}};
+  } else {
+    j["prediction"] = nullptr;
+  }
+  // Actual vs predicted, once the job is over: error = (predicted - actual) / actual.
+  if (s.finished_ms() != 0) {
+    const double actual = (s.finished_ms() - s.submitted_ms()) / 1000.0;
+    j["actual_makespan_s"] = actual;
+    j["prediction_error"] = s.has_prediction() && actual > 0 && std::isfinite(s.prediction().makespan_s())
+                                ? nlohmann::json((s.prediction().makespan_s() - actual) / actual)
+                                : nlohmann::json();
+  } else {
+    j["actual_makespan_s"] = nullptr;
+    j["prediction_error"] = nullptr;
+  }
   const auto& t = s.transfer();
   const uint64_t files = uint64_t{t.cache_hits()} + t.cache_misses();
   j["transfer"] = {{"input_bytes", t.input_bytes()},
@@ -284,6 +312,19 @@ void PrintJob(const idlepool::v1::JobStatus& s) {
                 files ? absl::StrFormat(" (%.0f%%)", 100.0 * t.cache_hits() / files).c_str() : "");
   }
   if (s.finished_ms() != 0) std::printf("  makespan %s\n", Seconds(MakespanSeconds(s)).c_str());
+  if (s.has_prediction()) {
+    const auto& p = s.prediction();
+    std::string check;
+    if (s.finished_ms() != 0 && MakespanSeconds(s) > 0 && std::isfinite(p.makespan_s())) {
+      check = absl::StrFormat(": %+.0f%% vs the actual", 100.0 * (p.makespan_s() - MakespanSeconds(s)) /
+                                                        MakespanSeconds(s));
+    }
+    std::printf("  predicted makespan %s on %d workers (single machine %s; %s)%s\n",
+                std::isfinite(p.makespan_s()) ? Seconds(p.makespan_s()).c_str() : "never",
+                p.workers_size(),
+                std::isfinite(p.single_makespan_s()) ? Seconds(p.single_makespan_s()).c_str() : "-",
+                p.basis().c_str(), check.c_str());
+  }
   if (s.fits_no_worker()) {
     std::printf("  waiting: no connected worker has the cpus/gpus/memory one task needs\n");
   }
@@ -480,13 +521,29 @@ int main(int argc, char** argv) {
   run->add_flag("--json", json, "print one final JSON object");
 
   idlepool::cli::PlanPatternOptions po;
+  idlepool::cli::PlanJobOptions pj;
   auto* planc = app.add_subcommand(
-      "plan", "before running coupled work: does the pool beat one machine on this link?");
-  planc->add_option("--pattern", po.pattern, "allreduce, pipeline or tensor")->required();
+      "plan",
+      "before running: does the pool beat one machine? JOB.toml (predicted makespans, "
+      "calibrating first when the job has no history) or --pattern for coupled work");
+  add_client_opts(planc);
+  planc->add_option("JOB", pj.job_file, "job spec (TOML) to plan")->check(CLI::ExistingFile);
+  planc->add_option("--calibrate", pj.calibrate,
+                    "JOB: tasks in the calibration run when there is no history (default: one "
+                    "per available worker, 2 to 8)");
+  planc->add_flag("--no-calibrate", pj.no_calibrate,
+                  "JOB: never submit a calibration run (fail without history)");
+  planc->add_option("--task-seconds", pj.task_seconds,
+                    "JOB: compute seconds per task on every worker (plan without a profile)");
+  planc->add_option("--output-bytes", pj.output_bytes,
+                    "JOB: output bytes per task (4MiB, 100K; default: the profile's median)");
+  planc->add_option("--workers", pj.workers, "JOB: plan on these workers only")->delimiter(',');
+  auto* pattern_opt =
+      planc->add_option("--pattern", po.pattern, "allreduce, pipeline or tensor (coupled work)");
   planc->add_option("--machines", po.machines, "machines (pipeline: stages)")->capture_default_str();
-  planc->add_option("--compute-ms", po.compute_ms,
-                    "one machine's compute per step (allreduce) or per token (pipeline, tensor)")
-      ->required();
+  auto* compute_opt = planc->add_option(
+      "--compute-ms", po.compute_ms,
+      "--pattern: one machine's compute per step (allreduce) or per token (pipeline, tensor)");
   planc->add_option("--fixed-ms", po.fixed_ms, "allreduce: per-step time that is not divided");
   planc->add_option("--bytes", po.bytes,
                     "allreduce: gradient bytes per step; pipeline: bytes per hop; tensor: bytes "
@@ -500,7 +557,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   planc->add_option("--overhead-ms", po.overhead_ms, "software cost per message")
       ->capture_default_str();
-  planc->add_flag("--json", po.json, "print one JSON object");
+  planc->add_flag("--json", pj.json, "print one JSON object");
 
   idlepool::cli::SimOptions so;
   auto* simc = app.add_subcommand(
@@ -843,7 +900,23 @@ int main(int argc, char** argv) {
   }
 
   if (*simc) return idlepool::cli::RunSimCommand(so);
-  if (*planc) return idlepool::cli::RunPlanPattern(po);
+  if (*planc) {
+    if (pj.job_file.empty() == pattern_opt->empty()) {
+      std::fprintf(stderr, "idlepool plan: give either a job spec (JOB.toml) or --pattern\n");
+      return 2;
+    }
+    if (!pattern_opt->empty()) {
+      if (compute_opt->empty()) {
+        std::fprintf(stderr, "idlepool plan: --pattern needs --compute-ms\n");
+        return 2;
+      }
+      po.json = pj.json;
+      return idlepool::cli::RunPlanPattern(po);
+    }
+    if (!need_token()) return 2;
+    PoolClient client = MakeClient(common);
+    return idlepool::cli::RunPlanJob(client, pj);
+  }
   if (*profilec) {
     if (!need_token()) return 2;
     PoolClient client = MakeClient(common);

@@ -25,6 +25,7 @@
 #include "blob/blob.h"
 #include "blob/store.h"
 #include "coordinator/availability.h"
+#include "coordinator/planner.h"
 #include "coordinator/tracker.h"
 #include "coordinator/wire.h"
 #include "core/scheduler.h"
@@ -241,6 +242,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
       return absl::UnavailableError(absl::StrCat("cannot listen on ", options_.listen));
     }
     core_thread_ = std::thread([this] { CoreLoop(); });
+    predict_thread_ = std::thread([this] { PredictLoop(); });
     return absl::OkStatus();
   }
 
@@ -255,6 +257,12 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
       shut_down_ = true;
     }
     if (server_) server_->Shutdown(platform::DeadlineAfter(std::chrono::seconds(1)));
+    {
+      std::lock_guard lock(predict_mu_);
+      predict_stop_ = true;
+      predict_cv_.notify_all();
+    }
+    if (predict_thread_.joinable()) predict_thread_.join();  // before the core thread: it queries it
     {
       std::lock_guard lock(queue_mu_);
       stopping_ = true;
@@ -660,6 +668,11 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
                   }});
     fut.wait();
     spdlog::info("job {} '{}' submitted: {} tasks", *id, spec.name, count);
+    {
+      std::lock_guard lock(predict_mu_);
+      awaiting_[*id] = AwaitingPrediction{proto, count, false};
+      predict_cv_.notify_all();
+    }
     reply->set_job(*id);
     reply->set_tasks(count);
     return grpc::Status::OK;
@@ -788,6 +801,59 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
       return std::string(s ? core::ToString(s->state) : "unknown");
     });
     reply->set_state(state);
+    return grpc::Status::OK;
+  }
+
+  // The planner (planner.h): a job's predicted makespan on this pool and on its best machine.
+  grpc::Status PlanJob(grpc::ServerContext* ctx, const v1::PlanRequest* req,
+                       v1::PlanReply* reply) override {
+    if (auto st = CheckToken(ctx); !st.ok()) return st;
+    const v1::JobSpec& proto = req->spec();
+    spec::JobSpec spec = wire::FromProto(proto);
+    if (auto st = spec::Validate(spec); !st.ok()) return wire::ToGrpc(st);
+    auto tasks = spec::TaskCount(spec);
+    if (!tasks.ok()) return wire::ToGrpc(tasks.status());
+    if (*tasks == 0) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "job has no tasks");
+    if (!std::isfinite(req->task_s()) || req->task_s() < 0) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "PlanRequest.task_s must be finite and >= 0 (0: use the profile)");
+    }
+    for (const auto& in : proto.inputs()) {
+      if (!blob::IsSha256Hex(in.sha256())) {
+        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                            absl::StrCat("input '", in.path(), "': sha256 must be 64 hex digits"));
+      }
+    }
+    std::vector<std::string> only(req->workers().begin(), req->workers().end());
+    std::string unknown;
+    std::vector<PlanWorker> workers = GatherPlanWorkers(proto, only, &unknown);
+    if (!unknown.empty()) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          absl::StrCat("worker '", unknown,
+                                       "' is not connected and accepting work (see `idlepool "
+                                       "workers`)"));
+    }
+    uint32_t fit = 0;
+    for (const PlanWorker& w : workers) fit += SlotsFor(w.capacity, spec.resources) > 0 ? 1 : 0;
+    reply->set_workers_available(fit);
+    const std::string key = ProfileKeyOf(proto, spec);
+    reply->set_profile_key(key);
+    PlanJobFacts facts = FactsOf(proto, spec, *tasks);
+    if (req->task_s() > 0) facts.task_s = req->task_s();
+    if (req->has_output_bytes()) facts.output_bytes = static_cast<double>(req->output_bytes());
+    auto samples = store_->ListSucceededAttempts({key, 0, kPlanSamples});
+    if (!samples.ok()) return wire::ToGrpc(samples.status());
+    auto p = coordinator::Predict(facts, workers, *samples,
+                                  facts.task_s ? "given task time" : HistoryBasis(*samples, 0),
+                                  clock_.WallMs());
+    if (!p.ok()) {
+      if (absl::IsFailedPrecondition(p.status()) && fit > 0) {
+        reply->set_needs_calibration(true);
+        return grpc::Status::OK;
+      }
+      return wire::ToGrpc(p.status());
+    }
+    *reply->mutable_prediction() = std::move(*p);
     return grpc::Status::OK;
   }
 
@@ -1056,6 +1122,182 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
     return fut.get();
   }
 
+  // ---- planner support (planner.h) ----
+
+  std::string ProfileKeyOf(const v1::JobSpec& proto, const spec::JobSpec& spec) const {
+    std::vector<std::string> hashes;
+    for (const auto& in : proto.inputs()) hashes.push_back(in.sha256());
+    return spec::ProfileKey(spec.command, spec.resources, std::move(hashes));
+  }
+
+  static PlanJobFacts FactsOf(const v1::JobSpec& proto, const spec::JobSpec& spec,
+                              uint64_t tasks) {
+    PlanJobFacts f;
+    f.tasks = tasks;
+    f.resources = spec.resources;
+    for (const auto& in : proto.inputs()) f.input_bytes += static_cast<double>(in.size());
+    return f;
+  }
+
+  // "history: 12 attempts of 2 earlier jobs" / "this job's first 3 attempts".
+  static std::string HistoryBasis(const std::vector<store::AttemptRecord>& samples,
+                                  core::JobId own) {
+    std::set<core::JobId> jobs;
+    size_t mine = 0;
+    for (const auto& a : samples) {
+      jobs.insert(a.task.job);
+      if (a.task.job == own) ++mine;
+    }
+    if (own != 0 && mine == samples.size()) {
+      return absl::StrCat("this job's first ", mine, " attempts");
+    }
+    return absl::StrCat("history: ", samples.size(), " attempts of ", jobs.size(),
+                        jobs.size() == 1 ? " job" : " jobs", " with this profile");
+  }
+
+  // Connected, accepting workers (all, or those named in `only`; the first named one that is
+  // not such a worker goes to *unknown), with their measurements and whether their caches hold
+  // every input of `proto`.
+  std::vector<PlanWorker> GatherPlanWorkers(const v1::JobSpec& proto,
+                                            const std::vector<std::string>& only,
+                                            std::string* unknown) {
+    auto views = Query<std::vector<core::WorkerView>>([this] { return sched_.Workers(); });
+    std::vector<PlanWorker> out;
+    std::set<std::string> wanted(only.begin(), only.end());
+    for (const auto& v : views) {
+      if (v.state != core::WorkerState::kConnected || !v.accepting) continue;
+      if (!wanted.empty() && !wanted.count(v.worker)) continue;
+      PlanWorker w;
+      w.name = v.worker;
+      w.capacity = v.capacity;
+      out.push_back(std::move(w));
+    }
+    if (unknown) {
+      for (const auto& name : only) {
+        bool found = std::any_of(out.begin(), out.end(),
+                                 [&](const PlanWorker& w) { return w.name == name; });
+        if (!found) {
+          *unknown = name;
+          break;
+        }
+      }
+    }
+    const int64_t now_ms = MonoMs(clock_.Now());
+    {
+      std::lock_guard lock(book_mu_);
+      for (PlanWorker& w : out) {
+        auto r = records_.find(w.name);
+        if (r != records_.end()) w.record = r->second;
+        if (auto a = availability_.Get(w.name, now_ms)) {
+          w.up_ms = a->totals.up_ms;
+          w.down_ms = a->totals.down_ms;
+          w.up_periods = a->totals.up_periods;
+        }
+      }
+    }
+    {
+      std::lock_guard lock(tracker_mu_);
+      for (PlanWorker& w : out) {
+        w.holds_assets = std::all_of(proto.inputs().begin(), proto.inputs().end(),
+                                     [&](const v1::Input& in) {
+                                       return tracker_.IsHolder(w.name, in.sha256());
+                                     });
+      }
+    }
+    return out;
+  }
+
+  // Predicts job `id` from the history of its profile key (including its own attempts when it
+  // has some) and keeps the prediction (store and cache). Errors are logged: a job without a
+  // prediction runs the same.
+  bool PredictAndKeep(core::JobId id, const v1::JobSpec& proto, uint64_t tasks, bool history_only) {
+    spec::JobSpec spec = wire::FromProto(proto);
+    const std::string key = ProfileKeyOf(proto, spec);
+    auto samples = store_->ListSucceededAttempts({key, 0, kPlanSamples});
+    if (!samples.ok()) {
+      spdlog::warn("job {}: cannot read its profile: {}", id, samples.status().ToString());
+      return false;
+    }
+    if (history_only) {  // a prediction made before the job ran: none of its own attempts
+      std::erase_if(*samples, [id](const store::AttemptRecord& a) { return a.task.job == id; });
+      if (samples->empty()) return false;
+    }
+    std::vector<PlanWorker> workers = GatherPlanWorkers(proto, {}, nullptr);
+    auto p = coordinator::Predict(FactsOf(proto, spec, tasks), workers, *samples,
+                                  HistoryBasis(*samples, id), clock_.WallMs());
+    if (!p.ok()) {
+      if (!absl::IsFailedPrecondition(p.status())) {
+        spdlog::warn("job {}: no prediction: {}", id, p.status().ToString());
+      }
+      return false;
+    }
+    if (absl::Status st = store_->PutJobPrediction(id, p->SerializeAsString()); !st.ok()) {
+      spdlog::warn("job {}: cannot store its prediction: {}", id, st.ToString());
+    }
+    spdlog::info("job {}: predicted makespan {:.1f} s on {} workers ({}; single machine {:.1f} s)",
+                 id, p->makespan_s(), p->workers_size(), p->basis(), p->single_makespan_s());
+    std::lock_guard lock(predict_mu_);
+    predictions_[id] = std::move(*p);
+    return true;
+  }
+
+  // Jobs without history wait for their first kPredictAfter successes (fewer for a smaller job,
+  // but never all of them: a prediction made once every task is done would predict nothing).
+  static constexpr uint32_t kPredictAfter = 3;
+
+  void PredictLoop() {
+    std::unique_lock lock(predict_mu_);
+    while (!predict_stop_) {
+      predict_cv_.wait_for(lock, std::chrono::milliseconds(500));
+      if (predict_stop_) return;
+      auto awaiting = awaiting_;
+      lock.unlock();
+      for (const auto& [id, job] : awaiting) {
+        if (!job.history_tried) {
+          const bool made = PredictAndKeep(id, job.spec, job.tasks, true);
+          std::lock_guard l(predict_mu_);
+          if (made) {
+            awaiting_.erase(id);
+            continue;
+          }
+          if (auto it = awaiting_.find(id); it != awaiting_.end()) it->second.history_tried = true;
+        }
+        auto s = Query<std::optional<core::JobSummary>>([this, id] { return sched_.Job(id); });
+        bool done = !s || s->state != core::JobState::kRunning ||
+                    s->succeeded >= s->tasks;  // too late to predict
+        if (!done && s->succeeded >= std::min<uint32_t>(kPredictAfter, s->tasks)) {
+          PredictAndKeep(id, job.spec, job.tasks, false);
+          done = true;
+        }
+        if (done) {
+          std::lock_guard l(predict_mu_);
+          awaiting_.erase(id);
+        }
+      }
+      lock.lock();
+    }
+  }
+
+  // The job's prediction, from the cache or the store; nullopt when it has none.
+  std::optional<v1::Prediction> PredictionOf(core::JobId id) {
+    {
+      std::lock_guard lock(predict_mu_);
+      auto it = predictions_.find(id);
+      if (it != predictions_.end()) return it->second;
+    }
+    std::optional<v1::Prediction> p;
+    auto bytes = store_->GetJobPrediction(id);
+    if (bytes.ok() && !bytes->empty()) {
+      v1::Prediction parsed;
+      if (parsed.ParseFromString(*bytes)) p = std::move(parsed);
+    }
+    std::lock_guard lock(predict_mu_);
+    // Cache only a prediction, or the absence of one for a job nobody will predict any more.
+    if (predictions_.size() > 4096) predictions_.clear();  // a cache, bounded
+    if (p || !awaiting_.count(id)) predictions_[id] = p;
+    return p;
+  }
+
   grpc::Status FillJobStatus(core::JobId id, bool with_failures, v1::JobStatus* out) {
     auto summary = Query<std::optional<core::JobSummary>>([this, id] { return sched_.Job(id); });
     if (!summary) return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("no job ", id));
@@ -1081,6 +1323,9 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
     out->set_machine_faults(summary->counters.machine_faults);
     ToProto(summary->counters.transfer, out->mutable_transfer());
     out->set_profile_key(rec->profile_key);
+    if (with_failures) {  // GetJob only: ListJobs stays small
+      if (auto p = PredictionOf(id)) *out->mutable_prediction() = std::move(*p);
+    }
     out->set_submitted_ms(rec->submitted_ms);
     out->set_finished_ms(rec->finished_ms);
     if (with_failures && summary->failed > 0) {
@@ -1442,6 +1687,19 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
   std::set<std::string> dirty_ ABSL_GUARDED_BY(book_mu_);
   bool book_stop_ ABSL_GUARDED_BY(book_mu_) = false;
   std::thread book_thread_;
+
+  // Predictions (planner.h), cached; jobs waiting to be predicted (PredictLoop).
+  struct AwaitingPrediction {
+    v1::JobSpec spec;
+    uint64_t tasks = 0;
+    bool history_tried = false;
+  };
+  std::mutex predict_mu_;
+  std::condition_variable predict_cv_;
+  std::map<core::JobId, std::optional<v1::Prediction>> predictions_ ABSL_GUARDED_BY(predict_mu_);
+  std::map<core::JobId, AwaitingPrediction> awaiting_ ABSL_GUARDED_BY(predict_mu_);
+  bool predict_stop_ ABSL_GUARDED_BY(predict_mu_) = false;
+  std::thread predict_thread_;
   std::string probe_payload_;  // kProbeChunk incompressible bytes, sent by ProbeDown
   ProbeGate probe_gate_;
 

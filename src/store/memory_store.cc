@@ -41,6 +41,8 @@ class MemoryStore final : public Store {
   absl::StatusOr<std::vector<core::OutputFile>> GetCheckpoint(core::TaskKey task) override;
   absl::Status PutWorkers(const std::vector<WorkerRecord>& workers) override;
   absl::StatusOr<std::vector<WorkerRecord>> ListWorkers() override;
+  absl::Status PutJobPrediction(core::JobId job, const std::string& bytes) override;
+  absl::StatusOr<std::string> GetJobPrediction(core::JobId job) override;
 
  private:
   using OutputKey = std::pair<uint32_t, std::string>;  // (task index, path): the listing order
@@ -87,6 +89,7 @@ class MemoryStore final : public Store {
   std::map<core::JobId, Job> jobs_;
   std::map<core::AttemptId, AttemptRecord> attempts_;
   std::map<std::string, WorkerRecord> workers_;
+  std::map<core::JobId, std::string> predictions_;
 };
 
 absl::StatusOr<core::JobId> MemoryStore::InsertJob(const NewJob& job, int64_t now_ms) {
@@ -389,6 +392,20 @@ absl::StatusOr<std::vector<WorkerRecord>> MemoryStore::ListWorkers() {
   std::vector<WorkerRecord> out;
   for (const auto& [name, w] : workers_) out.push_back(w);
   return out;
+}
+
+absl::Status MemoryStore::PutJobPrediction(core::JobId job, const std::string& bytes) {
+  std::lock_guard lock(mu_);
+  if (!jobs_.count(job)) return NotFound(job);
+  predictions_[job] = bytes;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> MemoryStore::GetJobPrediction(core::JobId job) {
+  std::lock_guard lock(mu_);
+  if (!jobs_.count(job)) return NotFound(job);
+  auto it = predictions_.find(job);
+  return it == predictions_.end() ? std::string() : it->second;
 }
 
 }  // namespace

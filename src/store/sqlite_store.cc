@@ -1,6 +1,6 @@
 // The SQLite store: one database file in WAL mode with synchronous=FULL.
 //
-// File format (schema version 5, kept in PRAGMA user_version; PRAGMA application_id marks the
+// File format (schema version 6, kept in PRAGMA user_version; PRAGMA application_id marks the
 // file as an idlepool store):
 //   jobs        (id INTEGER PRIMARY KEY AUTOINCREMENT, ...)  ids are never reused
 //   tasks       (job_id, idx) WITHOUT ROWID
@@ -10,6 +10,7 @@
 //   checkpoints (job_id, idx, path) WITHOUT ROWID: each task's latest checkpoint
 //   job_profiles (job_id PRIMARY KEY, profile_key, input_bytes, input_files), indexed by key
 //   workers     (worker) WITHOUT ROWID: what the pool measured of each worker (version 5)
+//   job_predictions (job_id PRIMARY KEY, prediction BLOB): makespan predictions (version 6)
 // Version 2 added attempts.suspensions, attempts.lost_ms and the checkpoints table; version 3 the
 // attempts' transfer columns (input_bytes ... cache_misses); version 4 the attempts' timing
 // columns (stage_ms, run_ms, upload_ms, resumed) and job_profiles; version 5 the workers table.
@@ -45,7 +46,7 @@ namespace {
 
 namespace in = internal;
 
-constexpr int kSchemaVersion = 5;
+constexpr int kSchemaVersion = 6;
 constexpr int32_t kApplicationId = 0x49504f4c;  // "IPOL"
 constexpr int kBusyTimeoutMs = 10000;
 
@@ -177,6 +178,14 @@ constexpr const char* kListWorkersSql =
     "SELECT " IDLEPOOL_WORKER_COLUMNS " FROM workers ORDER BY worker";
 #undef IDLEPOOL_WORKER_COLUMNS
 // ---- end of schema version 5
+
+// From version 5 to 6: each job's makespan prediction (coordinator/planner.h), opaque bytes.
+constexpr const char* kMigrateV6 = R"sql(
+CREATE TABLE job_predictions (
+  job_id      INTEGER PRIMARY KEY REFERENCES jobs(id),
+  prediction  BLOB    NOT NULL
+);
+)sql";
 
 // --- small sqlite helpers -------------------------------------------------------------------
 
@@ -341,6 +350,7 @@ struct Statements {
       list_outputs;
   StmtPtr insert_job_profile, succeeded_of_job, succeeded_of_key;
   StmtPtr put_worker, list_workers;  // schema version 5
+  StmtPtr put_prediction, get_prediction;  // schema version 6
 };
 
 // --- the store --------------------------------------------------------------------------------
@@ -370,6 +380,8 @@ class SqliteStore final : public Store {
   absl::StatusOr<std::vector<core::OutputFile>> GetCheckpoint(core::TaskKey task) override;
   absl::Status PutWorkers(const std::vector<WorkerRecord>& workers) override;
   absl::StatusOr<std::vector<WorkerRecord>> ListWorkers() override;
+  absl::Status PutJobPrediction(core::JobId job, const std::string& bytes) override;
+  absl::StatusOr<std::string> GetJobPrediction(core::JobId job) override;
 
  private:
   // Error for a failed sqlite call `rc` while doing `what`; the message names the file.
@@ -512,6 +524,7 @@ absl::Status SqliteStore::Open() {
   const bool migrate_v3 = !fresh && *version <= 2;
   const bool migrate_v4 = !fresh && *version <= 3;
   const bool migrate_v5 = !fresh && *version < kWorkersSchemaVersion;
+  const bool migrate_v6 = !fresh && *version < 6;
 
   {
     StmtPtr s;
@@ -529,7 +542,7 @@ absl::Status SqliteStore::Open() {
 
   if (fresh) {
     std::string ddl = absl::StrCat("BEGIN IMMEDIATE;", kSchemaV1, kMigrateV2, kMigrateV3,
-                                   kMigrateV4, kMigrateV5Workers, "PRAGMA application_id = ",
+                                   kMigrateV4, kMigrateV5Workers, kMigrateV6, "PRAGMA application_id = ",
                                    kApplicationId, ";",
                                    "PRAGMA user_version = ", kSchemaVersion, ";", "COMMIT;");
     if (absl::Status s = Exec(ddl.c_str(), "create schema"); !s.ok()) {
@@ -565,6 +578,14 @@ absl::Status SqliteStore::Open() {
     std::string ddl = absl::StrCat("BEGIN IMMEDIATE;", kMigrateV5Workers, "PRAGMA user_version = ",
                                    kWorkersSchemaVersion, ";", "COMMIT;");
     if (absl::Status s = Exec(ddl.c_str(), "migrate schema 4 to 5 (workers)"); !s.ok()) {
+      if (!sqlite3_get_autocommit(db_)) Exec("ROLLBACK", "rollback").IgnoreError();
+      return s;
+    }
+  }
+  if (migrate_v6) {
+    std::string ddl = absl::StrCat("BEGIN IMMEDIATE;", kMigrateV6, "PRAGMA user_version = 6;",
+                                   "COMMIT;");
+    if (absl::Status s = Exec(ddl.c_str(), "migrate schema 5 to 6"); !s.ok()) {
       if (!sqlite3_get_autocommit(db_)) Exec("ROLLBACK", "rollback").IgnoreError();
       return s;
     }
@@ -650,6 +671,9 @@ absl::Status SqliteStore::PrepareAll() {
        "SELECT idx, path, sha256, size FROM outputs WHERE job_id = ? ORDER BY idx, path"},
       {&st_.put_worker, kPutWorkerSql},
       {&st_.list_workers, kListWorkersSql},
+      {&st_.put_prediction,
+       "INSERT OR REPLACE INTO job_predictions (job_id, prediction) VALUES (?, ?)"},
+      {&st_.get_prediction, "SELECT prediction FROM job_predictions WHERE job_id = ?"},
   };
   for (const auto& [stmt, sql] : all) {
     if (absl::Status s = Prepare(sql, *stmt); !s.ok()) return s;
@@ -1300,6 +1324,33 @@ absl::Status SqliteStore::PutWorkers(const std::vector<WorkerRecord>& workers) {
     }
   }
   return Commit();
+}
+
+absl::Status SqliteStore::PutJobPrediction(core::JobId job, const std::string& bytes) {
+  std::lock_guard lock(mu_);
+  absl::StatusOr<bool> exists = JobExists(job);
+  if (!exists.ok()) return exists.status();
+  if (!*exists) return NotFound(job);
+  Use u(st_.put_prediction);
+  Binder b(u);
+  b.Int(static_cast<int64_t>(job)).Blob(bytes);
+  if (b.rc() != SQLITE_OK) return Err(b.rc(), "PutJobPrediction: bind");
+  return Step(u, "PutJobPrediction");
+}
+
+absl::StatusOr<std::string> SqliteStore::GetJobPrediction(core::JobId job) {
+  std::lock_guard lock(mu_);
+  absl::StatusOr<bool> exists = JobExists(job);
+  if (!exists.ok()) return exists.status();
+  if (!*exists) return NotFound(job);
+  Use u(st_.get_prediction);
+  if (int rc = sqlite3_bind_int64(u, 1, static_cast<int64_t>(job)); rc != SQLITE_OK) {
+    return Err(rc, "GetJobPrediction: bind");
+  }
+  int rc = sqlite3_step(u);
+  if (rc == SQLITE_ROW) return ColBlob(u, 0);
+  if (rc == SQLITE_DONE) return std::string();
+  return Err(rc, "GetJobPrediction: read");
 }
 
 absl::StatusOr<std::vector<WorkerRecord>> SqliteStore::ListWorkers() {

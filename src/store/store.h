@@ -167,6 +167,12 @@ class Store {
   [[nodiscard]] virtual absl::Status PutWorkers(const std::vector<WorkerRecord>& workers) = 0;
   // Every worker row, by name.
   [[nodiscard]] virtual absl::StatusOr<std::vector<WorkerRecord>> ListWorkers() = 0;
+
+  // A job's makespan prediction (the coordinator's serialized v1::Prediction, opaque here), made
+  // once per job and replaced if made again. kNotFound for an unknown job. Not part of Apply's
+  // group commit. GetJobPrediction: the bytes, empty when the job has none.
+  [[nodiscard]] virtual absl::Status PutJobPrediction(core::JobId job, const std::string& bytes) = 0;
+  [[nodiscard]] virtual absl::StatusOr<std::string> GetJobPrediction(core::JobId job) = 0;
 };
 
 // Opens (creating if needed) the SQLite store at `path` in WAL mode with synchronous=FULL, so an

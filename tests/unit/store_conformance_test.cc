@@ -957,6 +957,23 @@ TEST_P(StoreConformance, ConcurrentReadersSeeWholeBatches) {
   EXPECT_EQ(Attempts(id).size(), kTasks);
 }
 
+TEST_P(StoreConformance, JobPredictionsAreKeptReplacedAndRefusedForUnknownJobs) {
+  const core::JobId id = Insert(MakeJob("render", 2));
+  const core::JobId other = Insert(MakeJob("other", 1));
+  auto none = store().GetJobPrediction(id);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(*none, "");
+  const std::string bytes("\x0a\x00pred\xff", 7);  // opaque: NUL and non-UTF-8 bytes survive
+  ASSERT_TRUE(store().PutJobPrediction(id, bytes).ok());
+  REOPEN();
+  EXPECT_EQ(*store().GetJobPrediction(id), bytes);
+  EXPECT_EQ(*store().GetJobPrediction(other), "");
+  ASSERT_TRUE(store().PutJobPrediction(id, "second").ok());
+  EXPECT_EQ(*store().GetJobPrediction(id), "second");
+  EXPECT_EQ(store().PutJobPrediction(99, "x").code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store().GetJobPrediction(99).status().code(), absl::StatusCode::kNotFound);
+}
+
 TEST_P(StoreConformance, ProfileKeyAndInputSizeAreKeptWithTheJob) {
   NewJob j = MakeJob("render", 2);
   j.profile_key = std::string(64, 'a');
@@ -1154,6 +1171,7 @@ class SqliteStoreTest : public ::testing::Test {
   // keys and the workers table.
   static void DowngradeToV3(const std::string& path) {
     RawExec(path, "DROP TABLE workers");
+    RawExec(path, "DROP TABLE job_predictions");
     RawExec(path, "DROP INDEX job_profiles_by_key");
     RawExec(path, "DROP TABLE job_profiles");
     for (const char* c : {"stage_ms", "run_ms", "upload_ms", "resumed"}) {
@@ -1261,7 +1279,7 @@ TEST_F(SqliteStoreTest, NewerSchemaVersionIsRefused) {
     ASSERT_TRUE(s.ok()) << s.status();
     ASSERT_TRUE((*s)->InsertJob(MakeJob("a", 1), 1).ok());
   }
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "5");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "6");
   RawExec(path, "PRAGMA user_version = 7");
   absl::StatusOr<std::unique_ptr<Store>> s = OpenSqliteStore(path);
   ASSERT_FALSE(s.ok());
@@ -1269,7 +1287,7 @@ TEST_F(SqliteStoreTest, NewerSchemaVersionIsRefused) {
   EXPECT_THAT(s.status().message(), HasSubstr(path));
   EXPECT_THAT(s.status().message(), HasSubstr("schema version 7"));
   // Back to the known version, it opens again with the data intact.
-  RawExec(path, "PRAGMA user_version = 5");
+  RawExec(path, "PRAGMA user_version = 6");
   auto again = OpenSqliteStore(path);
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ((*again)->ListJobs()->size(), 1u);
@@ -1291,7 +1309,7 @@ TEST_F(SqliteStoreTest, SchemaVersionOneIsMigratedInPlace) {
   RawExec(path, "PRAGMA user_version = 1");
   auto s = OpenSqliteStore(path);
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "5");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "6");
   ASSERT_TRUE((*s)->Apply({core::AttemptSuspended{1, {1, 0}},
                            core::TaskCheckpointed{{1, 0}, 1, {File("x", 'a', 1)}}},
                           3)
@@ -1313,7 +1331,7 @@ TEST_F(SqliteStoreTest, SchemaVersionTwoIsMigratedInPlace) {
   DowngradeToV2(path);
   auto s = OpenSqliteStore(path);
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "5");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "6");
   core::AttemptEnded ended{1, {1, 0}, "w1", core::AttemptOutcome::kFailed, 1, "x"};
   ended.transfer.input_bytes = 10;
   ended.transfer.cache_hits = 1;
@@ -1337,7 +1355,7 @@ TEST_F(SqliteStoreTest, SchemaVersionThreeGainsTimingAndProfiles) {
   EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "3");
   auto s = OpenSqliteStore(path);
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "5");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "6");
   // The old job and attempt read with an empty key and zero timing; nothing else lost.
   auto old = (*s)->GetJobHeader(1);
   ASSERT_TRUE(old.ok()) << old.status();
@@ -1419,7 +1437,7 @@ TEST_F(SqliteStoreTest, SchemaVersionThreeGainsTheWorkersTable) {
   EXPECT_EQ(RawQuery(path, "SELECT count(*) FROM sqlite_master WHERE name = 'workers'"), "0");
   auto s = OpenSqliteStore(path);
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "5");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "6");
   EXPECT_EQ((*s)->ListJobs()->size(), 1u);
   auto none = (*s)->ListWorkers();
   ASSERT_TRUE(none.ok()) << none.status();

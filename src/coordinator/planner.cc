@@ -1,0 +1,156 @@
+#include "coordinator/planner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "plan/job_profile.h"
+#include "plan/pool_model.h"
+
+namespace idlepool::coordinator {
+
+uint32_t SlotsFor(const core::Resources& capacity, const core::Resources& need) {
+  uint64_t slots = std::numeric_limits<uint32_t>::max();
+  const uint32_t cpus = std::max<uint32_t>(need.cpus, 1);
+  slots = std::min<uint64_t>(slots, capacity.cpus / cpus);
+  if (need.gpus > 0) slots = std::min<uint64_t>(slots, capacity.gpus / need.gpus);
+  if (need.memory_mb > 0 && capacity.memory_mb > 0) {
+    slots = std::min<uint64_t>(slots, capacity.memory_mb / need.memory_mb);
+  }
+  return static_cast<uint32_t>(slots);
+}
+
+absl::StatusOr<v1::Prediction> Predict(const PlanJobFacts& job,
+                                       const std::vector<PlanWorker>& workers,
+                                       const std::vector<store::AttemptRecord>& samples,
+                                       const std::string& basis, int64_t now_wall_ms) {
+  std::vector<plan::WorkerFacts> facts;
+  for (const PlanWorker& w : workers) {
+    const uint32_t slots = SlotsFor(w.capacity, job.resources);
+    if (slots == 0) continue;
+    plan::WorkerFacts f;
+    f.name = w.name;
+    f.slots = static_cast<int>(std::min<uint32_t>(slots, 1u << 20));
+    if (w.record) {
+      f.cpu_score = w.record->cpu_score;
+      if (w.record->link_measured_ms > 0) {
+        f.rtt_s = static_cast<double>(w.record->rtt_us) / 1e6;
+        f.down_bytes_per_s = static_cast<double>(w.record->down_bytes_per_s);
+        f.up_bytes_per_s = static_cast<double>(w.record->up_bytes_per_s);
+      }
+    }
+    if (w.up_ms && w.down_ms) {
+      const double up_s = static_cast<double>(*w.up_ms) / 1000.0;
+      const double down_s = static_cast<double>(*w.down_ms) / 1000.0;
+      f.up_fraction = (up_s + kChurnPriorUpS) / (up_s + down_s + kChurnPriorUpS);
+      f.mean_up_s = w.up_periods == 0 ? plan::kNeverEnds
+                                      : (up_s + kChurnPriorUpS) / (w.up_periods + 1.0);
+    }
+    f.holds_assets = w.holds_assets;
+    facts.push_back(std::move(f));
+  }
+  if (facts.empty()) {
+    return absl::FailedPreconditionError(
+        "no connected, accepting worker fits one task of this job");
+  }
+
+  std::vector<plan::AttemptSample> profile;
+  for (const store::AttemptRecord& a : samples) {
+    if (a.timing.resumed) continue;
+    if (a.timing.run_ms == 0 && a.timing.stage_ms == 0 && a.timing.upload_ms == 0) continue;
+    plan::AttemptSample s;
+    s.worker = a.worker;
+    s.wall_s = a.ended_ms > a.started_ms ? static_cast<double>(a.ended_ms - a.started_ms) / 1000.0
+                                         : 0.0;
+    s.stage_s = static_cast<double>(a.timing.stage_ms) / 1000.0;
+    s.run_s = static_cast<double>(a.timing.run_ms) / 1000.0;
+    s.upload_s = static_cast<double>(a.timing.upload_ms) / 1000.0;
+    // The coordinator's wall clock and the worker's monotonic clock round apart: a wall time
+    // below the worker's own sum is that rounding.
+    s.wall_s = std::max(s.wall_s, s.stage_s + s.run_s + s.upload_s);
+    s.fetched_bytes =
+        static_cast<double>(a.transfer.coordinator_bytes + a.transfer.peer_bytes);
+    s.output_bytes = static_cast<double>(a.transfer.output_bytes);
+    profile.push_back(std::move(s));
+  }
+  if (profile.empty() && !job.task_s) {
+    return absl::FailedPreconditionError(
+        "no succeeded attempt of this job's work to profile it from");
+  }
+
+  plan::JobFacts jf;
+  jf.tasks = static_cast<int64_t>(job.tasks);
+  jf.shared_asset_bytes = job.input_bytes;
+  jf.task_s = job.task_s;
+  jf.output_bytes_per_task = job.output_bytes;
+  plan::Checked<plan::ProfiledModels> models = plan::BuildModels(profile, facts, jf);
+  if (!models.ok()) return absl::InvalidArgumentError(models.error);
+  plan::Checked<plan::Prediction> p = plan::Predict(models.value.pool, models.value.job);
+  if (!p.ok()) return absl::InvalidArgumentError(p.error);
+
+  const plan::Prediction& r = p.value;
+  v1::Prediction out;
+  out.set_basis(basis);
+  out.set_samples(static_cast<uint32_t>(profile.size()));
+  out.set_made_ms(now_wall_ms);
+  out.set_tasks(static_cast<uint32_t>(job.tasks));
+  out.set_shared_asset_bytes(models.value.job.shared_asset_bytes);
+  out.set_output_bytes_per_task(models.value.job.output_bytes_per_task);
+  out.set_per_task_overhead_s(models.value.job.per_task_overhead_s);
+  out.set_single_worker(r.single_worker);
+  out.set_single_makespan_s(r.single_makespan_s);
+  out.set_makespan_s(r.pool.makespan_s);
+  out.set_speedup(r.pool.speedup);
+  out.set_ideal_speedup(r.pool.ideal_speedup);
+  out.set_efficiency(r.pool.efficiency);
+  out.set_bottleneck(std::string(plan::BottleneckName(r.pool.bottleneck)));
+  out.set_bottleneck_fraction(r.pool.bottleneck_fraction);
+  v1::MakespanTerms* t = out.mutable_terms();
+  t->set_compute_s(r.pool.terms.compute_s);
+  t->set_coordinator_uplink_s(r.pool.terms.coordinator_uplink_s);
+  t->set_coordinator_downlink_s(r.pool.terms.coordinator_downlink_s);
+  t->set_worker_links_s(r.pool.terms.worker_links_s);
+  t->set_churn_s(r.pool.terms.churn_s);
+  t->set_tail_s(r.pool.terms.tail_s);
+  out.set_lost_work_s(r.pool.lost_work_s);
+  out.set_preemptions(r.pool.preemptions);
+  out.set_verdict(std::string(plan::VerdictName(r.verdict)));
+  for (const std::string& s : r.subset) out.add_subset(s);
+  out.set_subset_makespan_s(r.subset_makespan_s);
+  auto what_if = [&](const char* what, const plan::WhatIf& w) {
+    v1::WhatIf* o = out.add_what_ifs();
+    o->set_what(what);
+    o->set_makespan_s(w.makespan_s);
+    o->set_speedup(w.speedup);
+  };
+  what_if("1 GbE links", r.gigabit_links);
+  what_if("assets cached", r.assets_cached);
+  what_if("no churn", r.no_churn);
+  if (r.verdict == plan::Verdict::kSubset) what_if("only the subset", r.subset_only);
+  for (size_t i = 0; i < models.value.pool.workers.size(); ++i) {
+    const plan::WorkerModel& wm = models.value.pool.workers[i];
+    v1::PlannedWorker* o = out.add_workers();
+    o->set_worker(wm.name);
+    o->set_slots(static_cast<uint32_t>(wm.slots));
+    o->set_task_seconds(wm.task_s);
+    o->set_task_s_source(std::string(plan::TaskTimeSourceName(models.value.sources[i])));
+    o->set_samples(static_cast<uint32_t>(models.value.samples[i]));
+    o->set_rtt_ms(wm.rtt_s * 1000.0);
+    o->set_down_bytes_per_s(wm.down_bytes_per_s);
+    o->set_up_bytes_per_s(wm.up_bytes_per_s);
+    o->set_up_fraction(wm.up_fraction.value_or(1.0));
+    o->set_mean_up_s(wm.mean_up_s);
+    o->set_holds_assets(wm.holds_assets);
+    o->set_cpu_score(facts[i].cpu_score);
+    if (i < r.pool.workers.size()) {
+      o->set_tasks(r.pool.workers[i].tasks);
+      o->set_seconds_per_task(r.pool.workers[i].seconds_per_task);
+      o->set_lost_work_s(r.pool.workers[i].lost_work_s);
+    }
+  }
+  for (const std::string& a : r.assumed) out.add_assumed(a);
+  return out;
+}
+
+}  // namespace idlepool::coordinator
