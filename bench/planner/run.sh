@@ -499,7 +499,7 @@ done
   jq -r 'if .failed then [.scenario, "FAILED"] | @tsv else
     [.scenario, .workers, .rate, .delay_ms, .slow, "\(.tasks) x \(.task_s)", .asset_mib, .output_mib,
      .bound_s, (.predicted_plan_s // "-"), (.predicted_status_s // "-"), .actual_s,
-     ((.error_plan_pct // .error_status_pct) // "-"), .timings_s.plan, .timings_s.total] | @tsv end' \
+     ((.error_status_pct // .error_plan_pct) // "-"), .timings_s.plan, .timings_s.total] | @tsv end' \
     "$out/results.jsonl" |
   while IFS=$'\t' read -r a b c d e f g h i j k l m o p; do
     if [ "$b" = FAILED ]; then printf '| %-18s | FAILED\n' "$a"; continue; fi
@@ -508,9 +508,9 @@ done
   done
   echo "(bound: no-overhead lower bound; plan s: idlepool plan's .pool.makespan_s; stat s: the"
   echo " status's .prediction.makespan_s; actual: finished_ms - submitted_ms; err = (predicted - actual)"
-  echo " / actual with plan's prediction, else the status's; plan t / total t: seconds the plan step"
+  echo " / actual with the status's prediction (made at submission), else plan's; plan t / total t: seconds the plan step"
   echo " / the whole scenario took here, lab set-up included)"
-  mapfile -t errs < <(jq -r 'select(.failed | not) | (.error_plan_pct // .error_status_pct) // empty' "$out/results.jsonl")
+  mapfile -t errs < <(jq -r 'select(.failed | not) | (.error_status_pct // .error_plan_pct) // empty' "$out/results.jsonl")
   if [ "${#errs[@]}" -gt 0 ]; then
     echo "summary: $(summary_line "${errs[@]}")"
   else
