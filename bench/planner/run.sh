@@ -349,6 +349,21 @@ start_workers() {
   done
 }
 
+# wait_measured N SINCE_MS: until N connected workers have a link probe newer than SINCE_MS (the
+# probe each worker runs on join), so that the pool is measured idle, as a user measures it before
+# planning, rather than while the next job's transfers share the links.
+wait_measured() {
+  local want=$1 since=$2 t_end got
+  t_end=$(( $(date +%s) + 90 ))
+  while true; do
+    got=$(in_h0 "$idlepool" workers --json 2>/dev/null |
+      jq --argjson age "$(( $(date +%s%3N) - since ))" '[.workers[] | select(.state == "connected" and .link != null and .link.measured_ms_ago <= $age)] | length' 2>/dev/null || echo 0)
+    [ "$got" -lt "$want" ] || return 0
+    [ "$(date +%s)" -lt "$t_end" ] || { log "  only $got of $want workers measured their link"; return 0; }
+    sleep 0.2
+  done
+}
+
 # run_scenario LINE: prints one JSON object (the result) on stdout; logs on stderr.
 run_scenario() {
   local line=$1 name n rate delay tasks ts asset outm slow d i wr wd ws t0 t1 dl
@@ -383,8 +398,11 @@ run_scenario() {
     done
     PROXY_ADDR[$wd]=$paddr
   done
+  local started_ms
+  started_ms=$(date +%s%3N)
   start_workers "$line" "$d" ""
   netpool_wait_connected "$LAB" "$n" 60 || { echo "planner: only some of $n workers connected (logs in $d)" >&2; return 1; }
+  wait_measured "$n" "$started_ms"
   local asset_path=""
   [ "$asset" = 0 ] || asset_path=$(asset_file "$asset")
   write_job "$line" "$d/job" "$asset_path"
@@ -426,8 +444,10 @@ run_scenario() {
       [ "$(date +%s)" -lt "$t_end" ] || { echo "planner: stopped workers still listed as connected" >&2; return 1; }
       sleep 0.2
     done
+    started_ms=$(date +%s%3N)
     start_workers "$line" "$d" ".cold"
     netpool_wait_connected "$LAB" "$n" 60 || { echo "planner: workers did not reconnect (logs in $d)" >&2; return 1; }
+    wait_measured "$n" "$started_ms"
   fi
 
   # RUN
@@ -462,6 +482,7 @@ run_scenario() {
      predicted_status_s: ($pred_status | num), error_status_pct: ($err_status | num),
      plan_note: $plan_note, plan: $plan, cold_restart: $cold_restart,
      timings_s: {setup: $setup_s, plan: $plan_s, run: $run_s, total: $total_s},
+     status_prediction: $job.prediction,
      transfer: $job.transfer, attempts: $job.attempts, workers_lost: $job.workers_lost}'
   netlab_down "$LAB"
   rm -rf "$d/coord/blobs" "$d"/w*/ "$d/job/asset.bin"

@@ -105,18 +105,7 @@ nlohmann::json JobJson(const idlepool::v1::JobStatus& s) {
   j["machine_faults"] = s.machine_faults();
   j["profile_key"] = s.profile_key();
   if (s.has_prediction()) {
-    const auto& p = s.prediction();
-    auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); };
-    j["prediction"] = {{"makespan_s", num(p.makespan_s())},
-                       {"single_worker", p.single_worker()},
-                       {"single_makespan_s", num(p.single_makespan_s())},
-                       {"speedup", num(p.speedup())},
-                       {"verdict", p.verdict()},
-                       {"bottleneck", p.bottleneck()},
-                       {"workers", p.workers_size()},
-                       {"basis", p.basis()},
-                       {"samples", p.samples()},
-                       {"made_ms", p.made_ms()}};
+    j["prediction"] = idlepool::cli::PredictionJson(s.prediction());
   } else {
     j["prediction"] = nullptr;
   }

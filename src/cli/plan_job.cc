@@ -50,16 +50,15 @@ std::string Speedup(double x) {
   return std::isfinite(x) ? absl::StrFormat("%.2fx", x) : std::string("-");
 }
 
-nlohmann::json PredictionJson(const v1::PlanReply& reply, uint64_t calibration_job,
-                              const std::string& name) {
-  const v1::Prediction& p = reply.prediction();
+}  // namespace
+
+nlohmann::json PredictionJson(const v1::Prediction& p) {
   nlohmann::json j;
-  j["job"] = name;
   j["tasks"] = p.tasks();
-  j["profile_key"] = reply.profile_key();
   j["basis"] = p.basis();
   j["samples"] = p.samples();
-  j["calibration_job"] = calibration_job ? nlohmann::json(calibration_job) : nlohmann::json();
+  j["made_ms"] = p.made_ms();
+  j["makespan_s"] = Num(p.makespan_s());
   j["shared_asset_bytes"] = p.shared_asset_bytes();
   j["output_bytes_per_task"] = p.output_bytes_per_task();
   j["per_task_overhead_s"] = p.per_task_overhead_s();
@@ -113,6 +112,8 @@ nlohmann::json PredictionJson(const v1::PlanReply& reply, uint64_t calibration_j
   for (const auto& a : p.assumed()) j["assumed"].push_back(a);
   return j;
 }
+
+namespace {
 
 void PrintText(const v1::PlanReply& reply, const std::string& name) {
   const v1::Prediction& p = reply.prediction();
@@ -243,7 +244,11 @@ int RunPlanJob(PoolClient& client, const PlanJobOptions& o) {
     }
   }
   if (o.json) {
-    std::printf("%s\n", PredictionJson(*reply, calibration_job, spec->name).dump(2).c_str());
+    nlohmann::json j = PredictionJson(reply->prediction());
+    j["job"] = spec->name;
+    j["profile_key"] = reply->profile_key();
+    j["calibration_job"] = calibration_job ? nlohmann::json(calibration_job) : nlohmann::json();
+    std::printf("%s\n", j.dump(2).c_str());
   } else {
     PrintText(*reply, spec->name);
   }

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "cli/client.h"
+#include "nlohmann/json.hpp"
 
 namespace idlepool::cli {
 
@@ -43,5 +44,9 @@ struct PlanJobOptions {
 };
 
 int RunPlanJob(PoolClient& client, const PlanJobOptions& o);
+
+// A prediction as the JSON described above (less job, profile_key and calibration_job), plus
+// "makespan_s" (the pool's) and "made_ms"; `status --json` reports it as "prediction".
+nlohmann::json PredictionJson(const v1::Prediction& p);
 
 }  // namespace idlepool::cli

@@ -1396,10 +1396,21 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
     auto s = book_sessions_.find(worker);
     if (s == book_sessions_.end() || s->second != session) return;
     store::WorkerRecord& r = BookEntry(worker);
-    r.link_measured_ms = clock_.WallMs();
-    r.rtt_us = static_cast<int64_t>(m.rtt_us());
-    r.down_bytes_per_s = static_cast<int64_t>(m.down_bytes_per_s());
-    r.up_bytes_per_s = static_cast<int64_t>(m.up_bytes_per_s());
+    // The estimate is the best of its recent probes (planner.h, BestOfRecentProbes); the log
+    // line shows this probe.
+    const int64_t wall_ms = clock_.WallMs();
+    std::vector<LinkProbe>& recent = link_probes_[worker];
+    if (recent.empty() && r.link_measured_ms > 0) {  // the stored estimate, e.g. after a restart
+      recent.push_back({r.link_measured_ms, r.rtt_us, r.down_bytes_per_s, r.up_bytes_per_s});
+    }
+    recent.push_back({wall_ms, static_cast<int64_t>(m.rtt_us()),
+                      static_cast<int64_t>(m.down_bytes_per_s()),
+                      static_cast<int64_t>(m.up_bytes_per_s())});
+    const LinkProbe best = BestOfRecentProbes(recent, wall_ms);
+    r.link_measured_ms = wall_ms;
+    r.rtt_us = best.rtt_us;
+    r.down_bytes_per_s = best.down_bytes_per_s;
+    r.up_bytes_per_s = best.up_bytes_per_s;
     r.probe_bytes = static_cast<int64_t>(m.probe_bytes());
     MarkDirty(worker);
     spdlog::info("worker {}: link round trip {:.2f} ms, down {:.1f} MB/s, up {:.1f} MB/s", worker,
@@ -1684,6 +1695,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
   std::map<std::string, store::WorkerRecord> records_ ABSL_GUARDED_BY(book_mu_);
   std::map<std::string, core::SessionId> book_sessions_ ABSL_GUARDED_BY(book_mu_);  // welcomed
   AvailabilityTracker availability_ ABSL_GUARDED_BY(book_mu_);
+  std::map<std::string, std::vector<LinkProbe>> link_probes_ ABSL_GUARDED_BY(book_mu_);  // oldest first
   std::set<std::string> dirty_ ABSL_GUARDED_BY(book_mu_);
   bool book_stop_ ABSL_GUARDED_BY(book_mu_) = false;
   std::thread book_thread_;

@@ -154,3 +154,23 @@ absl::StatusOr<v1::Prediction> Predict(const PlanJobFacts& job,
 }
 
 }  // namespace idlepool::coordinator
+
+namespace idlepool::coordinator {
+
+LinkProbe BestOfRecentProbes(std::vector<LinkProbe>& probes, int64_t now_ms) {
+  if (probes.empty()) return {};
+  // Oldest first: drop what is past the window, always keeping the newest.
+  while (probes.size() > 1 &&
+         (probes.size() > kLinkWindowProbes || now_ms - probes.front().wall_ms > kLinkWindowMs)) {
+    probes.erase(probes.begin());
+  }
+  LinkProbe best = probes.back();
+  for (const LinkProbe& p : probes) {
+    if (p.rtt_us > 0) best.rtt_us = best.rtt_us > 0 ? std::min(best.rtt_us, p.rtt_us) : p.rtt_us;
+    best.down_bytes_per_s = std::max(best.down_bytes_per_s, p.down_bytes_per_s);
+    best.up_bytes_per_s = std::max(best.up_bytes_per_s, p.up_bytes_per_s);
+  }
+  return best;
+}
+
+}  // namespace idlepool::coordinator

@@ -56,6 +56,26 @@ struct PlanJobFacts {
   std::optional<double> output_bytes;      // given per task
 };
 
+// One link probe as a worker reported it (LinkMeasured), stamped with the coordinator's wall clock.
+struct LinkProbe {
+  int64_t wall_ms = 0;
+  int64_t rtt_us = 0;
+  int64_t down_bytes_per_s = 0;
+  int64_t up_bytes_per_s = 0;
+};
+
+// A worker's link estimate from its recent probes: over the newest kLinkWindowProbes probes no
+// older than kLinkWindowMs, the smallest round trip and the largest rates. A probe that shares the
+// link with other traffic (a job's transfers, other workers' probes) can only see a longer round
+// trip and a lower rate, never the reverse, so the best of a few recent probes estimates the link
+// (the windowed min-RTT and max-bandwidth filters of TCP BBR: Cardwell et al., ACM Queue 14(5),
+// 2016); the window lets a link that really got slower (a laptop moved to Wi-Fi) show within an
+// hour or three probes. `probes` oldest first; it is trimmed to the window (the newest is always
+// kept). Returns the estimate stamped with the newest probe's time.
+inline constexpr size_t kLinkWindowProbes = 3;
+inline constexpr int64_t kLinkWindowMs = 3600 * 1000;
+LinkProbe BestOfRecentProbes(std::vector<LinkProbe>& probes, int64_t now_ms);
+
 // Tasks of a job with `need` resources that one worker of `capacity` runs at once (0: none fits).
 uint32_t SlotsFor(const core::Resources& capacity, const core::Resources& need);
 

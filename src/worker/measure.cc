@@ -99,7 +99,10 @@ absl::StatusOr<LinkMeasurement> MeasureLink(v1::Pool::StubInterface* stub,
                                             const LinkProbeOptions& o) {
   const auto now_ns = o.steady_nanos ? o.steady_nanos : platform::SteadyNanos;
   LinkMeasurement m;
-  // Round trip: a warm-up call (it may open the connection), then the median of `pings`.
+  // Round trip: a warm-up call (it may open the connection), then the minimum of `pings`: other
+  // traffic on the link only adds queueing delay, so the smallest round trip is the link's own
+  // (the min-RTT filter of TCP BBR: Cardwell et al., "BBR: congestion-based congestion
+  // control", ACM Queue 14(5), 2016).
   std::vector<int64_t> rtts;
   for (int i = 0; i <= std::max(1, o.pings); ++i) {
     auto ctx = Context(o);
@@ -112,8 +115,7 @@ absl::StatusOr<LinkMeasurement> MeasureLink(v1::Pool::StubInterface* stub,
     if (!st.ok()) return FromGrpc(st, "Probe");
     if (i > 0) rtts.push_back((t1 - t0) / 1000);
   }
-  std::sort(rtts.begin(), rtts.end());
-  m.rtt_us = rtts[rtts.size() / 2];
+  m.rtt_us = *std::min_element(rtts.begin(), rtts.end());
 
   const std::string payload = blob::PseudoRandomBytes(kPayloadChunk);
   // Down: the clock starts when the coordinator says it serves this probe (an empty message).

@@ -6,7 +6,7 @@
 // little. cpu_score = MB/s (10^6 bytes) of one core. 64 MiB: well under a second on any
 // machine of the last decade (SHA-256 runs 0.3-2 GB/s per core).
 //
-// Link: the round trip is the median of `pings` unary Probe calls (after one warm-up call that
+// Link: the round trip is the minimum of `pings` unary Probe calls (after one warm-up call that
 // opens the connection). Throughput is measured down (ProbeDown) and then up (ProbeUp) with
 // transfers of start_bytes, doubling until one takes at least target_s or reaches max_bytes;
 // the rate of the last (largest) transfer is reported. The coordinator serves throughput probes
