@@ -102,6 +102,7 @@ class Swarm {
     std::string address;  // the peer's
     uint32_t index = 0;   // the peer job's chunk
     std::vector<uint32_t> wanted;
+    bool no_usable_peer = false;  // coordinator jobs: every known peer is being skipped
   };
 
   absl::Status Locate(const std::string& sha256, v1::LocateBlobReply* reply) {
@@ -191,6 +192,12 @@ class Swarm {
     if (!wanted.empty() && coord_in_flight_ < o_.max_coordinator && now >= coord_skip_until_) {
       Job job;
       job.from_coordinator = true;
+      // Peers known but none usable now (each failed and is being skipped): say so, so that the
+      // tracker does not send us back to them for its resend delay.
+      job.no_usable_peer =
+          !peers_.empty() && std::all_of(peers_.begin(), peers_.end(), [&](const auto& e) {
+            return e.second.strikes > 0 && now < e.second.skip_until;
+          });
       job.wanted = std::move(wanted);
       return job;
     }
@@ -225,6 +232,7 @@ class Swarm {
         req.set_sha256(manifest_.sha256);
         req.set_worker(o_.worker);
         for (uint32_t i : job->wanted) req.add_wanted(i);
+        req.set_no_usable_peer(job->no_usable_peer);
         st = coord_->FetchChunk(&ctx, req, &chunk);
       } else {
         ctx.set_deadline(platform::DeadlineAfter(o_.peer_timeout));

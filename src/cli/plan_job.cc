@@ -154,11 +154,18 @@ void PrintText(const v1::PlanReply& reply, const std::string& name) {
   } else {
     std::printf("verdict: %s\n", p.verdict().c_str());
   }
+  // Only what-ifs that move the makespan by 5% or more (a "1 GbE" what-if on faster links would
+  // read as a change that is none).
   std::vector<std::string> ifs;
   for (const auto& w : p.what_ifs()) {
-    ifs.push_back(absl::StrCat("with ", w.what(), ": ", Speedup(w.speedup())));
+    const bool changes = std::isfinite(w.makespan_s()) && std::isfinite(p.makespan_s())
+                             ? std::abs(w.makespan_s() - p.makespan_s()) >= 0.05 * p.makespan_s()
+                             : std::isfinite(w.makespan_s()) != std::isfinite(p.makespan_s());
+    if (changes) ifs.push_back(absl::StrCat("with ", w.what(), ": ", Speedup(w.speedup())));
   }
-  std::printf("what would change it: %s\n", absl::StrJoin(ifs, "; ").c_str());
+  std::printf("what would change it: %s\n",
+              ifs.empty() ? "none of 1 GbE links, cached assets, no churn (by 5% or more)"
+                          : absl::StrJoin(ifs, "; ").c_str());
   std::printf("%-16s %5s %8s  %-20s %-26s %5s %6s\n", "WORKER", "SLOTS", "TASK_S", "SOURCE", "LINK",
               "UP", "TASKS");
   for (const auto& w : p.workers()) {
@@ -183,7 +190,7 @@ int RunPlanJob(PoolClient& client, const PlanJobOptions& o) {
   absl::StatusOr<spec::JobSpec> spec = spec::ParseJobFile(o.job_file);
   if (!spec.ok()) return Fail(2, std::string(spec.status().message()));
   if (!std::isfinite(o.task_seconds) || o.task_seconds < 0) {
-    return Fail(2, "--task-seconds must be a positive number of seconds");
+    return Fail(2, "--task-seconds must be a number of seconds >= 0 (0: use the profile)");
   }
   v1::PlanRequest extras;
   for (const auto& w : o.workers) extras.add_workers(w);

@@ -531,7 +531,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
     {
       std::lock_guard lock(tracker_mu_);
       index = tracker_.Choose(req->sha256(), static_cast<uint32_t>(chunks), wanted,
-                              req->worker(), clock_.Now());
+                              req->worker(), clock_.Now(), req->no_usable_peer());
     }
     if (!index.ok()) return wire::ToGrpc(index.status());
     auto data = blobs_.ReadChunk(req->sha256(), *index);

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "plan/job_profile.h"
 #include "plan/pool_model.h"
 
@@ -79,8 +80,21 @@ absl::StatusOr<v1::Prediction> Predict(const PlanJobFacts& job,
         "no succeeded attempt of this job's work to profile it from");
   }
 
+  // The coordinator's downlink as concurrent uploads found it, when below the probes' (above).
+  double probe_up = 0;
+  for (const plan::WorkerFacts& f : facts) probe_up = std::max(probe_up, f.up_bytes_per_s);
+  std::vector<store::AttemptRecord> usable;
+  for (const store::AttemptRecord& a : samples) {
+    if (!a.timing.resumed) usable.push_back(a);
+  }
+  const double achieved = ConcurrentUploadRate(usable, probe_up);
+  std::string why = basis;
   plan::JobFacts jf;
   jf.tasks = static_cast<int64_t>(job.tasks);
+  if (achieved > 0 && (probe_up <= 0 || achieved < probe_up)) {
+    jf.coordinator_down_bytes_per_s = achieved;
+    why += absl::StrFormat("; coordinator downlink %.2f MB/s (concurrent uploads)", achieved / 1e6);
+  }
   jf.shared_asset_bytes = job.input_bytes;
   jf.task_s = job.task_s;
   jf.output_bytes_per_task = job.output_bytes;
@@ -91,7 +105,7 @@ absl::StatusOr<v1::Prediction> Predict(const PlanJobFacts& job,
 
   const plan::Prediction& r = p.value;
   v1::Prediction out;
-  out.set_basis(basis);
+  out.set_basis(why);
   out.set_samples(static_cast<uint32_t>(profile.size()));
   out.set_made_ms(now_wall_ms);
   out.set_tasks(static_cast<uint32_t>(job.tasks));
@@ -169,6 +183,41 @@ LinkProbe BestOfRecentProbes(std::vector<LinkProbe>& probes, int64_t now_ms) {
     if (p.rtt_us > 0) best.rtt_us = best.rtt_us > 0 ? std::min(best.rtt_us, p.rtt_us) : p.rtt_us;
     best.down_bytes_per_s = std::max(best.down_bytes_per_s, p.down_bytes_per_s);
     best.up_bytes_per_s = std::max(best.up_bytes_per_s, p.up_bytes_per_s);
+  }
+  return best;
+}
+
+}  // namespace idlepool::coordinator
+
+namespace idlepool::coordinator {
+
+double ConcurrentUploadRate(const std::vector<store::AttemptRecord>& samples,
+                            double probe_bytes_per_s) {
+  struct Span {
+    int64_t start, end;
+    double bytes;
+  };
+  std::vector<Span> spans;
+  for (const auto& a : samples) {
+    if (a.timing.upload_ms == 0 || a.transfer.output_bytes == 0 || a.ended_ms <= 0) continue;
+    spans.push_back({a.ended_ms - static_cast<int64_t>(a.timing.upload_ms), a.ended_ms,
+                     static_cast<double>(a.transfer.output_bytes)});
+  }
+  std::sort(spans.begin(), spans.end(), [](const Span& x, const Span& y) { return x.start < y.start; });
+  double best = 0;
+  for (size_t i = 0; i < spans.size();) {
+    int64_t start = spans[i].start, end = spans[i].end;
+    double bytes = spans[i].bytes;
+    size_t j = i + 1;
+    for (; j < spans.size() && spans[j].start < end; ++j) {
+      end = std::max(end, spans[j].end);
+      bytes += spans[j].bytes;
+    }
+    const bool big = probe_bytes_per_s <= 0 || bytes / probe_bytes_per_s >= 0.5;
+    if (j - i >= 2 && big && end > start) {
+      best = std::max(best, bytes / (static_cast<double>(end - start) / 1000.0));
+    }
+    i = j;
   }
   return best;
 }

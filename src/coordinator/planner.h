@@ -76,6 +76,17 @@ inline constexpr size_t kLinkWindowProbes = 3;
 inline constexpr int64_t kLinkWindowMs = 3600 * 1000;
 LinkProbe BestOfRecentProbes(std::vector<LinkProbe>& probes, int64_t now_ms);
 
+// The aggregate rate at which uploads that overlapped in time reached the coordinator: for each
+// group of samples whose upload intervals ([end - upload, end]) overlap, bytes / the group's span;
+// the largest over groups of 2 or more uploads that would have taken at least 0.5 s at
+// `probe_bytes_per_s` (smaller groups say more about round trips than about the link). 0 when no
+// group qualifies. Many concurrent TCP uploads through one link get less than one probe's rate
+// (losses at the bottleneck queue; on a 10 Mbit/s tbf link 8 uploads reached about 60%), which
+// the model's fair sharing at full rate would not know: Predict uses this rate for the
+// coordinator's downlink when it is below the probes'.
+double ConcurrentUploadRate(const std::vector<store::AttemptRecord>& samples,
+                            double probe_bytes_per_s);
+
 // Tasks of a job with `need` resources that one worker of `capacity` runs at once (0: none fits).
 uint32_t SlotsFor(const core::Resources& capacity, const core::Resources& need);
 

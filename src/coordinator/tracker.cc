@@ -135,7 +135,8 @@ std::vector<PeerRef> Tracker::Locate(const std::string& sha256, uint32_t chunk_c
 
 absl::StatusOr<uint32_t> Tracker::Choose(const std::string& sha256, uint32_t chunk_count,
                                          const std::vector<uint32_t>& wanted,
-                                         const std::string& asker, core::MonoTime now) {
+                                         const std::string& asker, core::MonoTime now,
+                                         bool no_usable_peer) {
   if (wanted.empty()) return absl::InvalidArgumentError("FetchChunk.wanted is empty");
   for (uint32_t i : wanted) {
     if (i >= chunk_count) {
@@ -146,7 +147,7 @@ absl::StatusOr<uint32_t> Tracker::Choose(const std::string& sha256, uint32_t chu
   }
   Expire(now);
   Fetching& f = Touch(sha256, chunk_count, asker, now);
-  const bool has_peers = HasPeers(sha256, f, asker);
+  const bool has_peers = !no_usable_peer && HasPeers(sha256, f, asker);
   // Where this asker starts in the blob: its arrival ordinal times the golden ratio (40503/65536),
   // so successive askers start far apart and the coordinator's picks for them seldom collide.
   const uint32_t ordinal = f.fetchers[asker].ordinal;

@@ -74,10 +74,12 @@ class Tracker {
 
   // The chunk to send `asker` among `wanted` (see the header comment); registers the asker as a
   // fetcher. kInvalidArgument when `wanted` is empty or an index is >= chunk_count;
-  // kResourceExhausted when every wanted chunk was sent recently and the asker has peers.
+  // kResourceExhausted when every wanted chunk was sent recently and the asker has peers it can
+  // use (`no_usable_peer`: the asker says every peer it knows failed; then it is served).
   [[nodiscard]] absl::StatusOr<uint32_t> Choose(const std::string& sha256, uint32_t chunk_count,
                                                 const std::vector<uint32_t>& wanted,
-                                                const std::string& asker, core::MonoTime now);
+                                                const std::string& asker, core::MonoTime now,
+                                                bool no_usable_peer = false);
 
   // Drops fetchers silent past fetcher_ttl and blobs nobody fetches. Locate and Choose call it.
   void Expire(core::MonoTime now);

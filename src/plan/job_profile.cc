@@ -63,6 +63,12 @@ Checked<ProfiledModels> BuildModels(const std::vector<AttemptSample>& samples,
     out.error = "output_bytes_per_task must be finite and >= 0";
     return out;
   }
+  for (double v : {job.coordinator_up_bytes_per_s, job.coordinator_down_bytes_per_s}) {
+    if (!Finite(v) || v < 0) {
+      out.error = "job.coordinator_*_bytes_per_s must be finite and >= 0";
+      return out;
+    }
+  }
   if (samples.empty() && !job.task_s) {
     out.error =
         "no finished attempt to profile the job from (run a calibration, or give the seconds "
@@ -127,6 +133,8 @@ Checked<ProfiledModels> BuildModels(const std::vector<AttemptSample>& samples,
   m.job.per_task_overhead_s = job_overhead;
   m.job.stage_copy_bytes_per_s = copy_bytes_per_s;
   m.pool.protocol = protocol;
+  m.pool.coordinator_up_bytes_per_s = job.coordinator_up_bytes_per_s;
+  m.pool.coordinator_down_bytes_per_s = job.coordinator_down_bytes_per_s;
   for (const WorkerFacts& w : workers) {
     WorkerModel wm;
     wm.name = w.name;

@@ -66,6 +66,10 @@ struct JobFacts {
   // every worker (ignores samples' run times), output bytes per task.
   std::optional<double> task_s;
   std::optional<double> output_bytes_per_task;
+  // The coordinator's links when known better than the workers' probes say (0 = unknown: the
+  // model takes the largest worker rate): e.g. the aggregate rate concurrent uploads achieved.
+  double coordinator_up_bytes_per_s = 0;
+  double coordinator_down_bytes_per_s = 0;
 };
 
 // Where a worker's task_s came from, for the plan's table.

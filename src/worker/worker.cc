@@ -1673,13 +1673,14 @@ class Worker::Impl {
 
   // Probes the link after the first Welcome, then every probe_interval (deferred while inputs
   // or outputs move, skipped after a whole interval of that); after each later Welcome it
-  // resends the last result. A failed probe is logged and tried again at the next interval (or,
-  // with an interval of 0, at the next join).
+  // resends the last result. A failed probe is logged and tried again after a backoff (5 s,
+  // doubling, at most the interval; 5 min when the interval is 0).
   void ProbeLoop() {
     const core::Millis interval = options_.probe_interval;
     uint64_t seen_joins = 0;
     std::optional<LinkMeasurement> last;
     std::optional<core::MonoTime> due, deferred_since;
+    int failures = 0;  // probes failed in a row
     while (true) {
       bool joined = false;
       {
@@ -1728,10 +1729,19 @@ class Worker::Impl {
                      options_.coordinator, m->rtt_us / 1000.0, m->down_bytes_per_s / 1e6,
                      m->up_bytes_per_s / 1e6, m->probe_bytes >> 10);
       } else {
-        spdlog::warn("link probe failed (tried again {}): {}",
-                     interval.count() > 0 ? "at the next interval" : "at the next join",
+        // The coordinator may be busy serving other workers' probes (its gate refuses waiters
+        // past a minute) or briefly away: try again soon, backing off 5 s, 10 s, 20 s... up to the
+        // interval (5 min when probing only on join).
+        const core::Millis cap = interval.count() > 0 ? interval : core::Millis(300000);
+        const core::Millis backoff =
+            std::min(cap, core::Millis(int64_t{5000} << std::min(failures, 6)));
+        ++failures;
+        spdlog::warn("link probe failed (tried again in {} s): {}", backoff.count() / 1000,
                      m.status().ToString());
+        due = clock_.Now() + backoff;
+        continue;
       }
+      failures = 0;
       if (interval.count() > 0) {
         due = clock_.Now() + interval;
       } else {

@@ -92,6 +92,28 @@ TEST(Predict, UsesSlotsAndSamplesAndSkipsResumedAttempts) {
   EXPECT_EQ(p->basis(), "test");
 }
 
+store::AttemptRecord Upload(int64_t end_ms, uint64_t upload_ms, uint64_t bytes) {
+  store::AttemptRecord a = Attempt("w", 1, 500);
+  a.ended_ms = end_ms;
+  a.timing.upload_ms = upload_ms;
+  a.transfer.output_bytes = bytes;
+  return a;
+}
+
+TEST(ConcurrentUploadRate, BytesOverTheSpanOfOverlappingUploads) {
+  // Three 1 MB uploads overlapping over [1000, 4000] ms: 3 MB / 3 s = 1 MB/s. A lone upload later
+  // does not count (one upload says nothing of sharing).
+  std::vector<store::AttemptRecord> s = {Upload(3000, 2000, 1'000'000), Upload(4000, 2500, 1'000'000),
+                                         Upload(3500, 2000, 1'000'000), Upload(9000, 500, 1'000'000)};
+  EXPECT_NEAR(ConcurrentUploadRate(s, 2e6), 1e6, 1e-6);
+  // Too small to have loaded the link (3 MB at 100 MB/s is 30 ms): 0.
+  EXPECT_EQ(ConcurrentUploadRate(s, 100e6), 0.0);
+  // Uploads that never overlapped: 0.
+  EXPECT_EQ(ConcurrentUploadRate({Upload(1000, 500, 1'000'000), Upload(3000, 500, 1'000'000)}, 1e6),
+            0.0);
+  EXPECT_EQ(ConcurrentUploadRate({}, 1e6), 0.0);
+}
+
 TEST(Predict, ChurnEvidenceIsShrunkTowardAnHourUp) {
   PlanJobFacts job;
   job.tasks = 4;

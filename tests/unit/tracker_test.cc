@@ -158,12 +158,18 @@ TEST(TrackerTest, LeastSentChunkIsChosenAndResentAfterTheWindowOrWithoutPeers) {
   // Chunk 2 again within the window while "a" has a peer: refused.
   EXPECT_EQ(t.Choose(kA, 4, {2}, "a", At(100)).status().code(),
             absl::StatusCode::kResourceExhausted);
-  // After the window it is sent again (its first receiver may be gone).
-  ASSERT_EQ(*t.Choose(kA, 4, {2}, "a", At(5000)), 2u);
+  // Within the window but "a" says none of its peers works (e.g. their addresses are wrong from
+  // where it stands): served at once, not sent back to them.
+  ASSERT_EQ(*t.Choose(kA, 4, {2}, "a", At(200), /*no_usable_peer=*/true), 2u);
   EXPECT_EQ(t.SentCount(kA, 2), 2u);
+  EXPECT_EQ(t.Choose(kA, 4, {2}, "a", At(300)).status().code(),
+            absl::StatusCode::kResourceExhausted);  // without the flag: refused again
+  // After the window it is sent again (its first receiver may be gone).
+  ASSERT_EQ(*t.Choose(kA, 4, {2}, "a", At(5200)), 2u);
+  EXPECT_EQ(t.SentCount(kA, 2), 3u);
   // Alone (no other worker with an address holds or fetches it): always served.
   t.Disconnected("b", 2);
-  ASSERT_EQ(*t.Choose(kA, 4, {2}, "a", At(5001)), 2u);
+  ASSERT_EQ(*t.Choose(kA, 4, {2}, "a", At(5201)), 2u);
 }
 
 TEST(TrackerTest, BadInputIsRefused) {
