@@ -112,9 +112,9 @@ JOB=$("$IDLEPOOL" submit "$T/job.toml")
 S="$T/status.json"
 "$IDLEPOOL" status "$JOB" --json >"$S"
 # Made from history only (the calibration's attempts), never from the job's own.
-jq -e --argjson n $NW '.prediction.makespan_s > 0 and .prediction.single_makespan_s > 0
+jq -e --argjson n $NW '.prediction.makespan_s > 0 and .prediction.single.makespan_s > 0
        and (.prediction.basis | test("history")) and .prediction.samples == $n
-       and .prediction.workers == $n and .prediction.made_ms >= .submitted_ms' "$S" >/dev/null \
+       and (.prediction.workers | length) == $n and .prediction.made_ms >= .submitted_ms' "$S" >/dev/null \
   || fail "prediction: $(jq -c '{prediction, submitted_ms}' "$S")"
 close "$(jq -r .actual_makespan_s "$S")" "$(jq -r '(.finished_ms - .submitted_ms) / 1000' "$S")" \
   || fail "actual_makespan_s $(jq -r .actual_makespan_s "$S") vs $(jq -c '[.submitted_ms, .finished_ms]' "$S")"
