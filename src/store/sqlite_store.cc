@@ -520,11 +520,6 @@ absl::Status SqliteStore::Open() {
     }
     if (*version < 1) return DataLoss(absl::StrCat("bad schema version ", *version));
   }
-  const bool migrate_v2 = !fresh && *version == 1;
-  const bool migrate_v3 = !fresh && *version <= 2;
-  const bool migrate_v4 = !fresh && *version <= 3;
-  const bool migrate_v5 = !fresh && *version < kWorkersSchemaVersion;
-  const bool migrate_v6 = !fresh && *version < 6;
 
   {
     StmtPtr s;
@@ -550,42 +545,25 @@ absl::Status SqliteStore::Open() {
       return s;
     }
   }
-  if (migrate_v2) {
-    std::string ddl = absl::StrCat("BEGIN IMMEDIATE;", kMigrateV2, "PRAGMA user_version = 2;",
-                                   "COMMIT;");
-    if (absl::Status s = Exec(ddl.c_str(), "migrate schema 1 to 2"); !s.ok()) {
-      if (!sqlite3_get_autocommit(db_)) Exec("ROLLBACK", "rollback").IgnoreError();
-      return s;
-    }
-  }
-  if (migrate_v3) {
-    std::string ddl = absl::StrCat("BEGIN IMMEDIATE;", kMigrateV3, "PRAGMA user_version = 3;",
-                                   "COMMIT;");
-    if (absl::Status s = Exec(ddl.c_str(), "migrate schema 2 to 3"); !s.ok()) {
-      if (!sqlite3_get_autocommit(db_)) Exec("ROLLBACK", "rollback").IgnoreError();
-      return s;
-    }
-  }
-  if (migrate_v4) {
-    std::string ddl = absl::StrCat("BEGIN IMMEDIATE;", kMigrateV4, "PRAGMA user_version = ",
-                                   kTimingSchemaVersion, ";", "COMMIT;");
-    if (absl::Status s = Exec(ddl.c_str(), "migrate schema 3 to 4"); !s.ok()) {
-      if (!sqlite3_get_autocommit(db_)) Exec("ROLLBACK", "rollback").IgnoreError();
-      return s;
-    }
-  }
-  if (migrate_v5) {
-    std::string ddl = absl::StrCat("BEGIN IMMEDIATE;", kMigrateV5Workers, "PRAGMA user_version = ",
-                                   kWorkersSchemaVersion, ";", "COMMIT;");
-    if (absl::Status s = Exec(ddl.c_str(), "migrate schema 4 to 5 (workers)"); !s.ok()) {
-      if (!sqlite3_get_autocommit(db_)) Exec("ROLLBACK", "rollback").IgnoreError();
-      return s;
-    }
-  }
-  if (migrate_v6) {
-    std::string ddl = absl::StrCat("BEGIN IMMEDIATE;", kMigrateV6, "PRAGMA user_version = 6;",
-                                   "COMMIT;");
-    if (absl::Status s = Exec(ddl.c_str(), "migrate schema 5 to 6"); !s.ok()) {
+  // Each step in its own transaction, from the file's version up: a crash between two steps
+  // leaves a file of the earlier version, migrated again at the next open.
+  struct Step {
+    int to;
+    const char* ddl;
+  };
+  const Step steps[] = {{2, kMigrateV2},
+                        {3, kMigrateV3},
+                        {kTimingSchemaVersion, kMigrateV4},
+                        {kWorkersSchemaVersion, kMigrateV5Workers},
+                        {6, kMigrateV6}};
+  static_assert(std::size(steps) + 1 == kSchemaVersion, "one migration step per version");
+  for (const Step& step : steps) {
+    if (fresh || *version >= step.to) continue;
+    std::string ddl = absl::StrCat("BEGIN IMMEDIATE;", step.ddl, "PRAGMA user_version = ",
+                                   step.to, ";", "COMMIT;");
+    if (absl::Status s = Exec(ddl.c_str(), absl::StrCat("migrate schema ", step.to - 1, " to ",
+                                                        step.to));
+        !s.ok()) {
       if (!sqlite3_get_autocommit(db_)) Exec("ROLLBACK", "rollback").IgnoreError();
       return s;
     }
