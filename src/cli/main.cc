@@ -113,7 +113,8 @@ nlohmann::json JobJson(const idlepool::v1::JobStatus& s) {
   if (s.finished_ms() != 0) {
     const double actual = (s.finished_ms() - s.submitted_ms()) / 1000.0;
     j["actual_makespan_s"] = actual;
-    j["prediction_error"] = s.has_prediction() && actual > 0 && std::isfinite(s.prediction().makespan_s())
+    // Only a job that ran to the end checks its prediction (a cancelled one stopped early).
+    j["prediction_error"] = s.state() == "succeeded" && s.has_prediction() && actual > 0 && std::isfinite(s.prediction().makespan_s())
                                 ? nlohmann::json((s.prediction().makespan_s() - actual) / actual)
                                 : nlohmann::json();
   } else {
@@ -304,8 +305,8 @@ void PrintJob(const idlepool::v1::JobStatus& s) {
   if (s.has_prediction()) {
     const auto& p = s.prediction();
     std::string check;
-    if (s.finished_ms() != 0 && MakespanSeconds(s) > 0 && std::isfinite(p.makespan_s())) {
-      check = absl::StrFormat(": %+.0f%% vs the actual", 100.0 * (p.makespan_s() - MakespanSeconds(s)) /
+    if (s.state() == "succeeded" && MakespanSeconds(s) > 0 && std::isfinite(p.makespan_s())) {
+      check = absl::StrFormat(": %+.1f%% vs the actual", 100.0 * (p.makespan_s() - MakespanSeconds(s)) /
                                                         MakespanSeconds(s));
     }
     std::printf("  predicted makespan %s on %d workers (single machine %s; %s)%s\n",
@@ -518,15 +519,15 @@ int main(int argc, char** argv) {
   add_client_opts(planc);
   planc->add_option("JOB", pj.job_file, "job spec (TOML) to plan")->check(CLI::ExistingFile);
   planc->add_option("--calibrate", pj.calibrate,
-                    "JOB: tasks in the calibration run when there is no history (default: one "
-                    "per available worker, 2 to 8)");
+                    "JOB: tasks in the calibration run when there is no history (0 or absent: "
+                    "one per available worker, 2 to 8)");
   planc->add_flag("--no-calibrate", pj.no_calibrate,
                   "JOB: never submit a calibration run (fail without history)");
   planc->add_option("--task-seconds", pj.task_seconds,
                     "JOB: compute seconds per task on every worker (plan without a profile)");
   planc->add_option("--output-bytes", pj.output_bytes,
                     "JOB: output bytes per task (4MiB, 100K; default: the profile's median)");
-  planc->add_option("--workers", pj.workers, "JOB: plan on these workers only")->delimiter(',');
+  planc->add_option("--workers", pj.workers_csv, "JOB: plan on these workers only (a,b,c)");
   auto* pattern_opt =
       planc->add_option("--pattern", po.pattern, "allreduce, pipeline or tensor (coupled work)");
   planc->add_option("--machines", po.machines, "machines (pipeline: stages)")->capture_default_str();

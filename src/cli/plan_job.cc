@@ -8,6 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "nlohmann/json.hpp"
 #include "spec/spec.h"
 #include "worker/blob_cache.h"  // ParseByteSize
@@ -117,7 +119,7 @@ namespace {
 
 void PrintText(const v1::PlanReply& reply, const std::string& name) {
   const v1::Prediction& p = reply.prediction();
-  std::printf("plan for '%s': %u tasks, inputs %s (every task stages them), outputs %s per task\n",
+  std::printf("plan for '%s': %u tasks, inputs %s (every task stages them), uploads %s per task\n",
               name.c_str(), p.tasks(), Bytes(p.shared_asset_bytes()).c_str(),
               Bytes(p.output_bytes_per_task()).c_str());
   std::printf("profile: %s; per-task overhead %.2f s\n", p.basis().c_str(),
@@ -136,7 +138,8 @@ void PrintText(const v1::PlanReply& reply, const std::string& name) {
       {t.worker_links_s(), "worker links"},
       {t.churn_s(), "churn"},
       {t.tail_s(), "tail"}};
-  std::sort(terms.begin(), terms.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::sort(terms.begin(), terms.end(),
+            [](const auto& a, const auto& b) { return a.first > b.first; });
   std::vector<std::string> parts;
   for (const auto& [s, what] : terms) {
     if (!std::isfinite(p.makespan_s()) || p.makespan_s() <= 0) continue;
@@ -174,7 +177,7 @@ void PrintText(const v1::PlanReply& reply, const std::string& name) {
                                              Rate(w.down_bytes_per_s()), Rate(w.up_bytes_per_s()))
                            : std::string("not measured");
     std::string source = w.task_s_source();
-    if (w.samples() > 0) absl::StrAppend(&source, " (", w.samples(), ")");
+    if (w.samples() > 0 && source == "measured") absl::StrAppend(&source, " (", w.samples(), ")");
     std::printf("%-16s %5u %8.2f  %-20s %-26s %4.0f%% %6lld\n", w.worker().c_str(), w.slots(),
                 w.task_seconds(), source.c_str(), link.c_str(), 100 * w.up_fraction(),
                 static_cast<long long>(w.tasks()));
@@ -193,7 +196,9 @@ int RunPlanJob(PoolClient& client, const PlanJobOptions& o) {
     return Fail(2, "--task-seconds must be a number of seconds >= 0 (0: use the profile)");
   }
   v1::PlanRequest extras;
-  for (const auto& w : o.workers) extras.add_workers(w);
+  for (absl::string_view w : absl::StrSplit(o.workers_csv, ',', absl::SkipWhitespace())) {
+    extras.add_workers(std::string(absl::StripAsciiWhitespace(w)));
+  }
   extras.set_task_s(o.task_seconds);
   if (!o.output_bytes.empty()) {
     absl::StatusOr<uint64_t> b = worker::ParseByteSize(o.output_bytes);
@@ -217,22 +222,39 @@ int RunPlanJob(PoolClient& client, const PlanJobOptions& o) {
     absl::StatusOr<spec::JobSpec> sample = spec::CalibrationSpec(*spec, k);
     if (!sample.ok()) return Fail(2, std::string(sample.status().message()));
     absl::StatusOr<uint64_t> sampled = spec::TaskCount(*sample);
-    auto submitted = client.Submit(*sample, o.job_file);
-    if (!submitted.ok()) {
-      return Fail(ExitFor(submitted.status()),
-                  absl::StrCat("calibration: ", submitted.status().message()));
+    // A calibration of the same work still running (an earlier `plan` interrupted, or another
+    // user's): wait for it rather than queue a second one behind it.
+    if (auto jobs = client.ListJobs(); jobs.ok()) {
+      for (const auto& j : jobs->jobs()) {
+        if (j.state() == "running" && j.name() == sample->name &&
+            j.profile_key() == reply->profile_key()) {
+          calibration_job = j.job();
+        }
+      }
     }
-    calibration_job = submitted->job();
-    std::fprintf(stderr,
-                 "idlepool plan: no history for this job: calibrating on %llu of its %llu tasks "
-                 "(job %llu '%s')...\n",
-                 static_cast<unsigned long long>(sampled.ok() ? *sampled : 0),
-                 static_cast<unsigned long long>(*tasks),
-                 static_cast<unsigned long long>(calibration_job), sample->name.c_str());
+    if (calibration_job != 0) {
+      std::fprintf(stderr,
+                   "idlepool plan: no history for this job: waiting for its calibration run, "
+                   "already running (job %llu '%s')...\n",
+                   static_cast<unsigned long long>(calibration_job), sample->name.c_str());
+    } else {
+      auto submitted = client.Submit(*sample, o.job_file);
+      if (!submitted.ok()) {
+        return Fail(ExitFor(submitted.status()),
+                    absl::StrCat("calibration: ", submitted.status().message()));
+      }
+      calibration_job = submitted->job();
+      std::fprintf(stderr,
+                   "idlepool plan: no history for this job: calibrating on %llu of its %llu tasks "
+                   "(job %llu '%s')...\n",
+                   static_cast<unsigned long long>(sampled.ok() ? *sampled : 0),
+                   static_cast<unsigned long long>(*tasks),
+                   static_cast<unsigned long long>(calibration_job), sample->name.c_str());
+    }
     auto done = client.Wait(calibration_job, [](const v1::JobStatus&) {});
     if (!done.ok()) {
-      return Fail(1, absl::StrCat("calibration job ", calibration_job, ": ",
-                                  done.status().message()));
+      return Fail(1,
+                  absl::StrCat("calibration job ", calibration_job, ": ", done.status().message()));
     }
     if (done->state() != "succeeded") {
       std::string why = done->failed_tasks_size() > 0

@@ -40,7 +40,7 @@ struct PlanJobOptions {
   bool no_calibrate = false;  // never submit a calibration run
   double task_seconds = 0;    // > 0: compute seconds per task (no profile)
   std::string output_bytes;   // per task ("4MiB"); empty: the profile's median
-  std::vector<std::string> workers;  // only these workers
+  std::string workers_csv;    // only these workers: "a,b,c" (spaces around names ignored)
 };
 
 int RunPlanJob(PoolClient& client, const PlanJobOptions& o);

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cmath>
 #include <condition_variable>
 #include <deque>
@@ -256,6 +257,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
       if (shut_down_) return;
       shut_down_ = true;
     }
+    shutting_down_.store(true);
     if (server_) server_->Shutdown(platform::DeadlineAfter(std::chrono::seconds(1)));
     {
       std::lock_guard lock(predict_mu_);
@@ -652,7 +654,8 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
       job.input_bytes += in.size();
     }
     job.input_files = static_cast<uint32_t>(proto.inputs_size());
-    job.profile_key = spec::ProfileKey(spec.command, spec.resources, std::move(input_hashes));
+    job.profile_key = spec::ProfileKey(spec.command, spec.resources, std::move(input_hashes),
+                                        spec.kind == spec::TaskKind::kFrames ? spec.chunk : 0);
     auto id = store_->InsertJob(job, clock_.WallMs());
     if (!id.ok()) return wire::ToGrpc(id.status());
     // Durable now. Hand it to the core and answer once the core knows it, so a status call
@@ -1127,7 +1130,8 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
   std::string ProfileKeyOf(const v1::JobSpec& proto, const spec::JobSpec& spec) const {
     std::vector<std::string> hashes;
     for (const auto& in : proto.inputs()) hashes.push_back(in.sha256());
-    return spec::ProfileKey(spec.command, spec.resources, std::move(hashes));
+    return spec::ProfileKey(spec.command, spec.resources, std::move(hashes),
+                            spec.kind == spec::TaskKind::kFrames ? spec.chunk : 0);
   }
 
   static PlanJobFacts FactsOf(const v1::JobSpec& proto, const spec::JobSpec& spec,
@@ -1420,6 +1424,9 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
   // Core thread, every tick: a worker is up while connected and accepting work. Workers known
   // only from the store (not seen since this start) are down.
   void ObserveAvailability(core::MonoTime now) {
+    // Sessions end because the coordinator stops, not because workers went away: not down time
+    // (README: time the coordinator is not running counts neither way).
+    if (shutting_down_.load()) return;
     const std::vector<core::WorkerView> views = sched_.Workers();
     const int64_t now_ms = MonoMs(now);
     std::lock_guard lock(book_mu_);
@@ -1712,6 +1719,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
   std::map<core::JobId, AwaitingPrediction> awaiting_ ABSL_GUARDED_BY(predict_mu_);
   bool predict_stop_ ABSL_GUARDED_BY(predict_mu_) = false;
   std::thread predict_thread_;
+  std::atomic<bool> shutting_down_{false};  // Shutdown began: availability is no longer observed
   std::string probe_payload_;  // kProbeChunk incompressible bytes, sent by ProbeDown
   ProbeGate probe_gate_;
 

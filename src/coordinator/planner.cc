@@ -45,8 +45,8 @@ absl::StatusOr<v1::Prediction> Predict(const PlanJobFacts& job,
       const double up_s = static_cast<double>(*w.up_ms) / 1000.0;
       const double down_s = static_cast<double>(*w.down_ms) / 1000.0;
       f.up_fraction = (up_s + kChurnPriorUpS) / (up_s + down_s + kChurnPriorUpS);
-      f.mean_up_s = w.up_periods == 0 ? plan::kNeverEnds
-                                      : (up_s + kChurnPriorUpS) / (w.up_periods + 1.0);
+      f.mean_up_s =
+          w.up_periods == 0 ? plan::kNeverEnds : (up_s + kChurnPriorUpS) / (w.up_periods + 1.0);
     }
     f.holds_assets = w.holds_assets;
     facts.push_back(std::move(f));
@@ -62,16 +62,15 @@ absl::StatusOr<v1::Prediction> Predict(const PlanJobFacts& job,
     if (a.timing.run_ms == 0 && a.timing.stage_ms == 0 && a.timing.upload_ms == 0) continue;
     plan::AttemptSample s;
     s.worker = a.worker;
-    s.wall_s = a.ended_ms > a.started_ms ? static_cast<double>(a.ended_ms - a.started_ms) / 1000.0
-                                         : 0.0;
+    s.wall_s =
+        a.ended_ms > a.started_ms ? static_cast<double>(a.ended_ms - a.started_ms) / 1000.0 : 0.0;
     s.stage_s = static_cast<double>(a.timing.stage_ms) / 1000.0;
     s.run_s = static_cast<double>(a.timing.run_ms) / 1000.0;
     s.upload_s = static_cast<double>(a.timing.upload_ms) / 1000.0;
     // The coordinator's wall clock and the worker's monotonic clock round apart: a wall time
     // below the worker's own sum is that rounding.
     s.wall_s = std::max(s.wall_s, s.stage_s + s.run_s + s.upload_s);
-    s.fetched_bytes =
-        static_cast<double>(a.transfer.coordinator_bytes + a.transfer.peer_bytes);
+    s.fetched_bytes = static_cast<double>(a.transfer.coordinator_bytes + a.transfer.peer_bytes);
     s.output_bytes = static_cast<double>(a.transfer.output_bytes);
     profile.push_back(std::move(s));
   }
@@ -91,6 +90,7 @@ absl::StatusOr<v1::Prediction> Predict(const PlanJobFacts& job,
   std::string why = basis;
   plan::JobFacts jf;
   jf.tasks = static_cast<int64_t>(job.tasks);
+  jf.dispatch_gap_s = DispatchGapS(usable);
   if (achieved > 0 && (probe_up <= 0 || achieved < probe_up)) {
     jf.coordinator_down_bytes_per_s = achieved;
     why += absl::StrFormat("; coordinator downlink %.2f MB/s (concurrent uploads)", achieved / 1e6);
@@ -203,7 +203,8 @@ double ConcurrentUploadRate(const std::vector<store::AttemptRecord>& samples,
     spans.push_back({a.ended_ms - static_cast<int64_t>(a.timing.upload_ms), a.ended_ms,
                      static_cast<double>(a.transfer.output_bytes)});
   }
-  std::sort(spans.begin(), spans.end(), [](const Span& x, const Span& y) { return x.start < y.start; });
+  std::sort(spans.begin(), spans.end(),
+            [](const Span& x, const Span& y) { return x.start < y.start; });
   double best = 0;
   for (size_t i = 0; i < spans.size();) {
     int64_t start = spans[i].start, end = spans[i].end;
@@ -213,13 +214,37 @@ double ConcurrentUploadRate(const std::vector<store::AttemptRecord>& samples,
       end = std::max(end, spans[j].end);
       bytes += spans[j].bytes;
     }
-    const bool big = probe_bytes_per_s <= 0 || bytes / probe_bytes_per_s >= 0.5;
+    const bool big = probe_bytes_per_s <= 0 || bytes / probe_bytes_per_s >= 0.1;
     if (j - i >= 2 && big && end > start) {
       best = std::max(best, bytes / (static_cast<double>(end - start) / 1000.0));
     }
     i = j;
   }
   return best;
+}
+
+}  // namespace idlepool::coordinator
+
+namespace idlepool::coordinator {
+
+double DispatchGapS(const std::vector<store::AttemptRecord>& samples) {
+  std::vector<int64_t> gaps;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const auto& a = samples[i];
+    int64_t freed = -1;
+    for (size_t j = 0; j < samples.size(); ++j) {
+      const auto& b = samples[j];
+      if (j == i || b.worker != a.worker || b.task.job != a.task.job) continue;
+      if (b.ended_ms > 0 && b.ended_ms <= a.started_ms) freed = std::max(freed, b.ended_ms);
+    }
+    if (freed >= 0 && a.started_ms - freed <= 2000) gaps.push_back(a.started_ms - freed);
+  }
+  if (gaps.empty()) return 0;
+  std::sort(gaps.begin(), gaps.end());
+  const size_t n = gaps.size();
+  const double median = n % 2 ? static_cast<double>(gaps[n / 2])
+                              : (gaps[n / 2 - 1] + gaps[n / 2]) / 2.0;
+  return median / 1000.0;
 }
 
 }  // namespace idlepool::coordinator

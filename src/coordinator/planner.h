@@ -52,8 +52,8 @@ struct PlanJobFacts {
   uint64_t tasks = 0;
   core::Resources resources;
   double input_bytes = 0;
-  std::optional<double> task_s;            // given: no samples needed
-  std::optional<double> output_bytes;      // given per task
+  std::optional<double> task_s;        // given: no samples needed
+  std::optional<double> output_bytes;  // given per task
 };
 
 // One link probe as a worker reported it (LinkMeasured), stamped with the coordinator's wall clock.
@@ -78,7 +78,7 @@ LinkProbe BestOfRecentProbes(std::vector<LinkProbe>& probes, int64_t now_ms);
 
 // The aggregate rate at which uploads that overlapped in time reached the coordinator: for each
 // group of samples whose upload intervals ([end - upload, end]) overlap, bytes / the group's span;
-// the largest over groups of 2 or more uploads that would have taken at least 0.5 s at
+// the largest over groups of 2 or more uploads that would have taken at least 0.1 s at
 // `probe_bytes_per_s` (smaller groups say more about round trips than about the link). 0 when no
 // group qualifies. Many concurrent TCP uploads through one link get less than one probe's rate
 // (losses at the bottleneck queue; on a 10 Mbit/s tbf link 8 uploads reached about 60%), which
@@ -86,6 +86,14 @@ LinkProbe BestOfRecentProbes(std::vector<LinkProbe>& probes, int64_t now_ms);
 // coordinator's downlink when it is below the probes'.
 double ConcurrentUploadRate(const std::vector<store::AttemptRecord>& samples,
                             double probe_bytes_per_s);
+
+// The dispatch gap: for each sample, its start minus the latest end of another sample of the same
+// job on the same worker that ended before it started (the slot it took was freed then), kept
+// when 0 to 2 s (longer: the worker was idle for other reasons); the median, in seconds. It is
+// the part of a task's cycle outside its own wall time (committing the report, choosing and
+// sending the next assignment), which matters for tasks of milliseconds. 0 without such pairs
+// (a calibration run has one task per worker).
+double DispatchGapS(const std::vector<store::AttemptRecord>& samples);
 
 // Tasks of a job with `need` resources that one worker of `capacity` runs at once (0: none fits).
 uint32_t SlotsFor(const core::Resources& capacity, const core::Resources& need);

@@ -117,8 +117,8 @@ Checked<ProfiledModels> BuildModels(const std::vector<AttemptSample>& samples,
     auto score = score_of.find(s.worker);
     if (score != score_of.end() && score->second > 0) all_work.push_back(s.run_s * score->second);
   }
-  const double job_overhead = samples.empty() ? JobModel{}.per_task_overhead_s
-                                              : Median(all_overhead);
+  const double job_overhead =
+      samples.empty() ? JobModel{}.per_task_overhead_s : Median(all_overhead);
   // Score scaling needs most samples from scored workers (else the reference is a minority).
   const bool scale = !all_work.empty() && all_work.size() * 2 >= samples.size();
   const double work_ref = Median(all_work);
@@ -130,7 +130,7 @@ Checked<ProfiledModels> BuildModels(const std::vector<AttemptSample>& samples,
   m.job.shared_asset_bytes = job.shared_asset_bytes;
   m.job.output_bytes_per_task =
       job.output_bytes_per_task ? *job.output_bytes_per_task : Median(all_output);
-  m.job.per_task_overhead_s = job_overhead;
+  m.job.per_task_overhead_s = job_overhead + (Finite(job.dispatch_gap_s) && job.dispatch_gap_s > 0 ? job.dispatch_gap_s : 0.0);
   m.job.stage_copy_bytes_per_s = copy_bytes_per_s;
   m.pool.protocol = protocol;
   m.pool.coordinator_up_bytes_per_s = job.coordinator_up_bytes_per_s;

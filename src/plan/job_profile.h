@@ -37,10 +37,10 @@ namespace idlepool::plan {
 // One succeeded attempt of the job (or of an earlier job with the same profile key).
 struct AttemptSample {
   std::string worker;
-  double wall_s = 0;    // coordinator: attempt created -> report committed
-  double stage_s = 0;   // worker: fetching and staging inputs
-  double run_s = 0;     // worker: the task process, frozen time excluded
-  double upload_s = 0;  // worker: hashing and uploading outputs
+  double wall_s = 0;         // coordinator: attempt created -> report committed
+  double stage_s = 0;        // worker: fetching and staging inputs
+  double run_s = 0;          // worker: the task process, frozen time excluded
+  double upload_s = 0;       // worker: hashing and uploading outputs
   double fetched_bytes = 0;  // inputs fetched (coordinator + peers) rather than found cached
   double output_bytes = 0;
 };
@@ -48,9 +48,9 @@ struct AttemptSample {
 // One worker that could run the job now, as the coordinator knows it.
 struct WorkerFacts {
   std::string name;
-  int slots = 1;           // tasks of this job it fits at once (capacity / job resources)
-  double cpu_score = 0;    // calibration, MB/s per core; 0 = unknown
-  double rtt_s = 0;        // 0 = unknown
+  int slots = 1;         // tasks of this job it fits at once (capacity / job resources)
+  double cpu_score = 0;  // calibration, MB/s per core; 0 = unknown
+  double rtt_s = 0;      // 0 = unknown
   double down_bytes_per_s = 0;
   double up_bytes_per_s = 0;
   std::optional<double> up_fraction;
@@ -70,6 +70,10 @@ struct JobFacts {
   // model takes the largest worker rate): e.g. the aggregate rate concurrent uploads achieved.
   double coordinator_up_bytes_per_s = 0;
   double coordinator_down_bytes_per_s = 0;
+  // Time between an attempt's report and the next assignment to the same worker that the
+  // samples' own wall times do not hold (the coordinator's commit and dispatch), added to the
+  // per-task overhead. Measured by the caller from consecutive attempts; 0 = none seen.
+  double dispatch_gap_s = 0;
 };
 
 // Where a worker's task_s came from, for the plan's table.

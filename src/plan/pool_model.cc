@@ -233,6 +233,13 @@ class SharedLink {
   // At `now` (a NextTime() answer): appends the tags of the transfers that have ended.
   void PopDone(double now, std::vector<int64_t>* tags) {
     Sync(now);
+    // The transfer NextTime() named ends now, whatever rounding says: at large `now` the step
+    // now - time_ can round to 0 and leave its counter short of its target, which would never
+    // end (a simulation that spins forever).
+    if (now >= next_time_ && next_group_ >= 0 && !dirty_) {
+      Group& g = groups_[next_group_];
+      if (!g.pending.empty()) g.served = std::max(g.served, g.pending.top().first);
+    }
     for (size_t k = 0; k < active_.size();) {
       Group& g = groups_[active_[k]];
       while (!g.pending.empty() &&
@@ -274,6 +281,7 @@ class SharedLink {
   void Recompute() {
     dirty_ = false;
     next_time_ = kInf;
+    next_group_ = -1;
     if (active_.empty()) return;
     // Progressive filling: raise every transfer's rate together; a group stops at its worker
     // link's share (worker_rate / n), the rest split what the coordinator has left.
@@ -304,10 +312,14 @@ class SharedLink {
         flows -= g.n;
       }
     }
+    next_group_ = -1;
     for (int i : active_) {
       const Group& g = groups_[i];
-      next_time_ =
-          std::min(next_time_, time_ + std::max(0.0, g.pending.top().first - g.served) / g.rate);
+      const double t = time_ + std::max(0.0, g.pending.top().first - g.served) / g.rate;
+      if (t < next_time_) {
+        next_time_ = t;
+        next_group_ = i;
+      }
     }
   }
 
@@ -317,6 +329,7 @@ class SharedLink {
   double time_ = 0;
   bool dirty_ = false;
   double next_time_ = kInf;
+  int next_group_ = -1;  // the group whose transfer ends at next_time_
 };
 
 // ---- The simulation -------------------------------------------------------------------------

@@ -21,7 +21,7 @@ void AppendField(std::string& out, const std::string& s) {
 }  // namespace
 
 std::string ProfileKey(const std::vector<std::string>& command, const core::Resources& resources,
-                       std::vector<std::string> input_sha256) {
+                       std::vector<std::string> input_sha256, uint32_t frames_per_task) {
   std::sort(input_sha256.begin(), input_sha256.end());
   std::string m = "idlepool.profile.v1";
   AppendU64(m, command.size());
@@ -31,6 +31,7 @@ std::string ProfileKey(const std::vector<std::string>& command, const core::Reso
   AppendU64(m, resources.memory_mb);
   AppendU64(m, input_sha256.size());
   for (const auto& h : input_sha256) AppendField(m, h);
+  if (frames_per_task > 0) AppendU64(m, frames_per_task);
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   EVP_Digest(m.data(), m.size(), digest, &len, EVP_sha256(), nullptr);

@@ -9,7 +9,8 @@
 // Resubmitting a spec on the same inputs gives the same key; a changed command, resource request
 // or input (a new scene, another model) gives another. The task decomposition (frames, items,
 // count) is left out on purpose: a different frame range of the same scene is the same work per
-// task. Pure and thread-safe. The encoding is versioned ("idlepool.profile.v1"); never change it
+// task. Frames per task (`chunk`, frames jobs; 0 otherwise) is in: a chunk of 10 frames is 10
+// times the work of one (appended only when non-zero). Pure and thread-safe. The encoding is versioned ("idlepool.profile.v1"); never change it
 // without bumping the version (stored keys would stop matching).
 #pragma once
 
@@ -22,6 +23,7 @@ namespace idlepool::spec {
 
 [[nodiscard]] std::string ProfileKey(const std::vector<std::string>& command,
                                      const core::Resources& resources,
-                                     std::vector<std::string> input_sha256);
+                                     std::vector<std::string> input_sha256,
+                                     uint32_t frames_per_task = 0);
 
 }  // namespace idlepool::spec

@@ -1703,6 +1703,9 @@ class Worker::Impl {
         continue;
       }
       if (!joined && !(due && now >= *due)) continue;
+      // A rejoin after failed probes keeps their backoff: on a link that breaks under load, each
+      // probe would otherwise break the session, and each rejoin start the next probe at once.
+      if (joined && !last && failures > 0 && due && now < *due) continue;
       if (last && moving_.load() > 0) {
         if (!deferred_since) deferred_since = now;
         if (now - *deferred_since < std::max(interval, core::Millis(1000))) {

@@ -51,7 +51,9 @@ pass "lab $LAB up: hub + 3 hosts, $A0 .. $A1"
 
 netlab_exec "$H0" "$FAULTPROXY" --echo --listen "$A0:0" --stats "$T/stats.json" \
   >"$T/proxy.log" 2>&1 &
-wait_until 20 grep -q "listening on" "$T/proxy.log"
+# 60 s, a bound on a hang: once in a loaded parallel ctest this test failed after ~21 s, possibly
+# here (the cause was not caught; files in $T are printed on failure).
+wait_until 60 grep -q "listening on" "$T/proxy.log"
 PORT=$(sed -n 's/.*listening on [0-9.]*:\([0-9]*\).*/\1/p' "$T/proxy.log")
 
 SIZE=$(( 4 * 1024 * 1024 ))

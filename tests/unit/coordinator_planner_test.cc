@@ -1,9 +1,9 @@
 // coordinator/planner.h: slots, the best-of-recent link filter, and Predict's use of the facts.
-#include "coordinator/planner.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
+
+#include "coordinator/planner.h"
 
 namespace idlepool::coordinator {
 namespace {
@@ -11,8 +11,8 @@ namespace {
 TEST(SlotsFor, TheScarcestResourceDecides) {
   EXPECT_EQ(SlotsFor({8, 0, 0}, {1, 0, 0}), 8u);
   EXPECT_EQ(SlotsFor({8, 0, 0}, {3, 0, 0}), 2u);
-  EXPECT_EQ(SlotsFor({8, 2, 0}, {1, 1, 0}), 2u);      // two GPUs, one per task
-  EXPECT_EQ(SlotsFor({8, 0, 0}, {1, 1, 0}), 0u);      // needs a GPU it lacks
+  EXPECT_EQ(SlotsFor({8, 2, 0}, {1, 1, 0}), 2u);        // two GPUs, one per task
+  EXPECT_EQ(SlotsFor({8, 0, 0}, {1, 1, 0}), 0u);        // needs a GPU it lacks
   EXPECT_EQ(SlotsFor({8, 0, 4096}, {1, 0, 1500}), 2u);  // memory: 4096 / 1500
   EXPECT_EQ(SlotsFor({8, 0, 0}, {1, 0, 1500}), 8u);     // memory not stated by the worker
   EXPECT_EQ(SlotsFor({2, 0, 0}, {4, 0, 0}), 0u);
@@ -100,11 +100,27 @@ store::AttemptRecord Upload(int64_t end_ms, uint64_t upload_ms, uint64_t bytes) 
   return a;
 }
 
+TEST(DispatchGapS, MedianTimeFromAFreedSlotToTheNextStart) {
+  // Worker w, one job: [0,1000] [1010,2000] [2030,3000]: gaps 10 and 30 ms -> median 20 ms. An
+  // attempt starting 5 s after the last end (idle worker) and another worker's do not count.
+  auto at = [](const std::string& w, int64_t start, int64_t end) {
+    store::AttemptRecord a = Attempt(w, 1, end - start);
+    a.started_ms = start;
+    a.ended_ms = end;
+    return a;
+  };
+  std::vector<store::AttemptRecord> s = {at("w", 0, 1000), at("w", 1010, 2000), at("w", 2030, 3000),
+                                         at("w", 8000, 9000), at("v", 1001, 1500)};
+  EXPECT_NEAR(DispatchGapS(s), 0.020, 1e-12);
+  EXPECT_EQ(DispatchGapS({at("w", 0, 1000)}), 0.0);  // one attempt per worker: nothing to see
+}
+
 TEST(ConcurrentUploadRate, BytesOverTheSpanOfOverlappingUploads) {
   // Three 1 MB uploads overlapping over [1000, 4000] ms: 3 MB / 3 s = 1 MB/s. A lone upload later
   // does not count (one upload says nothing of sharing).
-  std::vector<store::AttemptRecord> s = {Upload(3000, 2000, 1'000'000), Upload(4000, 2500, 1'000'000),
-                                         Upload(3500, 2000, 1'000'000), Upload(9000, 500, 1'000'000)};
+  std::vector<store::AttemptRecord> s = {
+      Upload(3000, 2000, 1'000'000), Upload(4000, 2500, 1'000'000), Upload(3500, 2000, 1'000'000),
+      Upload(9000, 500, 1'000'000)};
   EXPECT_NEAR(ConcurrentUploadRate(s, 2e6), 1e6, 1e-6);
   // Too small to have loaded the link (3 MB at 100 MB/s is 30 ms): 0.
   EXPECT_EQ(ConcurrentUploadRate(s, 100e6), 0.0);

@@ -55,8 +55,8 @@ TEST(BuildModels, UnsampledWorkersAreScaledByCpuScore) {
   std::vector<AttemptSample> samples = {Sample("a", 8.001, 0, 8, 0), Sample("b", 4.001, 0, 4, 0)};
   JobFacts job;
   job.tasks = 4;
-  auto m = BuildModels(samples, {Worker("a", 100), Worker("b", 200), Worker("c", 50), Worker("d")},
-                       job);
+  auto m =
+      BuildModels(samples, {Worker("a", 100), Worker("b", 200), Worker("c", 50), Worker("d")}, job);
   ASSERT_TRUE(m.ok()) << m.error;
   EXPECT_NEAR(m.value.pool.workers[2].task_s, 16.0, 1e-9);
   EXPECT_EQ(m.value.sources[2], TaskTimeSource::kScaledByCpuScore);

@@ -413,5 +413,31 @@ TEST(PoolModel, HundredThousandTasksOnHundredWorkers) {
   EXPECT_EQ(tasks, 100000);
 }
 
+// Regression: tiny outputs on fast links (2 bytes at ~1 GB/s, as a loopback pool measures) made
+// a transfer's end time round onto the current time at large simulated times, so the shared
+// link never saw it end and Predict spun forever (found by planning a 2-worker pool with
+// --task-seconds 2). Every combination here must return, with the compute-bound answer.
+TEST(PoolModel, TinyTransfersOnFastLinksAlwaysEnd) {
+  for (double task_s : {1.0, 1.5, 2.0, 3.0, 10.0, 1000.0}) {
+    for (double out : {1.0, 2.0, 3.0, 10.0, 20002.0}) {
+      PoolModel pool;
+      for (int i = 0; i < 2; ++i) {
+        WorkerModel w = Worker("w" + std::to_string(i), task_s);
+        w.rtt_s = 0.00015;
+        w.down_bytes_per_s = 9.1e8 + i * 1.7e7;
+        w.up_bytes_per_s = 8.7e8 + i * 2.3e7;
+        pool.workers.push_back(w);
+      }
+      JobModel job = Job(8);
+      job.output_bytes_per_task = out;
+      job.per_task_overhead_s = 0.0008;
+      Prediction p = MustPredict(pool, job);
+      // 8 tasks on 2 slots: 4 rounds of the task, plus well under a second of overheads.
+      EXPECT_GE(p.pool.makespan_s, 4 * task_s) << task_s << " s, " << out << " B";
+      EXPECT_LT(p.pool.makespan_s, 4 * task_s + 1) << task_s << " s, " << out << " B";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace idlepool::plan

@@ -28,6 +28,15 @@ TEST(ProfileKey, IsLowercaseHexSha256AndStable) {
             "1e2b4824f49b3970b839e0b0b19ab2e660b4d18a11be126ff1131b142b437b52");
 }
 
+TEST(ProfileKey, FramesPerTaskIsPartOfTheWork) {
+  // chunk = 10 is ten times the work of chunk = 1: another key. 0 (not a frames job) is the
+  // key without the field.
+  const std::string one = ProfileKey(kCommand, {1, 0, 512}, {kScene}, 1);
+  EXPECT_NE(one, ProfileKey(kCommand, {1, 0, 512}, {kScene}, 10));
+  EXPECT_NE(one, ProfileKey(kCommand, {1, 0, 512}, {kScene}));
+  EXPECT_EQ(ProfileKey(kCommand, {1, 0, 512}, {kScene}, 0), ProfileKey(kCommand, {1, 0, 512}, {kScene}));
+}
+
 TEST(ProfileKey, InputOrderDoesNotMatter) {
   EXPECT_EQ(ProfileKey(kCommand, {1, 0, 512}, {kScene, kModel}),
             ProfileKey(kCommand, {1, 0, 512}, {kModel, kScene}));
