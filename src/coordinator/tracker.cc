@@ -156,9 +156,17 @@ absl::StatusOr<uint32_t> Tracker::Choose(const std::string& sha256, uint32_t chu
   bool found = false;
   uint32_t best = 0;
   std::pair<uint32_t, uint32_t> best_key;
+  Fetcher& me = f.fetchers[asker];
   for (uint32_t i : wanted) {
-    const bool resend_ok = f.sent[i] == 0 || !has_peers || now - f.last_sent[i] >= options_.resend_after;
+    const bool resend_ok =
+        f.sent[i] == 0 || !has_peers || now - f.last_sent[i] >= options_.resend_after;
     if (!resend_ok) continue;
+    if (no_usable_peer && f.sent[i] > 0) {
+      // Served despite recent sends because its peers fail, but never the same chunk to it twice
+      // within resend_after: its concurrent requests would each get it.
+      auto mine = me.sent_to_it.find(i);
+      if (mine != me.sent_to_it.end() && now - mine->second < options_.resend_after) continue;
+    }
     const std::pair<uint32_t, uint32_t> key{f.sent[i], (i + chunk_count - start) % chunk_count};
     if (!found || key < best_key) {
       found = true;
@@ -172,6 +180,7 @@ absl::StatusOr<uint32_t> Tracker::Choose(const std::string& sha256, uint32_t chu
   }
   ++f.sent[best];
   f.last_sent[best] = now;
+  me.sent_to_it[best] = now;
   return best;
 }
 

@@ -99,6 +99,9 @@ class Tracker {
   struct Fetcher {
     core::MonoTime last_active{};
     uint32_t ordinal = 0;  // order of arrival for this blob: spreads starting chunks
+    // Chunks sent to this worker, and when: with no_usable_peer, not sent to it again within
+    // resend_after (its request for them may still be in flight).
+    std::map<uint32_t, core::MonoTime> sent_to_it;
   };
   struct Fetching {
     uint32_t chunk_count = 0;

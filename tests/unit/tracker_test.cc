@@ -158,12 +158,16 @@ TEST(TrackerTest, LeastSentChunkIsChosenAndResentAfterTheWindowOrWithoutPeers) {
   // Chunk 2 again within the window while "a" has a peer: refused.
   EXPECT_EQ(t.Choose(kA, 4, {2}, "a", At(100)).status().code(),
             absl::StatusCode::kResourceExhausted);
-  // Within the window but "a" says none of its peers works (e.g. their addresses are wrong from
-  // where it stands): served at once, not sent back to them.
-  ASSERT_EQ(*t.Choose(kA, 4, {2}, "a", At(200), /*no_usable_peer=*/true), 2u);
+  // Within the window "b" says none of its peers works (e.g. their addresses are wrong from where
+  // it stands): served at once, not sent back to them.
+  ASSERT_EQ(*t.Choose(kA, 4, {2}, "b", At(200), /*no_usable_peer=*/true), 2u);
   EXPECT_EQ(t.SentCount(kA, 2), 2u);
-  EXPECT_EQ(t.Choose(kA, 4, {2}, "a", At(300)).status().code(),
+  EXPECT_EQ(t.Choose(kA, 4, {2}, "b", At(300)).status().code(),
             absl::StatusCode::kResourceExhausted);  // without the flag: refused again
+  // But never the same chunk to the same worker twice in the window, flag or not: its first
+  // request for it may still be in flight (concurrent requests would each get it).
+  EXPECT_EQ(t.Choose(kA, 4, {2}, "a", At(300), true).status().code(),
+            absl::StatusCode::kResourceExhausted);
   // After the window it is sent again (its first receiver may be gone).
   ASSERT_EQ(*t.Choose(kA, 4, {2}, "a", At(5200)), 2u);
   EXPECT_EQ(t.SentCount(kA, 2), 3u);
