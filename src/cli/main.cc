@@ -18,6 +18,7 @@
 #include "absl/strings/str_format.h"
 #include "cli/client.h"
 #include "cli/plan_command.h"
+#include "cli/log_format.h"
 #include "cli/plan_job.h"
 #include "cli/profile_command.h"
 #include "cli/sim_command.h"
@@ -345,6 +346,7 @@ struct Common {
   std::string coordinator;
   std::string token;
   std::string log_level = "info";
+  std::string log_format = "text";
 };
 
 PoolClient MakeClient(const Common& c) { return PoolClient(c.coordinator, c.token); }
@@ -361,6 +363,10 @@ int main(int argc, char** argv) {
   common.coordinator = EnvOr("IDLEPOOL_COORDINATOR", "127.0.0.1:7878");
   common.token = EnvOr("IDLEPOOL_TOKEN", "");
   app.add_option("--log-level", common.log_level, "trace, debug, info, warn, error")
+      ->capture_default_str();
+  app.add_option("--log-format", common.log_format,
+                 "text, or json: one JSON object per line (ts, level, logger, thread, msg)")
+      ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
 
   std::string token_file;
@@ -626,6 +632,7 @@ int main(int argc, char** argv) {
   }
   spdlog::set_level(spdlog::level::from_str(common.log_level));
   spdlog::set_default_logger(spdlog::stderr_color_mt("idlepool"));
+  if (common.log_format == "json") spdlog::set_formatter(idlepool::cli::MakeJsonLogFormatter());
   spdlog::set_level(spdlog::level::from_str(common.log_level));
 
   if (!token_file.empty()) {
