@@ -134,8 +134,7 @@ absl::StatusOr<std::string> ProfileKeyOf(const spec::JobSpec& spec) {
     if (!d.ok()) return d.status();
     hashes.push_back(d->sha256);
   }
-  return spec::ProfileKey(spec.command, spec.resources, std::move(hashes),
-                          spec.kind == spec::TaskKind::kFrames ? spec.chunk : 0);
+  return spec::ProfileKeyOf(spec, std::move(hashes));
 }
 
 absl::StatusOr<v1::JobStatus> PoolClient::Wait(

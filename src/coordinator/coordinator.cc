@@ -654,8 +654,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
       job.input_bytes += in.size();
     }
     job.input_files = static_cast<uint32_t>(proto.inputs_size());
-    job.profile_key = spec::ProfileKey(spec.command, spec.resources, std::move(input_hashes),
-                                        spec.kind == spec::TaskKind::kFrames ? spec.chunk : 0);
+    job.profile_key = spec::ProfileKeyOf(spec, std::move(input_hashes));
     auto id = store_->InsertJob(job, clock_.WallMs());
     if (!id.ok()) return wire::ToGrpc(id.status());
     // Durable now. Hand it to the core and answer once the core knows it, so a status call
@@ -1130,8 +1129,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
   std::string ProfileKeyOf(const v1::JobSpec& proto, const spec::JobSpec& spec) const {
     std::vector<std::string> hashes;
     for (const auto& in : proto.inputs()) hashes.push_back(in.sha256());
-    return spec::ProfileKey(spec.command, spec.resources, std::move(hashes),
-                            spec.kind == spec::TaskKind::kFrames ? spec.chunk : 0);
+    return spec::ProfileKeyOf(spec, std::move(hashes));
   }
 
   static PlanJobFacts FactsOf(const v1::JobSpec& proto, const spec::JobSpec& spec,

@@ -167,9 +167,6 @@ absl::StatusOr<v1::Prediction> Predict(const PlanJobFacts& job,
   return out;
 }
 
-}  // namespace idlepool::coordinator
-
-namespace idlepool::coordinator {
 
 LinkProbe BestOfRecentProbes(std::vector<LinkProbe>& probes, int64_t now_ms) {
   if (probes.empty()) return {};
@@ -187,9 +184,6 @@ LinkProbe BestOfRecentProbes(std::vector<LinkProbe>& probes, int64_t now_ms) {
   return best;
 }
 
-}  // namespace idlepool::coordinator
-
-namespace idlepool::coordinator {
 
 double ConcurrentUploadRate(const std::vector<store::AttemptRecord>& samples,
                             double probe_bytes_per_s) {
@@ -223,12 +217,9 @@ double ConcurrentUploadRate(const std::vector<store::AttemptRecord>& samples,
   return best;
 }
 
-}  // namespace idlepool::coordinator
-
-namespace idlepool::coordinator {
 
 double DispatchGapS(const std::vector<store::AttemptRecord>& samples) {
-  std::vector<int64_t> gaps;
+  std::vector<double> gaps;
   for (size_t i = 0; i < samples.size(); ++i) {
     const auto& a = samples[i];
     int64_t freed = -1;
@@ -237,14 +228,11 @@ double DispatchGapS(const std::vector<store::AttemptRecord>& samples) {
       if (j == i || b.worker != a.worker || b.task.job != a.task.job) continue;
       if (b.ended_ms > 0 && b.ended_ms <= a.started_ms) freed = std::max(freed, b.ended_ms);
     }
-    if (freed >= 0 && a.started_ms - freed <= 2000) gaps.push_back(a.started_ms - freed);
+    if (freed >= 0 && a.started_ms - freed <= 2000) {
+      gaps.push_back(static_cast<double>(a.started_ms - freed) / 1000.0);
+    }
   }
-  if (gaps.empty()) return 0;
-  std::sort(gaps.begin(), gaps.end());
-  const size_t n = gaps.size();
-  const double median = n % 2 ? static_cast<double>(gaps[n / 2])
-                              : (gaps[n / 2 - 1] + gaps[n / 2]) / 2.0;
-  return median / 1000.0;
+  return plan::Median(std::move(gaps));
 }
 
 }  // namespace idlepool::coordinator

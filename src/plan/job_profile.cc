@@ -9,13 +9,6 @@
 namespace idlepool::plan {
 namespace {
 
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 bool Finite(double x) { return std::isfinite(x); }
 
 std::string Field(const char* what, size_t i, const char* field) {
@@ -23,6 +16,13 @@ std::string Field(const char* what, size_t i, const char* field) {
 }
 
 }  // namespace
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
 
 std::string_view TaskTimeSourceName(TaskTimeSource s) {
   switch (s) {

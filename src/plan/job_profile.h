@@ -76,6 +76,9 @@ struct JobFacts {
   double dispatch_gap_s = 0;
 };
 
+// The median of `v` (the mean of the middle two for an even count); 0 for none.
+double Median(std::vector<double> v);
+
 // Where a worker's task_s came from, for the plan's table.
 enum class TaskTimeSource { kMeasured, kScaledByCpuScore, kPoolMedian, kGiven };
 std::string_view TaskTimeSourceName(TaskTimeSource s);  // "measured", "cpu score", ...

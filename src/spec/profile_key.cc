@@ -46,3 +46,12 @@ std::string ProfileKey(const std::vector<std::string>& command, const core::Reso
 }
 
 }  // namespace idlepool::spec
+
+namespace idlepool::spec {
+
+std::string ProfileKeyOf(const JobSpec& spec, std::vector<std::string> input_sha256) {
+  return ProfileKey(spec.command, spec.resources, std::move(input_sha256),
+                    spec.kind == TaskKind::kFrames ? spec.chunk : 0);
+}
+
+}  // namespace idlepool::spec

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/types.h"
+#include "spec/spec.h"
 
 namespace idlepool::spec {
 
@@ -25,5 +26,9 @@ namespace idlepool::spec {
                                      const core::Resources& resources,
                                      std::vector<std::string> input_sha256,
                                      uint32_t frames_per_task = 0);
+
+// The key of a parsed spec whose inputs hash to `input_sha256`: ProfileKey with the spec's
+// command and resources, and its chunk for a frames job (0 otherwise).
+[[nodiscard]] std::string ProfileKeyOf(const JobSpec& spec, std::vector<std::string> input_sha256);
 
 }  // namespace idlepool::spec

@@ -68,11 +68,7 @@ TEST(Predict, UsesSlotsAndSamplesAndSkipsResumedAttempts) {
   job.tasks = 8;
   job.resources.cpus = 1;
   // a: 2 slots, 2 s per task; b: 1 slot, no sample of its own (pool median: 2 s); c fits nothing.
-  std::vector<PlanWorker> workers = {Worker("a", 2), Worker("b", 1)};
-  PlanWorker big = Worker("c", 1);
-  job.resources.cpus = 1;
-  workers.push_back(big);
-  workers.back().capacity.cpus = 0;
+  std::vector<PlanWorker> workers = {Worker("a", 2), Worker("b", 1), Worker("c", 0)};
   // A resumed attempt's run time covers part of a task: left out (else the median would be 1 s).
   std::vector<store::AttemptRecord> samples = {Attempt("a", 1, 2000), Attempt("a", 1, 2000),
                                                Attempt("a", 1, 100, true)};
