@@ -138,8 +138,10 @@ absl::StatusOr<std::string> ProfileKeyOf(const spec::JobSpec& spec) {
 }
 
 absl::StatusOr<v1::JobStatus> PoolClient::Wait(
-    uint64_t job, const std::function<void(const v1::JobStatus&)>& progress) {
+    uint64_t job, const std::function<void(const v1::JobStatus&)>& progress,
+    std::chrono::milliseconds every) {
   std::string last;
+  core::MonoTime last_call{};
   int unavailable = 0;
   bool reached = false;
   while (true) {
@@ -161,9 +163,11 @@ absl::StatusOr<v1::JobStatus> PoolClient::Wait(
     unavailable = 0;
     std::string key = absl::StrCat(s->state(), s->succeeded(), "/", s->running(), "/",
                                    s->failed(), "/", s->attempts());
-    if (key != last) {
+    const core::MonoTime now = platform::SystemClock().Now();
+    if (key != last || (every.count() > 0 && now - last_call >= every)) {
       if (progress) progress(*s);
       last = key;
+      last_call = now;
     }
     if (s->state() != "running") return *s;
     platform::SleepFor(std::chrono::milliseconds(50));

@@ -5,6 +5,7 @@
 // -> kUnavailable, ...) with the coordinator's message.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -41,9 +42,12 @@ class PoolClient {
   [[nodiscard]] absl::StatusOr<v1::ProfileReply> GetProfile(const std::string& profile_key,
                                                             uint64_t job, uint32_t max_samples);
 
-  // Polls until the job is no longer running, calling `progress` on every change.
+  // Polls until the job is no longer running, calling `progress` on every change and, when
+  // `every` is above zero, also when `every` has passed since its last call (for a display
+  // whose ETA and worker states move without the job changing).
   [[nodiscard]] absl::StatusOr<v1::JobStatus> Wait(
-      uint64_t job, const std::function<void(const v1::JobStatus&)>& progress);
+      uint64_t job, const std::function<void(const v1::JobStatus&)>& progress,
+      std::chrono::milliseconds every = std::chrono::milliseconds(0));
 
   // Downloads every committed output into `out_dir` (flat; if two tasks wrote the same path,
   // each task's files go to task-NNNNNN/ instead). Files already there with the right hash are

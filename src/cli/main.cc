@@ -21,6 +21,7 @@
 #include "cli/log_format.h"
 #include "cli/plan_job.h"
 #include "cli/profile_command.h"
+#include "cli/progress.h"
 #include "cli/sim_command.h"
 #include "coordinator/coordinator.h"
 #include "nlohmann/json.hpp"
@@ -237,48 +238,72 @@ nlohmann::json WorkersJson(const idlepool::v1::ListWorkersReply& r) {
   return j;
 }
 
+// Wall clock, Unix ms (for the ETA on a terminal).
+int64_t WallMs() { return idlepool::platform::SystemClock().WallMs(); }
+
 double MakespanSeconds(const idlepool::v1::JobStatus& s) {
   if (s.finished_ms() == 0) return 0;
   return static_cast<double>(s.finished_ms() - s.submitted_ms()) / 1000.0;
 }
 
-// Progress for `wait` and `run`: a bar redrawn in place on a TTY, one line per change otherwise.
+// Progress for `wait` and `run`: on a terminal (stderr) the job's bar and the pool's workers by
+// activity, redrawn in place and left on screen at the end; otherwise one line per change.
 class Progress {
  public:
-  explicit Progress(bool quiet) : quiet_(quiet), tty_(::isatty(STDERR_FILENO)) {}
+  // `client` (may be null: no worker line) is asked for the workers at most once a second.
+  Progress(bool quiet, PoolClient* client)
+      : quiet_(quiet), client_(client), term_(idlepool::cli::TerminalFor(STDERR_FILENO)) {
+    if (!quiet_ && term_.fancy) live_.emplace(stderr);
+  }
+  // Whether the bar is drawn (and left on screen), so the caller can skip repeating its header.
+  bool live() const { return live_.has_value(); }
+  // How often the waiter should call Update even when the job did not change (ETA, workers).
+  std::chrono::milliseconds every() const {
+    return live_ ? std::chrono::milliseconds(1000) : std::chrono::milliseconds(0);
+  }
   void Update(const idlepool::v1::JobStatus& s) {
     if (quiet_) return;
-    uint32_t finished = s.succeeded() + s.failed() + s.cancelled();
-    if (tty_) {
-      int width = 30;
-      int filled = s.tasks() ? static_cast<int>(width * finished / s.tasks()) : width;
-      std::string bar(filled, '#');
-      bar.resize(width, '.');
-      std::fprintf(stderr,
-                   "\r[%s] %u/%u succeeded  running %u  pending %u  failed %u  attempts %llu  %s   ",
-                   bar.c_str(), s.succeeded(), s.tasks(), s.running(), s.pending(), s.failed(),
-                   static_cast<unsigned long long>(s.attempts()), s.state().c_str());
-      if (s.state() != "running") std::fprintf(stderr, "\n");
-    } else {
-      std::fprintf(stderr,
-                   "job %llu: %u/%u succeeded, %u running, %u pending, %u failed, %s, %s\n",
-                   static_cast<unsigned long long>(s.job()), s.succeeded(), s.tasks(),
-                   s.running(), s.pending(), s.failed(), Plural(s.attempts(), "attempt").c_str(),
-                   s.state().c_str());
+    if (live_) {
+      const auto& clock = idlepool::platform::SystemClock();
+      const bool last = s.state() != "running";  // the block left on screen: fresh workers
+      if (client_ != nullptr &&
+          (!workers_ || last || clock.Now() - workers_at_ >= std::chrono::seconds(1))) {
+        auto w = client_->ListWorkers();
+        if (w.ok()) workers_ = *std::move(w);
+        workers_at_ = clock.Now();
+      }
+      const auto style = idlepool::cli::TerminalFor(STDERR_FILENO).style;  // follows resizes
+      std::string block = idlepool::cli::JobBlock(s, clock.WallMs(), style);
+      if (workers_) block += idlepool::cli::WorkerSummary(*workers_, style);
+      live_->Draw(block);
+      if (last) live_->Finish();
+      return;
     }
+    std::fprintf(stderr, "job %llu: %u/%u succeeded, %u running, %u pending, %u failed, %s, %s\n",
+                 static_cast<unsigned long long>(s.job()), s.succeeded(), s.tasks(), s.running(),
+                 s.pending(), s.failed(), Plural(s.attempts(), "attempt").c_str(),
+                 s.state().c_str());
     std::fflush(stderr);
   }
 
  private:
   bool quiet_;
-  bool tty_;
+  PoolClient* client_;
+  idlepool::cli::Terminal term_;
+  std::optional<idlepool::cli::LiveDisplay> live_;
+  std::optional<idlepool::v1::ListWorkersReply> workers_;
+  idlepool::core::MonoTime workers_at_{};
 };
 
-void PrintJob(const idlepool::v1::JobStatus& s) {
+// The first two lines of PrintJob (its header, which a terminal's JobBlock replaces).
+void PrintJobHeader(const idlepool::v1::JobStatus& s) {
   std::printf("job %llu  %s  %s\n", static_cast<unsigned long long>(s.job()), s.name().c_str(),
               s.state().c_str());
   std::printf("  tasks %u: %u succeeded, %u running, %u pending, %u failed, %u cancelled\n",
               s.tasks(), s.succeeded(), s.running(), s.pending(), s.failed(), s.cancelled());
+}
+
+void PrintJobDetails(const idlepool::v1::JobStatus& s) {
   std::printf("  attempts %llu, failures %llu, preemptions %llu, lost %llu (workers lost %u)\n",
               static_cast<unsigned long long>(s.attempts()),
               static_cast<unsigned long long>(s.failures()),
@@ -330,6 +355,11 @@ void PrintJob(const idlepool::v1::JobStatus& s) {
     }
     std::printf("  task %u failed: %s\n", f.index(), indented.c_str());
   }
+}
+
+void PrintJob(const idlepool::v1::JobStatus& s) {
+  PrintJobHeader(s);
+  PrintJobDetails(s);
 }
 
 nlohmann::json RunSummary(const idlepool::v1::JobStatus& s, const std::vector<std::string>& out,
@@ -806,7 +836,18 @@ int main(int argc, char** argv) {
     if (status_job) {
       auto s = client.GetJob(*status_job);
       if (!s.ok()) return Fail(s.status());
-      if (json) std::printf("%s\n", JobJson(*s).dump().c_str()); else PrintJob(*s);
+      if (json) {
+        std::printf("%s\n", JobJson(*s).dump().c_str());
+      } else if (const auto term = idlepool::cli::TerminalFor(STDOUT_FILENO); term.fancy) {
+        // A terminal: the job's bar, the details, the pool's workers by activity.
+        std::fputs(idlepool::cli::JobBlock(*s, WallMs(), term.style).c_str(), stdout);
+        PrintJobDetails(*s);
+        if (auto w = client.ListWorkers(); w.ok()) {
+          std::fputs(idlepool::cli::WorkerSummary(*w, term.style).c_str(), stdout);
+        }
+      } else {
+        PrintJob(*s);
+      }
       return 0;
     }
     auto jobs = client.ListJobs();
@@ -816,6 +857,18 @@ int main(int argc, char** argv) {
       j["jobs"] = nlohmann::json::array();
       for (const auto& x : jobs->jobs()) j["jobs"].push_back(JobJson(x));
       std::printf("%s\n", j.dump().c_str());
+      return 0;
+    }
+    if (const auto term = idlepool::cli::TerminalFor(STDOUT_FILENO); term.fancy) {
+      // A terminal: every job's bar, then the workers (by activity, then one line each).
+      if (jobs->jobs().empty()) std::printf("no jobs\n");
+      for (const auto& j : jobs->jobs()) {
+        std::fputs(idlepool::cli::JobBlock(j, WallMs(), term.style).c_str(), stdout);
+      }
+      if (auto w = client.ListWorkers(); w.ok()) {
+        std::fputs(idlepool::cli::WorkerSummary(*w, term.style).c_str(), stdout);
+        std::fputs(idlepool::cli::WorkerLines(*w, term.style).c_str(), stdout);
+      }
       return 0;
     }
     std::printf("%-6s %-24s %-10s %8s %8s %8s %9s\n", "JOB", "NAME", "STATE", "DONE", "TASKS",
@@ -832,10 +885,16 @@ int main(int argc, char** argv) {
   if (*wait) {
     if (!need_token()) return 2;
     PoolClient client = MakeClient(common);
-    Progress progress(quiet || json);
-    auto s = client.Wait(job_id, [&](const auto& st) { progress.Update(st); });
+    Progress progress(quiet || json, &client);
+    auto s = client.Wait(job_id, [&](const auto& st) { progress.Update(st); }, progress.every());
     if (!s.ok()) return Fail(s.status());
-    if (json) std::printf("%s\n", JobJson(*s).dump().c_str()); else PrintJob(*s);
+    if (json) {
+      std::printf("%s\n", JobJson(*s).dump().c_str());
+    } else if (progress.live() && idlepool::cli::TerminalFor(STDOUT_FILENO).fancy) {
+      PrintJobDetails(*s);  // under the bar left on the same terminal
+    } else {
+      PrintJob(*s);
+    }
     return s->state() == "succeeded" ? 0 : 1;
   }
 
@@ -961,6 +1020,7 @@ int main(int argc, char** argv) {
     // vacate the workers (which kills them), stop the pool and clean up before exiting.
     std::thread([&] {
       int sig = idlepool::platform::WaitForTerminationSignal();
+      idlepool::cli::RestoreTerminal();  // a progress bar may have hidden the cursor
       std::fprintf(stderr, "\nidlepool: signal %d: stopping the local pool\n", sig);
       for (auto& w : ws) w->Stop();
       (*c)->Shutdown();
@@ -976,8 +1036,9 @@ int main(int argc, char** argv) {
     if (!reply.ok()) {
       rc = Fail(reply.status());
     } else {
-      Progress progress(json);
-      auto s = client.Wait(reply->job(), [&](const auto& st) { progress.Update(st); });
+      Progress progress(json, &client);
+      auto s = client.Wait(reply->job(), [&](const auto& st) { progress.Update(st); },
+                           progress.every());
       if (!s.ok()) {
         rc = Fail(s.status());
       } else {
