@@ -13,6 +13,8 @@ PACKAGES=(
   nlohmann-json3-dev libssl-dev libsystemd-dev dbus-daemon
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev parallel procps jq sqlite3
+  # xmllint: the job timeline SVG is checked to be well-formed XML
+  libxml2-utils
   # the demo's real input and tools
   povray povray-examples ffmpeg
   # the OCR example (examples/ocr): pages rendered with groff + ghostscript, read by tesseract

@@ -41,6 +41,11 @@ class PoolClient {
   // `profile_key` when job is 0. max_samples 0: the coordinator's default (200).
   [[nodiscard]] absl::StatusOr<v1::ProfileReply> GetProfile(const std::string& profile_key,
                                                             uint64_t job, uint32_t max_samples);
+  // Every attempt of `job` with its worker and times, and its workers' events
+  // (Pool.GetJobTimeline); max_attempts 0: the coordinator's default (the newest 20,000).
+  // Errors: kNotFound (no such job), kUnimplemented (a coordinator without timelines).
+  [[nodiscard]] absl::StatusOr<v1::JobTimeline> GetJobTimeline(uint64_t job,
+                                                               uint32_t max_attempts);
 
   // Polls until the job is no longer running, calling `progress` on every change and, when
   // `every` is above zero, also when `every` has passed since its last call (for a display

@@ -22,6 +22,7 @@
 #include "cli/plan_job.h"
 #include "cli/profile_command.h"
 #include "cli/progress.h"
+#include "cli/report_command.h"
 #include "cli/sim_command.h"
 #include "coordinator/coordinator.h"
 #include "nlohmann/json.hpp"
@@ -534,6 +535,16 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1u, 5000u));
   profilec->add_flag("--json", pro.json, "print one JSON object");
 
+  idlepool::cli::ReportCommandOptions rep;
+  auto* reportc = app.add_subcommand(
+      "report", "a job's report as one self-contained HTML file (timeline, tasks, log tails)");
+  add_client_opts(reportc);
+  reportc->add_option("JOB", rep.job, "job id")->required();
+  reportc->add_option("--out", rep.out, "the file to write (- for stdout)")->required();
+  reportc->add_flag("--svg", rep.svg, "write the timeline alone, as SVG");
+  reportc->add_option("--max-attempts", rep.max_attempts, "newest attempts (default 20000)")
+      ->check(CLI::Range(1u, 1'000'000u));
+
   uint32_t local_workers = 2;
   std::string run_data_dir;
   auto* run = app.add_subcommand(
@@ -977,6 +988,11 @@ int main(int argc, char** argv) {
     if (!need_token()) return 2;
     PoolClient client = MakeClient(common);
     return idlepool::cli::RunProfile(client, pro);
+  }
+  if (*reportc) {
+    if (!need_token()) return 2;
+    PoolClient client = MakeClient(common);
+    return idlepool::cli::RunReport(client, rep);
   }
 
   if (*run) {
