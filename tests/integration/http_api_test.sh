@@ -94,6 +94,22 @@ jq -e --argjson j "$JOB" '.jobs | map(.job) | index($j) != null' "$T/http-all.js
   || fail "/api/v1/jobs lacks job $JOB"
 pass "/api/v1/jobs/$JOB equals status --json"
 
+# --- the timeline, as JSON numbers and as SVG. GetJobTimeline's body comes with helper H1's
+# branch: until it is merged the coordinator answers 501, which this accepts (then remove it).
+c=$(code "${AUTH[@]}" "$URL/api/v1/jobs/$JOB/timeline")
+if [ "$c" = 501 ]; then
+  echo "NOTE: GetJobTimeline not in this build (501): timeline checks skipped"
+else
+  [ "$c" = 200 ] || fail "timeline answered $c: $(cat "$T/body")"
+  jq -e '(.attempts | length) >= 4 and (.attempts[0].started_ms | type) == "number"
+         and (.attempts[0].attempt | type) == "number" and .job.state == "succeeded"' \
+    "$T/body" >/dev/null || fail "timeline JSON: $(head -c 2000 "$T/body")"
+  [ "$(code "${AUTH[@]}" "$URL/api/v1/jobs/$JOB/timeline.svg")" = 200 ] || fail "timeline.svg"
+  grep -q '<svg' "$T/body" || fail "timeline.svg is not SVG"
+  pass "timeline JSON and SVG"
+fi
+[ "$(code "${AUTH[@]}" "$URL/api/v1/jobs/0/timeline")" = 400 ] || fail "job 0 timeline is not 400"
+
 # --- /metrics: promtool accepts it; the counters moved with the job
 curl -sf "${AUTH[@]}" "$URL/metrics" >"$T/metrics.txt" || fail "/metrics failed"
 promtool check metrics <"$T/metrics.txt" || fail "promtool rejects /metrics"
@@ -130,13 +146,29 @@ grep -q "running without the dashboard" "$T/c4.log" || fail "no warning: $(cat "
 kill -0 "$C4" || fail "the coordinator with a busy default port exited"
 pass "busy explicit --http port: error; busy default port: a warning"
 
-# --- shutdown with an open event stream exits promptly
-curl -sN "${AUTH[@]}" --max-time 60 "$URL/api/v1/events" >"$T/sse2.txt" 2>/dev/null &
-SSE2=$!
-PIDS+=($SSE2)
-wait_until 10 grep -q "event: hello" "$T/sse2.txt"
+# --- at most 32 event streams; with all of them open, other requests are still answered
+# (the first stream is still open: 31 more)
+kill -0 "$SSE1" || fail "the first event stream ended early"
+STREAMS=()
+for i in $(seq 1 31); do
+  curl -sN "${AUTH[@]}" --max-time 60 "$URL/api/v1/events" >"$T/many$i.txt" 2>/dev/null &
+  STREAMS+=($!)
+  PIDS+=($!)
+done
+all_hello() { [ "$(grep -l "event: hello" "$T"/many*.txt | wc -l)" -eq 31 ]; }
+wait_until 20 all_hello
+[ "$(code --max-time 5 "${AUTH[@]}" "$URL/api/v1/events")" = 503 ] || fail "stream 33 was not refused"
+[ "$(code --max-time 5 "${AUTH[@]}" "$URL/api/v1/workers")" = 200 ] || fail "workers starved by streams"
+[ "$(code --max-time 5 "${AUTH[@]}" "$URL/metrics")" = 200 ] || fail "/metrics starved by streams"
+for p in "${STREAMS[@]}"; do kill "$p" 2>/dev/null || true; done
+pass "32 event streams open: the 33rd gets 503, other requests are answered"
+
+# --- shutdown with an open event stream (the first one, open all along) exits promptly
+# (a closed stream's slot is freed only at its next write, so the killed ones cannot be reused)
+kill -0 "$SSE1" || fail "the first event stream ended early"
 kill -TERM "$COORD_PID"
 wait_until 15 dead "$COORD_PID"
 wait "$COORD_PID" || fail "the coordinator exited $? on SIGTERM with an event stream open"
-wait_until 15 dead "$SSE2"
+wait_until 15 dead "$SSE1"
+wait "$SSE1" || fail "the event stream did not end cleanly (curl exit $?)"
 pass "SIGTERM with an open event stream: the coordinator exits and the stream ends"
