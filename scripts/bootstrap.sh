@@ -10,9 +10,10 @@ PACKAGES=(
   # libraries
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libsqlite3-dev libtomlplusplus-dev libcli11-dev libspdlog-dev libfmt-dev
-  nlohmann-json3-dev libssl-dev libsystemd-dev dbus-daemon
+  nlohmann-json3-dev libssl-dev libsystemd-dev dbus-daemon libcpp-httplib-dev
   # tests and benchmarks
-  libgtest-dev libgmock-dev libbenchmark-dev parallel procps jq sqlite3
+  libgtest-dev libgmock-dev libbenchmark-dev parallel procps jq sqlite3 curl
+  prometheus  # promtool checks the coordinator's /metrics
   # xmllint: the job timeline SVG is checked to be well-formed XML
   libxml2-utils
   # the demo's real input and tools

@@ -16,6 +16,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "api/json.h"
 #include "cli/client.h"
 #include "cli/plan_command.h"
 #include "cli/log_format.h"
@@ -39,6 +40,8 @@
 
 namespace fs = std::filesystem;
 using idlepool::cli::PoolClient;
+using idlepool::api::JobJson;
+using idlepool::api::WorkersJson;
 
 namespace {
 
@@ -80,87 +83,6 @@ std::string Bytes(uint64_t n) {
 std::string EnvOr(const char* name, const std::string& fallback) {
   const char* v = std::getenv(name);
   return v && *v ? v : fallback;
-}
-
-// JSON for scripts: numbers stay numbers (protobuf's JSON mapping would quote 64-bit ints).
-nlohmann::json JobJson(const idlepool::v1::JobStatus& s) {
-  nlohmann::json j;
-  j["job"] = s.job();
-  j["name"] = s.name();
-  j["state"] = s.state();
-  j["tasks"] = s.tasks();
-  j["pending"] = s.pending();
-  j["running"] = s.running();
-  j["succeeded"] = s.succeeded();
-  j["failed"] = s.failed();
-  j["cancelled"] = s.cancelled();
-  j["attempts"] = s.attempts();
-  j["failures"] = s.failures();
-  j["preemptions"] = s.preemptions();
-  j["attempts_lost"] = s.attempts_lost();
-  j["suspensions"] = s.suspensions();
-  j["lost_seconds"] = static_cast<double>(s.lost_ms()) / 1000.0;
-  j["workers_lost"] = s.workers_lost();
-  j["submitted_ms"] = s.submitted_ms();
-  j["finished_ms"] = s.finished_ms();
-  j["fits_no_worker"] = s.fits_no_worker();
-  j["makespan_s"] = s.finished_ms() ? (s.finished_ms() - s.submitted_ms()) / 1000.0 : 0.0;
-  j["machine_faults"] = s.machine_faults();
-  j["profile_key"] = s.profile_key();
-  if (s.has_prediction()) {
-    j["prediction"] = idlepool::cli::PredictionJson(s.prediction());
-  } else {
-    j["prediction"] = nullptr;
-  }
-  // Actual vs predicted, once the job is over: error = (predicted - actual) / actual.
-  if (s.finished_ms() != 0) {
-    const double actual = (s.finished_ms() - s.submitted_ms()) / 1000.0;
-    j["actual_makespan_s"] = actual;
-    // Only a job that ran to the end checks its prediction (a cancelled one stopped early).
-    j["prediction_error"] = s.state() == "succeeded" && s.has_prediction() && actual > 0 && std::isfinite(s.prediction().makespan_s())
-                                ? nlohmann::json((s.prediction().makespan_s() - actual) / actual)
-                                : nlohmann::json();
-  } else {
-    j["actual_makespan_s"] = nullptr;
-    j["prediction_error"] = nullptr;
-  }
-  const auto& t = s.transfer();
-  const uint64_t files = uint64_t{t.cache_hits()} + t.cache_misses();
-  j["transfer"] = {{"input_bytes", t.input_bytes()},
-                   {"cached_bytes", t.cached_bytes()},
-                   {"coordinator_bytes", t.coordinator_bytes()},
-                   {"peer_bytes", t.peer_bytes()},
-                   {"output_bytes", t.output_bytes()},
-                   {"cache_hits", t.cache_hits()},
-                   {"cache_misses", t.cache_misses()},
-                   {"cache_hit_rate", files ? static_cast<double>(t.cache_hits()) / files : 0.0}};
-  j["failed_tasks"] = nlohmann::json::array();
-  for (const auto& f : s.failed_tasks()) {
-    j["failed_tasks"].push_back({{"index", f.index()}, {"message", f.message()}});
-  }
-  return j;
-}
-
-// What the pool measured of a worker (WorkerInfo.link, cpu_score, availability) as JSON; link is
-// null when never measured.
-void AddMeasurementsJson(const idlepool::v1::WorkerInfo& w, nlohmann::json& j) {
-  if (w.has_link()) {
-    const auto& l = w.link();
-    j["link"] = {{"rtt_ms", l.rtt_ms()},
-                 {"down_bytes_per_s", l.down_bytes_per_s()},
-                 {"up_bytes_per_s", l.up_bytes_per_s()},
-                 {"probe_bytes", l.probe_bytes()},
-                 {"measured_ms_ago", l.measured_ms_ago()}};
-  } else {
-    j["link"] = nullptr;
-  }
-  j["cpu_score"] = w.cpu_score();
-  j["cores"] = w.cores();
-  const auto& a = w.availability();
-  j["availability"] = {{"up_fraction", a.up_fraction()},   {"mean_up_s", a.mean_up_s()},
-                       {"mean_down_s", a.mean_down_s()},   {"up_periods", a.up_periods()},
-                       {"down_periods", a.down_periods()}, {"observed_s", a.observed_s()},
-                       {"up", a.up()},                     {"since_s", a.since_s()}};
 }
 
 // "42s", "9m", "2h10m", "3d4h".
@@ -214,29 +136,6 @@ std::string Pad(const std::string& s, size_t width) {
   size_t cols = 0;
   for (unsigned char c : s) cols += (c & 0xC0) != 0x80;
   return cols >= width ? s : s + std::string(width - cols, ' ');
-}
-
-nlohmann::json WorkersJson(const idlepool::v1::ListWorkersReply& r) {
-  nlohmann::json j;
-  j["workers"] = nlohmann::json::array();
-  for (const auto& w : r.workers()) {
-    j["workers"].push_back({{"worker", w.worker()},
-                            {"hostname", w.hostname()},
-                            {"state", w.state()},
-                            {"slots", w.capacity().cpus()},
-                            {"memory_mb", w.capacity().memory_mb()},
-                            {"slots_busy", w.slots_busy()},
-                            {"attempts_running", w.attempts_running()},
-                            {"last_seen_ms_ago", w.last_seen_ms_ago()},
-                            {"accepting", w.accepting()},
-                            {"owner_state", w.owner_state()},
-                            {"owner_reason", w.owner_reason()},
-                            {"cache_bytes", w.cache_bytes()},
-                            {"cache_blobs", w.cache_blobs()},
-                            {"peer_address", w.peer_address()}});
-    AddMeasurementsJson(w, j["workers"].back());
-  }
-  return j;
 }
 
 // Wall clock, Unix ms (for the ETA on a terminal).
@@ -425,6 +324,12 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(int64_t{100}, int64_t{3'600'000}));
   coord->add_option("--heartbeat-ms", heartbeat_ms, "heartbeat interval suggested to workers")
       ->capture_default_str();
+  std::string coord_http = "127.0.0.1:7879";
+  auto* coord_http_opt = coord->add_option(
+      "--http", coord_http,
+      "dashboard, JSON API and /metrics: HOST:PORT or PORT (host 127.0.0.1), port 0 = a free "
+      "one, off = none (the default address, when taken, only warns)");
+  coord_http_opt->capture_default_str();
 
   // worker
   idlepool::worker::Options wopts;
@@ -556,6 +461,9 @@ int main(int argc, char** argv) {
   run->add_option("--out", out_dir, "directory for the outputs")->required();
   run->add_option("--data-dir", run_data_dir, "keep the pool state here (default: temporary)");
   run->add_flag("--json", json, "print one final JSON object");
+  std::string run_http;
+  run->add_option("--http", run_http,
+                  "serve the dashboard of the local pool at HOST:PORT or PORT (default: none)");
 
   idlepool::cli::PlanPatternOptions po;
   idlepool::cli::PlanJobOptions pj;
@@ -692,6 +600,8 @@ int main(int argc, char** argv) {
     idlepool::platform::BlockTerminationSignals();
     copts.lease_timeout = idlepool::core::Millis(lease_ms);
     copts.heartbeat = idlepool::core::Millis(heartbeat_ms);
+    copts.http = coord_http == "off" ? "" : coord_http;
+    copts.http_required = coord_http_opt->count() > 0;
     auto c = idlepool::coordinator::Coordinator::Start(copts);
     if (!c.ok()) return Fail(c.status());
     std::string host = copts.listen.substr(0, copts.listen.rfind(':'));
@@ -712,6 +622,13 @@ int main(int argc, char** argv) {
                 (*c)->token().c_str(), addr.c_str());
     std::printf("(or copy %s/pool.token to the machine and pass --token-file)\n",
                 copts.data_dir.c_str());
+    if ((*c)->http_port() != 0) {
+      std::string web = (*c)->http_host();
+      if (web.find(':') != std::string::npos) web = "[" + web + "]";
+      if (web == "0.0.0.0" || web == "[::]") web = host;
+      std::printf("dashboard (the link logs you in):\n  http://%s:%d/login?token=%s\n",
+                  web.c_str(), (*c)->http_port(), (*c)->token().c_str());
+    }
     std::printf("submit with:\n  IDLEPOOL_COORDINATOR=%s IDLEPOOL_TOKEN=%s idlepool submit "
                 "JOB.toml\n",
                 addr.c_str(), (*c)->token().c_str());
@@ -864,10 +781,7 @@ int main(int argc, char** argv) {
     auto jobs = client.ListJobs();
     if (!jobs.ok()) return Fail(jobs.status());
     if (json) {
-      nlohmann::json j;
-      j["jobs"] = nlohmann::json::array();
-      for (const auto& x : jobs->jobs()) j["jobs"].push_back(JobJson(x));
-      std::printf("%s\n", j.dump().c_str());
+      std::printf("%s\n", idlepool::api::JobsJson(*jobs).dump().c_str());
       return 0;
     }
     if (const auto term = idlepool::cli::TerminalFor(STDOUT_FILENO); term.fancy) {
@@ -1009,10 +923,15 @@ int main(int argc, char** argv) {
     if (app.get_option("--log-level")->count() == 0) spdlog::set_level(spdlog::level::warn);
     idlepool::coordinator::Options ro;
     ro.listen = "127.0.0.1:0";
+    ro.http = run_http;
     ro.data_dir = run_data_dir + "/coordinator";
     auto c = idlepool::coordinator::Coordinator::Start(ro);
     if (!c.ok()) return Fail(c.status());
     std::string addr = absl::StrCat("127.0.0.1:", (*c)->port());
+    if ((*c)->http_port() != 0) {
+      std::fprintf(stderr, "idlepool: dashboard at http://%s:%d/login?token=%s\n",
+                   (*c)->http_host().c_str(), (*c)->http_port(), (*c)->token().c_str());
+    }
     std::vector<std::unique_ptr<idlepool::worker::Worker>> ws;
     std::vector<std::thread> threads;
     unsigned cores = std::max(1u, std::thread::hardware_concurrency());

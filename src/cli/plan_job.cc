@@ -26,7 +26,6 @@ int ExitFor(const absl::Status& s) {
   return s.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
 }
 
-nlohmann::json Num(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
 
 std::string Seconds(double s) {
   if (!std::isfinite(s)) return "never";
@@ -53,67 +52,6 @@ std::string Speedup(double x) {
 }
 
 }  // namespace
-
-nlohmann::json PredictionJson(const v1::Prediction& p) {
-  nlohmann::json j;
-  j["tasks"] = p.tasks();
-  j["basis"] = p.basis();
-  j["samples"] = p.samples();
-  j["made_ms"] = p.made_ms();
-  j["makespan_s"] = Num(p.makespan_s());
-  j["shared_asset_bytes"] = p.shared_asset_bytes();
-  j["output_bytes_per_task"] = p.output_bytes_per_task();
-  j["per_task_overhead_s"] = p.per_task_overhead_s();
-  j["single"] = {{"worker", p.single_worker()}, {"makespan_s", Num(p.single_makespan_s())}};
-  const auto& t = p.terms();
-  j["pool"] = {{"workers", p.workers_size()},
-               {"makespan_s", Num(p.makespan_s())},
-               {"speedup", Num(p.speedup())},
-               {"ideal_speedup", Num(p.ideal_speedup())},
-               {"efficiency", Num(p.efficiency())},
-               {"bottleneck", p.bottleneck()},
-               {"bottleneck_fraction", Num(p.bottleneck_fraction())},
-               {"terms",
-                {{"compute_s", Num(t.compute_s())},
-                 {"coordinator_uplink_s", Num(t.coordinator_uplink_s())},
-                 {"coordinator_downlink_s", Num(t.coordinator_downlink_s())},
-                 {"worker_links_s", Num(t.worker_links_s())},
-                 {"churn_s", Num(t.churn_s())},
-                 {"tail_s", Num(t.tail_s())}}},
-               {"lost_work_s", Num(p.lost_work_s())},
-               {"preemptions", Num(p.preemptions())}};
-  j["speedup"] = Num(p.speedup());
-  j["verdict"] = p.verdict();
-  j["subset"] = nlohmann::json::array();
-  for (const auto& s : p.subset()) j["subset"].push_back(s);
-  j["subset_makespan_s"] = Num(p.subset_makespan_s());
-  j["what_if"] = nlohmann::json::array();
-  for (const auto& w : p.what_ifs()) {
-    j["what_if"].push_back(
-        {{"what", w.what()}, {"makespan_s", Num(w.makespan_s())}, {"speedup", Num(w.speedup())}});
-  }
-  j["workers"] = nlohmann::json::array();
-  for (const auto& w : p.workers()) {
-    j["workers"].push_back({{"worker", w.worker()},
-                            {"slots", w.slots()},
-                            {"task_s", Num(w.task_seconds())},
-                            {"task_s_source", w.task_s_source()},
-                            {"samples", w.samples()},
-                            {"cpu_score", w.cpu_score()},
-                            {"rtt_ms", w.rtt_ms()},
-                            {"down_bytes_per_s", w.down_bytes_per_s()},
-                            {"up_bytes_per_s", w.up_bytes_per_s()},
-                            {"up_fraction", Num(w.up_fraction())},
-                            {"mean_up_s", Num(w.mean_up_s())},
-                            {"holds_assets", w.holds_assets()},
-                            {"tasks", w.tasks()},
-                            {"seconds_per_task", Num(w.seconds_per_task())},
-                            {"lost_work_s", Num(w.lost_work_s())}});
-  }
-  j["assumed"] = nlohmann::json::array();
-  for (const auto& a : p.assumed()) j["assumed"].push_back(a);
-  return j;
-}
 
 namespace {
 

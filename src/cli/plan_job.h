@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "api/json.h"
 #include "cli/client.h"
 #include "nlohmann/json.hpp"
 
@@ -45,8 +46,7 @@ struct PlanJobOptions {
 
 int RunPlanJob(PoolClient& client, const PlanJobOptions& o);
 
-// A prediction as the JSON described above (less job, profile_key and calibration_job), plus
-// "makespan_s" (the pool's) and "made_ms"; `status --json` reports it as "prediction".
-nlohmann::json PredictionJson(const v1::Prediction& p);
+// A prediction as the JSON described above: api::PredictionJson (api/json.h).
+using api::PredictionJson;
 
 }  // namespace idlepool::cli

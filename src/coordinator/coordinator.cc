@@ -27,11 +27,14 @@
 #include "blob/store.h"
 #include "coordinator/availability.h"
 #include "coordinator/planner.h"
+#include "coordinator/pool_metrics.h"
 #include "coordinator/tracker.h"
 #include "coordinator/wire.h"
 #include "core/scheduler.h"
 #include "grpcpp/grpcpp.h"
+#include "http/http_server.h"
 #include "idlepool.grpc.pb.h"
+#include "platform/clock.h"
 #include "platform/process.h"
 #include "platform/random.h"
 #include "status_convert.h"
@@ -244,12 +247,14 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
     }
     core_thread_ = std::thread([this] { CoreLoop(); });
     predict_thread_ = std::thread([this] { PredictLoop(); });
-    return absl::OkStatus();
+    return StartHttp();
   }
 
   int port() const override { return port_; }
   const std::string& token() const override { return token_; }
   bool token_created() const override { return token_created_; }
+  int http_port() const override { return http_ ? http_->port() : 0; }
+  std::string http_host() const override { return http_ ? http_->host() : ""; }
 
   void Shutdown() override {
     {
@@ -257,6 +262,8 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
       if (shut_down_) return;
       shut_down_ = true;
     }
+    // First: its handlers ask the core thread, and its event streams must end.
+    if (http_) http_->Shutdown();
     shutting_down_.store(true);
     if (server_) server_->Shutdown(platform::DeadlineAfter(std::chrono::seconds(1)));
     {
@@ -464,7 +471,11 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
   grpc::Status PutBlob(grpc::ServerContext* ctx, grpc::ServerReader<v1::BlobChunk>* reader,
                        v1::PutBlobReply* reply) override {
     if (auto st = CheckToken(ctx); !st.ok()) return st;
-    auto got = blobs_.ReceiveUpload([&](v1::BlobChunk* m) { return reader->Read(m); });
+    auto got = blobs_.ReceiveUpload([&](v1::BlobChunk* m) {
+      if (!reader->Read(m)) return false;
+      pool_metrics_.BytesReceived(m->data().size());
+      return true;
+    });
     if (!got.ok()) return wire::ToGrpc(got.status());
     *reply = *got;
     return grpc::Status::OK;
@@ -474,7 +485,10 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
                        grpc::ServerWriter<v1::BlobChunk>* writer) override {
     if (auto st = CheckToken(ctx); !st.ok()) return st;
     return wire::ToGrpc(
-        blobs_.ServeRange(*req, [&](const v1::BlobChunk& m) { return writer->Write(m); }));
+        blobs_.ServeRange(*req, [&](const v1::BlobChunk& m) {
+          pool_metrics_.BytesServed(m.data().size());
+          return writer->Write(m);
+        }));
   }
 
   grpc::Status HasBlobs(grpc::ServerContext* ctx, const v1::HasBlobsRequest* req,
@@ -541,6 +555,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
     reply->set_sha256(req->sha256());
     reply->set_index(*index);
     reply->set_data(std::move(*data));
+    pool_metrics_.BytesServed(reply->data().size());
     return grpc::Status::OK;
   }
 
@@ -689,6 +704,11 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
   grpc::Status ListJobs(grpc::ServerContext* ctx, const v1::ListJobsRequest*,
                         v1::ListJobsReply* reply) override {
     if (auto st = CheckToken(ctx); !st.ok()) return st;
+    return ListJobsInternal(reply);
+  }
+
+  // ListJobs without the token check (also the HTTP API's GET /api/v1/jobs).
+  grpc::Status ListJobsInternal(v1::ListJobsReply* reply) {
     auto jobs = Query<std::vector<core::JobSummary>>([this] { return sched_.Jobs(); });
     for (const auto& s : jobs) {
       auto st = FillJobStatus(s.job, false, reply->add_jobs());
@@ -736,6 +756,11 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
   grpc::Status ListWorkers(grpc::ServerContext* ctx, const v1::ListWorkersRequest*,
                            v1::ListWorkersReply* reply) override {
     if (auto st = CheckToken(ctx); !st.ok()) return st;
+    return ListWorkersInternal(reply);
+  }
+
+  // ListWorkers without the token check (also the HTTP API's GET /api/v1/workers and /metrics).
+  grpc::Status ListWorkersInternal(v1::ListWorkersReply* reply) {
     auto now = clock_.Now();
     auto workers = Query<std::vector<core::WorkerView>>([this] { return sched_.Workers(); });
     std::lock_guard lock(sessions_mu_);
@@ -940,6 +965,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
     // Runs once the records of the batch holding `event` are committed: an RPC that must not
     // answer before its effect is durable waits for it.
     std::function<void()> after_commit = {};
+    int64_t queued_ns = 0;  // platform::SteadyNanos() when posted (scheduling latency metric)
   };
 
   static grpc::Status ProbeBusy() {
@@ -1111,6 +1137,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
   void Post(core::Event ev) { PostItem(Item{std::move(ev), nullptr}); }
 
   void PostItem(Item item) {
+    item.queued_ns = platform::SteadyNanos();
     std::lock_guard lock(queue_mu_);
     queue_.push_back(std::move(item));
     queue_cv_.notify_one();
@@ -1528,9 +1555,13 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
       }
       decisions.clear();
       std::vector<std::function<void()>> committed;
+      std::vector<int64_t> queued_ns;  // of the batch's events (idlepool_scheduling_seconds)
+      bool visible = false;            // an event a dashboard shows even without records
       for (auto& item : batch) {
         if (item.fn) item.fn();
         if (item.event) {
+          queued_ns.push_back(item.queued_ns);
+          visible = visible || !std::holds_alternative<core::WorkerHeartbeat>(*item.event);
           auto d = sched_.Apply(*item.event, clock_.Now());
           std::move(d.begin(), d.end(), std::back_inserter(decisions));
         }
@@ -1546,11 +1577,14 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
       }
       if (decisions.empty()) {
         for (auto& fn : committed) fn();
+        BatchDone(queued_ns, visible);
         continue;
       }
       bool has_records = std::any_of(decisions.begin(), decisions.end(), core::IsRecord);
       if (has_records) {
+        const int64_t commit_start = platform::SteadyNanos();
         absl::Status st = store_->Apply(decisions, clock_.WallMs());
+        pool_metrics_.OnCommit(static_cast<double>(platform::SteadyNanos() - commit_start) / 1e9);
         if (!st.ok()) {
           // Memory and disk would disagree from here on; stop and let a restart recover.
           spdlog::critical("store write failed, stopping the coordinator: {}", st.ToString());
@@ -1562,7 +1596,93 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
       }
       Dispatch(decisions);
       for (auto& fn : committed) fn();
+      pool_metrics_.OnDecisions(decisions);
+      BatchDone(queued_ns, visible || has_records);
     }
+  }
+
+  // ---- HTTP server (http/http_server.h) and metrics (pool_metrics.h) ----
+
+  // After a core batch: its events' scheduling latency; the dashboard's state version moves
+  // when the batch changed something it shows (records, or a worker/job/owner event).
+  void BatchDone(const std::vector<int64_t>& queued_ns, bool changed) {
+    const int64_t now = platform::SteadyNanos();
+    for (int64_t q : queued_ns) pool_metrics_.OnScheduled(static_cast<double>(now - q) / 1e9);
+    if (changed) PoolChanged();
+  }
+
+ public:
+  // Something a dashboard shows changed outside the core (e.g. a worker's sensor readings):
+  // event streams tell their clients. Cheap; any thread.
+  void PoolChanged() { feed_.Bump(); }
+
+ private:
+  // The body of GetJobTimeline (proto: rpc GetJobTimeline), without the token check; the HTTP
+  // API's /api/v1/jobs/N/timeline[.svg] calls it.
+  // TODO(H1 merge): H1's branch provides the real body (GetJobTimeline's handler should call
+  // this). Until then: UNIMPLEMENTED.
+  grpc::Status GetJobTimelineInternal(const v1::TimelineRequest& req, v1::JobTimeline* out) {
+    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                        "job timelines are not in this build yet (GetJobTimeline)");
+  }
+
+  static absl::Status ToAbsl(const grpc::Status& s) {
+    return s.ok() ? absl::OkStatus()
+                  : absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+  }
+
+  // The HTTP server's reads: the same internal methods the gRPC handlers call.
+  class HttpReads final : public http::PoolReader {
+   public:
+    explicit HttpReads(CoordinatorImpl& c) : c_(c) {}
+    absl::StatusOr<v1::ListWorkersReply> ListWorkers() override {
+      v1::ListWorkersReply r;
+      if (auto st = c_.ListWorkersInternal(&r); !st.ok()) return ToAbsl(st);
+      return r;
+    }
+    absl::StatusOr<v1::ListJobsReply> ListJobs() override {
+      v1::ListJobsReply r;
+      if (auto st = c_.ListJobsInternal(&r); !st.ok()) return ToAbsl(st);
+      return r;
+    }
+    absl::StatusOr<v1::JobStatus> GetJob(uint64_t job) override {
+      v1::JobStatus r;
+      if (auto st = c_.FillJobStatus(job, /*with_failures=*/true, &r); !st.ok()) return ToAbsl(st);
+      return r;
+    }
+    absl::StatusOr<v1::JobTimeline> GetJobTimeline(const v1::TimelineRequest& req) override {
+      v1::JobTimeline r;
+      if (auto st = c_.GetJobTimelineInternal(req, &r); !st.ok()) return ToAbsl(st);
+      return r;
+    }
+    std::string Metrics() override { return c_.pool_metrics_.Render(); }
+
+   private:
+    CoordinatorImpl& c_;
+  };
+
+  absl::Status StartHttp() {
+    pool_metrics_.registry().SetCollector([this] {
+      v1::ListWorkersReply workers;
+      (void)ListWorkersInternal(&workers);
+      auto jobs = Query<std::vector<core::JobSummary>>([this] { return sched_.Jobs(); });
+      pool_metrics_.SetPool(workers, jobs);
+    });
+    if (options_.http.empty()) return absl::OkStatus();
+    http::ServerOptions o;
+    o.address = options_.http;
+    o.token = token_;
+    auto server = http::Server::Start(o, http_reads_, feed_);
+    if (!server.ok()) {
+      if (options_.http_required || absl::IsInvalidArgument(server.status())) {
+        return server.status();
+      }
+      spdlog::warn("{}; running without the dashboard", std::string(server.status().message()));
+      return absl::OkStatus();
+    }
+    http_ = std::move(*server);
+    spdlog::info("dashboard at http://{}:{}/", http_->host(), http_->port());
+    return absl::OkStatus();
   }
 
   std::shared_ptr<struct Session> FindSession(core::SessionId id) {
@@ -1673,6 +1793,10 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
   bool token_created_ = false;
   int port_ = 0;
   std::unique_ptr<grpc::Server> server_;
+  PoolMetrics pool_metrics_;
+  http::ChangeFeed feed_;
+  HttpReads http_reads_{*this};
+  std::unique_ptr<http::Server> http_;
 
   // Core thread state.
   core::Scheduler sched_;

@@ -33,13 +33,21 @@ struct Options {
   core::Millis lease_timeout{5000};        // DESIGN.md default
   core::Millis heartbeat{1000};            // told to workers in Welcome
   core::Millis tick{100};                  // how often leases and timeouts are checked
+  // The dashboard, JSON API and /metrics (http/http_server.h): HOST:PORT, [V6]:PORT or PORT;
+  // empty: no HTTP server. Port 0 picks a free one.
+  std::string http;
+  // false: when `http` cannot be bound, log a warning and run without it (the CLI's default
+  // address); true: that is a startup error.
+  bool http_required = true;
 };
 
 class Coordinator {
  public:
   // Opens the store (restoring every job, task and running attempt), creates the pool token on
-  // first start, and starts serving. Errors: kFailedPrecondition (data dir unusable),
-  // kUnavailable (cannot bind), store errors as they come.
+  // first start, and starts serving (and the HTTP server when options.http is set; it logs
+  // "dashboard at http://HOST:PORT/"). Errors: kFailedPrecondition (data dir unusable),
+  // kUnavailable (cannot bind; for options.http only when http_required), kInvalidArgument (a
+  // malformed options.http), store errors as they come.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<Coordinator>> Start(
       const Options& options, const platform::Clock& clock = platform::SystemClock());
   virtual ~Coordinator() = default;
@@ -47,6 +55,9 @@ class Coordinator {
   virtual int port() const = 0;
   virtual const std::string& token() const = 0;
   virtual bool token_created() const = 0;  // true when this start created the pool secret
+  // Where the HTTP server listens; 0 and "" when there is none (off, or could not bind).
+  virtual int http_port() const = 0;
+  virtual std::string http_host() const = 0;
   // Stops serving, ends worker sessions, stops the core thread. Idempotent.
   virtual void Shutdown() = 0;
   // Blocks until Shutdown() or a fatal store error; returns the fatal error if there was one.

@@ -1,0 +1,41 @@
+// JSON views of the pool's read replies, shared by the CLI (`status --json`, `workers --json`,
+// `plan --json`) and the coordinator's HTTP API (/api/v1/...), so both print the same objects.
+//
+// Numbers stay numbers: protobuf's own JSON mapping would quote 64-bit integers. A non-finite
+// double (an infinite makespan) is written as null. Pure functions; thread-safe.
+#pragma once
+
+#include "idlepool.pb.h"
+#include "nlohmann/json.hpp"
+
+namespace idlepool::api {
+
+// A job as `idlepool status N --json` prints it (fields documented in README "JSON output").
+nlohmann::json JobJson(const v1::JobStatus& s);
+
+// {"jobs": [JobJson...]}: `idlepool status --json` and GET /api/v1/jobs.
+nlohmann::json JobsJson(const v1::ListJobsReply& r);
+
+// One worker as `idlepool workers --json` lists it.
+nlohmann::json WorkerJson(const v1::WorkerInfo& w);
+
+// {"workers": [WorkerJson...]}: `idlepool workers --json` and GET /api/v1/workers.
+nlohmann::json WorkersJson(const v1::ListWorkersReply& r);
+
+// What the pool measured of a worker (link, cpu_score, cores, availability), added to `j`;
+// link is null when never measured.
+void AddMeasurementsJson(const v1::WorkerInfo& w, nlohmann::json& j);
+
+// A prediction (`plan --json` less job, profile_key and calibration_job; `status --json`
+// reports it as "prediction").
+nlohmann::json PredictionJson(const v1::Prediction& p);
+
+// The sensors a worker last reported; null when it never did. Absent (unknown) readings are
+// null.
+nlohmann::json SensorsJson(const v1::WorkerInfo& w);
+
+// A job's timeline (GET /api/v1/jobs/N/timeline): {"job": JobJson, "attempts": [...],
+// "events": [...], "truncated", "now_ms"}; times are wall clock, Unix ms, as in the proto.
+nlohmann::json TimelineJson(const v1::JobTimeline& t);
+
+}  // namespace idlepool::api

@@ -1,0 +1,108 @@
+#include "coordinator/pool_metrics.h"
+
+#include <map>
+
+namespace idlepool::coordinator {
+namespace {
+
+// The activity words of WorkerInfo.activity (proto/idlepool.proto), each always exported.
+const char* const kActivities[] = {"running",    "idle",           "suspended", "on_battery",
+                                   "hot",        "lid_closed",     "outside_window", "lost",
+                                   "disconnected", "left"};
+const char* const kTaskStates[] = {"pending", "running", "succeeded", "failed", "cancelled"};
+
+constexpr const char* kWorkersHelp = "Workers known to the coordinator, by activity.";
+constexpr const char* kTasksHelp = "Tasks of every job the coordinator knows, by state.";
+constexpr const char* kBytesHelp =
+    "Bytes moved since the coordinator started: served (blob bytes it sent), received (blob "
+    "bytes uploaded to it), peer (worker to worker, as attempts reported).";
+
+}  // namespace
+
+PoolMetrics::PoolMetrics() {
+  auto& r = registry_;
+  for (const char* a : kActivities) r.AddGauge("idlepool_workers", kWorkersHelp, {{"state", a}});
+  slots_total_ = &r.AddGauge("idlepool_slots",
+                             "CPU slots offered by connected workers (a gauge: no _total).");
+  slots_busy_ = &r.AddGauge("idlepool_slots_busy", "CPU slots of connected workers in use.");
+  for (const char* s : kTaskStates) r.AddGauge("idlepool_tasks", kTasksHelp, {{"state", s}});
+  started_ = &r.AddCounter("idlepool_attempts_started_total",
+                           "Attempts started since the coordinator started.");
+  succeeded_ = &r.AddCounter("idlepool_attempts_succeeded_total",
+                             "Attempts that succeeded since the coordinator started.");
+  failed_ = &r.AddCounter("idlepool_attempts_failed_total",
+                          "Attempts that failed or timed out since the coordinator started.");
+  preempted_ = &r.AddCounter("idlepool_attempts_preempted_total",
+                             "Attempts vacated for their machine's owner since the coordinator "
+                             "started.");
+  lease_expired_ = &r.AddCounter("idlepool_lease_expirations_total",
+                                 "Workers declared lost because their lease expired, since the "
+                                 "coordinator started.");
+  served_ = &r.AddCounter("idlepool_bytes_total", kBytesHelp, {{"direction", "served"}});
+  received_ = &r.AddCounter("idlepool_bytes_total", kBytesHelp, {{"direction", "received"}});
+  peer_ = &r.AddCounter("idlepool_bytes_total", kBytesHelp, {{"direction", "peer"}});
+  commit_ = &r.AddHistogram("idlepool_store_commit_seconds",
+                            "Duration of each group commit of the scheduler's records.",
+                            metrics::LatencyBuckets());
+  scheduling_ = &r.AddHistogram(
+      "idlepool_scheduling_seconds",
+      "From an event entering the core queue to its batch's decisions being sent.",
+      metrics::LatencyBuckets());
+}
+
+void PoolMetrics::OnDecisions(const std::vector<core::Decision>& decisions) {
+  for (const auto& d : decisions) {
+    if (const auto* c = std::get_if<core::AttemptCreated>(&d)) {
+      if (!c->revived) started_->Inc();
+    } else if (const auto* e = std::get_if<core::AttemptEnded>(&d)) {
+      switch (e->outcome) {
+        case core::AttemptOutcome::kSucceeded: succeeded_->Inc(); break;
+        case core::AttemptOutcome::kFailed:
+        case core::AttemptOutcome::kTimedOut: failed_->Inc(); break;
+        case core::AttemptOutcome::kPreempted: preempted_->Inc(); break;
+        default: break;
+      }
+      peer_->Inc(static_cast<double>(e->transfer.peer_bytes));
+    } else if (std::holds_alternative<core::WorkerLost>(d)) {
+      lease_expired_->Inc();
+    }
+  }
+}
+
+std::string PoolMetrics::ActivityOf(const v1::WorkerInfo& w) {
+  if (!w.activity().empty()) return w.activity();
+  if (w.state() == "connected") return w.attempts_running() > 0 ? "running" : "idle";
+  return w.state();
+}
+
+void PoolMetrics::SetPool(const v1::ListWorkersReply& workers,
+                          const std::vector<core::JobSummary>& jobs) {
+  std::map<std::string, double> by_activity;
+  for (const char* a : kActivities) by_activity[a] = 0;
+  double total = 0, busy = 0;
+  for (const auto& w : workers.workers()) {
+    by_activity[ActivityOf(w)] += 1;
+    if (w.state() == "connected") {
+      total += w.capacity().cpus();
+      busy += w.slots_busy();
+    }
+  }
+  for (const auto& [a, n] : by_activity) {
+    registry_.AddGauge("idlepool_workers", kWorkersHelp, {{"state", a}}).Set(n);
+  }
+  slots_total_->Set(total);
+  slots_busy_->Set(busy);
+  double t[5] = {0, 0, 0, 0, 0};
+  for (const auto& j : jobs) {
+    t[0] += j.pending;
+    t[1] += j.running;
+    t[2] += j.succeeded;
+    t[3] += j.failed;
+    t[4] += j.cancelled;
+  }
+  for (int i = 0; i < 5; ++i) {
+    registry_.AddGauge("idlepool_tasks", kTasksHelp, {{"state", kTaskStates[i]}}).Set(t[i]);
+  }
+}
+
+}  // namespace idlepool::coordinator

@@ -1,0 +1,64 @@
+// The coordinator's Prometheus metrics (README "Prometheus metrics"): a metrics::Registry with
+// the pool's families, fed by the coordinator shell (never by the pure core).
+//
+//   idlepool_workers{state}               gauge: workers by activity (WorkerInfo.activity words)
+//   idlepool_slots, idlepool_slots_busy   gauge: CPU slots of connected workers, and in use
+//                                         (not "slots_total": promtool reserves _total for
+//                                         counters)
+//   idlepool_tasks{state}                 gauge: tasks of every job by state
+//   idlepool_attempts_{started,succeeded,failed,preempted}_total   counters (failed: failed or
+//                                         timed out)
+//   idlepool_lease_expirations_total      counter: workers declared lost by their lease
+//   idlepool_bytes_total{direction}       counter: served (blob bytes the coordinator sent:
+//                                         GetBlob, FetchChunk), received (blob bytes uploaded
+//                                         to it: inputs and outputs), peer (worker to worker,
+//                                         as attempts reported)
+//   idlepool_store_commit_seconds         histogram: each group commit of the core's records
+//   idlepool_scheduling_seconds           histogram: an event entering the core queue until its
+//                                         batch's decisions were sent
+// Counters count since this coordinator process started.
+//
+// Thread safety: every method may be called from any thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/scheduler.h"
+#include "idlepool.pb.h"
+#include "metrics/metrics.h"
+
+namespace idlepool::coordinator {
+
+class PoolMetrics {
+ public:
+  PoolMetrics();
+
+  // The records and messages of one core batch (counts attempts, lease expirations, peer bytes).
+  void OnDecisions(const std::vector<core::Decision>& decisions);
+  void OnCommit(double seconds) { commit_->Observe(seconds); }
+  void OnScheduled(double seconds) { scheduling_->Observe(seconds); }
+  void BytesServed(uint64_t n) { served_->Inc(static_cast<double>(n)); }
+  void BytesReceived(uint64_t n) { received_->Inc(static_cast<double>(n)); }
+
+  // Sets the gauges from the pool as it is now.
+  void SetPool(const v1::ListWorkersReply& workers, const std::vector<core::JobSummary>& jobs);
+
+  // The exposition text; runs the collector set with SetCollector first.
+  std::string Render() const { return registry_.Render(); }
+  metrics::Registry& registry() { return registry_; }
+
+  // A worker's one-word activity: WorkerInfo.activity, or (when the coordinator did not fill it)
+  // derived from state: connected -> running (an attempt runs) or idle; otherwise the state.
+  static std::string ActivityOf(const v1::WorkerInfo& w);
+
+ private:
+  metrics::Registry registry_;
+  metrics::Counter *started_, *succeeded_, *failed_, *preempted_, *lease_expired_;
+  metrics::Counter *served_, *received_, *peer_;
+  metrics::Histogram *commit_, *scheduling_;
+  metrics::Gauge *slots_total_, *slots_busy_;
+};
+
+}  // namespace idlepool::coordinator
