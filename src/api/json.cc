@@ -118,6 +118,7 @@ nlohmann::json WorkerJson(const v1::WorkerInfo& w) {
                       {"state", w.state()},
                       {"activity", w.activity()},
                       {"slots", w.capacity().cpus()},
+                      {"gpus", w.capacity().gpus()},
                       {"memory_mb", w.capacity().memory_mb()},
                       {"slots_busy", w.slots_busy()},
                       {"attempts_running", w.attempts_running()},

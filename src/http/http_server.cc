@@ -142,13 +142,24 @@ absl::StatusOr<uint64_t> ParseJobId(const std::string& s) {
 const char* kLoginPage = R"(<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>idlepool: log in</title></head>
 <body><h1>idlepool</h1>
-<form method="get" action="/login">
+%ERROR%<form method="get" action="/login">
 <label>Pool token <input type="password" name="token" autocomplete="off" autofocus></label>
 <button type="submit">Log in</button>
 </form>
 <p>The token is in the coordinator's DATA_DIR/pool.token; the coordinator prints a login link.</p>
 </body></html>
 )";
+
+// The login form, status 401 (no session): `error` (plain text, never from the request) is shown
+// above it when not empty.
+void SendLoginPage(httplib::Response& res, const std::string& error) {
+  std::string page = kLoginPage;
+  page.replace(page.find("%ERROR%"), 7,
+               error.empty() ? std::string() : absl::StrCat("<p id=\"login-error\">", error, "</p>\n"));
+  res.status = 401;
+  res.set_header("Cache-Control", "no-store");
+  res.set_content(page, "text/html; charset=utf-8");
+}
 
 class ServerImpl final : public Server {
  public:
@@ -217,10 +228,14 @@ class ServerImpl final : public Server {
       res.set_header("X-Content-Type-Options", "nosniff");
       res.set_header("Referrer-Policy", "no-referrer");
       if (req.path == "/login" || Authorized(req)) return httplib::Server::HandlerResponse::Unhandled;
+      res.set_header("WWW-Authenticate", "Bearer realm=\"idlepool\"");
+      if (req.path == "/") {  // a browser opening the dashboard: the login form, no data
+        SendLoginPage(res, "");
+        return httplib::Server::HandlerResponse::Handled;
+      }
       SendError(res, 401,
                 "no or wrong pool token: send \"Authorization: Bearer TOKEN\" or log in at "
                 "/login?token=TOKEN");
-      res.set_header("WWW-Authenticate", "Bearer realm=\"idlepool\"");
       return httplib::Server::HandlerResponse::Handled;
     });
     svr_.set_exception_handler([](const httplib::Request&, httplib::Response& res,
@@ -234,13 +249,13 @@ class ServerImpl final : public Server {
 
     svr_.Get("/login", [this](const httplib::Request& req, httplib::Response& res) {
       if (!req.has_param("token")) {
-        res.set_header("Cache-Control", "no-store");
-        res.set_content(kLoginPage, "text/html; charset=utf-8");
+        SendLoginPage(res, "");
+        res.status = 200;
         return;
       }
       const std::string token = req.get_param_value("token");
       if (!Matches(token)) {
-        SendError(res, 401, "wrong pool token");
+        SendLoginPage(res, "wrong pool token");
         return;
       }
       res.set_header("Set-Cookie", absl::StrCat(kCookie, "=", token,

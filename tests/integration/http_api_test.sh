@@ -26,7 +26,11 @@ for path in /api/v1/workers /api/v1/jobs /api/v1/jobs/1 /metrics /api/v1/events 
     # shellcheck disable=SC2086
     c=$(eval code --max-time 5 $args "$URL$path")
     [ "$c" = 401 ] || fail "$path with '${args:0:30}' answered $c, want 401"
-    jq -e '.error | length > 0' "$T/body" >/dev/null || fail "$path: 401 without a JSON error"
+    if [ "$path" = / ]; then  # a browser gets the login form
+      grep -q '<form method="get" action="/login">' "$T/body" || fail "/: 401 without the login form"
+    else
+      jq -e '.error | length > 0' "$T/body" >/dev/null || fail "$path: 401 without a JSON error"
+    fi
     ! grep -q '"workers"\|"jobs"\|w1\|idlepool_' "$T/body" || fail "$path: 401 body has data: $(cat "$T/body")"
   done
 done
