@@ -16,11 +16,19 @@ PACKAGES=(
   prometheus  # promtool checks the coordinator's /metrics
   # xmllint: the job timeline SVG is checked to be well-formed XML
   libxml2-utils
+  # the dashboard's browser test: headless Chromium driven by playwright-core (npm)
+  chromium
   # the demo's real input and tools
   povray povray-examples ffmpeg
   # the OCR example (examples/ocr): pages rendered with groff + ghostscript, read by tesseract
   groff-base ghostscript tesseract-ocr tesseract-ocr-eng
 )
+
+# node and npm run the browser test; a machine that already has them (e.g. from NodeSource, whose
+# nodejs bundles npm and conflicts with Debian's npm package) keeps its own.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  PACKAGES+=(nodejs npm)
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
