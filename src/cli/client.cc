@@ -127,6 +127,17 @@ absl::StatusOr<v1::ProfileReply> PoolClient::GetProfile(const std::string& profi
   return reply;
 }
 
+absl::StatusOr<v1::JobTimeline> PoolClient::GetJobTimeline(uint64_t job, uint32_t max_attempts) {
+  v1::TimelineRequest req;
+  req.set_job(job);
+  req.set_max_attempts(max_attempts);
+  v1::JobTimeline reply;
+  auto ctx = Context();
+  grpc::Status st = stub_->GetJobTimeline(ctx.get(), req, &reply);
+  if (!st.ok()) return wire::FromGrpc(st, absl::StrCat("timeline of job ", job));
+  return reply;
+}
+
 absl::StatusOr<std::string> ProfileKeyOf(const spec::JobSpec& spec) {
   std::vector<std::string> hashes;
   for (const auto& in : spec.inputs) {

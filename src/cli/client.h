@@ -40,6 +40,10 @@ class PoolClient {
   // `profile_key` when job is 0. max_samples 0: the coordinator's default (200).
   [[nodiscard]] absl::StatusOr<v1::ProfileReply> GetProfile(const std::string& profile_key,
                                                             uint64_t job, uint32_t max_samples);
+  // A job's attempts and its workers' events (Pool.GetJobTimeline); max_attempts 0: the
+  // coordinator's default. kNotFound for an unknown job.
+  [[nodiscard]] absl::StatusOr<v1::JobTimeline> GetJobTimeline(uint64_t job,
+                                                               uint32_t max_attempts);
 
   // Polls until the job is no longer running, calling `progress` on every change.
   [[nodiscard]] absl::StatusOr<v1::JobStatus> Wait(

@@ -21,6 +21,7 @@
 #include "cli/log_format.h"
 #include "cli/plan_job.h"
 #include "cli/profile_command.h"
+#include "cli/timeline_command.h"
 #include "cli/sim_command.h"
 #include "coordinator/coordinator.h"
 #include "nlohmann/json.hpp"
@@ -151,6 +152,21 @@ void AddMeasurementsJson(const idlepool::v1::WorkerInfo& w, nlohmann::json& j) {
                  {"measured_ms_ago", l.measured_ms_ago()}};
   } else {
     j["link"] = nullptr;
+  }
+  j["activity"] = w.activity();
+  j["owner_cause"] = w.owner_cause();
+  if (w.has_sensors()) {
+    const auto& s = w.sensors();
+    nlohmann::json o = nlohmann::json::object();
+    if (s.has_temperature_c()) o["temperature_c"] = s.temperature_c();
+    if (s.has_battery_percent()) o["battery_percent"] = s.battery_percent();
+    if (s.has_on_ac_power()) o["on_ac_power"] = s.on_ac_power();
+    if (s.has_lid_closed()) o["lid_closed"] = s.lid_closed();
+    if (s.has_idle_seconds()) o["idle_seconds"] = s.idle_seconds();
+    if (s.has_owner_cpu_load()) o["owner_cpu_load"] = s.owner_cpu_load();
+    j["sensors"] = std::move(o);
+  } else {
+    j["sensors"] = nullptr;
   }
   j["cpu_score"] = w.cpu_score();
   j["cores"] = w.cores();
@@ -503,6 +519,14 @@ int main(int argc, char** argv) {
   profilec->add_option("--max-samples", pro.max_samples, "newest attempts (default 200, max 5000)")
       ->check(CLI::Range(1u, 5000u));
   profilec->add_flag("--json", pro.json, "print one JSON object");
+
+  idlepool::cli::TimelineOptions tlo;
+  auto* timelinec = app.add_subcommand(
+      "timeline", "a job's attempts and its workers' events, for scripts (`report` draws it)");
+  add_client_opts(timelinec);
+  timelinec->add_option("JOB", tlo.job, "job id")->required();
+  timelinec->add_option("--max-attempts", tlo.max_attempts, "newest attempts (default 20000)");
+  timelinec->add_flag("--json", tlo.json, "print the JobTimeline as protobuf JSON");
 
   uint32_t local_workers = 2;
   std::string run_data_dir;
@@ -865,9 +889,9 @@ int main(int argc, char** argv) {
       std::printf("%s\n", WorkersJson(*w).dump().c_str());
       return 0;
     }
-    std::printf("%-20s %-20s %-13s %6s %6s %10s  %s %6s  %s  %s\n", "WORKER", "HOST", "STATE",
-                "SLOTS", "BUSY", "SEEN", Pad("LINK", 26).c_str(), "CPU", Pad("UP", 32).c_str(),
-                "OWNER");
+    std::printf("%-20s %-20s %-13s %-14s %6s %6s %10s  %s %6s  %s  %s\n", "WORKER", "HOST",
+                "STATE", "ACTIVITY", "SLOTS", "BUSY", "SEEN", Pad("LINK", 26).c_str(), "CPU",
+                Pad("UP", 32).c_str(), "OWNER");
     for (const auto& x : w->workers()) {
       // Only a worker that is there has an owner policy to show.
       const bool here = x.state() == "connected" || x.state() == "disconnected";
@@ -879,10 +903,11 @@ int main(int argc, char** argv) {
       }
       const std::string cpu =
           x.cpu_score() > 0 ? std::to_string(static_cast<int64_t>(x.cpu_score() + 0.5)) : "-";
-      std::printf("%-20s %-20s %-13s %6u %6u %10s  %s %6s  %s  %s\n", x.worker().c_str(),
-                  x.hostname().c_str(), x.state().c_str(), x.capacity().cpus(), x.slots_busy(),
-                  seen, Pad(LinkText(x), 26).c_str(), cpu.c_str(), Pad(UpText(x), 32).c_str(),
-                  owner.c_str());
+      std::printf("%-20s %-20s %-13s %-14s %6u %6u %10s  %s %6s  %s  %s\n", x.worker().c_str(),
+                  x.hostname().c_str(), x.state().c_str(),
+                  x.activity().empty() ? "-" : x.activity().c_str(), x.capacity().cpus(),
+                  x.slots_busy(), seen, Pad(LinkText(x), 26).c_str(), cpu.c_str(),
+                  Pad(UpText(x), 32).c_str(), owner.c_str());
     }
     return 0;
   }
@@ -918,6 +943,11 @@ int main(int argc, char** argv) {
     if (!need_token()) return 2;
     PoolClient client = MakeClient(common);
     return idlepool::cli::RunProfile(client, pro);
+  }
+  if (*timelinec) {
+    if (!need_token()) return 2;
+    PoolClient client = MakeClient(common);
+    return idlepool::cli::RunTimeline(client, tlo);
   }
 
   if (*run) {

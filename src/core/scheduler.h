@@ -146,8 +146,8 @@ struct OwnerStateChanged {
   bool accepting = true;
   std::string state;   // "run", "suspend", "vacate": for display
   std::string reason;  // for display
-  std::string cause;   // which rule decided (worker/owner_policy.h Cause names): for display
   std::vector<AttemptId> suspended;
+  std::string cause;  // which rule decided (worker/owner_policy.h Cause names): for display
 };
 
 // A running attempt saved a checkpoint (blobs already stored by the shell). It replaces the

@@ -1152,7 +1152,7 @@ TEST_P(StoreConformance, LogTailIsKeptWithTheEndedAttemptButNotInProfileSamples)
   const core::JobId a = Insert(MakeJob("a", 2));
   ASSERT_TRUE(store().Apply({Created(1, {a, 0}, "w1"), Created(2, {a, 1}, "w2")}, 100).ok());
   core::AttemptEnded failed{1, {a, 0}, "w1", AttemptOutcome::kFailed, 3, "exit code 3"};
-  failed.log_tail = "line 1\nerror: \xc3\xa9chec\n";
+  failed.log_tail = "line 1\nerror: \xc3\xa9" "chec\n";
   core::AttemptEnded ok{2, {a, 1}, "w2", AttemptOutcome::kSucceeded, 0, ""};
   ok.log_tail = "done";
   ASSERT_TRUE(store().Apply({failed, ok}, 200).ok());
