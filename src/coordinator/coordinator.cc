@@ -27,6 +27,7 @@
 #include "blob/store.h"
 #include "coordinator/availability.h"
 #include "coordinator/planner.h"
+#include "coordinator/timeline.h"
 #include "coordinator/tracker.h"
 #include "coordinator/wire.h"
 #include "core/scheduler.h"
@@ -39,7 +40,6 @@
 #include "spec/profile_key.h"
 #include "spec/spec.h"
 #include "store/store.h"
-#include "coordinator/timeline.h"
 
 namespace idlepool::coordinator {
 namespace fs = std::filesystem;
