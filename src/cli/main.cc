@@ -24,6 +24,7 @@
 #include "cli/profile_command.h"
 #include "cli/progress.h"
 #include "cli/report_command.h"
+#include "cli/timeline_command.h"
 #include "cli/sim_command.h"
 #include "coordinator/coordinator.h"
 #include "nlohmann/json.hpp"
@@ -450,6 +451,14 @@ int main(int argc, char** argv) {
   reportc->add_option("--max-attempts", rep.max_attempts, "newest attempts (default 20000)")
       ->check(CLI::Range(1u, 1'000'000u));
 
+  idlepool::cli::TimelineOptions tlo;
+  auto* timelinec = app.add_subcommand(
+      "timeline", "a job's attempts and its workers' events, for scripts (`report` draws it)");
+  add_client_opts(timelinec);
+  timelinec->add_option("JOB", tlo.job, "job id")->required();
+  timelinec->add_option("--max-attempts", tlo.max_attempts, "newest attempts (default 20000)");
+  timelinec->add_flag("--json", tlo.json, "print the JobTimeline as protobuf JSON");
+
   uint32_t local_workers = 2;
   std::string run_data_dir;
   auto* run = app.add_subcommand(
@@ -849,9 +858,9 @@ int main(int argc, char** argv) {
       std::printf("%s\n", WorkersJson(*w).dump().c_str());
       return 0;
     }
-    std::printf("%-20s %-20s %-13s %6s %6s %10s  %s %6s  %s  %s\n", "WORKER", "HOST", "STATE",
-                "SLOTS", "BUSY", "SEEN", Pad("LINK", 26).c_str(), "CPU", Pad("UP", 32).c_str(),
-                "OWNER");
+    std::printf("%-20s %-20s %-13s %-14s %6s %6s %10s  %s %6s  %s  %s\n", "WORKER", "HOST",
+                "STATE", "ACTIVITY", "SLOTS", "BUSY", "SEEN", Pad("LINK", 26).c_str(), "CPU",
+                Pad("UP", 32).c_str(), "OWNER");
     for (const auto& x : w->workers()) {
       // Only a worker that is there has an owner policy to show.
       const bool here = x.state() == "connected" || x.state() == "disconnected";
@@ -863,10 +872,11 @@ int main(int argc, char** argv) {
       }
       const std::string cpu =
           x.cpu_score() > 0 ? std::to_string(static_cast<int64_t>(x.cpu_score() + 0.5)) : "-";
-      std::printf("%-20s %-20s %-13s %6u %6u %10s  %s %6s  %s  %s\n", x.worker().c_str(),
-                  x.hostname().c_str(), x.state().c_str(), x.capacity().cpus(), x.slots_busy(),
-                  seen, Pad(LinkText(x), 26).c_str(), cpu.c_str(), Pad(UpText(x), 32).c_str(),
-                  owner.c_str());
+      std::printf("%-20s %-20s %-13s %-14s %6u %6u %10s  %s %6s  %s  %s\n", x.worker().c_str(),
+                  x.hostname().c_str(), x.state().c_str(),
+                  x.activity().empty() ? "-" : x.activity().c_str(), x.capacity().cpus(),
+                  x.slots_busy(), seen, Pad(LinkText(x), 26).c_str(), cpu.c_str(),
+                  Pad(UpText(x), 32).c_str(), owner.c_str());
     }
     return 0;
   }
@@ -907,6 +917,11 @@ int main(int argc, char** argv) {
     if (!need_token()) return 2;
     PoolClient client = MakeClient(common);
     return idlepool::cli::RunReport(client, rep);
+  }
+  if (*timelinec) {
+    if (!need_token()) return 2;
+    PoolClient client = MakeClient(common);
+    return idlepool::cli::RunTimeline(client, tlo);
   }
 
   if (*run) {

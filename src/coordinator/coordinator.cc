@@ -28,6 +28,7 @@
 #include "coordinator/availability.h"
 #include "coordinator/planner.h"
 #include "coordinator/pool_metrics.h"
+#include "coordinator/timeline.h"
 #include "coordinator/tracker.h"
 #include "coordinator/wire.h"
 #include "core/scheduler.h"
@@ -64,6 +65,38 @@ constexpr core::Millis kProbeWait{60000};
 // all of them every kBookRefresh (their availability grows while nothing changes).
 constexpr core::Millis kBookWriteGap{500};
 constexpr core::Millis kBookRefresh{60000};
+// Worker events (store::WorkerEvent) are kept 30 days, and at most 1M rows (the newest): a month
+// of a busy pool's timelines, bounded for a flapping one. Trimmed with every kBookRefresh.
+constexpr int64_t kEventKeepMs = int64_t{30} * 24 * 3600 * 1000;
+constexpr size_t kEventMaxRows = 1'000'000;
+// GetJobTimeline: attempts by default and at most (TimelineRequest.max_attempts), and events.
+constexpr uint32_t kTimelineMaxAttempts = 20000;
+constexpr size_t kTimelineMaxEvents = 100000;
+
+// The last `max_bytes` of `s` or fewer, starting on a UTF-8 character boundary.
+std::string LastUtf8(const std::string& s, size_t max_bytes) {
+  if (s.size() <= max_bytes) return s;
+  size_t start = s.size() - max_bytes;
+  while (start < s.size() && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80) ++start;
+  return s.substr(start);
+}
+
+// The readings a worker sent, with every non-finite number dropped (unknown).
+v1::SensorReadings CleanSensors(const v1::SensorReadings& in) {
+  v1::SensorReadings out;
+  auto finite = [](bool has, double v) { return has && std::isfinite(v); };
+  if (finite(in.has_temperature_c(), in.temperature_c())) out.set_temperature_c(in.temperature_c());
+  if (finite(in.has_battery_percent(), in.battery_percent())) {
+    out.set_battery_percent(in.battery_percent());
+  }
+  if (in.has_on_ac_power()) out.set_on_ac_power(in.on_ac_power());
+  if (in.has_lid_closed()) out.set_lid_closed(in.lid_closed());
+  if (finite(in.has_idle_seconds(), in.idle_seconds())) out.set_idle_seconds(in.idle_seconds());
+  if (finite(in.has_owner_cpu_load(), in.owner_cpu_load())) {
+    out.set_owner_cpu_load(in.owner_cpu_load());
+  }
+  return out;
+}
 
 
 
@@ -81,6 +114,7 @@ struct Session {
   std::deque<v1::CoordinatorMessage> outbox;
   bool end_after_flush = false;  // set after a Refused message
   bool done = false;             // the handler is leaving; the writer must stop
+  bool left = false;             // it said Leaving (handler thread only)
 
   void Send(v1::CoordinatorMessage m, bool end = false) {
     std::lock_guard lock(mu);
@@ -381,6 +415,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
                       }
                       BookHello(session->worker, session->id, session->hostname, cpu_score,
                                 cores);
+                      RecordConnected(session->worker, session->id);
                       v1::CoordinatorMessage welcome;
                       welcome.mutable_welcome()->set_heartbeat_ms(
                           static_cast<uint32_t>(options_.heartbeat.count()));
@@ -400,6 +435,8 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
         const auto& v = msg.leaving().vacated_attempts();
         Post(core::WorkerLeaving{session->worker, session->id,
                                  std::vector<core::AttemptId>(v.begin(), v.end())});
+        if (!session->left) RecordSessionEnd(session->worker, session->id, "left");
+        session->left = true;
         spdlog::info("worker {} is leaving; {} attempts vacated", session->worker, v.size());
       } else if (msg.has_owner_state()) {
         const v1::OwnerState& o = msg.owner_state();
@@ -409,10 +446,18 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
         ev.accepting = o.accepting();
         ev.state = spec::TruncateUtf8(o.state(), 32);
         ev.reason = spec::TruncateUtf8(o.reason(), 256);
+        ev.cause = spec::TruncateUtf8(o.cause(), 32);
         ev.suspended.assign(o.suspended_attempts().begin(), o.suspended_attempts().end());
         spdlog::info("worker {}: owner policy says {} ({}){}", session->worker, ev.state,
                      ev.reason, ev.accepting ? "" : "; no new work");
-        Post(std::move(ev));
+        // On the core thread, in session order after the hello's welcome.
+        std::optional<v1::SensorReadings> sensors;
+        if (o.has_sensors()) sensors = CleanSensors(o.sensors());
+        PostItem(Item{core::Event(ev), [this, worker = session->worker, id = session->id,
+                                        state = ev.state, cause = ev.cause, reason = ev.reason,
+                                        sensors = std::move(sensors)] {
+                        NoteOwner(worker, id, state, cause, reason, sensors);
+                      }});
       } else if (msg.has_cache()) {
         core::CacheChanged ev;
         ev.worker = session->worker;
@@ -429,6 +474,12 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
                                         added = std::move(added), removed = ev.removed] {
                         std::lock_guard lock(tracker_mu_);
                         tracker_.CacheChanged(worker, id, added, removed);
+                      }});
+      } else if (msg.has_sensors()) {
+        PostItem(Item{std::nullopt, [this, worker = session->worker, id = session->id,
+                                     sensors = CleanSensors(msg.sensors())] {
+                        NoteOwner(worker, id, "", "", "", sensors);
+                        PoolChanged();  // no core event: tell the dashboards here
                       }});
       } else if (msg.has_link()) {
         BookLink(session->worker, session->id, msg.link());
@@ -462,6 +513,9 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
     {
       std::lock_guard lock(sessions_mu_);
       sessions_.erase(session->id);
+    }
+    if (!session->left && !shutting_down_.load()) {
+      RecordSessionEnd(session->worker, session->id, "disconnected");
     }
     spdlog::info("worker {} session {} closed", session->worker, session->id);
     return grpc::Status::OK;
@@ -778,6 +832,9 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
       out->set_accepting(w.accepting);
       out->set_owner_state(w.owner_state);
       out->set_owner_reason(w.owner_reason);
+      out->set_owner_cause(w.owner_cause);
+      out->set_activity(WorkerActivity({out->state(), w.owner_state, w.owner_cause,
+                                        w.attempts_running}));
       auto it = hostnames_.find(w.worker);
       if (it != hostnames_.end()) out->set_hostname(it->second);
       out->set_cache_bytes(w.cache_bytes);
@@ -795,6 +852,8 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
       listed.insert(out.worker());
       auto r = records_.find(out.worker());
       if (r != records_.end()) FillMeasurements(r->second, now_ms, wall_ms, &out);
+      auto s = sensors_.find(out.worker());
+      if (s != sensors_.end()) *out.mutable_sensors() = s->second;
     }
     for (const auto& [name, r] : records_) {
       if (listed.count(name)) continue;
@@ -802,6 +861,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
       out->set_worker(name);
       out->set_state("disconnected");
       out->set_hostname(r.hostname);
+      out->set_activity("disconnected");
       out->set_last_seen_ms_ago(-1);  // not since this coordinator started
       out->set_accepting(false);
       FillMeasurements(r, now_ms, wall_ms, out);
@@ -948,6 +1008,87 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
     return grpc::Status::OK;
   }
 
+  // A job's attempts (log tails included) and the events of the workers that ran them, from its
+  // submission to its end (now while it runs).
+  grpc::Status GetJobTimeline(grpc::ServerContext* ctx, const v1::TimelineRequest* req,
+                              v1::JobTimeline* reply) override {
+    if (auto st = CheckToken(ctx); !st.ok()) return st;
+    return GetJobTimelineInternal(*req, reply);
+  }
+
+  // The body of GetJobTimeline, without the token check; the HTTP API's
+  // /api/v1/jobs/N/timeline[.svg] calls it too.
+  grpc::Status GetJobTimelineInternal(const v1::TimelineRequest& request, v1::JobTimeline* reply) {
+    const v1::TimelineRequest* req = &request;
+    const core::JobId job = req->job();
+    if (auto st = FillJobStatus(job, /*with_failures=*/true, reply->mutable_job()); !st.ok()) {
+      return st;
+    }
+    const int64_t now_ms = clock_.WallMs();
+    reply->set_now_ms(now_ms);
+    auto attempts = store_->ListAttempts(job);
+    if (!attempts.ok()) return wire::ToGrpc(attempts.status());
+    const std::vector<uint64_t> next = NextAttempts(*attempts);  // before any is dropped
+    const uint32_t max_attempts = req->max_attempts() == 0
+                                      ? kTimelineMaxAttempts
+                                      : std::min(req->max_attempts(), kTimelineMaxAttempts);
+    const size_t first = attempts->size() > max_attempts ? attempts->size() - max_attempts : 0;
+    if (first > 0) reply->set_truncated(true);  // ListAttempts is by id: the newest are last
+    std::set<std::string> workers;
+    for (size_t i = first; i < attempts->size(); ++i) {
+      const store::AttemptRecord& a = (*attempts)[i];
+      workers.insert(a.worker);
+      v1::TimelineAttempt* t = reply->add_attempts();
+      t->set_attempt(a.attempt);
+      t->set_task(a.task.index);
+      t->set_worker(a.worker);
+      t->set_outcome(core::ToString(a.outcome));
+      t->set_started_ms(a.started_ms);
+      t->set_ended_ms(a.ended_ms);
+      t->set_exit_code(a.exit_code);
+      // The stored message carries the log tail after it (for `status`); here it has its own field.
+      std::string message = a.message;
+      const std::string suffix = "\n" + a.log_tail;
+      if (!a.log_tail.empty() && message.size() >= suffix.size() &&
+          message.compare(message.size() - suffix.size(), suffix.size(), suffix) == 0) {
+        message.resize(message.size() - suffix.size());
+      }
+      t->set_message(std::move(message));
+      t->set_log_tail(a.log_tail);
+      t->set_suspensions(a.suspensions);
+      t->set_lost_ms(static_cast<uint64_t>(std::max<int64_t>(a.lost_ms, 0)));
+      ToProto(a.transfer, t->mutable_transfer());
+      v1::AttemptTiming* tm = t->mutable_timing();
+      tm->set_stage_ms(a.timing.stage_ms);
+      tm->set_run_ms(a.timing.run_ms);
+      tm->set_upload_ms(a.timing.upload_ms);
+      tm->set_resumed(a.timing.resumed);
+      t->set_next_attempt(next[i]);
+    }
+    if (workers.empty()) return grpc::Status::OK;
+    store::WorkerEventsQuery q;
+    q.workers.assign(workers.begin(), workers.end());
+    q.from_ms = reply->job().submitted_ms();
+    q.to_ms = reply->job().finished_ms() > 0 ? reply->job().finished_ms() : now_ms;
+    q.limit = kTimelineMaxEvents + 1;
+    auto events = store_->ListWorkerEvents(q);
+    if (!events.ok()) return wire::ToGrpc(events.status());
+    const size_t skip = events->size() > kTimelineMaxEvents ? events->size() - kTimelineMaxEvents
+                                                            : 0;
+    if (skip > 0) reply->set_truncated(true);
+    for (size_t i = skip; i < events->size(); ++i) {
+      const store::WorkerEvent& e = (*events)[i];
+      v1::WorkerEvent* o = reply->add_events();
+      o->set_worker(e.worker);
+      o->set_at_ms(e.at_ms);
+      o->set_kind(e.kind);
+      o->set_state(e.state);
+      o->set_cause(e.cause);
+      o->set_reason(e.reason);
+    }
+    return grpc::Status::OK;
+  }
+
  private:
   static void ToProto(const core::Transfer& t, v1::Transfer* o) {
     o->set_input_bytes(t.input_bytes);
@@ -1011,6 +1152,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
     ev.exit_code = r.exit_code();
     ev.message = spec::TruncateUtf8(r.message(), 1024);
     if (!r.log_tail().empty()) ev.message += "\n" + spec::TruncateUtf8(r.log_tail(), kMaxLogTail);
+    ev.log_tail = LastUtf8(r.log_tail(), kMaxLogTail);
     switch (r.result()) {
       case v1::AttemptReport::SUCCEEDED: ev.result = core::ReportResult::kSucceeded; break;
       case v1::AttemptReport::TIMED_OUT: ev.result = core::ReportResult::kTimedOut; break;
@@ -1361,13 +1503,17 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
       auto tasks = store_->ListTasks(id);
       auto attempts = store_->ListAttempts(id);
       if (tasks.ok() && attempts.ok()) {
-        std::map<uint32_t, std::string> last_message;
-        for (const auto& a : *attempts) last_message[a.task.index] = a.message;
+        std::map<uint32_t, std::string> last_message, last_tail;
+        for (const auto& a : *attempts) {
+          last_message[a.task.index] = a.message;
+          last_tail[a.task.index] = a.log_tail;
+        }
         for (const auto& t : *tasks) {
           if (t.state != core::TaskState::kFailed) continue;
           auto* f = out->add_failed_tasks();
           f->set_index(t.task.index);
           f->set_message(last_message[t.task.index]);
+          f->set_log_tail(last_tail[t.task.index]);
         }
       }
     }
@@ -1480,7 +1626,62 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
     return out;
   }
 
-  // The book thread: writes changed rows (at most every kBookWriteGap), every row every
+  // --- Worker events and sensors (book_mu_; written to the store by the book thread) --------
+
+  void AddEvent(const std::string& worker, const char* kind, const std::string& state = "",
+                const std::string& cause = "", const std::string& reason = "")
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(book_mu_) {
+    pending_events_.push_back(store::WorkerEvent{worker, clock_.WallMs(), kind, state, cause,
+                                                 reason});
+    book_cv_.notify_all();
+  }
+
+  // Core thread: the core welcomed `session`. Its first owner state is recorded again even when
+  // it says what the worker said before it went away.
+  void RecordConnected(const std::string& worker, core::SessionId session) {
+    std::lock_guard lock(book_mu_);
+    event_sessions_[worker] = session;
+    owner_seen_.erase(worker);
+    AddEvent(worker, "connected");
+  }
+
+  // A session ended ("disconnected") or said it is leaving ("left"): recorded only for the
+  // worker's welcomed session, once.
+  void RecordSessionEnd(const std::string& worker, core::SessionId session, const char* kind) {
+    std::lock_guard lock(book_mu_);
+    auto it = event_sessions_.find(worker);
+    if (it == event_sessions_.end() || it->second != session) return;
+    event_sessions_.erase(it);
+    AddEvent(worker, kind);
+  }
+
+  // Core thread: the core declared the worker lost.
+  void RecordLost(const std::string& worker) {
+    std::lock_guard lock(book_mu_);
+    event_sessions_.erase(worker);
+    AddEvent(worker, "lost");
+  }
+
+  // Core thread, before the core applies the OwnerState (state non-empty) or on a
+  // WorkerMessage.sensors (state empty): keeps the readings, and records an "owner" event when
+  // the state or cause differs from the last one recorded. Ignored unless `session` is the
+  // worker's welcomed one.
+  void NoteOwner(const std::string& worker, core::SessionId session, const std::string& state,
+                 const std::string& cause, const std::string& reason,
+                 const std::optional<v1::SensorReadings>& sensors) {
+    std::lock_guard lock(book_mu_);
+    auto it = event_sessions_.find(worker);
+    if (it == event_sessions_.end() || it->second != session) return;
+    if (sensors) sensors_[worker] = *sensors;
+    if (state.empty()) return;
+    auto& seen = owner_seen_[worker];
+    if (seen.first == state && seen.second == cause) return;
+    seen = {state, cause};
+    AddEvent(worker, "owner", state, cause, reason);
+  }
+
+  // The book thread: writes worker events as they come, changed rows (at most every
+  // kBookWriteGap, or with events), every row every
   // kBookRefresh, and every row once more at shutdown. A failed write is logged, not fatal: these
   // are measurements, and the next write carries them again.
   void BookLoop() {
@@ -1488,12 +1689,14 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
     std::unique_lock lock(book_mu_);
     while (true) {
       book_cv_.wait_for(lock, std::max(core::Millis(0), next_full - clock_.Now()),
-                        [&] { return book_stop_ || !dirty_.empty(); });
+                        [&] { return book_stop_ || !dirty_.empty() || !pending_events_.empty(); });
       const bool stop = book_stop_;
       const auto now = clock_.Now();
+      bool trim = false;
       if (stop || now >= next_full) {
         for (const auto& [name, r] : records_) dirty_.insert(name);
         next_full = now + kBookRefresh;
+        trim = true;
       }
       std::vector<store::WorkerRecord> rows;
       for (const auto& name : dirty_) {
@@ -1503,7 +1706,20 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
         rows.back().updated_ms = clock_.WallMs();
       }
       dirty_.clear();
+      std::vector<store::WorkerEvent> events;
+      events.swap(pending_events_);
       lock.unlock();
+      if (!events.empty()) {
+        if (absl::Status st = store_->AppendWorkerEvents(events); !st.ok()) {
+          spdlog::warn("cannot store {} worker events: {}", events.size(), st.ToString());
+        }
+      }
+      if (trim) {
+        const int64_t before_ms = clock_.WallMs() - kEventKeepMs;
+        if (absl::Status st = store_->TrimWorkerEvents(before_ms, kEventMaxRows); !st.ok()) {
+          spdlog::warn("cannot trim worker events: {}", st.ToString());
+        }
+      }
       if (!rows.empty()) {
         if (absl::Status st = store_->PutWorkers(rows); !st.ok()) {
           spdlog::warn("cannot store worker measurements: {}", st.ToString());
@@ -1511,7 +1727,9 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
       }
       lock.lock();
       if (stop) return;
-      book_cv_.wait_for(lock, kBookWriteGap, [&] { return book_stop_; });
+      // Worker rows wait kBookWriteGap; events go at once (a live timeline shows them).
+      book_cv_.wait_for(lock, kBookWriteGap,
+                        [&] { return book_stop_ || !pending_events_.empty(); });
     }
   }
 
@@ -1617,15 +1835,6 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
   void PoolChanged() { feed_.Bump(); }
 
  private:
-  // The body of GetJobTimeline (proto: rpc GetJobTimeline), without the token check; the HTTP
-  // API's /api/v1/jobs/N/timeline[.svg] calls it.
-  // TODO(H1 merge): H1's branch provides the real body (GetJobTimeline's handler should call
-  // this). Until then: UNIMPLEMENTED.
-  grpc::Status GetJobTimelineInternal(const v1::TimelineRequest& req, v1::JobTimeline* out) {
-    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
-                        "job timelines are not in this build yet (GetJobTimeline)");
-  }
-
   static absl::Status ToAbsl(const grpc::Status& s) {
     return s.ok() ? absl::OkStatus()
                   : absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
@@ -1764,6 +1973,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
           spdlog::info("job {} {}", j->job, core::ToString(j->state));
         }
       } else if (auto* l = std::get_if<core::WorkerLost>(&d)) {
+        RecordLost(l->worker);
         spdlog::warn("worker {} lost (silent for {} ms); its attempts are requeued", l->worker,
                      options_.lease_timeout.count());
         // A lost worker whose stream is somehow still open (a frozen process, a half-dead
@@ -1826,6 +2036,12 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
   AvailabilityTracker availability_ ABSL_GUARDED_BY(book_mu_);
   std::map<std::string, std::vector<LinkProbe>> link_probes_ ABSL_GUARDED_BY(book_mu_);  // oldest first
   std::set<std::string> dirty_ ABSL_GUARDED_BY(book_mu_);
+  // Worker events not yet stored; each worker's welcomed session (for its events), the owner
+  // state and cause last recorded, and its sensors as it last said.
+  std::vector<store::WorkerEvent> pending_events_ ABSL_GUARDED_BY(book_mu_);
+  std::map<std::string, core::SessionId> event_sessions_ ABSL_GUARDED_BY(book_mu_);
+  std::map<std::string, std::pair<std::string, std::string>> owner_seen_ ABSL_GUARDED_BY(book_mu_);
+  std::map<std::string, v1::SensorReadings> sensors_ ABSL_GUARDED_BY(book_mu_);
   bool book_stop_ ABSL_GUARDED_BY(book_mu_) = false;
   std::thread book_thread_;
 

@@ -402,6 +402,7 @@ void Scheduler::OnOwnerState(const OwnerStateChanged& e, MonoTime now,
   Reindex(e.worker);
   w.owner_state = e.state;
   w.owner_reason = e.reason;
+  w.owner_cause = e.cause;
   if (e.accepting) {
     // Thawed: the time they spent frozen does not count toward their timeout.
     for (AttemptId id : w.attempts) {
@@ -453,15 +454,15 @@ void Scheduler::OnReport(const AttemptReport& e, MonoTime now, std::vector<Decis
   switch (e.result) {
     case ReportResult::kSucceeded:
       EndAttempt(e.attempt, AttemptOutcome::kSucceeded, e.exit_code, e.message, e.outputs, out,
-                 Millis{0}, e.transfer, e.timing);
+                 Millis{0}, e.transfer, e.timing, e.log_tail);
       break;
     case ReportResult::kFailed:
       EndAttempt(e.attempt, AttemptOutcome::kFailed, e.exit_code, e.message, {}, out, Millis{0},
-                 e.transfer, e.timing);
+                 e.transfer, e.timing, e.log_tail);
       break;
     case ReportResult::kTimedOut:
       EndAttempt(e.attempt, AttemptOutcome::kTimedOut, e.exit_code, e.message, {}, out, Millis{0},
-                 e.transfer, e.timing);
+                 e.transfer, e.timing, e.log_tail);
       break;
     case ReportResult::kPreempted: {
       if (e.checkpoint) {
@@ -470,16 +471,16 @@ void Scheduler::OnReport(const AttemptReport& e, MonoTime now, std::vector<Decis
         out.push_back(TaskCheckpointed{key, e.attempt, *e.checkpoint});
       }
       EndAttempt(e.attempt, AttemptOutcome::kPreempted, e.exit_code, e.message, {}, out,
-                 std::max(e.lost, Millis{0}), e.transfer, e.timing);
+                 std::max(e.lost, Millis{0}), e.transfer, e.timing, e.log_tail);
       break;
     }
     case ReportResult::kMachineFault:
       EndAttempt(e.attempt, AttemptOutcome::kMachineFault, e.exit_code, e.message, {}, out,
-                 Millis{0}, e.transfer, e.timing);
+                 Millis{0}, e.transfer, e.timing, e.log_tail);
       break;
     default:  // a value outside the enum: treat the attempt as failed rather than trust it
       EndAttempt(e.attempt, AttemptOutcome::kFailed, e.exit_code, "unknown report result", {}, out,
-                 Millis{0}, e.transfer, e.timing);
+                 Millis{0}, e.transfer, e.timing, e.log_tail);
       break;
   }
   out.push_back(AckReport{e.worker, e.session, e.attempt, true, ""});
@@ -506,7 +507,8 @@ bool Scheduler::LateSuccess(const AttemptReport& e, std::vector<Decision>& out) 
   job.counters.lost_work -= lost;
   job.counters.transfer += e.transfer;
   out.push_back(AttemptEnded{e.attempt, key, e.worker, AttemptOutcome::kSucceeded, e.exit_code,
-                             e.message, Millis{0}, e.transfer, /*late=*/true, e.timing});
+                             e.message, Millis{0}, e.transfer, /*late=*/true, e.timing,
+                             e.log_tail});
   // The attempts that replaced it are superseded (the backup first, as in OnCancel).
   for (const AttemptId id : {task.backup, task.current}) {
     if (id != 0) Supersede(id, e.attempt, out);
@@ -737,7 +739,7 @@ void Scheduler::Supersede(AttemptId id, AttemptId winner, std::vector<Decision>&
 void Scheduler::EndAttempt(AttemptId id, AttemptOutcome outcome, int exit_code,
                            const std::string& message, std::vector<OutputFile> outputs,
                            std::vector<Decision>& out, Millis lost, const Transfer& transfer,
-                           const AttemptTiming& timing) {
+                           const AttemptTiming& timing, const std::string& log_tail) {
   CORE_CHECK(outcome != AttemptOutcome::kRunning, "ending an attempt as running");
   const AttemptRec a = Unlink(id);
   JobRec& job = JobOf(a.task);
@@ -761,7 +763,7 @@ void Scheduler::EndAttempt(AttemptId id, AttemptOutcome outcome, int exit_code,
 
   job.counters.transfer += transfer;
   out.push_back(AttemptEnded{id, a.task, a.worker, outcome, exit_code, message, lost, transfer,
-                             /*late=*/false, timing});
+                             /*late=*/false, timing, log_tail});
 
   bool failure = false;
   switch (outcome) {
@@ -1442,7 +1444,7 @@ std::vector<WorkerView> Scheduler::Workers() const {
     all.push_back(WorkerView{name, w.state, w.session, w.boot_id, w.capacity, w.slots_busy,
                              static_cast<uint32_t>(w.attempts.size()), w.last_seen, w.accepting,
                              w.owner_state, w.owner_reason, Speed(w), w.up_ends, w.cache_bytes,
-                             w.cache_blobs});
+                             w.cache_blobs, w.owner_cause});
   }
   return all;
 }

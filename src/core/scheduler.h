@@ -147,6 +147,7 @@ struct OwnerStateChanged {
   std::string state;   // "run", "suspend", "vacate": for display
   std::string reason;  // for display
   std::vector<AttemptId> suspended;
+  std::string cause;  // which rule decided (worker/owner_policy.h Cause names): for display
 };
 
 // A running attempt saved a checkpoint (blobs already stored by the shell). It replaces the
@@ -178,6 +179,7 @@ struct AttemptReport {
   Millis lost{0};
   Transfer transfer;  // bytes the attempt moved (added to its job's counters)
   AttemptTiming timing;  // where its time went (carried to the store, never decided on)
+  std::string log_tail;  // last bytes of its output (carried to the store, never decided on)
 };
 
 // Time passed: expire leases, orphaned attempts and timeouts.
@@ -214,6 +216,7 @@ struct AttemptEnded {
   // its outputs) and has now reported kSucceeded; the store replaces the kLost record.
   bool late = false;
   AttemptTiming timing;  // as its worker reported it (zero when no report came)
+  std::string log_tail;  // as its worker reported it (empty when no report came)
 };
 struct TaskChanged {
   TaskKey task;
@@ -370,6 +373,7 @@ struct WorkerView {
   // Its blob cache as it last said (Hello, CacheChanged).
   uint64_t cache_bytes = 0;
   uint32_t cache_blobs = 0;
+  std::string owner_cause;  // OwnerStateChanged::cause as last reported, for display
 };
 
 // Placement policy: which of the learned-estimate rules the scheduler applies. Every rule is a
@@ -567,7 +571,7 @@ class Scheduler {
     MonoTime last_seen{};
     std::set<AttemptId> attempts;
     bool accepting = true;
-    std::string owner_state, owner_reason;
+    std::string owner_state, owner_reason, owner_cause;
     // Speed estimate (Policy): decayed attempts and decayed runtime / job mean.
     double speed_attempts = 0, speed_time = 0;
     // Up periods (Policy): the current one's start, the ended ones' count and expected count.
@@ -662,7 +666,7 @@ class Scheduler {
   void EndAttempt(AttemptId id, AttemptOutcome outcome, int exit_code, const std::string& message,
                   std::vector<OutputFile> outputs, std::vector<Decision>& out,
                   Millis lost = Millis{0}, const Transfer& transfer = {},
-                  const AttemptTiming& timing = {});
+                  const AttemptTiming& timing = {}, const std::string& log_tail = {});
   // Takes a running attempt out of attempts_, orphans_ and its task's attempt slots (the other
   // attempt, if any, becomes current) and returns its record; the caller frees its worker's
   // slots and moves its task on.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -43,6 +44,9 @@ class MemoryStore final : public Store {
   absl::StatusOr<std::vector<WorkerRecord>> ListWorkers() override;
   absl::Status PutJobPrediction(core::JobId job, const std::string& bytes) override;
   absl::StatusOr<std::string> GetJobPrediction(core::JobId job) override;
+  absl::Status AppendWorkerEvents(const std::vector<WorkerEvent>& events) override;
+  absl::StatusOr<std::vector<WorkerEvent>> ListWorkerEvents(const WorkerEventsQuery& q) override;
+  absl::Status TrimWorkerEvents(int64_t before_ms, size_t max_rows) override;
 
  private:
   using OutputKey = std::pair<uint32_t, std::string>;  // (task index, path): the listing order
@@ -90,6 +94,7 @@ class MemoryStore final : public Store {
   std::map<core::AttemptId, AttemptRecord> attempts_;
   std::map<std::string, WorkerRecord> workers_;
   std::map<core::JobId, std::string> predictions_;
+  std::deque<WorkerEvent> events_;  // in the order appended
 };
 
 absl::StatusOr<core::JobId> MemoryStore::InsertJob(const NewJob& job, int64_t now_ms) {
@@ -128,6 +133,7 @@ absl::Status MemoryStore::ApplyOne(const core::Decision& d, int64_t now_ms, Undo
       a.ended_ms = 0;
       a.lost_ms = 0;
       a.message.clear();
+      a.log_tail.clear();
       return absl::OkStatus();
     }
     if (attempts_.count(r->attempt)) return Invalid(in::DuplicateAttemptMsg(r->attempt));
@@ -172,6 +178,7 @@ absl::Status MemoryStore::ApplyOne(const core::Decision& d, int64_t now_ms, Undo
     a.lost_ms = r->lost.count();
     a.transfer = r->transfer;
     a.timing = r->timing;
+    a.log_tail = r->log_tail;
     return absl::OkStatus();
   }
 
@@ -356,6 +363,7 @@ absl::StatusOr<std::vector<AttemptRecord>> MemoryStore::ListSucceededAttempts(
     return in::NewerAttempt(a.ended_ms, a.attempt, b.ended_ms, b.attempt);
   });
   if (out.size() > q.limit) out.resize(q.limit);
+  for (AttemptRecord& a : out) a.log_tail.clear();  // as the SQLite backend: not selected
   return out;
 }
 
@@ -406,6 +414,36 @@ absl::StatusOr<std::string> MemoryStore::GetJobPrediction(core::JobId job) {
   if (!jobs_.count(job)) return NotFound(job);
   auto it = predictions_.find(job);
   return it == predictions_.end() ? std::string() : it->second;
+}
+
+absl::Status MemoryStore::AppendWorkerEvents(const std::vector<WorkerEvent>& events) {
+  for (const auto& e : events) {
+    if (std::string p = in::WorkerEventProblem(e); !p.empty()) return Invalid(p);
+  }
+  std::lock_guard lock(mu_);
+  events_.insert(events_.end(), events.begin(), events.end());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<WorkerEvent>> MemoryStore::ListWorkerEvents(
+    const WorkerEventsQuery& q) {
+  const std::set<std::string> workers(q.workers.begin(), q.workers.end());
+  std::lock_guard lock(mu_);
+  std::vector<WorkerEvent> out;
+  for (const auto& e : events_) {
+    if (workers.count(e.worker) && e.at_ms >= q.from_ms && e.at_ms <= q.to_ms) out.push_back(e);
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const WorkerEvent& a, const WorkerEvent& b) { return a.at_ms < b.at_ms; });
+  if (out.size() > q.limit) out.erase(out.begin(), out.end() - static_cast<ptrdiff_t>(q.limit));
+  return out;
+}
+
+absl::Status MemoryStore::TrimWorkerEvents(int64_t before_ms, size_t max_rows) {
+  std::lock_guard lock(mu_);
+  std::erase_if(events_, [&](const WorkerEvent& e) { return e.at_ms < before_ms; });
+  while (events_.size() > max_rows) events_.pop_front();
+  return absl::OkStatus();
 }
 
 }  // namespace

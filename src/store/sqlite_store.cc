@@ -1,6 +1,6 @@
 // The SQLite store: one database file in WAL mode with synchronous=FULL.
 //
-// File format (schema version 6, kept in PRAGMA user_version; PRAGMA application_id marks the
+// File format (schema version 7, kept in PRAGMA user_version; PRAGMA application_id marks the
 // file as an idlepool store):
 //   jobs        (id INTEGER PRIMARY KEY AUTOINCREMENT, ...)  ids are never reused
 //   tasks       (job_id, idx) WITHOUT ROWID
@@ -11,6 +11,8 @@
 //   job_profiles (job_id PRIMARY KEY, profile_key, input_bytes, input_files), indexed by key
 //   workers     (worker) WITHOUT ROWID: what the pool measured of each worker (version 5)
 //   job_predictions (job_id PRIMARY KEY, prediction BLOB): makespan predictions (version 6)
+//   worker_events (id INTEGER PRIMARY KEY, worker, at_ms, kind, ...): what happened to workers
+//                (version 7, which also added attempts.log_tail)
 // Version 2 added attempts.suspensions, attempts.lost_ms and the checkpoints table; version 3 the
 // attempts' transfer columns (input_bytes ... cache_misses); version 4 the attempts' timing
 // columns (stage_ms, run_ms, upload_ms, resumed) and job_profiles; version 5 the workers table.
@@ -30,6 +32,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include "absl/strings/string_view.h"
 #include <utility>
@@ -46,7 +49,7 @@ namespace {
 
 namespace in = internal;
 
-constexpr int kSchemaVersion = 6;
+constexpr int kSchemaVersion = 7;
 constexpr int32_t kApplicationId = 0x49504f4c;  // "IPOL"
 constexpr int kBusyTimeoutMs = 10000;
 
@@ -187,6 +190,39 @@ CREATE TABLE job_predictions (
 );
 )sql";
 
+// ---- Schema version 7 (issue 7, "see the pool"): self-contained so it can be renumbered at
+// merge. From version 6 to 7: each attempt's log tail (AttemptEnded::log_tail), and what happened
+// to workers (store::WorkerEvent; written by AppendWorkerEvents, never by Apply; ordered by id
+// among equal times). worker_events is bounded by TrimWorkerEvents, by time and by rows.
+constexpr int kEventsSchemaVersion = 7;
+constexpr const char* kMigrateV7Events = R"sql(
+ALTER TABLE attempts ADD COLUMN log_tail TEXT NOT NULL DEFAULT '';
+CREATE TABLE worker_events (
+  id      INTEGER PRIMARY KEY,
+  worker  TEXT    NOT NULL,
+  at_ms   INTEGER NOT NULL,
+  kind    TEXT    NOT NULL,
+  state   TEXT    NOT NULL DEFAULT '',
+  cause   TEXT    NOT NULL DEFAULT '',
+  reason  TEXT    NOT NULL DEFAULT ''
+);
+CREATE INDEX worker_events_by_worker ON worker_events(worker, at_ms);
+CREATE INDEX worker_events_by_time ON worker_events(at_ms);
+)sql";
+constexpr const char* kAppendWorkerEventSql =
+    "INSERT INTO worker_events (worker, at_ms, kind, state, cause, reason) "
+    "VALUES (?, ?, ?, ?, ?, ?)";
+// One worker's events in a time range, newest first (the limit keeps the newest).
+constexpr const char* kListWorkerEventsSql =
+    "SELECT id, worker, at_ms, kind, state, cause, reason FROM worker_events "
+    "WHERE worker = ? AND at_ms >= ? AND at_ms <= ? ORDER BY at_ms DESC, id DESC LIMIT ?";
+constexpr const char* kTrimEventsByTimeSql = "DELETE FROM worker_events WHERE at_ms < ?";
+// The row `offset` places below the newest, and every older one (none when there are fewer).
+constexpr const char* kTrimEventsByRowsSql =
+    "DELETE FROM worker_events WHERE id <= "
+    "(SELECT id FROM worker_events ORDER BY id DESC LIMIT 1 OFFSET ?)";
+// ---- end of schema version 7
+
 // --- small sqlite helpers -------------------------------------------------------------------
 
 struct StmtDeleter {
@@ -319,15 +355,16 @@ constexpr const char* kListJobsSql =
 #undef IDLEPOOL_JOB_HEADER_FROM
 #undef IDLEPOOL_JOB_HEADER_COLUMNS
 
-// Every column of an attempts row that an AttemptRecord holds except job_id, in the order
-// ReadAttempt reads them.
+// Every column of an attempts row that an AttemptRecord holds except log_tail, in the order
+// ReadAttempt reads them; ListAttempts adds log_tail as column kAttemptLogTailColumn.
 #define IDLEPOOL_ATTEMPT_COLUMNS                                                               \
   "a.id, a.idx, a.worker, a.outcome, a.exit_code, a.message, a.started_ms, a.ended_ms, "       \
   "a.suspensions, a.lost_ms, a.input_bytes, a.cached_bytes, a.coordinator_bytes, "             \
   "a.peer_bytes, a.output_bytes, a.cache_hits, a.cache_misses, a.stage_ms, a.run_ms, "        \
   "a.upload_ms, a.resumed, a.job_id"
 constexpr const char* kListAttemptsSql =
-    "SELECT " IDLEPOOL_ATTEMPT_COLUMNS " FROM attempts a WHERE a.job_id = ? ORDER BY a.id";
+    "SELECT " IDLEPOOL_ATTEMPT_COLUMNS ", a.log_tail FROM attempts a WHERE a.job_id = ? "
+    "ORDER BY a.id";
 constexpr const char* kSucceededOfJobSql =
     "SELECT " IDLEPOOL_ATTEMPT_COLUMNS " FROM attempts a WHERE a.job_id = ? AND a.outcome = ? "
     "ORDER BY a.ended_ms DESC, a.id DESC LIMIT ?";
@@ -336,6 +373,7 @@ constexpr const char* kSucceededOfKeySql =
     "ON a.job_id = p.job_id WHERE p.profile_key = ? AND a.outcome = ? "
     "ORDER BY a.ended_ms DESC, a.id DESC LIMIT ?";
 #undef IDLEPOOL_ATTEMPT_COLUMNS
+constexpr int kAttemptLogTailColumn = 22;
 
 // Statements prepared once per connection.
 struct Statements {
@@ -351,6 +389,7 @@ struct Statements {
   StmtPtr insert_job_profile, succeeded_of_job, succeeded_of_key;
   StmtPtr put_worker, list_workers;  // schema version 5
   StmtPtr put_prediction, get_prediction;  // schema version 6
+  StmtPtr append_event, list_events, trim_events_by_time, trim_events_by_rows;  // version 7
 };
 
 // --- the store --------------------------------------------------------------------------------
@@ -382,6 +421,9 @@ class SqliteStore final : public Store {
   absl::StatusOr<std::vector<WorkerRecord>> ListWorkers() override;
   absl::Status PutJobPrediction(core::JobId job, const std::string& bytes) override;
   absl::StatusOr<std::string> GetJobPrediction(core::JobId job) override;
+  absl::Status AppendWorkerEvents(const std::vector<WorkerEvent>& events) override;
+  absl::StatusOr<std::vector<WorkerEvent>> ListWorkerEvents(const WorkerEventsQuery& q) override;
+  absl::Status TrimWorkerEvents(int64_t before_ms, size_t max_rows) override;
 
  private:
   // Error for a failed sqlite call `rc` while doing `what`; the message names the file.
@@ -537,7 +579,8 @@ absl::Status SqliteStore::Open() {
 
   if (fresh) {
     std::string ddl = absl::StrCat("BEGIN IMMEDIATE;", kSchemaV1, kMigrateV2, kMigrateV3,
-                                   kMigrateV4, kMigrateV5Workers, kMigrateV6, "PRAGMA application_id = ",
+                                   kMigrateV4, kMigrateV5Workers, kMigrateV6, kMigrateV7Events,
+                                   "PRAGMA application_id = ",
                                    kApplicationId, ";",
                                    "PRAGMA user_version = ", kSchemaVersion, ";", "COMMIT;");
     if (absl::Status s = Exec(ddl.c_str(), "create schema"); !s.ok()) {
@@ -555,7 +598,8 @@ absl::Status SqliteStore::Open() {
                         {3, kMigrateV3},
                         {kTimingSchemaVersion, kMigrateV4},
                         {kWorkersSchemaVersion, kMigrateV5Workers},
-                        {6, kMigrateV6}};
+                        {6, kMigrateV6},
+                        {kEventsSchemaVersion, kMigrateV7Events}};
   static_assert(std::size(steps) + 1 == kSchemaVersion, "one migration step per version");
   for (const Step& step : steps) {
     if (fresh || *version >= step.to) continue;
@@ -590,7 +634,7 @@ absl::Status SqliteStore::PrepareAll() {
        "UPDATE attempts SET outcome = ?, exit_code = ?, message = ?, ended_ms = ?, lost_ms = ?, "
        "input_bytes = ?, cached_bytes = ?, coordinator_bytes = ?, peer_bytes = ?, "
        "output_bytes = ?, cache_hits = ?, cache_misses = ?, stage_ms = ?, run_ms = ?, "
-       "upload_ms = ?, resumed = ? "
+       "upload_ms = ?, resumed = ?, log_tail = ? "
        "WHERE id = ? AND job_id = ? AND idx = ? AND worker = ? AND outcome = ?"},
       {&st_.suspend_attempt,
        "UPDATE attempts SET suspensions = suspensions + 1 "
@@ -606,7 +650,7 @@ absl::Status SqliteStore::PrepareAll() {
        "sum(coordinator_bytes), sum(peer_bytes), sum(output_bytes), sum(cache_hits), "
        "sum(cache_misses) FROM attempts GROUP BY job_id"},
       {&st_.revive_attempt,
-       "UPDATE attempts SET outcome = ?, ended_ms = 0, lost_ms = 0, message = '' "
+       "UPDATE attempts SET outcome = ?, ended_ms = 0, lost_ms = 0, message = '', log_tail = '' "
        "WHERE id = ? AND job_id = ? AND idx = ? AND worker = ? AND outcome = ?"},
       {&st_.load_lost_attempts,
        "SELECT a.id, a.job_id, a.idx, a.worker, a.lost_ms FROM attempts a JOIN jobs j "
@@ -652,6 +696,10 @@ absl::Status SqliteStore::PrepareAll() {
       {&st_.put_prediction,
        "INSERT OR REPLACE INTO job_predictions (job_id, prediction) VALUES (?, ?)"},
       {&st_.get_prediction, "SELECT prediction FROM job_predictions WHERE job_id = ?"},
+      {&st_.append_event, kAppendWorkerEventSql},
+      {&st_.list_events, kListWorkerEventsSql},
+      {&st_.trim_events_by_time, kTrimEventsByTimeSql},
+      {&st_.trim_events_by_rows, kTrimEventsByRowsSql},
   };
   for (const auto& [stmt, sql] : all) {
     if (absl::Status s = Prepare(sql, *stmt); !s.ok()) return s;
@@ -776,6 +824,7 @@ absl::Status SqliteStore::ApplyOne(const core::Decision& d, int64_t now_ms) {
           .Int(i64(r->timing.run_ms))
           .Int(i64(r->timing.upload_ms))
           .Int(r->timing.resumed ? 1 : 0)
+          .Text(r->log_tail)
           .Int(static_cast<int64_t>(r->attempt))
           .Int(static_cast<int64_t>(r->task.job))
           .Int(r->task.index)
@@ -1196,6 +1245,9 @@ absl::Status SqliteStore::ReadAttempt(sqlite3_stmt* u, AttemptRecord& a) const {
   a.lost_ms = ColInt(u, 9);
   a.transfer = ColTransfer(u, 10);
   a.timing = ColTiming(u, 17);
+  if (sqlite3_column_count(u) > kAttemptLogTailColumn) {
+    a.log_tail = ColText(u, kAttemptLogTailColumn);
+  }
   return absl::OkStatus();
 }
 
@@ -1357,6 +1409,84 @@ absl::StatusOr<std::vector<WorkerRecord>> SqliteStore::ListWorkers() {
   }
   if (rc != SQLITE_DONE) return Err(rc, "ListWorkers: read workers");
   return out;
+}
+
+absl::Status SqliteStore::AppendWorkerEvents(const std::vector<WorkerEvent>& events) {
+  for (const auto& e : events) {
+    if (std::string p = in::WorkerEventProblem(e); !p.empty()) return Invalid(p);
+  }
+  if (events.empty()) return absl::OkStatus();
+  std::lock_guard lock(mu_);
+  if (absl::Status s = Begin(st_.begin_immediate); !s.ok()) return s;
+  for (const auto& e : events) {
+    Use u(st_.append_event);
+    Binder b(u);
+    b.Text(e.worker).Int(e.at_ms).Text(e.kind).Text(e.state).Text(e.cause).Text(e.reason);
+    absl::Status s = b.rc() != SQLITE_OK ? Err(b.rc(), "AppendWorkerEvents: bind")
+                                         : Step(u, "AppendWorkerEvents");
+    if (!s.ok()) {
+      Rollback();
+      return s;
+    }
+  }
+  return Commit();
+}
+
+absl::StatusOr<std::vector<WorkerEvent>> SqliteStore::ListWorkerEvents(
+    const WorkerEventsQuery& q) {
+  const int64_t limit = static_cast<int64_t>(std::min<size_t>(q.limit, INT64_MAX));
+  std::vector<std::pair<int64_t, WorkerEvent>> rows;  // (id, event)
+  std::lock_guard lock(mu_);
+  // One indexed range per worker (each its newest `limit`), merged below.
+  for (const std::string& worker : std::set<std::string>(q.workers.begin(), q.workers.end())) {
+    Use u(st_.list_events);
+    Binder b(u);
+    b.Text(worker).Int(q.from_ms).Int(q.to_ms).Int(limit);
+    if (b.rc() != SQLITE_OK) return Err(b.rc(), "ListWorkerEvents: bind");
+    int rc;
+    while ((rc = sqlite3_step(u)) == SQLITE_ROW) {
+      WorkerEvent e;
+      e.worker = ColText(u, 1);
+      e.at_ms = ColInt(u, 2);
+      e.kind = ColText(u, 3);
+      e.state = ColText(u, 4);
+      e.cause = ColText(u, 5);
+      e.reason = ColText(u, 6);
+      rows.emplace_back(ColInt(u, 0), std::move(e));
+    }
+    if (rc != SQLITE_DONE) return Err(rc, "ListWorkerEvents: read events");
+  }
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
+    return a.second.at_ms != b.second.at_ms ? a.second.at_ms < b.second.at_ms : a.first < b.first;
+  });
+  const size_t skip = rows.size() > q.limit ? rows.size() - q.limit : 0;
+  std::vector<WorkerEvent> out;
+  out.reserve(rows.size() - skip);
+  for (size_t i = skip; i < rows.size(); ++i) out.push_back(std::move(rows[i].second));
+  return out;
+}
+
+absl::Status SqliteStore::TrimWorkerEvents(int64_t before_ms, size_t max_rows) {
+  std::lock_guard lock(mu_);
+  if (absl::Status s = Begin(st_.begin_immediate); !s.ok()) return s;
+  absl::Status s;
+  {
+    Use u(st_.trim_events_by_time);
+    Binder b(u);
+    b.Int(before_ms);
+    s = b.rc() != SQLITE_OK ? Err(b.rc(), "TrimWorkerEvents: bind") : Step(u, "TrimWorkerEvents");
+  }
+  if (s.ok()) {
+    Use u(st_.trim_events_by_rows);
+    Binder b(u);
+    b.Int(static_cast<int64_t>(std::min<size_t>(max_rows, INT64_MAX)));
+    s = b.rc() != SQLITE_OK ? Err(b.rc(), "TrimWorkerEvents: bind") : Step(u, "TrimWorkerEvents");
+  }
+  if (!s.ok()) {
+    Rollback();
+    return s;
+  }
+  return Commit();
 }
 
 }  // namespace

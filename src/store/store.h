@@ -65,6 +65,7 @@ struct AttemptRecord {
   int64_t lost_ms = 0;       // AttemptEnded::lost
   core::Transfer transfer;   // AttemptEnded::transfer
   core::AttemptTiming timing;  // AttemptEnded::timing
+  std::string log_tail;       // AttemptEnded::log_tail (empty while running)
 };
 
 // Which succeeded attempts ListSucceededAttempts returns: those of job `job` when it is not 0,
@@ -73,6 +74,29 @@ struct SucceededAttemptsQuery {
   std::string profile_key;
   core::JobId job = 0;
   size_t limit = 200;  // at most this many, the newest
+};
+
+// Something that happened to a worker (v1::WorkerEvent): kind "owner" (its owner policy changed:
+// state run/suspend/vacate, cause, reason) or a session change ("connected", "disconnected",
+// "lost", "left"; state, cause and reason empty). Written by the coordinator off the core thread
+// (AppendWorkerEvents), read for job timelines.
+struct WorkerEvent {
+  std::string worker;
+  int64_t at_ms = 0;  // wall clock, Unix ms
+  std::string kind;
+  std::string state;
+  std::string cause;
+  std::string reason;
+  bool operator==(const WorkerEvent&) const = default;
+};
+
+// Which events ListWorkerEvents returns: those of `workers` with from_ms <= at_ms <= to_ms, at
+// most `limit` of them (the newest when there are more).
+struct WorkerEventsQuery {
+  std::vector<std::string> workers;
+  int64_t from_ms = 0;
+  int64_t to_ms = INT64_MAX;
+  size_t limit = 100000;
 };
 
 struct TaskOutput {
@@ -150,7 +174,8 @@ class Store {
   [[nodiscard]] virtual absl::StatusOr<std::vector<AttemptRecord>> ListAttempts(
       core::JobId job) = 0;
   // Attempts that ended kSucceeded (late successes included), newest first: by ended_ms
-  // descending, then attempt id descending. kInvalidArgument when neither a job nor a key is
+  // descending, then attempt id descending. Their log_tail is left empty (planner samples
+  // never need it). kInvalidArgument when neither a job nor a key is
   // given; kNotFound for an unknown job (an unknown key just matches nothing).
   [[nodiscard]] virtual absl::StatusOr<std::vector<AttemptRecord>> ListSucceededAttempts(
       const SucceededAttemptsQuery& query) = 0;
@@ -167,6 +192,16 @@ class Store {
   [[nodiscard]] virtual absl::Status PutWorkers(const std::vector<WorkerRecord>& workers) = 0;
   // Every worker row, by name.
   [[nodiscard]] virtual absl::StatusOr<std::vector<WorkerRecord>> ListWorkers() = 0;
+
+  // Worker events (WorkerEvent), appended in one transaction in the given order; not part of
+  // Apply's group commit. kInvalidArgument for an empty worker or kind (nothing of the batch is
+  // written). ListWorkerEvents: by at_ms, then in the order appended; an empty `workers` matches
+  // nothing. TrimWorkerEvents bounds their growth: deletes events with at_ms < before_ms, then the
+  // oldest beyond the newest max_rows.
+  [[nodiscard]] virtual absl::Status AppendWorkerEvents(const std::vector<WorkerEvent>& events) = 0;
+  [[nodiscard]] virtual absl::StatusOr<std::vector<WorkerEvent>> ListWorkerEvents(
+      const WorkerEventsQuery& query) = 0;
+  [[nodiscard]] virtual absl::Status TrimWorkerEvents(int64_t before_ms, size_t max_rows) = 0;
 
   // A job's makespan prediction (the coordinator's serialized v1::Prediction, opaque here), made
   // once per job and replaced if made again. kNotFound for an unknown job. Not part of Apply's

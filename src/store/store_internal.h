@@ -134,6 +134,13 @@ inline std::string WorkerRecordProblem(const WorkerRecord& w) {
   }
   return "";
 }
+inline std::string WorkerEventProblem(const WorkerEvent& e) {
+  if (e.worker.empty() || e.worker.size() > 256) {
+    return "AppendWorkerEvents: worker name must be 1 to 256 bytes";
+  }
+  if (e.kind.empty()) return absl::StrCat("AppendWorkerEvents: worker ", e.worker, ": empty kind");
+  return "";
+}
 inline std::string ZeroAttemptIdMsg(core::TaskKey t) {
   return absl::StrCat("AttemptCreated for ", TaskName(t), ": attempt id must be > 0");
 }

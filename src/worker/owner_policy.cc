@@ -19,7 +19,9 @@ bool Below(const std::optional<double>& v, double threshold) {
 
 bool DayIn(uint8_t days, int weekday) { return (days >> (((weekday % 7) + 7) % 7)) & 1u; }
 
-Decision Vacate(std::string reason) { return {Action::kVacate, Mode::kIdle, std::move(reason)}; }
+Decision Vacate(std::string reason, Cause cause) {
+  return {Action::kVacate, Mode::kIdle, std::move(reason), cause};
+}
 
 // A suspend-class result: an idle worker stays idle; a running one suspends; one suspended for
 // vacate_after_suspend_s or longer is vacated.
@@ -30,7 +32,7 @@ Decision Suspend(const PolicyConfig& config, const PolicyState& prev, double now
       return {Action::kSuspend, Mode::kIdle, "not starting: " + reason, cause};
     case Mode::kSuspended:
       if (now_s - prev.since_s >= config.vacate_after_suspend_s) {
-        return Vacate("suspended too long: " + reason);
+        return Vacate("suspended too long: " + reason, cause);
       }
       return {Action::kSuspend, Mode::kSuspended, reason, cause};
     case Mode::kRunning:
@@ -61,21 +63,21 @@ bool InWindow(const TimeWindow& window, LocalTime local) {
 Decision Decide(const Readings& r, const PolicyConfig& config, const PolicyState& prev,
                 double now_s, LocalTime local) {
   // 1. The machine is about to stop under us: give the task back now.
-  if (Is(r.lid_closed, true)) return Vacate("lid closed");
-  if (Is(r.sleep_imminent, true)) return Vacate("sleep imminent");
+  if (Is(r.lid_closed, true)) return Vacate("lid closed", Cause::kLid);
+  if (Is(r.sleep_imminent, true)) return Vacate("sleep imminent", Cause::kSleep);
 
   // 2. Outside every allowed window.
   if (!config.windows.empty()) {
     bool inside = false;
     for (const TimeWindow& w : config.windows) inside = inside || InWindow(w, local);
-    if (!inside) return Vacate("outside allowed time windows");
+    if (!inside) return Vacate("outside allowed time windows", Cause::kWindow);
   }
 
   // 3. On battery.
   if (Is(r.on_ac_power, false)) {
     switch (config.on_battery) {
       case BatteryAction::kVacate:
-        return Vacate("on battery");
+        return Vacate("on battery", Cause::kBattery);
       case BatteryAction::kSuspend:
         return Suspend(config, prev, now_s, "on battery", Cause::kBattery);
       case BatteryAction::kRun:
@@ -209,6 +211,20 @@ const char* ToString(Mode mode) {
     case Mode::kIdle: return "idle";
     case Mode::kRunning: return "running";
     case Mode::kSuspended: return "suspended";
+  }
+  return "?";
+}
+
+const char* ToString(Cause cause) {
+  switch (cause) {
+    case Cause::kNone: return "none";
+    case Cause::kBattery: return "battery";
+    case Cause::kTemperature: return "temperature";
+    case Cause::kOwnerLoad: return "owner_load";
+    case Cause::kOwnerInput: return "owner_input";
+    case Cause::kLid: return "lid";
+    case Cause::kSleep: return "sleep";
+    case Cause::kWindow: return "window";
   }
   return "?";
 }

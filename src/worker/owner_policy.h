@@ -118,9 +118,12 @@ inline constexpr double kSleepVacateGraceS = 2;
 
 enum class Mode { kIdle, kRunning, kSuspended };
 
-// Which rule a suspend-class decision came from (the hysteresis of rules 4 and 5 applies only
-// to a suspension they caused).
-enum class Cause { kNone, kBattery, kTemperature, kOwnerLoad, kOwnerInput };
+// Which rule a suspend- or vacate-class decision came from: kLid, kSleep (rule 1), kWindow
+// (rule 2), kBattery (rule 3), kTemperature (4), kOwnerLoad (5), kOwnerInput (6). A vacate
+// escalated from a long suspension keeps the cause of that suspension. kNone for kRun. The
+// hysteresis of rules 4 and 5 applies only to a suspension they caused (PolicyState::cause,
+// which Advance() keeps only while suspended).
+enum class Cause { kNone, kBattery, kTemperature, kOwnerLoad, kOwnerInput, kLid, kSleep, kWindow };
 
 // The previous decision, carried by the caller between calls.
 struct PolicyState {
@@ -138,7 +141,7 @@ struct Decision {
   Action action = Action::kRun;
   Mode next_mode = Mode::kIdle;
   std::string reason;  // short, human-readable: which rule decided
-  Cause cause = Cause::kNone;  // for suspend-class decisions
+  Cause cause = Cause::kNone;  // for suspend- and vacate-class decisions (kNone for kRun)
 };
 
 Decision Decide(const Readings& readings, const PolicyConfig& config, const PolicyState& prev,
@@ -166,5 +169,8 @@ std::string DefaultConfigToml();
 const char* ToString(Action action);
 const char* ToString(BatteryAction action);
 const char* ToString(Mode mode);
+// The wire name of a cause (OwnerState.cause): "none", "battery", "temperature", "owner_load",
+// "owner_input", "lid", "sleep", "window".
+const char* ToString(Cause cause);
 
 }  // namespace idlepool::worker

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <condition_variable>
 #include <deque>
 #include <cstring>
@@ -53,6 +54,35 @@ std::string HostName() {
 }
 
 double Seconds(core::MonoTime t) { return static_cast<double>(t.time_since_epoch().count()) / 1e3; }
+
+// Sensor readings on their own (WorkerMessage.sensors) at most this often (proto: SensorReadings).
+constexpr core::Millis kSensorsGap{5000};
+
+v1::SensorReadings ToProto(const Readings& r) {
+  v1::SensorReadings out;
+  if (r.temperature_c) out.set_temperature_c(*r.temperature_c);
+  if (r.battery_percent) out.set_battery_percent(*r.battery_percent);
+  if (r.on_ac_power) out.set_on_ac_power(*r.on_ac_power);
+  if (r.lid_closed) out.set_lid_closed(*r.lid_closed);
+  if (r.idle_seconds) out.set_idle_seconds(*r.idle_seconds);
+  if (r.owner_cpu_load) out.set_owner_cpu_load(*r.owner_cpu_load);
+  return out;
+}
+
+// True when `now` differs from `sent` enough to tell the coordinator (proto: SensorReadings):
+// temperature by >= 1 C, battery by >= 1 point, a boolean flipped, or a sensor appeared or went.
+// Idle time and owner load change all the time: they go with owner states only.
+bool SensorsChanged(const Readings& sent, const Readings& now) {
+  auto moved = [](const std::optional<double>& a, const std::optional<double>& b, double by) {
+    if (a.has_value() != b.has_value()) return true;
+    if (!a) return false;
+    if (std::isnan(*a) || std::isnan(*b)) return std::isnan(*a) != std::isnan(*b);
+    return std::abs(*a - *b) >= by;
+  };
+  return moved(sent.temperature_c, now.temperature_c, 1) ||
+         moved(sent.battery_percent, now.battery_percent, 1) ||
+         sent.on_ac_power != now.on_ac_power || sent.lid_closed != now.lid_closed;
+}
 
 // A checkpoint dir's regular files, relative paths in sorted order, with what identifies their
 // content cheaply (size and mtime): equal fingerprints mean nothing to upload.
@@ -1369,7 +1399,7 @@ class Worker::Impl {
       }
     } else {
       // Tell the coordinator before any attempt is handed back, or it would assign it here again.
-      if (d.action != last_action_) SendOwnerState(d, {});
+      if (d.action != last_action_) SendOwnerState(d, {}, r);
       const double grace_s = sleep ? std::min(options_.policy.vacate_grace_s, kSleepVacateGraceS)
                                    : options_.policy.vacate_grace_s;
       for (auto& a : all) {
@@ -1396,9 +1426,10 @@ class Worker::Impl {
                      frozen_now.empty() ? "" : absl::StrCat("; froze ", frozen_now.size(),
                                                             " attempts"));
       }
-      if (d.action != Action::kVacate || !frozen_now.empty()) SendOwnerState(d, frozen_now);
+      if (d.action != Action::kVacate || !frozen_now.empty()) SendOwnerState(d, frozen_now, r);
       last_action_ = d.action;
     }
+    SendSensorsIfChanged(r, now);
 
     // The machine is about to sleep: once nothing runs any more, let it.
     if (sleep) {
@@ -1414,11 +1445,16 @@ class Worker::Impl {
     }
   }
 
-  void SendOwnerState(const Decision& d, const std::vector<uint64_t>& frozen_now) {
+  // Owner thread. `r`: the readings the decision was made from.
+  void SendOwnerState(const Decision& d, const std::vector<uint64_t>& frozen_now,
+                      const Readings& r) {
     v1::WorkerMessage m;
     auto* o = m.mutable_owner_state();
     o->set_accepting(accepting_);
     o->set_state(ToString(d.action));
+    o->set_cause(d.action == Action::kRun ? ToString(Cause::kNone) : ToString(d.cause));
+    *o->mutable_sensors() = ToProto(r);
+    sensors_sent_ = r;
     o->set_reason(spec::TruncateUtf8(
         disk_full_ && d.action == Action::kRun ? DiskReason() : d.reason, 200));
     {
@@ -1426,6 +1462,25 @@ class Worker::Impl {
       owner_sent_ = m;
     }
     for (uint64_t id : frozen_now) o->add_suspended_attempts(id);
+    Send(m);
+  }
+
+  // Owner thread: the readings alone when they changed noticeably since last sent (with an owner
+  // state or alone), at most every kSensorsGap. They also replace those of the owner state resent
+  // after each hello.
+  void SendSensorsIfChanged(const Readings& r, core::MonoTime now) {
+    if (!SensorsChanged(sensors_sent_, r)) return;
+    if (sensors_sent_at_ && now - *sensors_sent_at_ < kSensorsGap) return;
+    sensors_sent_ = r;
+    sensors_sent_at_ = now;
+    v1::WorkerMessage m;
+    *m.mutable_sensors() = ToProto(r);
+    {
+      std::lock_guard lock(owner_mu_);
+      if (owner_sent_.has_owner_state()) {
+        *owner_sent_.mutable_owner_state()->mutable_sensors() = m.sensors();
+      }
+    }
     Send(m);
   }
 
@@ -1780,6 +1835,8 @@ class Worker::Impl {
   PolicyState policy_state_;              // owner thread only (and Run before it starts)
   std::optional<Action> last_action_;     // owner thread only; none before the first step
   Cause last_cause_ = Cause::kNone;       // owner thread only
+  Readings sensors_sent_;                 // owner thread only: the readings last sent
+  std::optional<core::MonoTime> sensors_sent_at_;  // owner thread only: last sent alone
   bool last_disk_full_ = false;           // owner thread only
   std::atomic<bool> disk_full_{false};    // see DiskFull()
   std::atomic<bool> accepting_{true};     // the owner policy allows new work

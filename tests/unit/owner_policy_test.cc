@@ -464,6 +464,70 @@ TEST(OwnerPolicy, AdvanceRecordsTheCauseOfASuspension) {
   EXPECT_EQ(Advance(s2, D(Good(), s2, {}, kNow + 9), kNow + 9).cause, Cause::kNone);
 }
 
+TEST(OwnerPolicy, EveryDecisionSaysWhichRuleMadeIt) {
+  struct Case {
+    const char* name;
+    Readings r;
+    PolicyConfig c;
+    Action action;
+    Cause cause;
+  };
+  std::vector<Case> cases;
+  auto with = [](auto set) {
+    Readings r = Good();
+    set(r);
+    return r;
+  };
+  PolicyConfig night;
+  night.windows = {{kEveryDay, Minute(19, 0), Minute(7, 0)}};
+  PolicyConfig suspend_on_battery;
+  suspend_on_battery.on_battery = BatteryAction::kSuspend;
+  cases.push_back({"good", Good(), {}, Action::kRun, Cause::kNone});
+  cases.push_back({"lid", with([](Readings& r) { r.lid_closed = true; }), {}, Action::kVacate,
+                   Cause::kLid});
+  cases.push_back({"sleep", with([](Readings& r) { r.sleep_imminent = true; }), {},
+                   Action::kVacate, Cause::kSleep});
+  cases.push_back({"window", Good(), night, Action::kVacate, Cause::kWindow});
+  cases.push_back({"battery vacate", with([](Readings& r) { r.on_ac_power = false; }), {},
+                   Action::kVacate, Cause::kBattery});
+  cases.push_back({"battery suspend", with([](Readings& r) { r.on_ac_power = false; }),
+                   suspend_on_battery, Action::kSuspend, Cause::kBattery});
+  cases.push_back({"hot", with([](Readings& r) { r.temperature_c = 99; }), {}, Action::kSuspend,
+                   Cause::kTemperature});
+  cases.push_back({"load", with([](Readings& r) { r.owner_cpu_load = 0.9; }), {},
+                   Action::kSuspend, Cause::kOwnerLoad});
+  cases.push_back({"input", with([](Readings& r) { r.idle_seconds = 1; }), {}, Action::kSuspend,
+                   Cause::kOwnerInput});
+  for (const Case& c : cases) {
+    Decision d = D(c.r, Running(), c.c);
+    EXPECT_EQ(d.action, c.action) << c.name;
+    EXPECT_EQ(d.cause, c.cause) << c.name << ": " << ToString(d.cause);
+  }
+  EXPECT_STREQ(ToString(Cause::kOwnerInput), "owner_input");
+  EXPECT_STREQ(ToString(Cause::kWindow), "window");
+}
+
+TEST(OwnerPolicy, AVacateAfterALongSuspensionKeepsItsCauseButNotTheHysteresis) {
+  Readings r = Good();
+  r.temperature_c = 99;
+  PolicyConfig c;
+  const PolicyState long_hot = Suspended(kNow - c.vacate_after_suspend_s, Cause::kTemperature);
+  Decision d = D(r, long_hot, c);
+  EXPECT_EQ(d.action, Action::kVacate);
+  EXPECT_EQ(d.cause, Cause::kTemperature);
+  // Vacated, the machine is idle: the cause of a vacate is for reporting only, and no
+  // hysteresis carries over (87 C, under the limit but within the margin, starts work).
+  PolicyState s = Advance(long_hot, d, kNow);
+  EXPECT_EQ(s.mode, Mode::kIdle);
+  EXPECT_EQ(s.cause, Cause::kNone);
+  r.temperature_c = 87;
+  EXPECT_EQ(D(r, s, c, kNow + 1).action, Action::kRun);
+  // A lid vacate leaves no cause in the state either.
+  r = Good();
+  r.lid_closed = true;
+  EXPECT_EQ(Advance(Running(), D(r, Running()), kNow).cause, Cause::kNone);
+}
+
 TEST(OwnerPolicy, CpuLoadBeatsOwnerInputInReason) {
   Readings r = Good();
   r.owner_cpu_load = 0.9;

@@ -102,6 +102,10 @@ bool operator==(const WorkerRecord& a, const WorkerRecord& b) {
          a.up_periods == b.up_periods && a.down_periods == b.down_periods &&
          a.updated_ms == b.updated_ms;
 }
+void PrintTo(const WorkerEvent& e, std::ostream* os) {
+  *os << "{" << e.worker << " @" << e.at_ms << " " << e.kind << " " << e.state << " " << e.cause
+      << " '" << e.reason << "'}";
+}
 void PrintTo(const WorkerRecord& w, std::ostream* os) {
   *os << "{" << w.worker << " host=" << w.hostname << " link@" << w.link_measured_ms
       << " rtt=" << w.rtt_us << "us " << w.down_bytes_per_s << "/" << w.up_bytes_per_s
@@ -1144,6 +1148,86 @@ TEST_P(StoreConformance, BadWorkerRowsAreRejectedAndNothingOfTheBatchIsWritten) 
   EXPECT_THAT(MustLoad().jobs, IsEmpty());
 }
 
+TEST_P(StoreConformance, LogTailIsKeptWithTheEndedAttemptButNotInProfileSamples) {
+  const core::JobId a = Insert(MakeJob("a", 2));
+  ASSERT_TRUE(store().Apply({Created(1, {a, 0}, "w1"), Created(2, {a, 1}, "w2")}, 100).ok());
+  core::AttemptEnded failed{1, {a, 0}, "w1", AttemptOutcome::kFailed, 3, "exit code 3"};
+  failed.log_tail = "line 1\nerror: \xc3\xa9" "chec\n";
+  core::AttemptEnded ok{2, {a, 1}, "w2", AttemptOutcome::kSucceeded, 0, ""};
+  ok.log_tail = "done";
+  ASSERT_TRUE(store().Apply({failed, ok}, 200).ok());
+  ASSERT_TRUE(store().Apply({Created(3, {a, 0}, "w2")}, 300).ok());
+  REOPEN();
+  std::vector<AttemptRecord> at = Attempts(a);
+  ASSERT_EQ(at.size(), 3u);
+  EXPECT_EQ(at[0].log_tail, failed.log_tail);
+  EXPECT_EQ(at[1].log_tail, "done");
+  EXPECT_EQ(at[2].log_tail, "");  // still running
+  auto samples = store().ListSucceededAttempts({"", a, 10});
+  ASSERT_TRUE(samples.ok()) << samples.status();
+  ASSERT_EQ(samples->size(), 1u);
+  EXPECT_EQ(samples->at(0).log_tail, "");
+}
+
+WorkerEvent Event(std::string worker, int64_t at_ms, std::string kind, std::string state = "",
+                  std::string cause = "") {
+  std::string reason = state.empty() ? "" : "because";
+  return WorkerEvent{std::move(worker), at_ms,           std::move(kind),
+                     std::move(state),  std::move(cause), std::move(reason)};
+}
+
+TEST_P(StoreConformance, WorkerEventsAreListedByTimeForTheWorkersAskedAndSurviveReopen) {
+  auto none = store().ListWorkerEvents({{"w1"}, 0, INT64_MAX, 100});
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_THAT(*none, IsEmpty());
+  const WorkerEvent c1 = Event("w1", 100, "connected");
+  const WorkerEvent s1 = Event("w1", 150, "owner", "suspend", "owner_input");
+  const WorkerEvent c2 = Event("w2", 120, "connected");
+  const WorkerEvent v1 = Event("w1", 150, "owner", "vacate", "lid");  // same time: in order
+  const WorkerEvent x3 = Event("w3", 130, "lost");
+  ASSERT_TRUE(store().AppendWorkerEvents({c1, s1, c2}).ok());
+  ASSERT_TRUE(store().AppendWorkerEvents({v1, x3}).ok());
+  ASSERT_TRUE(store().AppendWorkerEvents({}).ok());
+  REOPEN();
+  auto all = store().ListWorkerEvents({{"w2", "w1"}, 0, INT64_MAX, 100});
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_THAT(*all, ElementsAre(c1, c2, s1, v1));
+  // The range is inclusive at both ends; an empty worker list matches nothing.
+  EXPECT_THAT(*store().ListWorkerEvents({{"w1", "w2", "w3"}, 120, 130, 100}),
+              ElementsAre(c2, x3));
+  EXPECT_THAT(*store().ListWorkerEvents({{}, 0, INT64_MAX, 100}), IsEmpty());
+  // A limit keeps the newest.
+  EXPECT_THAT(*store().ListWorkerEvents({{"w1", "w2"}, 0, INT64_MAX, 2}), ElementsAre(s1, v1));
+}
+
+TEST_P(StoreConformance, BadWorkerEventsAreRejectedAndNothingOfTheBatchIsWritten) {
+  for (const WorkerEvent& bad : {Event("", 1, "lost"), Event("w", 1, ""),
+                                 Event(std::string(257, 'w'), 1, "lost")}) {
+    absl::Status st = store().AppendWorkerEvents({Event("w", 1, "connected"), bad});
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+  }
+  REOPEN();
+  EXPECT_THAT(*store().ListWorkerEvents({{"w"}, 0, INT64_MAX, 100}), IsEmpty());
+}
+
+TEST_P(StoreConformance, TrimWorkerEventsDropsTheOldAndBoundsTheRows) {
+  std::vector<WorkerEvent> events;
+  for (int i = 0; i < 10; ++i) events.push_back(Event(i % 2 ? "a" : "b", 1000 + i, "owner"));
+  ASSERT_TRUE(store().AppendWorkerEvents(events).ok());
+  ASSERT_TRUE(store().TrimWorkerEvents(1003, 1000).ok());  // by time: 1000..1002 go
+  auto left = store().ListWorkerEvents({{"a", "b"}, 0, INT64_MAX, 100});
+  ASSERT_TRUE(left.ok()) << left.status();
+  ASSERT_EQ(left->size(), 7u);
+  EXPECT_EQ(left->front().at_ms, 1003);
+  ASSERT_TRUE(store().TrimWorkerEvents(0, 4).ok());  // by rows: the 4 newest stay
+  REOPEN();
+  left = store().ListWorkerEvents({{"a", "b"}, 0, INT64_MAX, 100});
+  ASSERT_TRUE(left.ok()) << left.status();
+  EXPECT_THAT(*left, ElementsAre(events[6], events[7], events[8], events[9]));
+  ASSERT_TRUE(store().TrimWorkerEvents(0, 100).ok());  // fewer rows than the bound: no-op
+  EXPECT_EQ(store().ListWorkerEvents({{"a", "b"}, 0, INT64_MAX, 100})->size(), 4u);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Backends, StoreConformance,
     ::testing::Values(Backend{"Sqlite", [] { return std::unique_ptr<Harness>(new SqliteHarness); }},
@@ -1169,7 +1253,14 @@ class SqliteStoreTest : public ::testing::Test {
   }
   // Makes a current file a version 3 file, as idlepool wrote it before attempt timing, profile
   // keys and the workers table.
+  // Makes a current file a version 6 file, as idlepool wrote it before log tails and events.
+  static void DowngradeToV6(const std::string& path) {
+    RawExec(path, "DROP TABLE worker_events");
+    RawExec(path, "ALTER TABLE attempts DROP COLUMN log_tail");
+    RawExec(path, "PRAGMA user_version = 6");
+  }
   static void DowngradeToV3(const std::string& path) {
+    DowngradeToV6(path);
     RawExec(path, "DROP TABLE workers");
     RawExec(path, "DROP TABLE job_predictions");
     RawExec(path, "DROP INDEX job_profiles_by_key");
@@ -1279,15 +1370,15 @@ TEST_F(SqliteStoreTest, NewerSchemaVersionIsRefused) {
     ASSERT_TRUE(s.ok()) << s.status();
     ASSERT_TRUE((*s)->InsertJob(MakeJob("a", 1), 1).ok());
   }
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "6");
-  RawExec(path, "PRAGMA user_version = 7");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "7");
+  RawExec(path, "PRAGMA user_version = 8");
   absl::StatusOr<std::unique_ptr<Store>> s = OpenSqliteStore(path);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), absl::StatusCode::kDataLoss) << s.status();
   EXPECT_THAT(s.status().message(), HasSubstr(path));
-  EXPECT_THAT(s.status().message(), HasSubstr("schema version 7"));
+  EXPECT_THAT(s.status().message(), HasSubstr("schema version 8"));
   // Back to the known version, it opens again with the data intact.
-  RawExec(path, "PRAGMA user_version = 6");
+  RawExec(path, "PRAGMA user_version = 7");
   auto again = OpenSqliteStore(path);
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ((*again)->ListJobs()->size(), 1u);
@@ -1309,7 +1400,7 @@ TEST_F(SqliteStoreTest, SchemaVersionOneIsMigratedInPlace) {
   RawExec(path, "PRAGMA user_version = 1");
   auto s = OpenSqliteStore(path);
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "6");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "7");
   ASSERT_TRUE((*s)->Apply({core::AttemptSuspended{1, {1, 0}},
                            core::TaskCheckpointed{{1, 0}, 1, {File("x", 'a', 1)}}},
                           3)
@@ -1331,7 +1422,7 @@ TEST_F(SqliteStoreTest, SchemaVersionTwoIsMigratedInPlace) {
   DowngradeToV2(path);
   auto s = OpenSqliteStore(path);
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "6");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "7");
   core::AttemptEnded ended{1, {1, 0}, "w1", core::AttemptOutcome::kFailed, 1, "x"};
   ended.transfer.input_bytes = 10;
   ended.transfer.cache_hits = 1;
@@ -1355,7 +1446,7 @@ TEST_F(SqliteStoreTest, SchemaVersionThreeGainsTimingAndProfiles) {
   EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "3");
   auto s = OpenSqliteStore(path);
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "6");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "7");
   // The old job and attempt read with an empty key and zero timing; nothing else lost.
   auto old = (*s)->GetJobHeader(1);
   ASSERT_TRUE(old.ok()) << old.status();
@@ -1437,7 +1528,7 @@ TEST_F(SqliteStoreTest, SchemaVersionThreeGainsTheWorkersTable) {
   EXPECT_EQ(RawQuery(path, "SELECT count(*) FROM sqlite_master WHERE name = 'workers'"), "0");
   auto s = OpenSqliteStore(path);
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "6");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "7");
   EXPECT_EQ((*s)->ListJobs()->size(), 1u);
   auto none = (*s)->ListWorkers();
   ASSERT_TRUE(none.ok()) << none.status();
@@ -1447,6 +1538,52 @@ TEST_F(SqliteStoreTest, SchemaVersionThreeGainsTheWorkersTable) {
   w.cpu_score = 512.5;
   ASSERT_TRUE((*s)->PutWorkers({w}).ok());
   EXPECT_EQ((*s)->ListWorkers()->at(0).cpu_score, 512.5);
+}
+
+TEST_F(SqliteStoreTest, SchemaVersionSixGainsLogTailsAndWorkerEventsAndKeepsEverything) {
+  const std::string path = Path("state.db");
+  core::AttemptEnded failed{1, {1, 0}, "w1", AttemptOutcome::kFailed, 2, "exit code 2"};
+  failed.transfer.input_bytes = 7;
+  failed.timing = {1, 2, 3, false};
+  {
+    auto s = OpenSqliteStore(path);
+    ASSERT_TRUE(s.ok()) << s.status();
+    ASSERT_TRUE((*s)->InsertJob(MakeJob("old", 2), 1).ok());
+    ASSERT_TRUE((*s)->Apply({Created(1, {1, 0}, "w1"), Created(2, {1, 1}, "w2"), failed}, 2).ok());
+    ASSERT_TRUE((*s)->PutJobPrediction(1, "p").ok());
+    WorkerRecord w;
+    w.worker = "w1";
+    w.cores = 8;
+    ASSERT_TRUE((*s)->PutWorkers({w}).ok());
+  }
+  DowngradeToV6(path);
+  EXPECT_EQ(RawQuery(path, "SELECT count(*) FROM sqlite_master WHERE name = 'worker_events'"),
+            "0");
+  auto s = OpenSqliteStore(path);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "7");
+  // Everything of version 6 is still there; the old attempt has no log tail.
+  auto attempts = (*s)->ListAttempts(1);
+  ASSERT_TRUE(attempts.ok()) << attempts.status();
+  ASSERT_EQ(attempts->size(), 2u);
+  EXPECT_EQ(attempts->at(0).outcome, AttemptOutcome::kFailed);
+  EXPECT_EQ(attempts->at(0).message, "exit code 2");
+  EXPECT_EQ(attempts->at(0).transfer, failed.transfer);
+  EXPECT_EQ(attempts->at(0).timing, failed.timing);
+  EXPECT_EQ(attempts->at(0).log_tail, "");
+  EXPECT_EQ(*(*s)->GetJobPrediction(1), "p");
+  EXPECT_EQ((*s)->ListWorkers()->at(0).cores, 8u);
+  auto state = (*s)->Load();
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_EQ(state->jobs.at(0).counters.failures, 1u);
+  EXPECT_EQ(state->running.size(), 1u);
+  // New ends keep their tails; events can be written and read.
+  core::AttemptEnded ok{2, {1, 1}, "w2", AttemptOutcome::kSucceeded, 0, ""};
+  ok.log_tail = "tail";
+  ASSERT_TRUE((*s)->Apply({ok}, 3).ok());
+  EXPECT_EQ((*s)->ListAttempts(1)->at(1).log_tail, "tail");
+  ASSERT_TRUE((*s)->AppendWorkerEvents({WorkerEvent{"w1", 5, "connected", "", "", ""}}).ok());
+  EXPECT_EQ((*s)->ListWorkerEvents({{"w1"}, 0, 10, 10})->size(), 1u);
 }
 
 }  // namespace
