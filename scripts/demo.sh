@@ -52,7 +52,8 @@ owner_is() { [ "$(owner_state "$1")" = "$2" ]; }
 field_at_least() { [ "$(field "$1")" -ge "$2" ]; }
 
 say "starting a coordinator (data dir $OUT/coordinator)"
-"$BIN" coordinator --listen 127.0.0.1:0 --data-dir "$OUT/coordinator" >"$OUT/logs/coordinator.log" 2>&1 &
+"$BIN" coordinator --listen 127.0.0.1:0 --http 127.0.0.1:0 --data-dir "$OUT/coordinator" \
+  >"$OUT/logs/coordinator.log" 2>&1 &
 pids+=($!); disown $!
 for _ in $(seq 200); do grep -q "listening on" "$OUT/logs/coordinator.log" 2>/dev/null && break; sleep 0.05; done
 ADDR=$(sed -n 's/.*listening on \([^ ]*\).*/\1/p' "$OUT/logs/coordinator.log" | head -1)
@@ -60,7 +61,7 @@ ADDR=$(sed -n 's/.*listening on \([^ ]*\).*/\1/p' "$OUT/logs/coordinator.log" | 
 export IDLEPOOL_COORDINATOR=$ADDR
 IDLEPOOL_TOKEN=$(cat "$OUT/coordinator/pool.token")
 export IDLEPOOL_TOKEN
-grep -A1 -E "listening on|join a machine" "$OUT/logs/coordinator.log" | grep -v -- "^--"
+grep -A1 -E "listening on|join a machine|dashboard \(the link" "$OUT/logs/coordinator.log" | grep -v -- "^--"
 
 say "starting 3 workers (one slot each), their owners away and on AC power"
 # The owner policy, shortened so that the demo moves quickly (see the file's comments).
@@ -170,6 +171,9 @@ echo "lost work:   $(jq .lost_seconds <<<"$S") s (rendering since the last check
 echo "lost:        workers $(jq .workers_lost <<<"$S"), attempts $(jq .attempts_lost <<<"$S") (worker-2, SIGKILL)"
 echo "frames:      $OUT/frames/ ($count PNG files, each rendered and committed exactly once)"
 echo "animation:   $OUT/fractalzoom.mp4"
+"$BIN" report "$JOB" --out "$OUT/report.html" || die "idlepool report failed"
+echo "report:      $OUT/report.html (the job's timeline: a lane per worker, the suspension, the"
+echo "             preemption and the lost worker's requeued task; open it in a browser)"
 echo "logs:        $OUT/logs/"
 [ "$(jq -r .state <<<"$S")" = succeeded ] || die "job state $(jq -r .state <<<"$S")"
 [ "$suspensions" -ge 1 ] || die "expected at least one suspension"
