@@ -372,9 +372,15 @@ class Worker::Impl {
       acked_cv_.wait_for(lock, std::chrono::seconds(5), [&] { return attempts_.empty(); });
     }
     // Attempts whose reports could not be delivered are handed back by the Leaving message.
-    Send(leaving);
+    // Then half-close and give the coordinator a moment to read it and end the session: a
+    // cancel right after the write could drop Leaving (the coordinator would see a disconnect).
     {
-      std::lock_guard lock(stream_mu_);
+      std::unique_lock lock(stream_mu_);
+      if (stream_) {
+        stream_->Write(leaving);
+        stream_->WritesDone();
+        stream_cv_.wait_for(lock, std::chrono::seconds(2), [&] { return stream_ == nullptr; });
+      }
       if (ctx_) ctx_->TryCancel();
     }
     std::lock_guard lock(stop_mu_);
@@ -527,6 +533,7 @@ class Worker::Impl {
       stream_ = nullptr;
       ctx_ = nullptr;
     }
+    stream_cv_.notify_all();
     return stream->Finish();
   }
 
@@ -1858,6 +1865,7 @@ class Worker::Impl {
 
   std::mutex stream_mu_;  // serialises writes on the session stream
   grpc::ClientReaderWriter<v1::WorkerMessage, v1::CoordinatorMessage>* stream_ = nullptr;
+  std::condition_variable stream_cv_;  // stream_ became nullptr (the session ended)
   grpc::ClientContext* ctx_ = nullptr;
 
   static constexpr size_t kMaxSpareDirs = 256;

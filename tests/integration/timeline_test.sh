@@ -119,3 +119,15 @@ kinds() { sql "SELECT group_concat(kind, ' ') FROM (SELECT kind FROM worker_even
 has_ended() { [ "$(kinds)" = "connected connected disconnected" ]; }
 wait_until 20 has_ended
 pass "worker events: $(kinds)"
+
+# A worker that stops cleanly (SIGTERM) says Leaving before it goes: "left", not "disconnected"
+# (it half-closes its stream and waits for the coordinator to end the session).
+start_worker w2 --slots 1
+wait_until 20 is_connected w2
+kill -TERM "$WPID_w2"
+wait "$WPID_w2" || fail "w2 did not stop cleanly"
+kinds2() { sql "SELECT group_concat(kind, ' ') FROM (SELECT kind FROM worker_events WHERE worker='w2' AND kind != 'owner' ORDER BY id)"; }
+has_left() { [ "$(kinds2)" = "connected left" ]; }
+wait_until 20 has_left
+[ "$(worker_state w2)" = left ] || fail "w2 state $(worker_state w2)"
+pass "worker events of a clean stop: $(kinds2)"
