@@ -290,6 +290,9 @@ int main(int argc, char** argv) {
                "parallel work"};
   app.set_version_flag("--version", kVersion);
   app.require_subcommand(1);
+  // Options of the app itself (--log-level, --log-format) may come after the subcommand too:
+  // subcommands created below inherit this and pass options they do not know up to the app.
+  app.fallthrough();
   Common common;
   common.coordinator = EnvOr("IDLEPOOL_COORDINATOR", "127.0.0.1:7878");
   common.token = EnvOr("IDLEPOOL_TOKEN", "");
@@ -600,8 +603,9 @@ int main(int argc, char** argv) {
   auto need_token = [&]() -> bool {
     if (!common.token.empty()) return true;
     std::fprintf(stderr,
-                 "idlepool: no pool token: pass --token or set IDLEPOOL_TOKEN (the coordinator "
-                 "printed it at its first start; it is in DATA_DIR/pool.token)\n");
+                 "idlepool: no pool token: pass --token, --token-file FILE or set "
+                 "IDLEPOOL_TOKEN (the coordinator printed it at its first start; it is in "
+                 "DATA_DIR/pool.token)\n");
     return false;
   };
 

@@ -1423,6 +1423,9 @@ class Worker::Impl {
       told_otherwise = owner_sent_.has_owner_state() &&
                        owner_sent_.owner_state().accepting() != accepting_.load();
     }
+    // A vacate that is new was told above, before the hand-backs; a vacate whose cause changed
+    // (the lid closed, then the charger was pulled) is told here.
+    const bool told_above = d.action == Action::kVacate && d.action != last_action_;
     const bool changed = d.action != last_action_ || d.cause != last_cause_ ||
                          disk_full != last_disk_full_ || told_otherwise;
     last_cause_ = d.cause;
@@ -1433,7 +1436,7 @@ class Worker::Impl {
                      frozen_now.empty() ? "" : absl::StrCat("; froze ", frozen_now.size(),
                                                             " attempts"));
       }
-      if (d.action != Action::kVacate || !frozen_now.empty()) SendOwnerState(d, frozen_now, r);
+      if (!told_above) SendOwnerState(d, frozen_now, r);
       last_action_ = d.action;
     }
     SendSensorsIfChanged(r, now);

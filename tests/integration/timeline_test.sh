@@ -47,6 +47,14 @@ wait_until 30 job_at_least "$JOB" preemptions 1
 "$IDLEPOOL" workers | grep -q "lid_closed" || fail "workers text has no ACTIVITY lid_closed"
 pass "workers: suspended (owner_input) then lid_closed (lid)"
 
+# While vacated, a new cause is told too: the charger is pulled, then the lid opens.
+sense "$S" on_ac_power 0
+sense "$S" lid_closed 0
+wait_until 20 is_w .activity on_battery
+[ "$(wjson .owner_cause)" = battery ] || fail "owner_cause $(wjson .owner_cause)"
+sense "$S" on_ac_power 1
+pass "workers: vacated for the lid, then for the battery: on_battery"
+
 sense "$S" lid_closed 0
 sense "$S" idle_seconds 1000
 wait_until 30 is_w .activity running
