@@ -143,7 +143,7 @@ std::shared_ptr<GpuInventory> GpuInventory::Discover(const GpuDiscoveryOptions& 
   for (size_t i = 2; i < inv->sources_.size(); ++i) (void)inv->sources_[i]->Discover();
   for (const auto& s : inv->sources_) {
     GpuBackendReport r = s->report();
-    spdlog::info("gpu discovery: {}: {}", r.backend, r.message);
+    spdlog::debug("gpu discovery: {}: {}", r.backend, r.message);
     inv->backends_.push_back(std::move(r));
   }
   inv->discovered_ = MergeGpus(std::move(nvml), std::move(opencl));
@@ -159,7 +159,7 @@ std::shared_ptr<GpuInventory> GpuInventory::Discover(const GpuDiscoveryOptions& 
     for (uint32_t i : sel.indexes) {
       if (i >= inv->discovered_.size()) {
         inv->missing_.push_back(i);
-        spdlog::warn("--gpus: there is no GPU {} ({} found); not offered", i,
+        spdlog::debug("--gpus: there is no GPU {} ({} found); not offered", i,
                      inv->discovered_.size());
       }
     }
