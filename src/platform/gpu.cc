@@ -1,5 +1,8 @@
 #include "platform/gpu.h"
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -42,6 +45,26 @@ bool HasApi(const GpuDevice& d, const std::string& api) {
   return std::find(d.apis.begin(), d.apis.end(), api) != d.apis.end();
 }
 
+
+// While alive, this thread blocks the asynchronous signals, so that threads a GPU library starts
+// meanwhile (PoCL starts its worker threads when OpenCL is first called) inherit that mask: a
+// process that waits for SIGTERM with sigwait (the worker) must not have it delivered, with its
+// default action, to a thread it does not know of.
+class BlockAsyncSignals {
+ public:
+  BlockAsyncSignals() {
+    sigset_t set;
+    sigfillset(&set);
+    for (int s : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGABRT, SIGSYS}) sigdelset(&set, s);
+    pthread_sigmask(SIG_BLOCK, &set, &old_);
+  }
+  ~BlockAsyncSignals() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
+  BlockAsyncSignals(const BlockAsyncSignals&) = delete;
+  BlockAsyncSignals& operator=(const BlockAsyncSignals&) = delete;
+
+ private:
+  sigset_t old_;
+};
 }  // namespace
 
 std::unique_ptr<GpuSource> MakeRocmSmiSource() {
@@ -138,6 +161,7 @@ std::shared_ptr<GpuInventory> GpuInventory::Discover(const GpuDiscoveryOptions& 
   inv->sources_.push_back(MakeOpenClSource(cpu));
   inv->sources_.push_back(MakeRocmSmiSource());
   inv->sources_.push_back(MakeMetalSource());
+  BlockAsyncSignals block;
   std::vector<GpuDevice> nvml = inv->sources_[0]->Discover();
   std::vector<GpuDevice> opencl = inv->sources_[1]->Discover();
   for (size_t i = 2; i < inv->sources_.size(); ++i) (void)inv->sources_[i]->Discover();
@@ -190,6 +214,7 @@ std::vector<GpuDevice> GpuInventory::offered() const {
 
 std::vector<GpuDevice> GpuInventory::ReadLive() {
   std::lock_guard lock(mu_);
+  BlockAsyncSignals block;
   for (auto& d : offered_) {
     for (auto& s : sources_) s->ReadLive(&d);
   }

@@ -20,7 +20,9 @@
 // (GpuDevice.index in the protocol); `--gpus 0,2` selects by it.
 //
 // Thread safety: GpuDevice is a value. A GpuSource is used by one thread at a time.
-// GpuInventory is thread-safe (one mutex; NVML itself is thread-safe).
+// GpuInventory is thread-safe (one mutex; NVML itself is thread-safe). It calls the backends
+// with asynchronous signals blocked, so threads their libraries start (PoCL's) never take a
+// SIGTERM meant for the process's sigwait thread.
 #pragma once
 
 #include <cstdint>
