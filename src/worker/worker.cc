@@ -53,6 +53,21 @@ std::string HostName() {
   return buf;
 }
 
+// Hello.gpus: one discovered device (platform/gpu.h) as the protocol states it.
+void GpuToProto(const platform::GpuDevice& g, v1::GpuDevice* out) {
+  out->set_index(g.index);
+  out->set_vendor(g.vendor);
+  out->set_name(g.name);
+  out->set_memory_mb(g.memory_mb);
+  out->set_uuid(g.uuid);
+  for (const auto& api : g.apis) out->add_apis(api);
+  out->set_cuda_id(g.cuda_id);
+  out->set_opencl_id(g.opencl_id);
+  if (g.temperature_c) out->set_temperature_c(*g.temperature_c);
+  if (g.utilization) out->set_utilization(*g.utilization);
+  if (g.memory_used_mb) out->set_memory_used_mb(*g.memory_used_mb);
+}
+
 double Seconds(core::MonoTime t) { return static_cast<double>(t.time_since_epoch().count()) / 1e3; }
 
 // Sensor readings on their own (WorkerMessage.sensors) at most this often (proto: SensorReadings).
@@ -438,6 +453,12 @@ class Worker::Impl {
     hello->set_boot_id(boot_id_);
     hello->mutable_capacity()->set_cpus(options_.slots);
     hello->mutable_capacity()->set_memory_mb(options_.memory_mb);
+    if (options_.gpus) {
+      // Every offered device, with readings taken now (a few NVML calls).
+      const auto gpus = options_.gpus->ReadLive();
+      hello->mutable_capacity()->set_gpus(static_cast<uint32_t>(gpus.size()));
+      for (const auto& g : gpus) GpuToProto(g, hello->add_gpus());
+    }
     hello->set_hostname(HostName());
     hello->set_not_accepting(!accepting_);
     hello->set_cpu_score(calibration_.cpu_score);
