@@ -45,6 +45,38 @@ std::string WriteAtomically(const std::string& path, std::string_view bytes) {
   return err;
 }
 
+// Writes the report where `path` leads: through a symlink to its target (the link stays), into
+// a device, FIFO or socket directly (never replacing it: `--out /dev/stdout` works, and a root
+// user's `--out /dev/full` does not turn the device into a file), else atomically.
+std::string WriteReport(const std::string& path, std::string_view bytes) {
+  std::error_code ec;
+  fs::path target = path;
+  if (fs::is_symlink(target, ec)) {
+    target = fs::weakly_canonical(target, ec);
+    if (ec) return absl::StrCat("cannot follow the link ", path, ": ", ec.message());
+  }
+  const fs::file_status st = fs::status(target, ec);
+  if (!ec && fs::exists(st) && !fs::is_regular_file(st)) {
+    if (fs::is_directory(st)) return absl::StrCat(path, " is a directory");
+    int fd = ::open(target.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return absl::StrCat("cannot open ", path, ": ", ErrnoText(errno));
+    std::string err;
+    size_t done = 0;
+    while (done < bytes.size() && err.empty()) {
+      const ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) {
+        err = absl::StrCat("cannot write ", path, ": ", ErrnoText(errno));
+      } else {
+        done += static_cast<size_t>(w);
+      }
+    }
+    ::close(fd);
+    return err;
+  }
+  return WriteAtomically(target.string(), bytes);
+}
+
 }  // namespace
 
 int RunReport(PoolClient& client, const ReportCommandOptions& o) {
@@ -85,13 +117,16 @@ int RunReport(PoolClient& client, const ReportCommandOptions& o) {
       o.svg ? report::RenderTimelineSvg(*timeline) + "\n" : report::RenderReportHtml(*timeline);
   if (o.out == "-") {
     if (std::fwrite(doc.data(), 1, doc.size(), stdout) != doc.size() || std::fflush(stdout) != 0) {
-      std::fprintf(stderr, "idlepool: report: cannot write to stdout: %s\n",
-                   ErrnoText(errno).c_str());
+      // A reader that stopped early (`| head`) is not an error worth a message.
+      if (errno != EPIPE) {
+        std::fprintf(stderr, "idlepool: report: cannot write to stdout: %s\n",
+                     ErrnoText(errno).c_str());
+      }
       return 1;
     }
     return 0;
   }
-  if (std::string err = WriteAtomically(o.out, doc); !err.empty()) {
+  if (std::string err = WriteReport(o.out, doc); !err.empty()) {
     std::fprintf(stderr, "idlepool: report: %s\n", err.c_str());
     return 1;
   }

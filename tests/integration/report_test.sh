@@ -67,6 +67,22 @@ fi
 grep -q "class=\"requeue\" data-from=\"$FIRST\"" "$T/stdout.html" || fail "--out - wrote no report"
 pass "report --svg and --out -"
 
+# --out through a symlink writes its target (the link stays); into a FIFO it writes, never
+# replacing it (as root, a rename would turn /dev/full into a file).
+echo old >"$T/target.html"
+ln -s target.html "$T/link.html"
+"$IDLEPOOL" report "$JOB" --out "$T/link.html" >/dev/null || fail "--out symlink exited $?"
+[ -L "$T/link.html" ] || fail "--out replaced the symlink"
+grep -q "class=\"requeue\"" "$T/target.html" || fail "--out symlink did not write its target"
+mkfifo "$T/fifo"
+cat "$T/fifo" >"$T/from-fifo.html" &
+READER=$!
+"$IDLEPOOL" report "$JOB" --out "$T/fifo" >/dev/null || fail "--out fifo exited $?"
+wait "$READER"
+[ -p "$T/fifo" ] || fail "--out replaced the FIFO with a file"
+grep -q "class=\"requeue\"" "$T/from-fifo.html" || fail "nothing came through the FIFO"
+pass "report --out through a symlink and into a FIFO"
+
 rc=0; "$IDLEPOOL" report 999999 --out "$T/none.html" 2>"$T/err" || rc=$?
 [ "$rc" = 1 ] || fail "unknown job: exit $rc, want 1 ($(cat "$T/err"))"
 grep -q 999999 "$T/err" || fail "unknown job: $(cat "$T/err")"
