@@ -250,7 +250,8 @@ void PrintJobDetails(const idlepool::v1::JobStatus& s) {
   }
   for (const auto& f : s.failed_tasks()) {
     // The message's first line says why; the rest is the tail of the task's stderr.
-    std::string msg = f.message();
+    // Task output: printed, but never as terminal escape sequences.
+    std::string msg = idlepool::spec::PrintableText(f.message(), /*keep_newlines=*/true);
     while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
     std::string indented;
     for (char c : msg) {
@@ -680,6 +681,11 @@ int main(int argc, char** argv) {
     if (print_default_config) {
       std::printf("%s", idlepool::worker::DefaultConfigToml().c_str());
       return 0;
+    }
+    if (!wopts.name.empty() && !idlepool::spec::IsPrintableUtf8(wopts.name)) {
+      std::fprintf(stderr, "idlepool worker: --name must be printable UTF-8 (no control "
+                           "characters)\n");
+      return 2;
     }
     {
       // GPUs: discovered before anything else, so --print-resources needs no work dir or token.

@@ -353,6 +353,11 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                           "Hello.worker must be a name of 1 to 256 bytes");
     }
+    // Names go to terminals, logs and dashboards as they are: no escape sequences in them.
+    if (!spec::IsPrintableUtf8(hello.worker())) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "Hello.worker must be printable UTF-8 (no control characters)");
+    }
     if (hello.capacity().cpus() == 0 || hello.capacity().cpus() > 4096) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                           "Hello.capacity.cpus must be between 1 and 4096");
@@ -360,7 +365,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
     auto session = std::make_shared<struct Session>();
     session->id = next_session_.fetch_add(1);
     session->worker = hello.worker();
-    session->hostname = hello.hostname();
+    session->hostname = spec::PrintableText(spec::TruncateUtf8(hello.hostname(), 256));
     session->ctx = ctx;
     session->stream = stream;
     {
@@ -369,7 +374,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
     }
     std::thread writer([session] { session->WriterLoop(); });
     spdlog::info("worker {} ({}) connected, session {}, {} slots, holding {} attempts",
-                 hello.worker(), hello.hostname(), session->id, hello.capacity().cpus(),
+                 hello.worker(), session->hostname, session->id, hello.capacity().cpus(),
                  hello.held_attempts_size());
 
     core::WorkerHello ev;
@@ -445,9 +450,9 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
         ev.worker = session->worker;
         ev.session = session->id;
         ev.accepting = o.accepting();
-        ev.state = spec::TruncateUtf8(o.state(), 32);
-        ev.reason = spec::TruncateUtf8(o.reason(), 256);
-        ev.cause = spec::TruncateUtf8(o.cause(), 32);
+        ev.state = spec::PrintableText(spec::TruncateUtf8(o.state(), 32));
+        ev.reason = spec::PrintableText(spec::TruncateUtf8(o.reason(), 256));
+        ev.cause = spec::PrintableText(spec::TruncateUtf8(o.cause(), 32));
         ev.suspended.assign(o.suspended_attempts().begin(), o.suspended_attempts().end());
         spdlog::info("worker {}: owner policy says {} ({}){}", session->worker, ev.state,
                      ev.reason, ev.accepting ? "" : "; no new work");

@@ -47,6 +47,16 @@ inline constexpr uint32_t kMaxAttempts = 100;                  // retry.max_atte
 // always valid UTF-8 (and equals `s` when `s` is valid and short enough).
 [[nodiscard]] std::string TruncateUtf8(std::string_view s, size_t max_bytes);
 
+// True if `s` is well-formed UTF-8 with no control character (C0 U+0000..U+001F, DEL U+007F,
+// C1 U+0080..U+009F): it can go to a terminal or a log line as it is, without moving the cursor,
+// setting the window title or hiding what follows (worker names must be).
+[[nodiscard]] bool IsPrintableUtf8(std::string_view s);
+
+// `s` made safe for a terminal: every byte that is not part of well-formed UTF-8 and every
+// control character becomes '?', except '\n' when `keep_newlines` (a log tail keeps its lines;
+// '\t' then becomes a space). Equals `s` when IsPrintableUtf8(s).
+[[nodiscard]] std::string PrintableText(std::string_view s, bool keep_newlines = false);
+
 // Why `path` is not a normalized path relative to a task (or checkpoint) dir, or nullopt when it
 // is: staged inputs, outputs and checkpoint files must be valid UTF-8, at most 4096 bytes, not
 // absolute, without NUL or line breaks, and without empty, "." or ".." components, so a path

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -67,6 +68,53 @@ std::string TruncateUtf8(std::string_view s, size_t max_bytes) {
     }
     if (out.size() + n > max_bytes) break;
     out.append(s.substr(i, n));
+    i += n;
+  }
+  return out;
+}
+
+namespace {
+// The code point of the well-formed sequence of `n` bytes at s[i].
+uint32_t CodePoint(std::string_view s, size_t i, size_t n) {
+  const auto b = [&](size_t k) { return static_cast<uint32_t>(static_cast<unsigned char>(s[i + k])); };
+  if (n == 1) return b(0);
+  if (n == 2) return ((b(0) & 0x1F) << 6) | (b(1) & 0x3F);
+  if (n == 3) return ((b(0) & 0x0F) << 12) | ((b(1) & 0x3F) << 6) | (b(2) & 0x3F);
+  return ((b(0) & 0x07) << 18) | ((b(1) & 0x3F) << 12) | ((b(2) & 0x3F) << 6) | (b(3) & 0x3F);
+}
+bool IsControl(uint32_t c) { return c < 0x20 || (c >= 0x7F && c <= 0x9F); }
+}  // namespace
+
+bool IsPrintableUtf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = SequenceAt(s, i);
+    if (n == 0 || IsControl(CodePoint(s, i, n))) return false;
+    i += n;
+  }
+  return true;
+}
+
+std::string PrintableText(std::string_view s, bool keep_newlines) {
+  if (IsPrintableUtf8(s)) return std::string(s);
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = SequenceAt(s, i);
+    if (n == 0) {
+      out.push_back('?');
+      ++i;
+      continue;
+    }
+    const uint32_t c = CodePoint(s, i, n);
+    if (keep_newlines && c == '\n') {
+      out.push_back('\n');
+    } else if (keep_newlines && c == '\t') {
+      out.push_back(' ');
+    } else if (IsControl(c)) {
+      out.push_back('?');
+    } else {
+      out.append(s.substr(i, n));
+    }
     i += n;
   }
   return out;

@@ -1440,3 +1440,19 @@ TEST(CalibrationSpec, RefusesZeroSamplesAndLongNamesStayValid) {
 
 }  // namespace
 }  // namespace idlepool::spec
+
+namespace idlepool::spec {
+TEST(Utf8, PrintableTextKeepsTextAndReplacesControls) {
+  EXPECT_TRUE(IsPrintableUtf8("laptop-1 ünïcode ✓"));
+  EXPECT_FALSE(IsPrintableUtf8("w3\x1b]0;PWNED\a"));
+  EXPECT_FALSE(IsPrintableUtf8("a\nb"));
+  EXPECT_FALSE(IsPrintableUtf8("\xC2\x9B" "31m"));  // C1 CSI
+  EXPECT_FALSE(IsPrintableUtf8("\x7F"));
+  EXPECT_FALSE(IsPrintableUtf8("\xFF"));
+  EXPECT_EQ(PrintableText("laptop ✓"), "laptop ✓");
+  EXPECT_EQ(PrintableText("w3\x1b]0;PWNED\a\x1b[2J"), "w3?]0;PWNED??[2J");
+  EXPECT_EQ(PrintableText("\xC2\x9B" "31mred\xFF"), "?31mred?");
+  EXPECT_EQ(PrintableText("line 1\n\tline 2\r\n", /*keep_newlines=*/true), "line 1\n line 2?\n");
+  EXPECT_EQ(PrintableText("line 1\nline 2"), "line 1?line 2");
+}
+}  // namespace idlepool::spec
