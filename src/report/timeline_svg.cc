@@ -321,7 +321,7 @@ std::string RenderTimelineSvg(const v1::JobTimeline& t, const SvgOptions& option
   items.push_back({"offline", "disconnected / lost"});
   items.push_back({"preemption", "preemption"});
   items.push_back({"requeue", "requeued to"});
-  const double item_w = 130;
+  const double item_w = 145;  // fits the longest label ("taken back by owner") at 11 px
   const int per_line = std::max(1, static_cast<int>((o.width_px - 20) / item_w));
   const int legend_lines =
       o.legend ? (static_cast<int>(items.size()) + per_line - 1) / per_line : 0;
