@@ -84,6 +84,20 @@ async function atWidths(page, name) {
     check(await text(page, `#workers tr[data-worker="${WORKER}"] td.why`) === '', 'a Why for a running worker');
     ok('pool page: cards pluralized and count workers; the left worker hidden behind a checkbox; no Why while running');
     await atWidths(page, 'pool');
+    // The ETA rule is the terminal's (tests/unit/progress_test.cc has the same cases).
+    const etas = await page.evaluate(() => {
+      const job = (o) => Object.assign({ state: 'running', tasks: 100, succeeded: 0, failed: 0, cancelled: 0, running: 8,
+                                         submitted_ms: 1000000, lost_seconds: 0, prediction: null }, o);
+      const pred = (s, lost) => ({ makespan_s: s, pool: { lost_work_s: lost || 0 } });
+      return [eta(job({}), 1050000),                                                  // nothing yet
+              eta(job({ prediction: pred(300) }), 1050000),                           // predicted 250
+              eta(job({ prediction: pred(300), succeeded: 7 }), 1400000),             // overdue 100
+              eta(job({ prediction: pred(300), succeeded: 8 }), 1400000),             // rate 4600
+              eta(job({ tasks: 6, running: 6, prediction: pred(20), lost_seconds: 84 }), 1014000)];  // 20
+    });
+    check(JSON.stringify(etas) === JSON.stringify([null, { kind: 'predicted', s: 250 }, { kind: 'overdue', s: 100 },
+      { kind: 'rate', s: 4600 }, { kind: 'predicted', s: 20 }]), 'eta(): ' + JSON.stringify(etas));
+    ok('the ETA rule matches the terminal\'s');
 
     // 3. The job page: its timeline has a bar per attempt; releasing task 0 turns its bar into a
     //    succeeded one without a reload (server-sent events).
