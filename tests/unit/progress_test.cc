@@ -194,7 +194,8 @@ TEST(Eta, RateOnceARoundFinishedElseThePrediction) {
 
 TEST(Eta, PredictionUntilARoundFinishedThenOverdue) {
   auto s = Job(100, 0, 0, 8);
-  EXPECT_EQ(EstimateEta(s, 1'050'000).kind, Eta::Kind::kUnknown);  // nothing finished, no prediction
+  // Nothing finished, no prediction.
+  EXPECT_EQ(EstimateEta(s, 1'050'000).kind, Eta::Kind::kUnknown);
   s.mutable_prediction()->set_makespan_s(300);  // predicted end at 1,300 s
   Eta e = EstimateEta(s, 1'050'000);
   EXPECT_EQ(e.kind, Eta::Kind::kPredicted);

@@ -141,7 +141,8 @@ TEST(TimelineSvg, OneBarPerAttemptWithClassesAndDataAttributes) {
   }
   // Attempts stopped from outside (here lost) have no exit code in their tooltip.
   const size_t lost_title = svg.find("<title>", svg.find("data-attempt=\"16\""));
-  const std::string lost_tip = svg.substr(lost_title, svg.find("</title>", lost_title) - lost_title);
+  const std::string lost_tip =
+      svg.substr(lost_title, svg.find("</title>", lost_title) - lost_title);
   EXPECT_EQ(lost_tip.find("exit code"), std::string::npos) << lost_tip;
   EXPECT_NE(svg.find("viewBox=\"0 0 1200 "), std::string::npos);
   EXPECT_EQ(svg.find("href"), std::string::npos);  // self-contained: no external references
