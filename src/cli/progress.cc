@@ -42,20 +42,52 @@ std::string Repeat(std::string_view glyph, int n) {
 
 const char* Sep(const TermStyle& st) { return st.unicode ? " · " : ", "; }
 
-// The parts that fit in `width` columns after `prefix`, joined by the style's separator; a part
-// that does not fit ends the line (the parts come most important first).
-std::string JoinFitting(const std::string& prefix, const std::vector<std::string>& parts,
-                        int width, const TermStyle& st) {
+// One part of a counts line; `keep`: shown even when less important parts must go.
+struct Part {
+  std::string text;
+  bool keep = false;
+};
+
+// The parts that fit in `width` columns after `prefix`, joined by the style's separator, in
+// their order (most important first): every kept part, then the others in order while they fit
+// next to the kept ones; the first that does not fit ends the optional ones. The line is cut to
+// `width` only if the kept parts alone do not fit.
+std::string JoinFitting(const std::string& prefix, const std::vector<Part>& parts, int width,
+                        const TermStyle& st) {
+  const int sep = VisibleWidth(Sep(st));
+  int used = VisibleWidth(prefix);
+  int kept = 0;
+  for (const auto& p : parts) {
+    if (p.keep) used += (kept++ ? sep : 0) + VisibleWidth(p.text);
+  }
+  std::vector<bool> shown(parts.size(), false);
+  int n = kept;
+  bool full = false;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (parts[i].keep) {
+      shown[i] = true;
+      continue;
+    }
+    if (full) continue;
+    const int w = (n ? sep : 0) + VisibleWidth(parts[i].text);
+    if (used + w > width) {
+      full = true;
+      continue;
+    }
+    used += w;
+    ++n;
+    shown[i] = true;
+  }
   std::string line = prefix;
   bool first = true;
-  for (const auto& p : parts) {
-    std::string next = first ? absl::StrCat(line, p) : absl::StrCat(line, Sep(st), p);
-    if (VisibleWidth(next) > width) break;
-    line = std::move(next);
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (!shown[i]) continue;
+    absl::StrAppend(&line, first ? "" : Sep(st), parts[i].text);
     first = false;
   }
-  return line;
+  return FitWidth(line, width);
 }
+
 
 int Digits(uint64_t n) {
   int d = 1;
@@ -227,23 +259,47 @@ std::string ProgressBar(const v1::JobStatus& s, int cols, const TermStyle& st) {
   return bar;
 }
 
-double EtaSeconds(const v1::JobStatus& s, int64_t now_ms, bool* from_prediction) {
-  if (from_prediction != nullptr) *from_prediction = false;
-  if (s.has_prediction() && std::isfinite(s.prediction().makespan_s()) &&
-      s.prediction().makespan_s() > 0) {
-    const double left =
-        (static_cast<double>(s.submitted_ms()) + s.prediction().makespan_s() * 1000.0 -
-         static_cast<double>(now_ms)) / 1000.0;
-    if (left > 0) {
-      if (from_prediction != nullptr) *from_prediction = true;
-      return left;
-    }
+Eta EstimateEta(const v1::JobStatus& s, int64_t now_ms) {
+  Eta eta;
+  if (s.state() != "running" || s.submitted_ms() <= 0) return eta;
+  const uint64_t finished = uint64_t{s.succeeded()} + s.failed() + s.cancelled();
+  const uint64_t left = s.tasks() > finished ? s.tasks() - finished : 0;
+  const double elapsed_s = static_cast<double>(now_ms - s.submitted_ms()) / 1000.0;
+  const uint64_t tenth = (uint64_t{s.tasks()} + 9) / 10;
+  const uint64_t round = std::max<uint64_t>(1, std::min<uint64_t>(tenth, s.running()));
+  const bool predicted = s.has_prediction() && std::isfinite(s.prediction().makespan_s()) &&
+                         s.prediction().makespan_s() > 0;
+  if (finished > 0 && elapsed_s > 0 && (finished >= round || !predicted)) {
+    eta.kind = Eta::Kind::kRate;
+    eta.seconds = elapsed_s / static_cast<double>(finished) * static_cast<double>(left);
+    return eta;
   }
-  const uint64_t done = uint64_t{s.succeeded()} + s.failed() + s.cancelled();
-  const double elapsed = static_cast<double>(now_ms - s.submitted_ms()) / 1000.0;
-  if (done == 0 || elapsed <= 0 || s.submitted_ms() <= 0) return -1;
-  const uint64_t left = s.tasks() > done ? s.tasks() - done : 0;
-  return elapsed / static_cast<double>(done) * static_cast<double>(left);
+  if (!predicted) return eta;
+  const double expected_loss_s =
+      std::isfinite(s.prediction().lost_work_s()) ? s.prediction().lost_work_s() : 0;
+  const double extra_loss_s =
+      std::max(0.0, static_cast<double>(s.lost_ms()) / 1000.0 - expected_loss_s) /
+      static_cast<double>(std::max<uint32_t>(1, s.running()));
+  const double ahead_s = s.prediction().makespan_s() + extra_loss_s - elapsed_s;
+  if (ahead_s > 0) {
+    eta.kind = Eta::Kind::kPredicted;
+    eta.seconds = ahead_s;
+  } else {
+    eta.kind = Eta::Kind::kOverdue;
+    eta.seconds = -ahead_s;
+  }
+  return eta;
+}
+
+std::string EtaText(const v1::JobStatus& s, const Eta& eta) {
+  switch (eta.kind) {
+    case Eta::Kind::kPredicted: return absl::StrCat(ShortDuration(eta.seconds), " (predicted)");
+    case Eta::Kind::kRate: return ShortDuration(eta.seconds);
+    case Eta::Kind::kOverdue:
+      return absl::StrCat("overdue (predicted ", ShortDuration(s.prediction().makespan_s()), ")");
+    case Eta::Kind::kUnknown: break;
+  }
+  return "";
 }
 
 std::string JobBlock(const v1::JobStatus& s, int64_t now_ms, const TermStyle& style) {
@@ -256,11 +312,8 @@ std::string JobBlock(const v1::JobStatus& s, int64_t now_ms, const TermStyle& st
   std::string head = absl::StrCat(Paint(st, kBold, absl::StrCat("job ", s.job())), "  ",
                                   s.name(), "  ", Paint(st, state_color, state));
   if (state == "running") {
-    bool predicted = false;
-    const double eta = EtaSeconds(s, now_ms, &predicted);
-    if (eta >= 0) {
-      absl::StrAppend(&head, "  ETA ", ShortDuration(eta), predicted ? " (predicted)" : "");
-    }
+    const std::string eta = EtaText(s, EstimateEta(s, now_ms));
+    if (!eta.empty()) absl::StrAppend(&head, "  ETA ", eta);
   } else if (s.finished_ms() > s.submitted_ms() && s.submitted_ms() > 0) {
     absl::StrAppend(&head, "  in ",
                     ShortDuration(static_cast<double>(s.finished_ms() - s.submitted_ms()) / 1000));
@@ -275,17 +328,21 @@ std::string JobBlock(const v1::JobStatus& s, int64_t now_ms, const TermStyle& st
   const std::string bar_line =
       absl::StrCat("  [", ProgressBar(s, bar_cols, st), "]  ", counts);
 
-  std::vector<std::string> parts = {
-      absl::StrCat(s.succeeded(), " succeeded"),
-      Paint(st, s.running() ? kYellow : "", absl::StrCat(s.running(), " running")),
-      Paint(st, s.failed() ? kRed : "", absl::StrCat(s.failed(), " failed")),
-      absl::StrCat(s.preemptions(), s.preemptions() == 1 ? " preemption" : " preemptions"),
-      absl::StrCat(s.suspensions(), s.suspensions() == 1 ? " suspension" : " suspensions"),
-  };
-  if (s.fits_no_worker()) parts.insert(parts.begin(), Paint(st, kRed, "no worker fits a task"));
-  if (s.cancelled()) parts.push_back(absl::StrCat(s.cancelled(), " cancelled"));
-  parts.push_back(absl::StrCat(s.pending(), " pending"));
-  parts.push_back(absl::StrCat(s.attempts(), s.attempts() == 1 ? " attempt" : " attempts"));
+  // Most important first (see the header); what must never be dropped is kept.
+  std::vector<Part> parts;
+  if (s.fits_no_worker()) parts.push_back({Paint(st, kRed, "no worker fits a task"), true});
+  parts.push_back({absl::StrCat(s.succeeded(), " succeeded"), false});
+  if (s.failed()) parts.push_back({Paint(st, kRed, absl::StrCat(s.failed(), " failed")), true});
+  parts.push_back(
+      {Paint(st, s.running() ? kYellow : "", absl::StrCat(s.running(), " running")), false});
+  parts.push_back({absl::StrCat(s.pending(), " pending"), false});
+  if (s.cancelled()) parts.push_back({absl::StrCat(s.cancelled(), " cancelled"), false});
+  parts.push_back({absl::StrCat(s.preemptions(),
+                               s.preemptions() == 1 ? " preemption" : " preemptions"), false});
+  parts.push_back({absl::StrCat(s.suspensions(),
+                               s.suspensions() == 1 ? " suspension" : " suspensions"), false});
+  parts.push_back({absl::StrCat(s.attempts(), s.attempts() == 1 ? " attempt" : " attempts"),
+                   false});
 
   return absl::StrCat(FitWidth(head, st.width), "\n", FitWidth(bar_line, st.width), "\n",
                       JoinFitting("  ", parts, st.width, st), "\n");
@@ -310,9 +367,9 @@ std::string WorkerSummary(const v1::ListWorkersReply& r, const TermStyle& style)
   std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
     return ActivityRank(a.first) < ActivityRank(b.first);  // map order: alphabetical among ties
   });
-  std::vector<std::string> parts;
+  std::vector<Part> parts;
   for (const auto& [a, n] : order) {
-    parts.push_back(Paint(st, ActivityColor(a), absl::StrCat(n, " ", Words(a))));
+    parts.push_back({Paint(st, ActivityColor(a), absl::StrCat(n, " ", Words(a))), false});
   }
   return JoinFitting("workers: ", parts, st.width, st) + "\n";
 }

@@ -42,10 +42,28 @@ Terminal TerminalFor(int fd);
 // million still shows. 0 tasks: all pending.
 std::string ProgressBar(const v1::JobStatus& s, int cols, const TermStyle& style);
 
-// Seconds left, or a negative number when unknown: from the job's prediction (submitted_ms +
-// makespan_s) while that is still ahead of `now_ms`, else from its rate of finished tasks since
-// submission. `from_prediction` (optional) says which. Only for a running job.
-double EtaSeconds(const v1::JobStatus& s, int64_t now_ms, bool* from_prediction = nullptr);
+// A running job's time left. The rule (the dashboard's app.js eta() is the same; README
+// "Terminal output"): the prediction until a first round of tasks has finished, then the
+// observed rate.
+//   - finished = succeeded + failed + cancelled; a round = the tasks running now (at least 1),
+//     at most 10% of the tasks (rounded up).
+//   - finished >= a round, or no usable prediction (absent, not finite, <= 0) and finished > 0:
+//     kRate, (tasks - finished) * (now - submitted) / finished.
+//   - else with a prediction: its end, submitted + makespan_s, pushed back by the work lost to
+//     preemptions and lost workers beyond what it expected (lost_ms - prediction.lost_work_s,
+//     when positive) spread over the running tasks (at least 1): kPredicted while that end is
+//     ahead of now, kOverdue (seconds past it) once passed; never a made-up shrinking number.
+//   - else kUnknown (nothing finished, no prediction; or not running).
+struct Eta {
+  enum class Kind { kUnknown, kPredicted, kRate, kOverdue };
+  Kind kind = Kind::kUnknown;
+  double seconds = 0;  // kPredicted, kRate: left; kOverdue: past the (adjusted) predicted end
+};
+Eta EstimateEta(const v1::JobStatus& s, int64_t now_ms);
+
+// The ETA as shown after "ETA ": "2m10s (predicted)", "2m10s", "overdue (predicted 3m00s)";
+// empty for kUnknown.
+std::string EtaText(const v1::JobStatus& s, const Eta& eta);
 
 // "42s", "9m05s", "2h10m", "3d4h".
 std::string ShortDuration(double seconds);
@@ -53,8 +71,11 @@ std::string ShortDuration(double seconds);
 // Three lines for one job:
 //   job 12  render  running  ETA 2m10s
 //     [█████▓▒▒░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░]  412/1000  41%
-//     8 running · 3 failed · 430 attempts · 2 preemptions · 5 suspensions
-// now_ms: wall clock, Unix ms (for the ETA).
+//     400 succeeded · 3 failed · 8 running · 589 pending · 2 preemptions · 430 attempts
+// The counts line keeps its parts most important first ("no worker fits a task", succeeded,
+// failed, running, pending, cancelled, preemptions, suspensions, attempts) and, when narrow,
+// drops the least important ones, but never a non-zero failed count or "no worker fits"; a
+// zero failed count is left out. now_ms: wall clock, Unix ms (for the ETA).
 std::string JobBlock(const v1::JobStatus& s, int64_t now_ms, const TermStyle& style);
 
 // A worker's state in one word: WorkerInfo.activity when the coordinator says it, else derived

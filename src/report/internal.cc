@@ -67,6 +67,10 @@ int OutcomeIndex(const std::string& outcome) {
   return kOutcomeCount;
 }
 
+bool ExitedOnItsOwn(const std::string& outcome) {
+  return outcome == "succeeded" || outcome == "failed";
+}
+
 const OutcomeStyle& StyleOf(int index) {
   return index >= 0 && index < kOutcomeCount ? kOutcomes[index] : kOtherOutcome;
 }

@@ -49,6 +49,10 @@ inline constexpr OutcomeStyle kOutcomes[] = {
 inline constexpr int kOutcomeCount = sizeof(kOutcomes) / sizeof(kOutcomes[0]);
 inline constexpr OutcomeStyle kOtherOutcome = {"other", "#666666", "other"};
 int OutcomeIndex(const std::string& outcome);  // kOutcomeCount when unknown
+// Whether an attempt with this outcome ended by exiting on its own (succeeded, failed), so its
+// exit code means something; a timed-out, preempted, lost, cancelled, machine-fault or running
+// attempt was stopped (or is still running) and its exit code is left blank.
+bool ExitedOnItsOwn(const std::string& outcome);
 const OutcomeStyle& StyleOf(int index);
 
 // The window drawn: from the submission (or the earliest attempt/event) to the end (finished, or

@@ -1,5 +1,6 @@
 // RenderReportHtml (report/timeline_svg.h): the job report as one self-contained HTML file.
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <vector>
@@ -29,8 +30,12 @@ constexpr const char* kCss =
     ".dot{display:inline-block;width:.8em;height:.8em;border-radius:2px;margin-right:.3em;"
     "vertical-align:-.05em}"
     ".muted{color:#777}"
-    "@media print{body{margin:0;font-size:11px}pre{max-height:none}h2{break-after:avoid}"
-    "tr{break-inside:avoid}.timeline{break-inside:avoid}}";
+    // Printed, every log tail shows, closed <details> included (::details-content: Chromium 131,
+    // Firefox 143, Safari 18.4); the summary line, a toggle, is left out.
+    "@media print{body{margin:0;font-size:11px}pre{max-height:none;overflow:visible}"
+    "h2{break-after:avoid}.timeline{break-inside:avoid}"
+    "details::details-content{content-visibility:visible;display:block;height:auto}"
+    "details>summary{display:none}}";
 
 std::string Num(uint64_t v) { return std::to_string(v); }
 
@@ -106,12 +111,19 @@ std::string RenderReportHtml(const v1::JobTimeline& t, const ReportOptions& opti
   }
   if (j.has_prediction()) {
     const v1::Prediction& p = j.prediction();
-    std::string pred = FormatDuration(static_cast<int64_t>(p.makespan_s() * 1000));
-    if (finished && p.makespan_s() > 0) {
-      Appendf(pred, " predicted, %s actual (%+.0f%%)", FormatDuration(actual_ms).c_str(),
-              (static_cast<double>(actual_ms) / 1000 / p.makespan_s() - 1) * 100);
-    } else {
-      pred += " predicted";
+    // Formatted as the actual makespan (whole ms, rounded); the error as the CLI's `status` and
+    // its JSON prediction_error: (predicted - actual) / actual, only for a job that ran to the end.
+    std::string pred = std::isfinite(p.makespan_s())
+                           ? FormatDuration(std::llround(p.makespan_s() * 1000))
+                           : std::string("never");
+    pred += " predicted";
+    if (finished && j.submitted_ms() != 0) {
+      pred += ", " + FormatDuration(actual_ms) + " actual";
+      if (j.state() == "succeeded" && actual_ms > 0 && std::isfinite(p.makespan_s())) {
+        const double actual_s = static_cast<double>(actual_ms) / 1000;
+        Appendf(pred, ": prediction error %+.1f%% = (predicted &#8722; actual) / actual",
+                100 * (p.makespan_s() - actual_s) / actual_s);
+      }
     }
     pred += "; bottleneck " + EscapeXml(p.bottleneck());
     Appendf(pred, ", speedup %.1f of %.1f ideal", p.speedup(), p.ideal_speedup());
@@ -226,13 +238,16 @@ std::string RenderReportHtml(const v1::JobTimeline& t, const ReportOptions& opti
              "</td><td class=\"n\">" +
              FormatDuration(internal::AttemptEnd(*a, now) - a->started_ms()) +
              "</td><td class=\"n\">";
-      if (a->outcome() != "running") Appendf(out, "%d", a->exit_code());
+      if (internal::ExitedOnItsOwn(a->outcome())) Appendf(out, "%d", a->exit_code());
       out += "</td><td>" + EscapeXml(a->message()) + "</td><td>";
       if (a->log_tail().empty()) {
         out += "<span class=\"muted\">none</span>";
       } else if (shown_logs.count(a->attempt())) {
-        out += "<details><summary>" + FormatBytes(a->log_tail().size()) + "</summary><pre>" +
-               EscapeXml(a->log_tail()) + "</pre></details>";
+        // Open where the log says why: attempts that failed or timed out.
+        const bool open = a->outcome() == "failed" || a->outcome() == "timed_out";
+        out += open ? "<details open><summary>" : "<details><summary>";
+        out += FormatBytes(a->log_tail().size()) + "</summary><pre>" + EscapeXml(a->log_tail()) +
+               "</pre></details>";
       } else {
         out += "<span class=\"muted\">left out (report size limit)</span>";
       }

@@ -130,8 +130,9 @@ std::string AttemptTitle(const v1::TimelineAttempt& a, int64_t begin_ms, int64_t
   t += a.outcome() == "running" ? " for " : " after ";
   t += FormatDuration(end_ms - begin_ms);
   t += " (+" + FormatDuration(begin_ms - t0) + " to +" + FormatDuration(end_ms - t0) + ")";
-  if (a.outcome() != "running") Appendf(t, "\nexit code %d", a.exit_code());
-  if (!a.message().empty()) t += (a.outcome() != "running" ? ": " : "\n") + a.message();
+  const bool exited = internal::ExitedOnItsOwn(a.outcome());
+  if (exited) Appendf(t, "\nexit code %d", a.exit_code());
+  if (!a.message().empty()) t += (exited ? ": " : "\n") + a.message();
   if (a.suspensions() > 0) Appendf(t, "\nsuspended %u times", a.suspensions());
   if (a.lost_ms() > 0) t += "\nwork lost: " + FormatDuration(static_cast<int64_t>(a.lost_ms()));
   if (a.next_attempt() != 0) {
@@ -316,10 +317,11 @@ std::string RenderTimelineSvg(const v1::JobTimeline& t, const SvgOptions& option
     items.push_back({std::to_string(i), internal::kOutcomes[i].label});
   }
   items.push_back({"suspension", "owner suspension"});
+  items.push_back({"unavailable", "taken back by owner"});
   items.push_back({"offline", "disconnected / lost"});
   items.push_back({"preemption", "preemption"});
   items.push_back({"requeue", "requeued to"});
-  const double item_w = 130;
+  const double item_w = 145;  // fits the longest label ("taken back by owner") at 11 px
   const int per_line = std::max(1, static_cast<int>((o.width_px - 20) / item_w));
   const int legend_lines =
       o.legend ? (static_cast<int>(items.size()) + per_line - 1) / per_line : 0;
@@ -340,6 +342,10 @@ std::string RenderTimelineSvg(const v1::JobTimeline& t, const SvgOptions& option
       "<pattern id=\"idlepool-hatch\" patternUnits=\"userSpaceOnUse\" width=\"6\" height=\"6\" "
       "patternTransform=\"rotate(45)\"><rect width=\"6\" height=\"6\" fill=\"#eeeeee\"/>"
       "<line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#8c8c8c\" stroke-width=\"2.5\"/>"
+      "</pattern>"
+      "<pattern id=\"idlepool-vacate\" patternUnits=\"userSpaceOnUse\" width=\"6\" height=\"6\" "
+      "patternTransform=\"rotate(-45)\"><rect width=\"6\" height=\"6\" fill=\"#fbefdd\"/>"
+      "<line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#c99a5b\" stroke-width=\"1.5\"/>"
       "</pattern>"
       "<marker id=\"idlepool-arrow\" viewBox=\"0 0 6 6\" refX=\"6\" refY=\"3\" "
       "markerWidth=\"6\" markerHeight=\"6\" orient=\"auto\"><path d=\"M0,0 L6,3 L0,6 z\" "
@@ -415,23 +421,44 @@ std::string RenderTimelineSvg(const v1::JobTimeline& t, const SvgOptions& option
       ++count;
     }
     const Lane& lane = lanes[it->second];
-    out += p.suspension ? "<rect class=\"suspension\"" : "<rect class=\"offline\"";
+    // An owner's vacate is not a suspension: the machine was taken back (lid, battery, window,
+    // sleep...) and offers no work until the owner lets it run again.
+    const bool vacate = p.suspension && p.state == "vacate";
+    out += vacate          ? "<rect class=\"unavailable\""
+           : p.suspension ? "<rect class=\"suspension\""
+                          : "<rect class=\"offline\"";
     out += " data-worker=\"" + EscapeXml(p.worker) + "\" data-state=\"" + EscapeXml(p.state) + "\"";
     if (p.suspension) out += " data-cause=\"" + EscapeXml(p.cause) + "\"";
     if (count > 1) Appendf(out, " data-count=\"%zu\"", count);
     AppendRect(out, x0, lane.y, std::max(x1 - x0, 1.0), lane.height);
-    out += p.suspension ? " fill=\"url(#idlepool-hatch)\">" : " fill=\"#d0d0d0\">";
+    out += vacate          ? " fill=\"url(#idlepool-vacate)\">"
+           : p.suspension ? " fill=\"url(#idlepool-hatch)\">"
+                          : " fill=\"#d0d0d0\">";
     std::string title;
-    if (p.suspension) {
-      title = (p.state == "vacate" ? "vacated for the owner" : "suspended for the owner");
+    bool reason_said = false;
+    if (vacate) {
+      title = "owner took the machine back: ";
+      if (!p.cause.empty()) {
+        title += p.cause;
+      } else if (!p.reason.empty()) {
+        title += p.reason;
+        reason_said = true;
+      } else {
+        title += "no cause given";
+      }
+      title += "\n";
+    } else if (p.suspension) {
+      title = "suspended for the owner";
       title += p.cause.empty() ? std::string() : " (" + p.cause + ")";
+      title += ": ";
     } else {
       title = p.state == "lost" ? "lost (lease expired)" : p.state;
+      title += ": ";
     }
-    title += ": " + p.worker + ", +" + FormatDuration(p.begin_ms - t0) + " for " +
+    title += p.worker + ", +" + FormatDuration(p.begin_ms - t0) + " for " +
              FormatDuration(end_ms - p.begin_ms);
     if (count > 1) Appendf(title, " (%zu periods)", count);
-    if (!p.reason.empty()) title += "\n" + p.reason;
+    if (!p.reason.empty() && !reason_said) title += "\n" + p.reason;
     out += "<title>" + EscapeXml(title) + "</title></rect>";
     i = j;
   }
@@ -538,6 +565,10 @@ std::string RenderTimelineSvg(const v1::JobTimeline& t, const SvgOptions& option
       if (it.kind == "suspension") {
         Appendf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"10\" "
                      "fill=\"url(#idlepool-hatch)\"/>", lx, ly);
+      } else if (it.kind == "unavailable") {
+        Appendf(out, "<rect class=\"legend-unavailable\" x=\"%.1f\" y=\"%.1f\" width=\"14\" "
+                     "height=\"10\" fill=\"url(#idlepool-vacate)\" stroke=\"#c99a5b\" "
+                     "stroke-width=\"0.5\"/>", lx, ly);
       } else if (it.kind == "offline") {
         Appendf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"10\" fill=\"#d0d0d0\"/>",
                 lx, ly);

@@ -12,11 +12,15 @@
 // worker running k attempts at once gets k rows in its lane. Drawn per lane, bottom to top:
 //   - offline periods from WorkerEvents (disconnected/lost/left until the next connected):
 //     <rect class="offline" data-kind=...> in grey;
-//   - owner suspensions from WorkerEvents of kind "owner" (state suspend or vacate until the
-//     next owner event, connected, disconnected, lost or left): <rect class="suspension"
-//     data-state data-cause> hatched, with state, cause and reason in its <title>;
+//   - owner periods from WorkerEvents of kind "owner" (state suspend or vacate until the next
+//     owner event, connected, disconnected, lost or left): a suspension (state suspend, attempts
+//     frozen) is <rect class="suspension" data-state data-cause> hatched grey; a vacate (the
+//     owner took the machine back: lid, battery, window, sleep...; it offers no work) is
+//     <rect class="unavailable" data-state data-cause> hatched amber the other way, its <title>
+//     "owner took the machine back: CAUSE"; both with their reason in the <title>;
 //   - attempts: <rect class="attempt outcome-OUTCOME" data-attempt data-task data-worker>, with
-//     task, attempt, worker, outcome, duration, exit code and message in its <title>; colours
+//     task, attempt, worker, outcome, duration, exit code (only when it exited on its own:
+//     succeeded or failed) and message in its <title>; colours
 //     are the Okabe-Ito palette (safe for the common colour-vision deficiencies), with a legend;
 //   - a preempted attempt gets a black triangle at the end of its bar: <polygon
 //     class="preemption" data-attempt>;
@@ -68,7 +72,10 @@ struct ReportOptions {
 // the job summary (state, tasks by state, attempts, failures, preemptions, suspensions,
 // machine faults, lost work, bytes moved, submitted/finished in UTC, makespan, the prediction
 // against the actual makespan when there is one), the timeline, a table of workers and a table
-// of tasks with each attempt and its log tail in a <details>. "Generated" is now_ms, in UTC.
+// of tasks with each attempt and its log tail in a <details> (open for failed and timed-out
+// attempts; a print stylesheet shows every tail on paper). The prediction row gives the error as
+// the CLI does, (predicted - actual) / actual, for a job that succeeded; the Exit column is blank
+// for attempts that did not exit on their own. "Generated" is now_ms, in UTC.
 [[nodiscard]] std::string RenderReportHtml(const v1::JobTimeline& timeline,
                                            const ReportOptions& options = {});
 

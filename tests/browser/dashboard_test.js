@@ -1,7 +1,9 @@
 // The dashboard in a real browser: headless Chromium (Debian's /usr/bin/chromium) driven by
 // playwright-core. Run by dashboard_test.sh, which starts a coordinator and a worker with fake
 // sensors and passes: URL (dashboard base), TOKEN, JOB (a running job of 2 tasks that each wait for
-// RELEASE_DIR/<index>), SENSORS (the worker's fake sensor dir), SHOT (screenshot path), WORKER.
+// RELEASE_DIR/<index>), SENSORS (the worker's fake sensor dir), SHOT (screenshot path), WORKER, and
+// GONE (a worker that left the pool). More screenshots (pool and job page, 900 and 1400 px wide)
+// go next to SHOT.
 // Each step waits on the page's state (bounded by playwright timeouts), never on the clock.
 'use strict';
 const fs = require('fs');
@@ -11,6 +13,7 @@ const { chromium } = require('playwright-core');
 const env = k => { const v = process.env[k]; if (!v) throw new Error(`set ${k}`); return v; };
 const URL = env('URL').replace(/\/$/, ''), TOKEN = env('TOKEN'), JOB = env('JOB');
 const RELEASE = env('RELEASE_DIR'), SENSORS = env('SENSORS'), SHOT = env('SHOT'), WORKER = env('WORKER');
+const GONE = env('GONE');
 const T = 30000;  // a bound on a hang per step, not a speed assertion
 
 function sense(key, value) {  // as an owner's script would: write, then rename
@@ -20,6 +23,17 @@ function sense(key, value) {  // as an owner's script would: write, then rename
 }
 function ok(msg) { console.log('ok: ' + msg); }
 function check(cond, msg) { if (!cond) throw new Error('FAIL: ' + msg); }
+const text = (page, sel) => page.locator(sel).innerText();
+// At 900 px and 1400 px: a screenshot, and the page itself never scrolls sideways (wide tables
+// scroll in their wrapper).
+async function atWidths(page, name) {
+  for (const width of [900, 1400]) {
+    await page.setViewportSize({ width, height: 1000 });
+    const over = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    check(over <= 0, `${name} at ${width} px overflows the page by ${over} px`);
+    await page.screenshot({ path: SHOT.replace(/\.png$/, `-${name}-${width}.png`), fullPage: true });
+  }
+}
 
 (async () => {
   const browser = await chromium.launch({ executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
@@ -53,6 +67,37 @@ function check(cond, msg) { if (!cond) throw new Error('FAIL: ' + msg); }
     await page.waitForSelector(`#jobs tr[data-job="${JOB}"]`, { timeout: T });
     await page.waitForSelector('#live.on', { timeout: T });
     ok('pool page: the worker is running and the job is listed; live updates connected');
+    check(await page.locator('link[rel="icon"]').count() === 1, 'no inline favicon');
+    // Cards count workers in the pool, pluralized; the one that left is counted apart.
+    check((await text(page, '#card-workers')).replace(/\s+/g, ' ') === '1 worker', 'card-workers: ' + await text(page, '#card-workers'));
+    check((await text(page, '#card-a-running')).replace(/\s+/g, ' ') === '1 worker running', 'card-a-running: ' + await text(page, '#card-a-running'));
+    check((await text(page, '#card-jobs')).replace(/\s+/g, ' ') === '1 job running', 'card-jobs: ' + await text(page, '#card-jobs'));
+    check((await text(page, '#card-left')).replace(/\s+/g, ' ').startsWith('1 left'), 'card-left: ' + await text(page, '#card-left'));
+    check(await page.locator('#card-a-left').count() === 0, 'a left worker counted as an activity');
+    // The worker that left is not listed until asked for.
+    check(await page.locator(`#workers tr[data-worker="${GONE}"]`).count() === 0, 'a left worker is listed');
+    await page.check('#show-left');
+    await page.waitForSelector(`#workers tr[data-worker="${GONE}"][data-activity="left"]`, { timeout: T });
+    await page.uncheck('#show-left');
+    await page.waitForFunction(g => !document.querySelector(`#workers tr[data-worker="${g}"]`), GONE, { timeout: T });
+    // "Why" only while the owner policy stops work: empty for a running worker.
+    check(await text(page, `#workers tr[data-worker="${WORKER}"] td.why`) === '', 'a Why for a running worker');
+    ok('pool page: cards pluralized and count workers; the left worker hidden behind a checkbox; no Why while running');
+    await atWidths(page, 'pool');
+    // The ETA rule is the terminal's (tests/unit/progress_test.cc has the same cases).
+    const etas = await page.evaluate(() => {
+      const job = (o) => Object.assign({ state: 'running', tasks: 100, succeeded: 0, failed: 0, cancelled: 0, running: 8,
+                                         submitted_ms: 1000000, lost_seconds: 0, prediction: null }, o);
+      const pred = (s, lost) => ({ makespan_s: s, pool: { lost_work_s: lost || 0 } });
+      return [eta(job({}), 1050000),                                                  // nothing yet
+              eta(job({ prediction: pred(300) }), 1050000),                           // predicted 250
+              eta(job({ prediction: pred(300), succeeded: 7 }), 1400000),             // overdue 100
+              eta(job({ prediction: pred(300), succeeded: 8 }), 1400000),             // rate 4600
+              eta(job({ tasks: 6, running: 6, prediction: pred(20), lost_seconds: 84 }), 1014000)];  // 20
+    });
+    check(JSON.stringify(etas) === JSON.stringify([null, { kind: 'predicted', s: 250 }, { kind: 'overdue', s: 100 },
+      { kind: 'rate', s: 4600 }, { kind: 'predicted', s: 20 }]), 'eta(): ' + JSON.stringify(etas));
+    ok('the ETA rule matches the terminal\'s');
 
     // 3. The job page: its timeline has a bar per attempt; releasing task 0 turns its bar into a
     //    succeeded one without a reload (server-sent events).
@@ -60,11 +105,14 @@ function check(cond, msg) { if (!cond) throw new Error('FAIL: ' + msg); }
     await page.waitForSelector('#timeline svg rect.attempt', { timeout: T });
     const succeeded = () => page.locator('#timeline svg .attempt.outcome-succeeded').count();
     check(await succeeded() === 0, 'a succeeded bar before any task finished');
+    check(await text(page, '#card-succeeded b') === '0/2', 'card-succeeded: ' + await text(page, '#card-succeeded'));
+    check(await text(page, '#card-failed b') === '0', 'card-failed: ' + await text(page, '#card-failed'));
     const loads = await page.evaluate(() => performance.getEntriesByType('navigation').length);
     fs.writeFileSync(path.join(RELEASE, '0'), '');
     await page.waitForFunction(() => document.querySelectorAll('#timeline svg .attempt.outcome-succeeded').length === 1, null, { timeout: T });
     check(await page.evaluate(() => performance.getEntriesByType('navigation').length) === loads, 'the page reloaded');
-    ok('the timeline gained a succeeded bar when task 0 finished, live');
+    await page.waitForFunction(() => document.querySelector('#card-succeeded b').textContent === '1/2', null, { timeout: T });
+    ok('the timeline gained a succeeded bar when task 0 finished, live; the succeeded card says 1/2');
 
     // 4. A preemption made with fake sensors: the lid closes, the running attempt is vacated, the
     //    timeline marks the preemption, the pool page says lid closed; the lid opens, the task runs
@@ -75,7 +123,8 @@ function check(cond, msg) { if (!cond) throw new Error('FAIL: ' + msg); }
     ok('the timeline marks the preemption (lid closed)');
     await page.goto(`${URL}/#/`);
     await page.waitForSelector(`#workers tr[data-worker="${WORKER}"][data-activity="lid_closed"]`, { timeout: T });
-    ok('pool page: the worker shows lid closed');
+    check((await text(page, `#workers tr[data-worker="${WORKER}"] td.why`)) !== '', 'no Why for a worker whose owner took it back');
+    ok('pool page: the worker shows lid closed, and why');
     sense('lid_closed', '0');
     await page.goto(`${URL}/#/jobs/${JOB}`);
     await page.waitForSelector('#timeline svg .requeue', { timeout: T });
@@ -87,6 +136,22 @@ function check(cond, msg) { if (!cond) throw new Error('FAIL: ' + msg); }
     ok('both tasks succeeded; the task table lists the attempts');
     await page.screenshot({ path: SHOT, fullPage: true });
     ok('screenshot saved: ' + SHOT);
+    await atWidths(page, 'job');
+    await page.setViewportSize({ width: 1400, height: 1000 });
+    await page.goto(`${URL}/#/`);
+    await page.waitForFunction(() => { const j = document.querySelector('#jobs'); return !!j && /No running jobs/.test(j.innerText); }, null, { timeout: T });
+    ok('pool page: "No running jobs" once the job is done');
+
+    // 5. Live updates come back after the server refused the stream (503: all streams taken),
+    //    which EventSource does not retry by itself: the page says "reconnecting…" and retries
+    //    with backoff until a stream opens.
+    await page.route('**/api/v1/events', route => route.fulfill({ status: 503, contentType: 'application/json', body: '{"error":"busy"}' }));
+    await page.reload();
+    await page.waitForFunction(() => Number(document.getElementById('live').dataset.retries || 0) >= 2, null, { timeout: T });
+    check(await text(page, '#live') === 'reconnecting…', 'live badge: ' + await text(page, '#live'));
+    await page.unroute('**/api/v1/events');
+    await page.waitForSelector('#live.on', { timeout: T });
+    ok('live updates reconnect after 503 answers (with backoff)');
     check(errors.length === 0, 'page errors: ' + errors.join('; '));
   } catch (e) {
     try { await page.screenshot({ path: SHOT.replace(/\.png$/, '-failed.png'), fullPage: true }); } catch (_) { /* closed */ }

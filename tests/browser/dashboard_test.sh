@@ -37,12 +37,18 @@ TOML
 start_coordinator --http 127.0.0.1:0
 wait_until 20 grep -q "dashboard at http://" "$T/coordinator.log"
 URL=$(sed -n 's/.*dashboard at \(http:\/\/[^ ]*\).*/\1/p' "$T/coordinator.log" | tail -1)
+# A worker that left the pool (SIGTERM): the pool page hides it behind a "show ... left" box.
+start_worker gone --slots 1
+wait_until 20 is_connected gone
+kill -TERM "$WPID_gone"
+wait "$WPID_gone" || fail "worker gone exited non-zero after SIGTERM"
+[ "$(worker_state gone)" = left ] || fail "gone's state is $(worker_state gone), want left"
 start_worker laptop --slots 2 --config "$T/owner.toml" --sensors-dir "$S"
 wait_until 20 is_owner_state laptop run
 JOB=$("$IDLEPOOL" submit "$T/job.toml")
 wait_until 30 job_at_least "$JOB" running 2
 
-URL=$URL TOKEN=$TOKEN JOB=$JOB RELEASE_DIR=$T/release SENSORS=$S WORKER=laptop \
+URL=$URL TOKEN=$TOKEN JOB=$JOB RELEASE_DIR=$T/release SENSORS=$S WORKER=laptop GONE=gone \
   SHOT=$ARTIFACT_DIR/dashboard.png CHROMIUM=$CHROMIUM NODE_PATH=$NODE_DIR/node_modules \
   node "$HERE/dashboard_test.js" || fail "browser test failed (screenshot: $ARTIFACT_DIR)"
 [ -s "$ARTIFACT_DIR/dashboard.png" ] || fail "no screenshot"

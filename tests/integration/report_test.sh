@@ -50,7 +50,7 @@ grep -q "data-attempt=\"$FIRST\" data-task=\"0\" data-worker=\"laptop\"" "$H" ||
 grep -q "data-attempt=\"$SECOND\" data-task=\"0\" data-worker=\"desk\"" "$H" || fail "second bar"
 grep -q "class=\"preemption\" data-attempt=\"$FIRST\"" "$H" || fail "no preemption marker"
 grep -q "class=\"requeue\" data-from=\"$FIRST\" data-to=\"$SECOND\"" "$H" || fail "no requeue arrow"
-grep -q 'class="suspension" data-worker="laptop" data-state="vacate" data-cause="battery"' "$H" \
+grep -q 'class="unavailable" data-worker="laptop" data-state="vacate" data-cause="battery"' "$H" \
   || fail "no vacate period on the laptop's lane"
 grep -q '<pre>hello from desk' "$H" || fail "no log tail of the second attempt"
 ! grep -q '<script' "$H" || fail "the report has a script"

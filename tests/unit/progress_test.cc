@@ -138,11 +138,33 @@ TEST(JobBlock, CountsPercentAndParts) {
   EXPECT_NE(lines[1].find("]   412/1000  41%"), std::string::npos) << lines[1];
   EXPECT_EQ(VisibleWidth(lines[1]), 120);
   EXPECT_EQ(lines[2],
-            "  400 succeeded, 8 running, 12 failed, 2 preemptions, 5 suspensions, 580 pending, "
+            "  400 succeeded, 12 failed, 8 running, 580 pending, 2 preemptions, 5 suspensions, "
             "430 attempts");
   // Narrow: the least important parts are dropped whole.
   const auto narrow = Lines(JobBlock(s, 2'000'000, Ascii(40)));
-  EXPECT_EQ(narrow[2], "  400 succeeded, 8 running, 12 failed");
+  EXPECT_EQ(narrow[2], "  400 succeeded, 12 failed, 8 running");
+  // No failures: no "0 failed".
+  EXPECT_EQ(Lines(JobBlock(Job(10, 3, 0, 2), 2'000'000, Ascii(120)))[2],
+            "  3 succeeded, 2 running, 5 pending, 0 preemptions, 0 suspensions, 0 attempts");
+}
+
+TEST(JobBlock, ANonZeroFailedCountIsNeverDropped) {
+  // The review's case: a failed job at 40 columns lost "21 failed" while "0 running" stayed.
+  auto s = Job(1'000'000, 999'979, 21, 0);
+  s.set_state("failed");
+  s.set_finished_ms(s.submitted_ms() + 60'000);
+  const auto lines = Lines(JobBlock(s, 9'000'000, Ascii(40)));
+  EXPECT_EQ(lines[2], "  999979 succeeded, 21 failed, 0 running") << lines[2];
+  // Even when the parts before it are wide, the failed count stays and lesser parts go.
+  auto t = Job(4'000'000'000u, 3'000'000'000u, 1'234'567, 0);
+  t.set_fits_no_worker(true);
+  for (const auto& style : {Ascii(40), Fancy(40)}) {
+    const auto l = Lines(JobBlock(t, 9'000'000, style));
+    EXPECT_NE(l[2].find("1234567 failed"), std::string::npos) << l[2];
+    EXPECT_NE(l[2].find("no worker fits a task"), std::string::npos) << l[2];
+    EXPECT_EQ(l[2].find("succeeded"), std::string::npos) << l[2];
+    EXPECT_LE(VisibleWidth(l[2]), 40);
+  }
 }
 
 TEST(JobBlock, FinishedShowsDurationAndHundredPercent) {
@@ -155,23 +177,78 @@ TEST(JobBlock, FinishedShowsDurationAndHundredPercent) {
   EXPECT_NE(lines[1].find("[xxxx"), std::string::npos) << lines[1];
 }
 
-TEST(Eta, PredictionWhileAheadThenRate) {
-  auto s = Job(100, 25, 0, 4);  // submitted at 1,000 s
-  bool predicted = true;
-  EXPECT_LT(EtaSeconds(s, 1'000'000, &predicted), 0);  // nothing finished, no prediction
-  EXPECT_FALSE(predicted);
-  // Rate: 25 done in 50 s, 75 left -> 150 s.
-  EXPECT_DOUBLE_EQ(EtaSeconds(s, 1'050'000, &predicted), 150);
-  EXPECT_FALSE(predicted);
+TEST(Eta, RateOnceARoundFinishedElseThePrediction) {
+  auto s = Job(100, 25, 0, 4);  // submitted at 1,000 s; 25 finished >= a round (4 running)
+  EXPECT_EQ(EstimateEta(s, 1'000'000).kind, Eta::Kind::kUnknown);  // no time elapsed
+  // Rate: 25 done in 50 s, 75 left -> 150 s; with or without a prediction.
+  Eta e = EstimateEta(s, 1'050'000);
+  EXPECT_EQ(e.kind, Eta::Kind::kRate);
+  EXPECT_DOUBLE_EQ(e.seconds, 150);
+  s.mutable_prediction()->set_makespan_s(300);
+  EXPECT_EQ(EstimateEta(s, 1'050'000).kind, Eta::Kind::kRate);
+  EXPECT_NE(JobBlock(s, 1'050'000, Ascii()).find("ETA 2m30s\n"), std::string::npos);
+  // Not running: no ETA.
+  s.set_state("succeeded");
+  EXPECT_EQ(EstimateEta(s, 1'050'000).kind, Eta::Kind::kUnknown);
+}
+
+TEST(Eta, PredictionUntilARoundFinishedThenOverdue) {
+  auto s = Job(100, 0, 0, 8);
+  // Nothing finished, no prediction.
+  EXPECT_EQ(EstimateEta(s, 1'050'000).kind, Eta::Kind::kUnknown);
   s.mutable_prediction()->set_makespan_s(300);  // predicted end at 1,300 s
-  EXPECT_DOUBLE_EQ(EtaSeconds(s, 1'050'000, &predicted), 250);
-  EXPECT_TRUE(predicted);
+  Eta e = EstimateEta(s, 1'050'000);
+  EXPECT_EQ(e.kind, Eta::Kind::kPredicted);
+  EXPECT_DOUBLE_EQ(e.seconds, 250);
   EXPECT_NE(JobBlock(s, 1'050'000, Ascii()).find("ETA 4m10s (predicted)"), std::string::npos);
-  // Past the predicted end: back to the rate (25 done in 400 s, 75 left -> 1200 s).
-  EXPECT_DOUBLE_EQ(EtaSeconds(s, 1'400'000, &predicted), 1200);
-  EXPECT_FALSE(predicted);
+  // 7 finished: fewer than a round (8 running; 10% is 10): still the prediction.
+  s.set_succeeded(7);
+  EXPECT_EQ(EstimateEta(s, 1'050'000).kind, Eta::Kind::kPredicted);
+  // Past the predicted end before a round finished: overdue, not a made-up number that grows
+  // with every second nothing finishes.
+  e = EstimateEta(s, 1'400'000);
+  EXPECT_EQ(e.kind, Eta::Kind::kOverdue);
+  EXPECT_DOUBLE_EQ(e.seconds, 100);
+  EXPECT_NE(JobBlock(s, 1'400'000, Ascii()).find("ETA overdue (predicted 5m00s)"),
+            std::string::npos);
+  // A round finished: the rate (8 in 400 s, 92 left -> 4600 s).
+  s.set_succeeded(8);
+  e = EstimateEta(s, 1'400'000);
+  EXPECT_EQ(e.kind, Eta::Kind::kRate);
+  EXPECT_DOUBLE_EQ(e.seconds, 4600);
+  // The round is the tasks running, at most 10% of the tasks: 5000 running of 20000 -> 2000.
+  auto big = Job(20'000, 1'999, 0, 5'000);
+  big.mutable_prediction()->set_makespan_s(1e6);
+  EXPECT_EQ(EstimateEta(big, 1'100'000).kind, Eta::Kind::kPredicted);
+  big.set_succeeded(2'000);
+  EXPECT_EQ(EstimateEta(big, 1'100'000).kind, Eta::Kind::kRate);
+  // 1000 running of 20000: a round is 1000.
+  big.set_running(1'000);
+  big.set_succeeded(999);
+  EXPECT_EQ(EstimateEta(big, 1'100'000).kind, Eta::Kind::kPredicted);
+  big.set_succeeded(1'000);
+  EXPECT_EQ(EstimateEta(big, 1'100'000).kind, Eta::Kind::kRate);
+  // An infinite prediction is no prediction: the rate as soon as anything finished.
+  s.set_succeeded(1);
   s.mutable_prediction()->set_makespan_s(std::numeric_limits<double>::infinity());
-  EXPECT_DOUBLE_EQ(EtaSeconds(s, 1'050'000, &predicted), 150);
+  e = EstimateEta(s, 1'050'000);
+  EXPECT_EQ(e.kind, Eta::Kind::kRate);
+  EXPECT_DOUBLE_EQ(e.seconds, 99 * 50);
+}
+
+TEST(Eta, LostWorkPushesThePredictionBack) {
+  // The review's case: 6 tasks of 20 s on 6 slots, predicted 20 s; at 14 s all six were
+  // preempted and restarted. The prediction alone says 6 s; 84 s of work were lost (none
+  // expected), spread over the 6 running tasks: 14 s more, so 20 s.
+  auto s = Job(6, 0, 0, 6);
+  s.mutable_prediction()->set_makespan_s(20);
+  s.set_lost_ms(84'000);
+  Eta e = EstimateEta(s, 1'014'000);
+  EXPECT_EQ(e.kind, Eta::Kind::kPredicted);
+  EXPECT_DOUBLE_EQ(e.seconds, 20);
+  // Loss the prediction expected does not move it.
+  s.mutable_prediction()->set_lost_work_s(84);
+  EXPECT_DOUBLE_EQ(EstimateEta(s, 1'014'000).seconds, 6);
 }
 
 TEST(ShortDurationTest, Formats) {

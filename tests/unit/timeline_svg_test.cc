@@ -139,6 +139,11 @@ TEST(TimelineSvg, OneBarPerAttemptWithClassesAndDataAttributes) {
   for (const char* want : {"task 1", "attempt 12", "beta", "failed", "38 s", "exit code 3"}) {
     EXPECT_NE(tip.find(want), std::string::npos) << want << " in " << tip;
   }
+  // Attempts stopped from outside (here lost) have no exit code in their tooltip.
+  const size_t lost_title = svg.find("<title>", svg.find("data-attempt=\"16\""));
+  const std::string lost_tip =
+      svg.substr(lost_title, svg.find("</title>", lost_title) - lost_title);
+  EXPECT_EQ(lost_tip.find("exit code"), std::string::npos) << lost_tip;
   EXPECT_NE(svg.find("viewBox=\"0 0 1200 "), std::string::npos);
   EXPECT_EQ(svg.find("href"), std::string::npos);  // self-contained: no external references
   ExpectWellFormed(svg);
@@ -192,7 +197,10 @@ TEST(TimelineSvg, SuspensionsFromOwnerEventsAndOfflinePeriods) {
   Event(t, "desk", 71'000, "owner", "run");
   Event(t, "nobody", 20'000, "owner", "suspend", "lid");  // no attempts: no lane
   const std::string svg = RenderTimelineSvg(t);
-  EXPECT_EQ(Count(svg, "class=\"suspension\""), 2u);
+  // Only state "suspend" is a suspension; a vacate (the owner took the machine back) is drawn
+  // as unavailable, with its own fill and legend entry.
+  EXPECT_EQ(Count(svg, "class=\"suspension\""), 1u);
+  EXPECT_EQ(Count(svg, "class=\"unavailable\""), 1u);
   const std::string s = TagWith(svg, "class=\"suspension\" data-worker=\"laptop\"");
   EXPECT_NE(s.find("data-state=\"suspend\" data-cause=\"owner_input\""), std::string::npos) << s;
   // 20 s of a 100 s window 1024 px wide.
@@ -200,9 +208,17 @@ TEST(TimelineSvg, SuspensionsFromOwnerEventsAndOfflinePeriods) {
   EXPECT_NEAR(Attr(s, "x"), 160 + 1024 * 0.1, 0.2);
   EXPECT_NE(svg.find("owner active (idle 3 s &lt; 60 s)"), std::string::npos);
   // The vacate ends when the worker disconnects (10 s); then offline, disconnected then lost.
-  const std::string v = TagWith(svg, "class=\"suspension\" data-worker=\"desk\"");
-  EXPECT_NE(v.find("data-cause=\"battery\""), std::string::npos) << v;
+  EXPECT_EQ(TagWith(svg, "class=\"suspension\" data-worker=\"desk\""), "");
+  const std::string v = TagWith(svg, "class=\"unavailable\" data-worker=\"desk\"");
+  EXPECT_NE(v.find("data-state=\"vacate\" data-cause=\"battery\""), std::string::npos) << v;
+  EXPECT_NE(v.find("fill=\"url(#idlepool-vacate)\""), std::string::npos) << v;
+  EXPECT_EQ(v.find("idlepool-hatch"), std::string::npos) << v;
   EXPECT_NEAR(Attr(v, "width"), 1024 * 0.1, 0.2);
+  EXPECT_NE(svg.find("<title>owner took the machine back: battery\ndesk, +40 s for 10 s\non "
+                     "battery</title>"),
+            std::string::npos);
+  EXPECT_NE(svg.find(">taken back by owner</text>"), std::string::npos);  // legend
+  EXPECT_NE(svg.find(">owner suspension</text>"), std::string::npos);
   EXPECT_EQ(Count(svg, "class=\"offline\""), 2u);
   const std::string lost =
       TagWith(svg, "class=\"offline\" data-worker=\"desk\" data-state=\"lost\"");
@@ -392,7 +408,9 @@ TEST(ReportHtml, SummaryTimelineWorkersAndTasks) {
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
   for (const char* want : {"Job 7", "render", "<svg ", "class=\"attempt outcome-preempted\"",
                            "class=\"preemption\"", "class=\"requeue\"", "Makespan",
-                           "1 min 40 s", "predicted, 1 min 40 s actual (+25%)",
+                           "1 min 40 s",
+                           "1 min 20 s predicted, 1 min 40 s actual: prediction error -20.0% = "
+                           "(predicted &#8722; actual) / actual",
                            "bottleneck compute",
                            "3.0 MiB", "Lost work</th><td>9 s",
                            "Report generated 2023-11-14 22:15:20 UTC",
@@ -408,6 +426,50 @@ TEST(ReportHtml, SummaryTimelineWorkersAndTasks) {
   const std::string cut = RenderReportHtml(t, small);
   EXPECT_EQ(cut.find("<details>"), std::string::npos);
   EXPECT_NE(cut.find("left out (report size limit)"), std::string::npos);
+}
+
+// The text of the <td> of the Exit column in attempt `id`'s row (the 7th cell).
+std::string ExitCell(const std::string& html, uint64_t id) {
+  size_t at = html.find("id=\"attempt-" + std::to_string(id) + "\"");
+  if (at == std::string::npos) return "<no row>";
+  for (int cell = 0; cell < 7; ++cell) at = html.find("<td", at + 1);
+  const size_t open = html.find('>', at) + 1;
+  return html.substr(open, html.find("</td>", open) - open);
+}
+
+TEST(ReportHtml, FailedLogsOpenExitCodesAndPrinting) {
+  v1::JobTimeline t = Job(100'000, 120'000);
+  t.mutable_job()->set_state("failed");
+  // A prediction just under 2 min shows as 2 min (rounded like the actual), with no error: the
+  // job did not run to the end.
+  t.mutable_job()->mutable_prediction()->set_makespan_s(119.9996);
+  Add(t, 1, 0, "a", "failed", 0, 10'000)->set_exit_code(3);
+  Add(t, 2, 1, "a", "timed_out", 0, 20'000)->set_exit_code(-9);
+  Add(t, 3, 2, "a", "succeeded", 0, 30'000);
+  Add(t, 4, 3, "a", "preempted", 0, 40'000)->set_exit_code(143);
+  Add(t, 5, 4, "a", "lost", 0, 40'000)->set_exit_code(-1);
+  Add(t, 6, 5, "a", "cancelled", 0, 40'000)->set_exit_code(-15);
+  Add(t, 7, 6, "a", "machine_fault", 0, 40'000)->set_exit_code(1);
+  for (auto& a : *t.mutable_attempts()) a.set_log_tail("log of " + std::to_string(a.attempt()));
+  const std::string html = RenderReportHtml(t);
+  EXPECT_NE(html.find("<details open><summary>8 B</summary><pre>log of 1</pre>"),
+            std::string::npos);
+  EXPECT_NE(html.find("<details open><summary>8 B</summary><pre>log of 2</pre>"),
+            std::string::npos);
+  EXPECT_NE(html.find("<details><summary>8 B</summary><pre>log of 3</pre>"), std::string::npos);
+  EXPECT_NE(html.find("<details><summary>8 B</summary><pre>log of 4</pre>"), std::string::npos);
+  // Printed, every tail shows.
+  const size_t print = html.find("@media print{");
+  ASSERT_NE(print, std::string::npos);
+  EXPECT_NE(html.find("details::details-content{content-visibility:visible;display:block",
+                      print),
+            std::string::npos);
+  // Exit codes only for attempts that exited on their own.
+  EXPECT_EQ(ExitCell(html, 1), "3");
+  EXPECT_EQ(ExitCell(html, 3), "0");
+  for (uint64_t id : {2, 4, 5, 6, 7}) EXPECT_EQ(ExitCell(html, id), "") << id;
+  EXPECT_NE(html.find("2 min predicted, 1 min 40 s actual; bottleneck"), std::string::npos);
+  EXPECT_EQ(html.find("prediction error"), std::string::npos);
 }
 
 }  // namespace

@@ -38,6 +38,9 @@ function fmtDur(s) {
 }
 function fmtTime(ms) { return ms ? new Date(Number(ms)).toLocaleString() : '-'; }
 function badge(cls, text, title) { return el('span', { class: 'badge ' + cls, title }, text); }
+function plural(n, one, many) { return n === 1 ? one : (many || one + 's'); }
+// A table in a wrapper that scrolls sideways on narrow screens instead of overflowing the page.
+function scroller(table) { return el('div', { class: 'table-wrap' }, table); }
 
 class Unauthorized extends Error {}
 async function api(path, asText) {
@@ -58,13 +61,33 @@ function progressBar(j) {
   return el('div', { class: 'bar', role: 'progressbar', 'aria-valuemin': 0, 'aria-valuemax': j.tasks, 'aria-valuenow': j.succeeded },
     seg('ok', j.succeeded, 'succeeded'), seg('run', j.running, 'running'), seg('fail', j.failed, 'failed'));
 }
-// Seconds left: the prediction when there is one, else the rate of tasks done so far.
+// A running job's time left, the same rule as the terminal's (src/cli/progress.h EstimateEta;
+// README "Terminal output"): the prediction until a first round of tasks has finished (as many as
+// are running, at most 10% of the tasks), its end pushed back by lost work beyond what it
+// expected spread over the running tasks, and "overdue" once that end is passed; then the
+// observed rate, tasks left × elapsed / tasks finished. {kind: 'rate'|'predicted'|'overdue', s}
+// or null.
 function eta(j, nowMs) {
-  if (j.state !== 'running') return null;
+  if (j.state !== 'running' || !(j.submitted_ms > 0)) return null;
+  const finished = j.succeeded + j.failed + j.cancelled;
+  const left = Math.max(0, j.tasks - finished);
   const elapsed = (nowMs - j.submitted_ms) / 1000;
-  if (j.prediction && isFinite(j.prediction.makespan_s)) return Math.max(0, j.prediction.makespan_s - elapsed);
-  if (j.succeeded > 0 && elapsed > 0) return (j.tasks - j.succeeded - j.failed - j.cancelled) * elapsed / j.succeeded;
-  return null;
+  const round = Math.max(1, Math.min(Math.ceil(j.tasks / 10), j.running));
+  const p = j.prediction;
+  const predicted = !!p && typeof p.makespan_s === 'number' && isFinite(p.makespan_s) && p.makespan_s > 0;
+  if (finished > 0 && elapsed > 0 && (finished >= round || !predicted)) return { kind: 'rate', s: left * elapsed / finished };
+  if (!predicted) return null;
+  const expected = p.pool && typeof p.pool.lost_work_s === 'number' && isFinite(p.pool.lost_work_s) ? p.pool.lost_work_s : 0;
+  const extra = Math.max(0, (j.lost_seconds || 0) - expected) / Math.max(1, j.running);
+  const ahead = p.makespan_s + extra - elapsed;
+  return ahead > 0 ? { kind: 'predicted', s: ahead } : { kind: 'overdue', s: -ahead };
+}
+function etaText(e) { return !e ? '-' : e.kind === 'overdue' ? 'overdue' : fmtDur(e.s); }
+function etaTitle(j, e) {
+  if (!e) return 'no estimate yet: nothing finished and no prediction';
+  if (e.kind === 'rate') return 'from the rate of finished tasks';
+  if (e.kind === 'predicted') return "from the job's prediction (until a first round of tasks finished)";
+  return `past the predicted makespan ${fmtDur(j.prediction.makespan_s)} by ${fmtDur(e.s)}`;
 }
 function jobRow(j, nowMs) {
   const e = eta(j, nowMs);
@@ -76,7 +99,7 @@ function jobRow(j, nowMs) {
     el('td', {}, badge('s-' + j.state, j.state)),
     el('td', {}, progressBar(j)),
     el('td', { class: 'num' }, `${done}/${j.tasks}`),
-    el('td', { class: 'num' }, e === null ? '-' : fmtDur(e)),
+    el('td', { class: 'num eta-' + (e ? e.kind : 'none'), title: etaTitle(j, e) }, etaText(e)),
     el('td', { class: 'num' }, String(j.attempts)),
     el('td', { class: 'num' }, String(j.failures)),
     el('td', { class: 'num' }, String(j.preemptions)),
@@ -85,14 +108,15 @@ function jobRow(j, nowMs) {
     el('td', { class: 'num', title: `inputs ${fmtBytes(b.input_bytes)} (cached ${fmtBytes(b.cached_bytes)}), from peers ${fmtBytes(b.peer_bytes)}` },
       fmtBytes((b.coordinator_bytes || 0) + (b.peer_bytes || 0) + (b.output_bytes || 0))));
 }
-function jobsTable(jobs, nowMs) {
-  return el('table', { id: 'jobs' },
+function jobsTable(jobs, nowMs, empty) {
+  return scroller(el('table', { id: 'jobs' },
     el('thead', {}, el('tr', {}, ['Job', 'Name', 'State', 'Progress', 'Done', 'ETA', 'Attempts', 'Failures', 'Preemptions', 'Suspensions', 'Lost work', 'Bytes moved']
       .map((h, i) => el('th', { class: i >= 4 ? 'num' : null }, h)))),
-    el('tbody', {}, jobs.length ? jobs.map(j => jobRow(j, nowMs)) : el('tr', {}, el('td', { colspan: 12, class: 'muted' }, 'No jobs yet: idlepool submit JOB.toml'))));
+    el('tbody', {}, jobs.length ? jobs.map(j => jobRow(j, nowMs)) : el('tr', {}, el('td', { colspan: 12, class: 'muted' }, empty || 'No jobs yet: idlepool submit JOB.toml')))));
 }
-function sensorsText(s) {
-  if (!s) return { temp: '-', batt: '-' };
+// Temperature and battery; '-' for a worker that is not connected (its last readings are stale).
+function sensorsText(s, connected) {
+  if (!s || !connected) return { temp: '-', batt: '-' };
   const temp = s.temperature_c !== undefined && s.temperature_c !== null ? s.temperature_c.toFixed(0) + ' °C' : '-';
   let batt = '-';
   if (s.battery_percent !== undefined && s.battery_percent !== null) batt = s.battery_percent.toFixed(0) + '%';
@@ -100,18 +124,23 @@ function sensorsText(s) {
   else if (s.on_ac_power === true && batt !== '-') batt += ' (AC)';
   return { temp, batt };
 }
-function workersTable(workers) {
-  return el('table', { id: 'workers' },
+// Why a worker does no work: the owner policy's reason, only while it stops work (owner_state
+// suspend or vacate) on a connected worker.
+function whyText(w) { return w.state === 'connected' && w.owner_state && w.owner_state !== 'run' ? (w.owner_reason || w.owner_state) : ''; }
+function workersTable(workers, leftCount) {
+  const num = new Set(['Slots', 'Temp', 'CPU', 'GPUs', 'Up']);
+  return scroller(el('table', { id: 'workers' },
     el('thead', {}, el('tr', {}, ['Worker', 'State', 'Slots', 'Temp', 'Battery', 'Link', 'CPU', 'GPUs', 'Up', 'Why']
-      .map(h => el('th', {}, h)))),
+      .map(h => el('th', { class: num.has(h) ? 'num' : null }, h)))),
     el('tbody', {}, workers.length ? workers.map(w => {
       const act = w.activity || w.state;
-      const s = sensorsText(w.sensors);
+      const why = whyText(w);
+      const s = sensorsText(w.sensors, w.state === 'connected');
       const link = w.link ? `${w.link.rtt_ms.toPrecision(2)} ms, ${fmtRate(w.link.down_bytes_per_s)}↓ ${fmtRate(w.link.up_bytes_per_s)}↑` : '-';
       const a = w.availability || {};
       return el('tr', { 'data-worker': w.worker, 'data-activity': act },
         el('td', { title: w.hostname }, w.worker),
-        el('td', {}, badge('a-' + act, act.replace('_', ' '), w.owner_reason || '')),
+        el('td', {}, badge('a-' + act, act.replace('_', ' '), why || null)),
         el('td', { class: 'num' }, `${w.slots_busy}/${w.slots}`),
         el('td', { class: 'num' }, s.temp),
         el('td', {}, s.batt),
@@ -119,27 +148,40 @@ function workersTable(workers) {
         el('td', { class: 'num', title: 'SHA-256 MB/s per core' }, w.cpu_score ? `${w.cores || '?'} × ${w.cpu_score.toFixed(0)}` : '-'),
         el('td', { class: 'num' }, String(w.gpus || 0)),
         el('td', { class: 'num' }, a.observed_s ? (100 * a.up_fraction).toFixed(0) + '%' : '-'),
-        el('td', { class: 'muted' }, w.owner_reason || ''));
-    }) : el('tr', {}, el('td', { colspan: 10, class: 'muted' }, 'No workers: idlepool worker --coordinator HOST:PORT'))));
+        el('td', { class: 'muted why' }, why));
+    }) : el('tr', {}, el('td', { colspan: 10, class: 'muted' },
+      leftCount ? 'No workers in the pool now.' : 'No workers: idlepool worker --coordinator HOST:PORT')))));
 }
-function card(label, value, id) { return el('div', { class: 'card', id }, el('b', {}, String(value)), label); }
+function card(label, value, id, title) { return el('div', { class: 'card', id, title }, el('b', {}, String(value)), label); }
+// "3 workers running", "1 worker idle", "2 workers with lid closed".
+const ACTIVITY_WORDS = { lid_closed: 'with lid closed', outside_window: 'outside their window', on_battery: 'on battery' };
+function activityLabel(a, n) { return plural(n, 'worker') + ' ' + (ACTIVITY_WORDS[a] || a.replace(/_/g, ' ')); }
+let showLeft = false;  // the pool page lists workers that left the pool only when asked
 
 // ---- pages ---------------------------------------------------------------------------------
 async function pagePool() {
   const [w, j] = await Promise.all([api('/api/v1/workers'), api('/api/v1/jobs')]);
   const now = Date.now();
-  const workers = w.workers || [];
+  const all = w.workers || [];
+  const isLeft = x => x.state === 'left' || x.activity === 'left';
+  const present = all.filter(x => !isLeft(x));
+  const leftCount = all.length - present.length;
   const counts = {};
-  for (const x of workers) { const a = x.activity || x.state; counts[a] = (counts[a] || 0) + 1; }
-  const slots = workers.filter(x => x.state === 'connected').reduce((n, x) => n + x.slots, 0);
-  const busy = workers.reduce((n, x) => n + x.slots_busy, 0);
+  for (const x of present) { const a = x.activity || x.state; counts[a] = (counts[a] || 0) + 1; }
+  const slots = present.filter(x => x.state === 'connected').reduce((n, x) => n + x.slots, 0);
+  const busy = present.reduce((n, x) => n + x.slots_busy, 0);
   const running = (j.jobs || []).filter(x => x.state === 'running');
+  const toggle = leftCount ? el('label', { class: 'left-toggle muted', id: 'left-toggle' },
+    el('input', { type: 'checkbox', id: 'show-left', checked: showLeft }), ` show ${leftCount} ${plural(leftCount, 'worker')} that left the pool`) : null;
+  if (toggle) toggle.querySelector('input').addEventListener('change', e => { showLeft = e.target.checked; render(); });
   return [el('h1', {}, 'Pool'),
-    el('div', { class: 'cards' }, card('workers', workers.length, 'card-workers'), card('slots busy', `${busy}/${slots}`, 'card-slots'),
-      card('jobs running', running.length, 'card-jobs'),
-      ...Object.entries(counts).sort().map(([k, v]) => card(k.replace('_', ' '), v))),
-    workersTable(workers),
-    el('h2', {}, 'Running jobs'), jobsTable(running, now)];
+    el('div', { class: 'cards' }, card(plural(present.length, 'worker'), present.length, 'card-workers'),
+      card('slots busy', `${busy}/${slots}`, 'card-slots'),
+      card(plural(running.length, 'job') + ' running', running.length, 'card-jobs'),
+      ...Object.entries(counts).sort().map(([k, v]) => card(activityLabel(k, v), v, 'card-a-' + k)),
+      leftCount ? card('left', leftCount, 'card-left', 'workers that left the pool (not counted above)') : null),
+    workersTable(showLeft ? all : present, leftCount), toggle,
+    el('h2', {}, 'Running jobs'), jobsTable(running, now, 'No running jobs')];
 }
 async function pageJobs() {
   const j = await api('/api/v1/jobs');
@@ -162,9 +204,11 @@ async function pageJob(id) {
   const makespan = j.finished_ms ? (j.finished_ms - j.submitted_ms) / 1000 : (nowMs - j.submitted_ms) / 1000;
   const out = [el('h1', {}, `Job ${j.job}: `, j.name, ' ', badge('s-' + j.state, j.state)),
     el('div', { class: 'cards' },
-      card('tasks done', `${j.succeeded + j.failed + j.cancelled}/${j.tasks}`, 'card-done'),
+      card('succeeded', `${j.succeeded}/${j.tasks}`, 'card-succeeded'),
+      card('failed', j.failed, 'card-failed'),
+      j.cancelled ? card('cancelled', j.cancelled, 'card-cancelled') : null,
       card(j.finished_ms ? 'makespan' : 'elapsed', fmtDur(makespan)),
-      card('ETA', e === null ? '-' : fmtDur(e)),
+      card(e && e.kind === 'predicted' ? 'ETA (predicted)' : 'ETA', etaText(e), 'card-eta', etaTitle(j, e)),
       card('predicted', j.prediction ? fmtDur(j.prediction.makespan_s) : '-'),
       card('attempts', j.attempts, 'card-attempts'), card('failures', j.failures), card('preemptions', j.preemptions, 'card-preemptions'),
       card('suspensions', j.suspensions), card('lost work', fmtDur(j.lost_seconds)),
@@ -188,14 +232,16 @@ async function pageJob(id) {
         el('td', {}, a.worker),
         el('td', {}, badge('s-' + (a.outcome === 'succeeded' ? 'succeeded' : a.outcome === 'running' ? 'running' : a.outcome === 'failed' || a.outcome === 'timed_out' ? 'failed' : 'cancelled'), a.outcome)),
         el('td', { class: 'num' }, fmtDur(dur)),
-        el('td', { class: 'num' }, a.ended_ms && a.outcome !== 'preempted' && a.outcome !== 'lost' ? String(a.exit_code) : ''),
-        el('td', {}, a.message || '', a.log_tail ? el('details', {}, el('summary', {}, 'log tail'), el('pre', { class: 'log' }, a.log_tail)) : null)));
+        // Exit codes only of attempts that exited on their own (not stopped, lost or running).
+        el('td', { class: 'num' }, a.outcome === 'succeeded' || a.outcome === 'failed' ? String(a.exit_code) : ''),
+        el('td', { class: 'wrap' }, a.message || '', a.log_tail ? el('details', {}, el('summary', {}, 'log tail'), el('pre', { class: 'log' }, a.log_tail)) : null)));
     });
   }
   out.push(el('h2', {}, 'Tasks'),
-    el('table', { id: 'tasks' },
-      el('thead', {}, el('tr', {}, ['Task', 'Attempt', 'Worker', 'Outcome', 'Time', 'Exit', 'Message / log'].map(h => el('th', {}, h)))),
-      el('tbody', {}, rows)),
+    scroller(el('table', { id: 'tasks' },
+      el('thead', {}, el('tr', {}, ['Task', 'Attempt', 'Worker', 'Outcome', 'Time', 'Exit', 'Message / log']
+        .map(h => el('th', { class: ['Task', 'Attempt', 'Time', 'Exit'].includes(h) ? 'num' : null }, h)))),
+      el('tbody', {}, rows))),
     tasks.length > TASK_ROWS ? el('p', { class: 'muted' }, `${tasks.length - TASK_ROWS} more tasks not shown (idlepool report ${j.job} --out FILE.html has them all).`) : null);
   return out;
 }
@@ -234,11 +280,30 @@ async function render() {
 }
 let timer = null;
 function soon() { if (!timer) timer = setTimeout(() => { timer = null; render(); }, 150); }
+// Server-sent events. The browser retries a dropped stream by itself, but not one answered with
+// an error status (the coordinator answers 503 when its streams are all taken): then the stream
+// is CLOSED and we reconnect after 1 s, doubling to 30 s, back to 1 s once a stream opens.
+const RETRY_MIN_MS = 1000, RETRY_MAX_MS = 30000;
+let retryMs = RETRY_MIN_MS, retryTimer = null;
+function offline(text) { $live.textContent = text; $live.className = 'live off'; }
 function connect() {
+  retryTimer = null;
   const es = new EventSource('/api/v1/events');
-  es.addEventListener('open', () => { $live.textContent = 'live'; $live.className = 'live on'; });
+  es.addEventListener('open', () => {
+    retryMs = RETRY_MIN_MS;
+    $live.textContent = 'live'; $live.className = 'live on';
+    soon();  // whatever changed while the stream was down
+  });
   es.addEventListener('change', soon);
-  es.addEventListener('error', () => { $live.textContent = 'reconnecting…'; $live.className = 'live off'; });
+  es.addEventListener('error', () => {
+    offline('reconnecting…');
+    if (es.readyState !== EventSource.CLOSED || retryTimer) return;  // the browser retries itself
+    es.close();
+    $live.dataset.retries = String(Number($live.dataset.retries || 0) + 1);
+    $live.title = `live updates: reconnecting in ${Math.round(retryMs / 1000)} s`;
+    retryTimer = setTimeout(connect, retryMs);
+    retryMs = Math.min(RETRY_MAX_MS, retryMs * 2);
+  });
 }
 window.addEventListener('hashchange', render);
 render();
