@@ -22,6 +22,9 @@ PACKAGES=(
   povray povray-examples ffmpeg
   # the OCR example (examples/ocr): pages rendered with groff + ghostscript, read by tesseract
   groff-base ghostscript tesseract-ocr tesseract-ocr-eng
+  # GPUs: OpenCL headers and ICD loader (discovery, the OpenCL example), PoCL's CPU device to
+  # test them without a GPU, clinfo to compare. NVML comes with the NVIDIA driver, when there is one.
+  opencl-c-headers ocl-icd-opencl-dev ocl-icd-libopencl1 pocl-opencl-icd clinfo
 )
 
 # node and npm run the browser test; a machine that already has them (e.g. from NodeSource, whose

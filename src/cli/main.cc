@@ -16,6 +16,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "api/json.h"
 #include "cli/client.h"
 #include "cli/plan_command.h"
@@ -24,11 +25,13 @@
 #include "cli/profile_command.h"
 #include "cli/progress.h"
 #include "cli/report_command.h"
+#include "cli/resources_command.h"
 #include "cli/timeline_command.h"
 #include "cli/sim_command.h"
 #include "coordinator/coordinator.h"
 #include "nlohmann/json.hpp"
 #include "platform/clock.h"
+#include "platform/gpu.h"
 #include "platform/process.h"
 #include "platform/random.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
@@ -308,6 +311,9 @@ int main(int argc, char** argv) {
                "parallel work"};
   app.set_version_flag("--version", kVersion);
   app.require_subcommand(1);
+  // Options of the app itself (--log-level, --log-format) may come after the subcommand too:
+  // subcommands created below inherit this and pass options they do not know up to the app.
+  app.fallthrough();
   Common common;
   common.coordinator = EnvOr("IDLEPOOL_COORDINATOR", "127.0.0.1:7878");
   common.token = EnvOr("IDLEPOOL_TOKEN", "");
@@ -376,6 +382,19 @@ int main(int argc, char** argv) {
                  "I/O)");
   work->add_option("--name", wopts.name, "worker name, unique in the pool (default: host name)");
   work->add_option("--memory-mb", wopts.memory_mb, "memory offered (default: not stated)");
+  std::string gpus_choice = "all";
+  bool opencl_cpu = false, print_resources = false, resources_json = false;
+  work->add_option("--gpus", gpus_choice,
+                   "GPUs to offer: all, none, or indexes as --print-resources numbers them "
+                   "(0,2)")
+      ->capture_default_str();
+  work->add_flag("--opencl-cpu", opencl_cpu,
+                 "also offer CPU-type OpenCL devices (PoCL) as GPUs: for tests and CI, since a "
+                 "CPU is not a GPU (also IDLEPOOL_OPENCL_CPU=1)");
+  work->add_flag("--print-resources", print_resources,
+                 "print the cores, memory, slots and GPUs this worker would offer, and what each "
+                 "GPU backend (NVML, OpenCL, ROCm SMI, Metal) said, then exit");
+  work->add_flag("--json", resources_json, "with --print-resources: print JSON");
   std::string min_free_disk;
   work->add_option("--min-free-disk", min_free_disk,
                    "take no work while less than this is free under --work-dir: bytes, or "
@@ -618,8 +637,9 @@ int main(int argc, char** argv) {
   auto need_token = [&]() -> bool {
     if (!common.token.empty()) return true;
     std::fprintf(stderr,
-                 "idlepool: no pool token: pass --token or set IDLEPOOL_TOKEN (the coordinator "
-                 "printed it at its first start; it is in DATA_DIR/pool.token)\n");
+                 "idlepool: no pool token: pass --token, --token-file FILE or set "
+                 "IDLEPOOL_TOKEN (the coordinator printed it at its first start; it is in "
+                 "DATA_DIR/pool.token)\n");
     return false;
   };
 
@@ -678,6 +698,34 @@ int main(int argc, char** argv) {
     if (print_default_config) {
       std::printf("%s", idlepool::worker::DefaultConfigToml().c_str());
       return 0;
+    }
+    {
+      // GPUs: discovered before anything else, so --print-resources needs no work dir or token.
+      auto selection = idlepool::platform::ParseGpuSelection(gpus_choice);
+      if (!selection.ok()) {
+        std::fprintf(stderr, "idlepool worker: %s\n",
+                     std::string(selection.status().message()).c_str());
+        return 2;
+      }
+      idlepool::platform::GpuDiscoveryOptions gopts;
+      gopts.opencl_cpu = opencl_cpu;
+      gopts.selection = *selection;
+      wopts.gpus = idlepool::platform::GpuInventory::Discover(gopts);
+      if (print_resources) {
+        return idlepool::cli::PrintResources(*wopts.gpus, {wopts.slots, wopts.memory_mb,
+                                                           resources_json});
+      }
+      for (const auto& b : wopts.gpus->backends()) {
+        spdlog::info("gpu discovery: {}: {}", b.backend, b.message);
+      }
+      for (uint32_t m : wopts.gpus->missing()) {
+        spdlog::warn("--gpus: there is no GPU {} ({} found); not offered", m,
+                     wopts.gpus->discovered().size());
+      }
+      for (const auto& g : wopts.gpus->offered()) {
+        spdlog::info("offering gpu {}: {} {}, {} MiB, apis {}", g.index, g.vendor, g.name,
+                     g.memory_mb, absl::StrJoin(g.apis, ","));
+      }
     }
     if (wopts.work_dir.empty()) {
       std::fprintf(stderr, "idlepool worker: --work-dir is required\n");

@@ -279,6 +279,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
     if (!server_ || port_ == 0) {
       return absl::UnavailableError(absl::StrCat("cannot listen on ", options_.listen));
     }
+    pool_metrics_.SetStartTime(static_cast<double>(clock_.WallMs()) / 1000.0);
     core_thread_ = std::thread([this] { CoreLoop(); });
     predict_thread_ = std::thread([this] { PredictLoop(); });
     return StartHttp();

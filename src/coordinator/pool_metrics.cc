@@ -41,6 +41,9 @@ PoolMetrics::PoolMetrics() {
   served_ = &r.AddCounter("idlepool_bytes_total", kBytesHelp, {{"direction", "served"}});
   received_ = &r.AddCounter("idlepool_bytes_total", kBytesHelp, {{"direction", "received"}});
   peer_ = &r.AddCounter("idlepool_bytes_total", kBytesHelp, {{"direction", "peer"}});
+  start_time_ = &r.AddGauge("idlepool_start_time_seconds",
+                            "When the coordinator started, Unix seconds; counters count from "
+                            "here.");
   commit_ = &r.AddHistogram("idlepool_store_commit_seconds",
                             "Duration of each group commit of the scheduler's records.",
                             metrics::LatencyBuckets());

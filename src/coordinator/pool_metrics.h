@@ -41,6 +41,9 @@ class PoolMetrics {
   void OnScheduled(double seconds) { scheduling_->Observe(seconds); }
   void BytesServed(uint64_t n) { served_->Inc(static_cast<double>(n)); }
   void BytesReceived(uint64_t n) { received_->Inc(static_cast<double>(n)); }
+  // When this coordinator started, Unix seconds (wall clock): counters count from here, so
+  // rate() over a restart can tell (the convention of process_start_time_seconds).
+  void SetStartTime(double unix_s) { start_time_->Set(unix_s); }
 
   // Sets the gauges from the pool as it is now.
   void SetPool(const v1::ListWorkersReply& workers, const std::vector<core::JobSummary>& jobs);
@@ -58,6 +61,7 @@ class PoolMetrics {
   metrics::Counter *started_, *succeeded_, *failed_, *preempted_, *lease_expired_;
   metrics::Counter *served_, *received_, *peer_;
   metrics::Histogram *commit_, *scheduling_;
+  metrics::Gauge* start_time_;
   metrics::Gauge *slots_total_, *slots_busy_;
 };
 

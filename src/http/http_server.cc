@@ -7,6 +7,8 @@
 #include <charconv>
 #include <thread>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "api/json.h"
 #include "dashboard/assets.h"
@@ -161,6 +163,20 @@ void SendLoginPage(httplib::Response& res, const std::string& error) {
   res.set_content(page, "text/html; charset=utf-8");
 }
 
+// Debian's cpp-httplib is built with brotli, which it runs at its highest quality: a browser
+// (which always offers "br") made the coordinator spend 17 s of CPU on one 9 MB timeline of a
+// 20,000-task job, against 0.2 s with gzip. Answers are compressed with gzip or not at all: the
+// request's Accept-Encoding is cut down to gzip before the library reads it. (The pre-routing
+// handler gets the request as const; the server owns it and it is not a const object.)
+void KeepOnlyGzip(const httplib::Request& req) {
+  auto& headers = const_cast<httplib::Request&>(req).headers;
+  auto it = headers.find("Accept-Encoding");
+  if (it == headers.end()) return;
+  const bool gzip = absl::StrContains(absl::AsciiStrToLower(it->second), "gzip");
+  headers.erase("Accept-Encoding");
+  if (gzip) headers.emplace("Accept-Encoding", "gzip");
+}
+
 class ServerImpl final : public Server {
  public:
   ServerImpl(const ServerOptions& options, PoolReader& reader, ChangeFeed& feed)
@@ -209,7 +225,8 @@ class ServerImpl final : public Server {
   bool Authorized(const httplib::Request& req) const {
     std::string got;
     const std::string auth = req.get_header_value("Authorization");
-    if (auth.rfind("Bearer ", 0) == 0) {
+    // The scheme name is case-insensitive (RFC 9110 section 11.1).
+    if (auth.size() > 7 && absl::EqualsIgnoreCase(auth.substr(0, 7), "bearer ")) {
       got = auth.substr(7);
     } else {
       got = CookieValue(req.get_header_value("Cookie"), kCookie);
@@ -225,6 +242,7 @@ class ServerImpl final : public Server {
 
   void Routes() {
     svr_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      KeepOnlyGzip(req);
       res.set_header("X-Content-Type-Options", "nosniff");
       res.set_header("Referrer-Policy", "no-referrer");
       if (req.path == "/login" || Authorized(req)) return httplib::Server::HandlerResponse::Unhandled;

@@ -64,7 +64,9 @@ struct ServerOptions {
   std::string address = "127.0.0.1:7879";  // HOST:PORT, [V6]:PORT or PORT (host 127.0.0.1)
   std::string token;                        // the pool token
   int max_event_streams = 32;
-  std::chrono::milliseconds keepalive{15000};      // comment line on an idle event stream
+  // Comment line on an idle event stream; also how soon a stream whose client went away frees
+  // its slot (a closed connection is only noticed by the next write).
+  std::chrono::milliseconds keepalive{5000};
   std::chrono::milliseconds min_event_gap{250};    // events coalesced: at most ~4/s
 };
 

@@ -91,8 +91,14 @@ Decision Decide(const Readings& r, const PolicyConfig& config, const PolicyState
       config.max_temperature_c -
       (suspended && prev.cause == Cause::kTemperature ? kTemperatureHysteresisC : 0.0);
   if (Above(r.temperature_c, max_temp)) {
-    return Suspend(config, prev, now_s,
-                   "temperature " + Num(*r.temperature_c) + " C above " + Num(max_temp),
+    // Above the limit, or (suspended for heat) not yet cooled to where work resumes.
+    const std::string why =
+        Above(r.temperature_c, config.max_temperature_c)
+            ? "temperature " + Num(*r.temperature_c) + " C above " +
+                  Num(config.max_temperature_c) + " C"
+            : "temperature " + Num(*r.temperature_c) + " C, not yet down to " + Num(max_temp) +
+                  " C (limit " + Num(config.max_temperature_c) + " C)";
+    return Suspend(config, prev, now_s, why,
                    Cause::kTemperature);
   }
 
@@ -103,8 +109,13 @@ Decision Decide(const Readings& r, const PolicyConfig& config, const PolicyState
       config.max_owner_cpu_load *
       (suspended && prev.cause == Cause::kOwnerLoad ? kLoadResumeFraction : 1.0);
   if (config.max_owner_cpu_load < 1 && Above(r.owner_cpu_load, max_load)) {
-    return Suspend(config, prev, now_s,
-                   "owner cpu load " + Num(*r.owner_cpu_load) + " above " + Num(max_load),
+    const std::string why =
+        Above(r.owner_cpu_load, config.max_owner_cpu_load)
+            ? "owner cpu load " + Num(*r.owner_cpu_load) + " above " +
+                  Num(config.max_owner_cpu_load)
+            : "owner cpu load " + Num(*r.owner_cpu_load) + ", not yet down to " +
+                  Num(max_load) + " (limit " + Num(config.max_owner_cpu_load) + ")";
+    return Suspend(config, prev, now_s, why,
                    Cause::kOwnerLoad);
   }
 

@@ -54,6 +54,21 @@ std::string HostName() {
   return buf;
 }
 
+// Hello.gpus: one discovered device (platform/gpu.h) as the protocol states it.
+void GpuToProto(const platform::GpuDevice& g, v1::GpuDevice* out) {
+  out->set_index(g.index);
+  out->set_vendor(g.vendor);
+  out->set_name(g.name);
+  out->set_memory_mb(g.memory_mb);
+  out->set_uuid(g.uuid);
+  for (const auto& api : g.apis) out->add_apis(api);
+  out->set_cuda_id(g.cuda_id);
+  out->set_opencl_id(g.opencl_id);
+  if (g.temperature_c) out->set_temperature_c(*g.temperature_c);
+  if (g.utilization) out->set_utilization(*g.utilization);
+  if (g.memory_used_mb) out->set_memory_used_mb(*g.memory_used_mb);
+}
+
 double Seconds(core::MonoTime t) { return static_cast<double>(t.time_since_epoch().count()) / 1e3; }
 
 // Sensor readings on their own (WorkerMessage.sensors) at most this often (proto: SensorReadings).
@@ -373,9 +388,15 @@ class Worker::Impl {
       acked_cv_.wait_for(lock, std::chrono::seconds(5), [&] { return attempts_.empty(); });
     }
     // Attempts whose reports could not be delivered are handed back by the Leaving message.
-    Send(leaving);
+    // Then half-close and give the coordinator a moment to read it and end the session: a
+    // cancel right after the write could drop Leaving (the coordinator would see a disconnect).
     {
-      std::lock_guard lock(stream_mu_);
+      std::unique_lock lock(stream_mu_);
+      if (stream_) {
+        stream_->Write(leaving);
+        stream_->WritesDone();
+        stream_cv_.wait_for(lock, std::chrono::seconds(2), [&] { return stream_ == nullptr; });
+      }
       if (ctx_) ctx_->TryCancel();
     }
     std::lock_guard lock(stop_mu_);
@@ -435,6 +456,12 @@ class Worker::Impl {
     hello->set_boot_id(boot_id_);
     hello->mutable_capacity()->set_cpus(options_.slots);
     hello->mutable_capacity()->set_memory_mb(options_.memory_mb);
+    if (options_.gpus) {
+      // Every offered device, with readings taken now (a few NVML calls).
+      const auto gpus = options_.gpus->ReadLive();
+      hello->mutable_capacity()->set_gpus(static_cast<uint32_t>(gpus.size()));
+      for (const auto& g : gpus) GpuToProto(g, hello->add_gpus());
+    }
     hello->set_hostname(HostName());
     hello->set_not_accepting(!accepting_);
     hello->set_cpu_score(calibration_.cpu_score);
@@ -535,6 +562,7 @@ class Worker::Impl {
       stream_ = nullptr;
       ctx_ = nullptr;
     }
+    stream_cv_.notify_all();
     return stream->Finish();
   }
 
@@ -1443,6 +1471,9 @@ class Worker::Impl {
       told_otherwise = owner_sent_.has_owner_state() &&
                        owner_sent_.owner_state().accepting() != accepting_.load();
     }
+    // A vacate that is new was told above, before the hand-backs; a vacate whose cause changed
+    // (the lid closed, then the charger was pulled) is told here.
+    const bool told_above = d.action == Action::kVacate && d.action != last_action_;
     const bool changed = d.action != last_action_ || d.cause != last_cause_ ||
                          disk_full != last_disk_full_ || told_otherwise;
     last_cause_ = d.cause;
@@ -1453,7 +1484,7 @@ class Worker::Impl {
                      frozen_now.empty() ? "" : absl::StrCat("; froze ", frozen_now.size(),
                                                             " attempts"));
       }
-      if (d.action != Action::kVacate || !frozen_now.empty()) SendOwnerState(d, frozen_now, r);
+      if (!told_above) SendOwnerState(d, frozen_now, r);
       last_action_ = d.action;
     }
     SendSensorsIfChanged(r, now);
@@ -1886,6 +1917,7 @@ class Worker::Impl {
 
   std::mutex stream_mu_;  // serialises writes on the session stream
   grpc::ClientReaderWriter<v1::WorkerMessage, v1::CoordinatorMessage>* stream_ = nullptr;
+  std::condition_variable stream_cv_;  // stream_ became nullptr (the session ended)
   grpc::ClientContext* ctx_ = nullptr;
 
   static constexpr size_t kMaxSpareDirs = 256;

@@ -37,6 +37,7 @@
 #include "absl/status/status.h"
 #include "core/types.h"
 #include "platform/clock.h"
+#include "platform/gpu.h"
 #include "worker/owner_policy.h"
 
 namespace idlepool::worker {
@@ -47,6 +48,9 @@ struct Options {
   std::string name;         // unique in the pool; default: the host name
   uint32_t slots = 0;       // CPU slots offered; 0 = number of cores
   uint64_t memory_mb = 0;   // 0 = not stated
+  // The GPUs offered (platform/gpu.h; `--gpus`): each Hello lists them with fresh readings and
+  // states their number as the capacity's gpus. Null: no GPUs.
+  std::shared_ptr<platform::GpuInventory> gpus;
   std::string work_dir;     // task dirs, logs, blob cache
   core::Millis heartbeat{1000};
   core::Millis kill_grace{10000};  // SIGTERM -> SIGKILL on timeout (HTCondor's default is 10 s)

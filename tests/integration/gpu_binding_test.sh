@@ -5,9 +5,9 @@
 # of them ends and then gets the freed device; a `gpus = 0` task sees no GPU
 # (CUDA_VISIBLE_DEVICES empty, even though the worker's own environment sets it); a job needing 3
 # GPUs, or an API no device has, fits no worker.
-source "$(dirname "$0")/lib.sh"
-FAKE=$(dirname "$IDLEPOOL")/tests/fake_nvml/libidlepool-fake-nvml.so
+FAKE=$(dirname "${IDLEPOOL:?set IDLEPOOL to the idlepool binary}")/tests/fake_nvml/libidlepool-fake-nvml.so
 [ -f "$FAKE" ] || { echo "SKIP: no fake NVML library at $FAKE"; exit 77; }
+source "$(dirname "$0")/lib.sh"
 
 cat >"$T/nvml.state" <<'STATE'
 name=Fake A100 uuid=GPU-0001 memory_mb=40960 temp=40 util=0 pids=

@@ -98,20 +98,25 @@ jq -e --argjson j "$JOB" '.jobs | map(.job) | index($j) != null' "$T/http-all.js
   || fail "/api/v1/jobs lacks job $JOB"
 pass "/api/v1/jobs/$JOB equals status --json"
 
-# --- the timeline, as JSON numbers and as SVG. GetJobTimeline's body comes with helper H1's
-# branch: until it is merged the coordinator answers 501, which this accepts (then remove it).
+# --- the timeline, as JSON numbers and as SVG
 c=$(code "${AUTH[@]}" "$URL/api/v1/jobs/$JOB/timeline")
-if [ "$c" = 501 ]; then
-  echo "NOTE: GetJobTimeline not in this build (501): timeline checks skipped"
-else
-  [ "$c" = 200 ] || fail "timeline answered $c: $(cat "$T/body")"
-  jq -e '(.attempts | length) >= 4 and (.attempts[0].started_ms | type) == "number"
-         and (.attempts[0].attempt | type) == "number" and .job.state == "succeeded"' \
-    "$T/body" >/dev/null || fail "timeline JSON: $(head -c 2000 "$T/body")"
-  [ "$(code "${AUTH[@]}" "$URL/api/v1/jobs/$JOB/timeline.svg")" = 200 ] || fail "timeline.svg"
-  grep -q '<svg' "$T/body" || fail "timeline.svg is not SVG"
-  pass "timeline JSON and SVG"
-fi
+[ "$c" = 200 ] || fail "timeline answered $c: $(cat "$T/body")"
+jq -e '(.attempts | length) >= 4 and (.attempts[0].started_ms | type) == "number"
+       and (.attempts[0].attempt | type) == "number" and .job.state == "succeeded"' \
+  "$T/body" >/dev/null || fail "timeline JSON: $(head -c 2000 "$T/body")"
+[ "$(code "${AUTH[@]}" "$URL/api/v1/jobs/$JOB/timeline.svg")" = 200 ] || fail "timeline.svg"
+grep -q '<svg' "$T/body" || fail "timeline.svg is not SVG"
+pass "timeline JSON and SVG"
+# A browser offers brotli, which Debian's cpp-httplib runs at its slowest setting: answers come
+# gzip-compressed (or plain), never br. The bearer scheme is case-insensitive.
+enc=$(curl -s -o "$T/gz" -D - -H "authorization: bearer $TOKEN" -H 'Accept-Encoding: gzip, deflate, br' \
+  "$URL/api/v1/jobs/$JOB/timeline" | tr -d '\r' | awk -F': ' 'tolower($1) == "content-encoding" {print $2}')
+[ "$enc" = gzip ] || fail "Accept-Encoding 'gzip, deflate, br' answered with encoding '$enc'"
+gzip -dc <"$T/gz" | jq -e '.attempts | length >= 4' >/dev/null || fail "gzip answer does not decode"
+enc=$(curl -s -o /dev/null -D - "${AUTH[@]}" -H 'Accept-Encoding: br' "$URL/api/v1/jobs/$JOB/timeline" |
+  tr -d '\r' | awk -F': ' 'tolower($1) == "content-encoding" {print $2}')
+[ -z "$enc" ] || fail "Accept-Encoding 'br' answered with encoding '$enc'"
+pass "answers use gzip, never brotli; 'bearer' in lower case is accepted"
 [ "$(code "${AUTH[@]}" "$URL/api/v1/jobs/0/timeline")" = 400 ] || fail "job 0 timeline is not 400"
 
 # --- /metrics: promtool accepts it; the counters moved with the job
@@ -128,6 +133,7 @@ ge "$(metric 'idlepool_bytes_total{direction="received"}')" $((256 * 1024)) || f
 ge "$(metric 'idlepool_bytes_total{direction="served"}')" $((256 * 1024)) || fail "bytes served"
 ge "$(metric idlepool_store_commit_seconds_count)" 1 || fail "no store commits observed"
 ge "$(metric idlepool_scheduling_seconds_count)" 4 || fail "no scheduling latency observed"
+ge "$(metric idlepool_start_time_seconds)" "$(( $(date +%s) - 3600 ))" || fail "no start time"
 pass "/metrics passes promtool; counters moved with the job"
 
 # --- a busy explicit port is a startup error; a busy default port only warns

@@ -47,6 +47,14 @@ wait_until 30 job_at_least "$JOB" preemptions 1
 "$IDLEPOOL" workers | grep -q "lid_closed" || fail "workers text has no ACTIVITY lid_closed"
 pass "workers: suspended (owner_input) then lid_closed (lid)"
 
+# While vacated, a new cause is told too: the charger is pulled, then the lid opens.
+sense "$S" on_ac_power 0
+sense "$S" lid_closed 0
+wait_until 20 is_w .activity on_battery
+[ "$(wjson .owner_cause)" = battery ] || fail "owner_cause $(wjson .owner_cause)"
+sense "$S" on_ac_power 1
+pass "workers: vacated for the lid, then for the battery: on_battery"
+
 sense "$S" lid_closed 0
 sense "$S" idle_seconds 1000
 wait_until 30 is_w .activity running
@@ -119,3 +127,15 @@ kinds() { sql "SELECT group_concat(kind, ' ') FROM (SELECT kind FROM worker_even
 has_ended() { [ "$(kinds)" = "connected connected disconnected" ]; }
 wait_until 20 has_ended
 pass "worker events: $(kinds)"
+
+# A worker that stops cleanly (SIGTERM) says Leaving before it goes: "left", not "disconnected"
+# (it half-closes its stream and waits for the coordinator to end the session).
+start_worker w2 --slots 1
+wait_until 20 is_connected w2
+kill -TERM "$WPID_w2"
+wait "$WPID_w2" || fail "w2 did not stop cleanly"
+kinds2() { sql "SELECT group_concat(kind, ' ') FROM (SELECT kind FROM worker_events WHERE worker='w2' AND kind != 'owner' ORDER BY id)"; }
+has_left() { [ "$(kinds2)" = "connected left" ]; }
+wait_until 20 has_left
+[ "$(worker_state w2)" = left ] || fail "w2 state $(worker_state w2)"
+pass "worker events of a clean stop: $(kinds2)"
