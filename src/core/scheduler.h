@@ -45,6 +45,11 @@
 //     pick on expected finish = missing input bytes / Options::link_bytes_per_ms + the job's
 //     mean runtime / rank; the lowest wins (ties keep the order above). A task is not placed on
 //     a worker where it ended kMachineFault within Options::machine_fault_avoid.
+//   - GPUs: an attempt of a task with gpus = N gets N of its worker's free devices that have the
+//     task's gpu_memory_mb and gpu_api, best fit (the smallest memory that fits, then the lowest
+//     index; AttemptCreated/AssignAttempt::gpus). A device belongs to one running attempt at a
+//     time and is free again when that attempt ends, however it ends; a restored attempt takes
+//     its devices back when its worker re-adopts it, a revived one only if they are still free.
 //   - Policies (Options::policy; see Policy for the formulas and where they come from): the core
 //     learns each worker's speed and each job's mean task runtime from succeeded attempts, and each
 //     worker's up periods from its hellos and departures. It uses them to rank free workers
@@ -356,8 +361,9 @@ struct JobSummary {
   uint32_t pending = 0, running = 0, succeeded = 0, failed = 0, cancelled = 0;
   JobCounters counters;
   uint32_t workers_lost = 0;  // distinct workers lost while running this job's attempts
-  // Pending tasks that no connected worker could ever fit (cpus, gpus or memory beyond every
-  // worker's capacity): they wait for a bigger worker to join.
+  // Pending tasks that no connected worker could ever fit (cpus or memory beyond every worker's
+  // capacity, or fewer of its GPUs with the task's gpu_memory_mb and gpu_api than it needs): they
+  // wait for a bigger worker to join.
   bool fits_no_worker = false;
 };
 
