@@ -941,7 +941,8 @@ int main(int argc, char** argv) {
       std::printf("%-20s %-20s %-13s %-14s %6u %6u %-16s %10s  %s %6s  %s  %s\n",
                   x.worker().c_str(), x.hostname().c_str(), x.state().c_str(),
                   x.activity().empty() ? "-" : x.activity().c_str(), x.capacity().cpus(),
-                  x.slots_busy(), GpusText(x).c_str(), seen, Pad(LinkText(x), 26).c_str(), cpu.c_str(),
+                  x.slots_busy(), GpusText(x).c_str(), seen, Pad(LinkText(x), 26).c_str(),
+                  cpu.c_str(),
                   Pad(UpText(x), 32).c_str(), owner.c_str());
     }
     return 0;

@@ -292,9 +292,8 @@ void Scheduler::OnHello(const WorkerHello& e, MonoTime now, std::vector<Decision
   }
   std::sort(w.gpus.begin(), w.gpus.end(),
             [](const GpuDevice& a, const GpuDevice& b) { return a.index < b.index; });
-  w.gpus.erase(std::unique(w.gpus.begin(), w.gpus.end(),
-                           [](const GpuDevice& a, const GpuDevice& b) { return a.index == b.index; }),
-               w.gpus.end());
+  auto same_index = [](const GpuDevice& a, const GpuDevice& b) { return a.index == b.index; };
+  w.gpus.erase(std::unique(w.gpus.begin(), w.gpus.end(), same_index), w.gpus.end());
   w.capacity.gpus = static_cast<uint32_t>(w.gpus.size());
   w.last_seen = now;
   w.accepting = e.accepting;

@@ -108,8 +108,9 @@ struct WorkerHello {
   // Held attempts that finished and are delivering their outputs (from the worker's durable
   // outbox): even with a new boot id they are not gone, and one declared lost is revived.
   std::vector<AttemptId> delivering;
-  // The GPUs it offers (by index; a repeated index counts once). When empty, capacity.gpus anonymous devices 0..n-1
-  // (unknown memory, no API) stand in; when not, capacity.gpus is taken to be gpus.size().
+  // The GPUs it offers (by index; a repeated index counts once). When empty, capacity.gpus
+  // anonymous devices 0..n-1 (unknown memory, no API) stand in; when not, capacity.gpus is taken
+  // to be gpus.size().
   std::vector<GpuDevice> gpus;
 };
 

@@ -294,7 +294,9 @@ absl::StatusOr<core::RestoredState> MemoryStore::Load() {
     for (const TaskRecord& t : job.tasks) out.tasks.push_back({t.task, t.state, t.failures});
   }
   for (const auto& [id, a] : attempts_) {
-    if (a.outcome == core::AttemptOutcome::kRunning) out.running.push_back({id, a.task, a.worker, a.gpus});
+    if (a.outcome == core::AttemptOutcome::kRunning) {
+      out.running.push_back({id, a.task, a.worker, a.gpus});
+    }
   }
   out.next_attempt_id = attempts_.empty() ? 1 : attempts_.rbegin()->first + 1;
   return out;
