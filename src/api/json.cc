@@ -1,6 +1,7 @@
 #include "api/json.h"
 
 #include <cmath>
+#include <algorithm>
 #include <cstdint>
 
 namespace idlepool::api {
@@ -112,6 +113,31 @@ nlohmann::json SensorsJson(const v1::WorkerInfo& w) {
           {"owner_cpu_load", num(s.has_owner_cpu_load(), s.owner_cpu_load())}};
 }
 
+// Each GPU it offers (WorkerInfo.gpus), `busy` when a running attempt owns it; live readings are
+// null when the worker gave none.
+nlohmann::json GpuDevicesJson(const v1::WorkerInfo& w) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const v1::GpuDevice& g : w.gpus()) {
+    const bool busy =
+        std::find(w.gpus_busy().begin(), w.gpus_busy().end(), g.index()) != w.gpus_busy().end();
+    out.push_back(
+        {{"index", g.index()},
+         {"vendor", g.vendor()},
+         {"name", g.name()},
+         {"memory_mb", g.memory_mb()},
+         {"uuid", g.uuid()},
+         {"apis", std::vector<std::string>(g.apis().begin(), g.apis().end())},
+         {"cuda_id", g.cuda_id()},
+         {"opencl_id", g.opencl_id()},
+         {"busy", busy},
+         {"temperature_c", g.has_temperature_c() ? Num(g.temperature_c()) : nlohmann::json()},
+         {"utilization", g.has_utilization() ? Num(g.utilization()) : nlohmann::json()},
+         {"memory_used_mb", g.has_memory_used_mb() ? nlohmann::json(g.memory_used_mb())
+                                                   : nlohmann::json()}});
+  }
+  return out;
+}
+
 nlohmann::json WorkerJson(const v1::WorkerInfo& w) {
   nlohmann::json j = {{"worker", w.worker()},
                       {"hostname", w.hostname()},
@@ -131,6 +157,7 @@ nlohmann::json WorkerJson(const v1::WorkerInfo& w) {
                       {"cache_blobs", w.cache_blobs()},
                       {"peer_address", w.peer_address()}};
   j["sensors"] = SensorsJson(w);
+  j["gpu_devices"] = GpuDevicesJson(w);
   AddMeasurementsJson(w, j);
   return j;
 }

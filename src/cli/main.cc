@@ -122,6 +122,23 @@ std::string LinkText(const idlepool::v1::WorkerInfo& w) {
 
 // The table's UP column: "93% up 2h10m/down 9m": the up fraction, then the mean up and down
 // periods ("(no end seen)" when none of them ended: the time so far, a lower bound).
+// The GPUS column: how many devices it offers and each one's memory ("2: 40G,8G"), "-" for none.
+std::string GpusText(const idlepool::v1::WorkerInfo& w) {
+  if (w.gpus_size() == 0) return "-";
+  std::string out = std::to_string(w.gpus_size()) + ":";
+  for (int i = 0; i < w.gpus_size(); ++i) {
+    const uint64_t mb = w.gpus(i).memory_mb();
+    char one[32];
+    if (mb >= 1024) {
+      std::snprintf(one, sizeof one, "%.0fG", static_cast<double>(mb) / 1024.0);
+    } else {
+      std::snprintf(one, sizeof one, "%lluM", static_cast<unsigned long long>(mb));
+    }
+    out += (i == 0 ? " " : ",") + std::string(one);
+  }
+  return out;
+}
+
 std::string UpText(const idlepool::v1::WorkerInfo& w) {
   const auto& a = w.availability();
   if (a.observed_s() <= 0) return "-";
@@ -246,7 +263,8 @@ void PrintJobDetails(const idlepool::v1::JobStatus& s) {
                 p.basis().c_str(), check.c_str());
   }
   if (s.fits_no_worker()) {
-    std::printf("  waiting: no connected worker has the cpus/gpus/memory one task needs\n");
+    std::printf("  waiting: no connected worker has the cpus/memory/gpus (with their memory and "
+                "API) one task needs\n");
   }
   for (const auto& f : s.failed_tasks()) {
     // The message's first line says why; the rest is the tail of the task's stderr.
@@ -912,9 +930,9 @@ int main(int argc, char** argv) {
       std::printf("%s\n", WorkersJson(*w).dump().c_str());
       return 0;
     }
-    std::printf("%-20s %-20s %-13s %-14s %6s %6s %10s  %s %6s  %s  %s\n", "WORKER", "HOST",
-                "STATE", "ACTIVITY", "SLOTS", "BUSY", "SEEN", Pad("LINK", 26).c_str(), "CPU",
-                Pad("UP", 32).c_str(), "OWNER");
+    std::printf("%-20s %-20s %-13s %-14s %6s %6s %-16s %10s  %s %6s  %s  %s\n", "WORKER", "HOST",
+                "STATE", "ACTIVITY", "SLOTS", "BUSY", "GPUS", "SEEN", Pad("LINK", 26).c_str(),
+                "CPU", Pad("UP", 32).c_str(), "OWNER");
     for (const auto& x : w->workers()) {
       // Only a worker that is there has an owner policy to show.
       const bool here = x.state() == "connected" || x.state() == "disconnected";
@@ -926,10 +944,11 @@ int main(int argc, char** argv) {
       }
       const std::string cpu =
           x.cpu_score() > 0 ? std::to_string(static_cast<int64_t>(x.cpu_score() + 0.5)) : "-";
-      std::printf("%-20s %-20s %-13s %-14s %6u %6u %10s  %s %6s  %s  %s\n", x.worker().c_str(),
-                  x.hostname().c_str(), x.state().c_str(),
+      std::printf("%-20s %-20s %-13s %-14s %6u %6u %-16s %10s  %s %6s  %s  %s\n",
+                  x.worker().c_str(), x.hostname().c_str(), x.state().c_str(),
                   x.activity().empty() ? "-" : x.activity().c_str(), x.capacity().cpus(),
-                  x.slots_busy(), seen, Pad(LinkText(x), 26).c_str(), cpu.c_str(),
+                  x.slots_busy(), GpusText(x).c_str(), seen, Pad(LinkText(x), 26).c_str(),
+                  cpu.c_str(),
                   Pad(UpText(x), 32).c_str(), owner.c_str());
     }
     return 0;

@@ -362,6 +362,9 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                           "Hello.capacity.cpus must be between 1 and 4096");
     }
+    if (std::string problem = wire::GpusProblem(hello.gpus()); !problem.empty()) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, problem);
+    }
     auto session = std::make_shared<struct Session>();
     session->id = next_session_.fetch_add(1);
     session->worker = hello.worker();
@@ -382,6 +385,10 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
     ev.session = session->id;
     ev.boot_id = hello.boot_id();
     ev.capacity = wire::FromProto(hello.capacity());
+    // The devices it listed are what it offers (an older worker lists none: no GPUs).
+    ev.gpus = wire::GpusFromProto(hello.gpus());
+    ev.capacity.gpus = static_cast<uint32_t>(ev.gpus.size());
+    std::vector<v1::GpuDevice> gpu_info(hello.gpus().begin(), hello.gpus().end());
     ev.held.assign(hello.held_attempts().begin(), hello.held_attempts().end());
     ev.accepting = !hello.not_accepting();
     ev.frozen.assign(hello.frozen_attempts().begin(), hello.frozen_attempts().end());
@@ -400,7 +407,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
     // Welcome only a session the core accepted (a name clash is refused instead), so a worker
     // never reads "joined" and then a refusal.
     PostItem(Item{std::nullopt, [this, session, peer_address, cpu_score, cores,
-                                 cached = std::move(cached)] {
+                                 cached = std::move(cached), gpu_info = std::move(gpu_info)] {
                     for (const core::WorkerView& w : sched_.Workers()) {
                       if (w.worker != session->worker || w.session != session->id ||
                           w.state != core::WorkerState::kConnected) {
@@ -409,6 +416,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
                       {
                         std::lock_guard lock(sessions_mu_);
                         hostnames_[session->worker] = session->hostname;
+                        gpus_[session->worker] = gpu_info;
                         if (peer_address.empty()) {
                           peer_addresses_.erase(session->worker);
                         } else {
@@ -843,6 +851,10 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
                                         w.attempts_running}));
       auto it = hostnames_.find(w.worker);
       if (it != hostnames_.end()) out->set_hostname(it->second);
+      if (auto g = gpus_.find(w.worker); g != gpus_.end()) {
+        for (const v1::GpuDevice& d : g->second) *out->add_gpus() = d;
+      }
+      for (uint32_t i : w.gpus_busy) out->add_gpus_busy(i);
       out->set_cache_bytes(w.cache_bytes);
       out->set_cache_blobs(w.cache_blobs);
       auto p = peer_addresses_.find(w.worker);
@@ -1925,6 +1937,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
         as->set_allow_empty_outputs(spec.allow_empty_outputs());
         *as->mutable_resources() = spec.resources();
         as->set_timeout_s(spec.timeout_s());
+        for (uint32_t g : a->gpus) as->add_gpus(g);
         if (it->second.any_checkpoint) {
           auto ckpt = store_->GetCheckpoint(a->task);
           if (!ckpt.ok()) {
@@ -2027,6 +2040,8 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
   std::mutex sessions_mu_;
   std::map<core::SessionId, std::shared_ptr<struct Session>> sessions_;
   std::map<std::string, std::string> hostnames_;
+  // worker -> the GPUs its last accepted Hello listed (WorkerInfo.gpus)
+  std::map<std::string, std::vector<v1::GpuDevice>> gpus_;
   std::map<std::string, std::string> peer_addresses_;  // worker -> its Peer service host:port
   // Peer-to-peer tracker: fed on the core thread (hellos, cache changes, closes), asked by the
   // LocateBlob and FetchChunk handlers.

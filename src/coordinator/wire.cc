@@ -1,5 +1,9 @@
 #include "coordinator/wire.h"
 
+#include <set>
+
+#include "absl/strings/str_cat.h"
+
 namespace idlepool::wire {
 
 v1::Resources ToProto(const core::Resources& r) {
@@ -7,11 +11,45 @@ v1::Resources ToProto(const core::Resources& r) {
   p.set_cpus(r.cpus);
   p.set_gpus(r.gpus);
   p.set_memory_mb(r.memory_mb);
+  p.set_gpu_memory_mb(r.gpu_memory_mb);
+  p.set_gpu_api(r.gpu_api);
   return p;
 }
 
 core::Resources FromProto(const v1::Resources& p) {
-  return core::Resources{p.cpus(), p.gpus(), p.memory_mb()};
+  return core::Resources{p.cpus(), p.gpus(), p.memory_mb(), p.gpu_memory_mb(), p.gpu_api()};
+}
+
+std::string GpusProblem(const google::protobuf::RepeatedPtrField<v1::GpuDevice>& gpus) {
+  if (gpus.size() > kMaxGpus) {
+    return absl::StrCat("Hello.gpus lists ", gpus.size(), " devices, at most ", kMaxGpus);
+  }
+  std::set<uint32_t> seen;
+  for (const v1::GpuDevice& g : gpus) {
+    const std::string which = absl::StrCat("Hello.gpus: device ", g.index());
+    if (!seen.insert(g.index()).second) return absl::StrCat(which, " is listed twice");
+    if (g.memory_mb() > kMaxGpuMemoryMb) {
+      return absl::StrCat(which, ": memory_mb ", g.memory_mb(), " is over ", kMaxGpuMemoryMb);
+    }
+    if (g.apis_size() > 8) return absl::StrCat(which, ": more than 8 apis");
+    for (const std::string& api : g.apis()) {
+      if (api.empty() || api.size() > 16) return absl::StrCat(which, ": an api of 1 to 16 bytes");
+    }
+    if (g.name().size() > 256 || g.vendor().size() > 256 || g.uuid().size() > 256 ||
+        g.cuda_id().size() > 256 || g.opencl_id().size() > 256) {
+      return absl::StrCat(which, ": a name, vendor, uuid or id over 256 bytes");
+    }
+  }
+  return "";
+}
+
+std::vector<core::GpuDevice> GpusFromProto(
+    const google::protobuf::RepeatedPtrField<v1::GpuDevice>& gpus) {
+  std::vector<core::GpuDevice> out;
+  for (const v1::GpuDevice& g : gpus) {
+    out.push_back(core::GpuDevice{g.index(), g.memory_mb(), {g.apis().begin(), g.apis().end()}});
+  }
+  return out;
 }
 
 v1::JobSpec ToProto(const spec::JobSpec& s) {

@@ -2,6 +2,9 @@
 // Pure functions; thread-safe.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "core/types.h"
 #include "idlepool.pb.h"
 #include "spec/spec.h"
@@ -18,5 +21,15 @@ spec::TaskParams FromProto(const v1::TaskParams& proto);
 
 v1::Resources ToProto(const core::Resources& r);
 core::Resources FromProto(const v1::Resources& r);
+
+// GPUs a worker offers (Hello.gpus). GpusProblem: "" when the list is sane, else what is wrong
+// (more than kMaxGpus devices, a repeated index, memory over kMaxGpuMemoryMb, an API or id that
+// is empty or too long, too many APIs, a name, vendor or uuid over 256 bytes), for the refusal.
+// GpusFromProto: what the core needs of each (index, memory, APIs), in the worker's order.
+inline constexpr int kMaxGpus = 64;
+inline constexpr uint64_t kMaxGpuMemoryMb = uint64_t{1} << 24;  // 16 TiB
+std::string GpusProblem(const google::protobuf::RepeatedPtrField<v1::GpuDevice>& gpus);
+std::vector<core::GpuDevice> GpusFromProto(
+    const google::protobuf::RepeatedPtrField<v1::GpuDevice>& gpus);
 
 }  // namespace idlepool::wire

@@ -131,7 +131,7 @@ void Scheduler::Restore(const RestoredState& state, MonoTime now) {
         rl.task.index >= it->second.tasks.size()) {
       continue;
     }
-    lost_attempts_[rl.attempt] = LostRec{rl.task, rl.worker, rl.lost};
+    lost_attempts_[rl.attempt] = LostRec{rl.task, rl.worker, rl.lost, rl.gpus};
     it->second.lost_attempts.push_back(rl.attempt);
   }
   for (const RestoredAttempt& ra : state.running) {
@@ -158,6 +158,7 @@ void Scheduler::Restore(const RestoredState& state, MonoTime now) {
     a = AttemptRec{ra.task, ra.worker, now, now + options_.lease_timeout, now, std::nullopt};
     a.fresh = false;
     a.restored = true;
+    a.gpus = ra.gpus;
     orphans_.insert({ra.worker, ra.attempt});
   }
   for (auto& [id, job] : jobs_) {
@@ -284,23 +285,39 @@ void Scheduler::OnHello(const WorkerHello& e, MonoTime now, std::vector<Decision
   w.session_open = true;
   w.boot_id = e.boot_id;
   w.capacity = e.capacity;
+  w.gpus = e.gpus;
+  if (w.gpus.empty()) {
+    // No device list (the simulator, older tests): anonymous stand-ins 0..n-1.
+    for (uint32_t i = 0; i < e.capacity.gpus; ++i) w.gpus.push_back(GpuDevice{i, 0, {}});
+  }
+  std::sort(w.gpus.begin(), w.gpus.end(),
+            [](const GpuDevice& a, const GpuDevice& b) { return a.index < b.index; });
+  auto same_index = [](const GpuDevice& a, const GpuDevice& b) { return a.index == b.index; };
+  w.gpus.erase(std::unique(w.gpus.begin(), w.gpus.end(), same_index), w.gpus.end());
+  w.capacity.gpus = static_cast<uint32_t>(w.gpus.size());
   w.last_seen = now;
   w.accepting = e.accepting;
   // Its cache as it is now: what it held before may have been evicted or lost with its disk.
   DropBlobs(w, e.worker);
   for (const BlobRef& b : e.cached) AddBlob(w, e.worker, b, /*confirmed=*/true);
 
-  const std::set<AttemptId> held(e.held.begin(), e.held.end());
+  std::set<AttemptId> held(e.held.begin(), e.held.end());
   const std::set<AttemptId> delivering(e.delivering.begin(), e.delivering.end());
+  std::vector<AttemptId> conflicting;  // restored attempts whose GPUs another attempt owns
   for (AttemptId id : held) {
     auto a = attempts_.find(id);
     if (a != attempts_.end() && a->second.worker == e.worker) {
-      if (a->second.orphan_deadline) {  // restored attempt: adopt it onto the worker
+      if (a->second.orphan_deadline && !GpusFree(w, a->second.gpus)) {
+        // Only a damaged store gets here (two running attempts on one device): the other keeps
+        // the device, this one ends below as no longer held.
+        out.push_back(KillAttempt{e.worker, e.session, id, KillReason::kObsolete});
+        conflicting.push_back(id);
+      } else if (a->second.orphan_deadline) {  // restored attempt: adopt it onto the worker
         a->second.orphan_deadline.reset();
         orphans_.erase({e.worker, id});
         const bool inserted = w.attempts.insert(id).second;
         CORE_CHECK(inserted, "orphan attempt already on its worker");
-        Charge(w, JobOf(a->second.task).spec.resources);
+        Charge(w, JobOf(a->second.task).spec.resources, id, a->second);
       } else {
         CORE_CHECK(w.attempts.count(id) != 0, "running attempt missing from its worker");
       }
@@ -312,6 +329,7 @@ void Scheduler::OnHello(const WorkerHello& e, MonoTime now, std::vector<Decision
                                 may_commit ? KillReason::kStale : KillReason::kObsolete});
     }
   }
+  for (AttemptId id : conflicting) held.erase(id);
   // Which held attempts are frozen now: their timeout clocks stop (or restart).
   const std::set<AttemptId> frozen(e.frozen.begin(), e.frozen.end());
   for (AttemptId id : w.attempts) {
@@ -551,23 +569,25 @@ bool Scheduler::Revive(const WorkerName& name, WorkerRec& w, AttemptId id, MonoT
     return false;
   }
   // Room on the worker (whether it accepts new work does not matter: this one it already has).
+  // Its own GPUs, since its process still runs on them.
   const Resources& need = job.spec.resources;
-  const uint32_t free_gpus = w.capacity.gpus > w.gpus_busy ? w.capacity.gpus - w.gpus_busy : 0;
-  if (FreeSlots(w) < need.cpus || free_gpus < need.gpus) return false;
+  if (FreeSlots(w) < need.cpus || !GpusFree(w, l->second.gpus)) return false;
   const Millis lost = l->second.lost;
+  std::vector<uint32_t> gpus = l->second.gpus;
   lost_attempts_.erase(l);
   auto& ids = job.lost_attempts;
   ids.erase(std::remove(ids.begin(), ids.end(), id), ids.end());
   --job.counters.lost;
   job.counters.lost_work -= lost;
   AttemptRec a{key, name, now, std::nullopt, now, std::nullopt, /*fresh=*/false};
+  a.gpus = gpus;
   attempts_[id] = a;
   w.attempts.insert(id);
-  Charge(w, need);
+  Charge(w, need, id, a);
   ErasePending(key);
   task.state = TaskState::kRunning;
   task.current = id;
-  out.push_back(AttemptCreated{id, key, name, /*revived=*/true});
+  out.push_back(AttemptCreated{id, key, name, /*revived=*/true, std::move(gpus)});
   out.push_back(TaskChanged{key, TaskState::kRunning, task.failures, 0, {}});
   return true;
 }
@@ -725,7 +745,7 @@ void Scheduler::Supersede(AttemptId id, AttemptId winner, std::vector<Decision>&
   const AttemptRec a = Unlink(id);
   auto w = workers_.find(a.worker);
   if (w != workers_.end() && w->second.attempts.erase(id) != 0) {
-    Release(w->second, JobOf(a.task).spec.resources);
+    Release(w->second, JobOf(a.task).spec.resources, id, a);
     Reindex(a.worker);
     out.push_back(KillAttempt{a.worker, w->second.session, id, KillReason::kSuperseded});
   }
@@ -757,7 +777,7 @@ void Scheduler::EndAttempt(AttemptId id, AttemptOutcome outcome, int exit_code,
     Learn(a, w->second, job, now_);
   }
   if (w != workers_.end() && w->second.attempts.erase(id) != 0) {
-    Release(w->second, job.spec.resources);
+    Release(w->second, job.spec.resources, id, a);
     Reindex(a.worker);
   }
 
@@ -785,7 +805,7 @@ void Scheduler::EndAttempt(AttemptId id, AttemptOutcome outcome, int exit_code,
       job.workers_lost.insert(a.worker);
       // Its worker may still deliver its success (LateSuccess).
       if (job.state == JobState::kRunning) {
-        lost_attempts_[id] = LostRec{a.task, a.worker, lost};
+        lost_attempts_[id] = LostRec{a.task, a.worker, lost, a.gpus};
         job.lost_attempts.push_back(id);
       }
       break;
@@ -861,7 +881,7 @@ void Scheduler::LoseWorker(const WorkerName& name, std::vector<Decision>& out) {
   Reindex(name);
   const std::set<AttemptId> ids = w.attempts;
   for (AttemptId id : ids) EndAttempt(id, AttemptOutcome::kLost, 0, "worker lost", out);
-  CORE_CHECK(w.slots_busy == 0 && w.gpus_busy == 0 && w.memory_busy_mb == 0,
+  CORE_CHECK(w.slots_busy == 0 && w.gpu_owner.empty() && w.memory_busy_mb == 0,
              "lost worker still has busy capacity");
 }
 
@@ -891,8 +911,7 @@ uint32_t Scheduler::FreeSlots(const WorkerRec& w) {
 bool Scheduler::Fits(const WorkerRec& w, const Resources& need) {
   if (!Schedulable(w)) return false;
   if (FreeSlots(w) < need.cpus) return false;
-  const uint32_t free_gpus = w.capacity.gpus > w.gpus_busy ? w.capacity.gpus - w.gpus_busy : 0;
-  if (free_gpus < need.gpus) return false;
+  if (need.gpus > 0 && !ChooseGpus(w, need)) return false;
   if (need.memory_mb != 0 && w.capacity.memory_mb != 0) {
     const uint64_t free_mb =
         w.capacity.memory_mb > w.memory_busy_mb ? w.capacity.memory_mb - w.memory_busy_mb : 0;
@@ -901,23 +920,63 @@ bool Scheduler::Fits(const WorkerRec& w, const Resources& need) {
   return true;
 }
 
-void Scheduler::Charge(WorkerRec& w, const Resources& need) {
-  w.slots_busy += need.cpus;
-  w.gpus_busy += need.gpus;
-  w.memory_busy_mb += need.memory_mb;
+bool Scheduler::GpuFits(const GpuDevice& d, const Resources& need) {
+  if (need.gpu_memory_mb != 0 && d.memory_mb < need.gpu_memory_mb) return false;
+  return need.gpu_api.empty() ||
+         std::find(d.apis.begin(), d.apis.end(), need.gpu_api) != d.apis.end();
 }
 
-void Scheduler::Release(WorkerRec& w, const Resources& need) {
-  CORE_CHECK(w.slots_busy >= need.cpus && w.gpus_busy >= need.gpus &&
-                 w.memory_busy_mb >= need.memory_mb,
+std::optional<std::vector<uint32_t>> Scheduler::ChooseGpus(const WorkerRec& w,
+                                                           const Resources& need) {
+  if (need.gpus == 0) return std::vector<uint32_t>{};
+  std::vector<const GpuDevice*> free;
+  for (const GpuDevice& d : w.gpus) {
+    if (w.gpu_owner.count(d.index) == 0 && GpuFits(d, need)) free.push_back(&d);
+  }
+  if (free.size() < need.gpus) return std::nullopt;
+  // Best fit: the big devices stay free for the tasks that need them.
+  std::sort(free.begin(), free.end(), [](const GpuDevice* a, const GpuDevice* b) {
+    return a->memory_mb != b->memory_mb ? a->memory_mb < b->memory_mb : a->index < b->index;
+  });
+  std::vector<uint32_t> chosen;
+  for (uint32_t i = 0; i < need.gpus; ++i) chosen.push_back(free[i]->index);
+  std::sort(chosen.begin(), chosen.end());
+  return chosen;
+}
+
+bool Scheduler::GpusFree(const WorkerRec& w, const std::vector<uint32_t>& gpus) {
+  return std::none_of(gpus.begin(), gpus.end(),
+                      [&](uint32_t i) { return w.gpu_owner.count(i) != 0; });
+}
+
+void Scheduler::Charge(WorkerRec& w, const Resources& need, AttemptId id, const AttemptRec& a) {
+  w.slots_busy += need.cpus;
+  w.memory_busy_mb += need.memory_mb;
+  for (uint32_t i : a.gpus) {
+    const bool inserted = w.gpu_owner.emplace(i, id).second;
+    CORE_CHECK(inserted, "two attempts on one GPU");
+  }
+}
+
+void Scheduler::Release(WorkerRec& w, const Resources& need, AttemptId id, const AttemptRec& a) {
+  CORE_CHECK(w.slots_busy >= need.cpus && w.memory_busy_mb >= need.memory_mb,
              "releasing more capacity than is busy");
   w.slots_busy -= need.cpus;
-  w.gpus_busy -= need.gpus;
   w.memory_busy_mb -= need.memory_mb;
+  for (uint32_t i : a.gpus) {
+    auto it = w.gpu_owner.find(i);
+    CORE_CHECK(it != w.gpu_owner.end() && it->second == id, "releasing a GPU the attempt lacks");
+    w.gpu_owner.erase(it);
+  }
 }
 
 bool Scheduler::CapacityFits(const WorkerRec& w, const Resources& need) {
-  if (w.capacity.cpus < need.cpus || w.capacity.gpus < need.gpus) return false;
+  if (w.capacity.cpus < need.cpus) return false;
+  if (need.gpus > 0 &&
+      std::count_if(w.gpus.begin(), w.gpus.end(),
+                    [&](const GpuDevice& d) { return GpuFits(d, need); }) < need.gpus) {
+    return false;
+  }
   return need.memory_mb == 0 || w.capacity.memory_mb == 0 ||
          w.capacity.memory_mb >= need.memory_mb;
 }
@@ -1048,15 +1107,19 @@ AttemptId Scheduler::StartAttempt(const TaskKey& key, const WorkerName& name, Mo
   JobRec& job = JobOf(key);
   const TaskRec& task = TaskOf(key);
   WorkerRec& w = workers_.at(name);
+  // Placement checked Fits(), so the devices are there.
+  std::optional<std::vector<uint32_t>> gpus = ChooseGpus(w, job.spec.resources);
+  CORE_CHECK(gpus.has_value(), "placing an attempt on a worker without the GPUs it needs");
   const AttemptId id = next_attempt_id_++;
-  attempts_[id] =
+  AttemptRec& a = attempts_[id] =
       AttemptRec{key, name, now, std::nullopt, now, std::nullopt, /*fresh=*/!task.checkpointed};
+  a.gpus = *gpus;
   w.attempts.insert(id);
-  Charge(w, job.spec.resources);
+  Charge(w, job.spec.resources, id, a);
   Reindex(name);
   ++job.counters.attempts;
-  out.push_back(AttemptCreated{id, key, name});
-  out.push_back(AssignAttempt{name, w.session, id, key});
+  out.push_back(AttemptCreated{id, key, name, /*revived=*/false, *gpus});
+  out.push_back(AssignAttempt{name, w.session, id, key, std::move(*gpus)});
   return id;
 }
 
@@ -1421,10 +1484,7 @@ std::optional<JobSummary> Scheduler::Job(JobId id) const {
   if (s.pending > 0) {
     const Resources& need = job.spec.resources;
     s.fits_no_worker = std::none_of(workers_.begin(), workers_.end(), [&](const auto& kv) {
-      const WorkerRec& w = kv.second;
-      return Connected(w) && w.capacity.cpus >= need.cpus && w.capacity.gpus >= need.gpus &&
-             (need.memory_mb == 0 || w.capacity.memory_mb == 0 ||
-              w.capacity.memory_mb >= need.memory_mb);
+      return Connected(kv.second) && CapacityFits(kv.second, need);
     });
   }
   return s;
@@ -1441,10 +1501,13 @@ std::vector<WorkerView> Scheduler::Workers() const {
   std::vector<WorkerView> all;
   all.reserve(workers_.size());
   for (const auto& [name, w] : workers_) {
-    all.push_back(WorkerView{name, w.state, w.session, w.boot_id, w.capacity, w.slots_busy,
-                             static_cast<uint32_t>(w.attempts.size()), w.last_seen, w.accepting,
-                             w.owner_state, w.owner_reason, Speed(w), w.up_ends, w.cache_bytes,
-                             w.cache_blobs, w.owner_cause});
+    WorkerView v{name, w.state, w.session, w.boot_id, w.capacity, w.slots_busy,
+                 static_cast<uint32_t>(w.attempts.size()), w.last_seen, w.accepting,
+                 w.owner_state, w.owner_reason, Speed(w), w.up_ends, w.cache_bytes,
+                 w.cache_blobs, w.owner_cause};
+    v.gpus = w.gpus;
+    for (const auto& [index, attempt] : w.gpu_owner) v.gpus_busy.push_back(index);
+    all.push_back(std::move(v));
   }
   return all;
 }

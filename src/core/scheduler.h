@@ -45,6 +45,11 @@
 //     pick on expected finish = missing input bytes / Options::link_bytes_per_ms + the job's
 //     mean runtime / rank; the lowest wins (ties keep the order above). A task is not placed on
 //     a worker where it ended kMachineFault within Options::machine_fault_avoid.
+//   - GPUs: an attempt of a task with gpus = N gets N of its worker's free devices that have the
+//     task's gpu_memory_mb and gpu_api, best fit (the smallest memory that fits, then the lowest
+//     index; AttemptCreated/AssignAttempt::gpus). A device belongs to one running attempt at a
+//     time and is free again when that attempt ends, however it ends; a restored attempt takes
+//     its devices back when its worker re-adopts it, a revived one only if they are still free.
 //   - Policies (Options::policy; see Policy for the formulas and where they come from): the core
 //     learns each worker's speed and each job's mean task runtime from succeeded attempts, and each
 //     worker's up periods from its hellos and departures. It uses them to rank free workers
@@ -103,6 +108,10 @@ struct WorkerHello {
   // Held attempts that finished and are delivering their outputs (from the worker's durable
   // outbox): even with a new boot id they are not gone, and one declared lost is revived.
   std::vector<AttemptId> delivering;
+  // The GPUs it offers (by index; a repeated index counts once). When empty, capacity.gpus
+  // anonymous devices 0..n-1 (unknown memory, no API) stand in; when not, capacity.gpus is taken
+  // to be gpus.size().
+  std::vector<GpuDevice> gpus;
 };
 
 // The worker's blob cache gained or evicted blobs (ignored unless from its current session).
@@ -200,6 +209,8 @@ struct AttemptCreated {
   // Revived: the attempt had ended kLost, and its worker came back still holding it while its
   // task waited, pending: it runs again (the store turns its kLost record back into running).
   bool revived = false;
+  // The worker's GPUs (GpuDevice::index) it owns until it ends, ascending; empty for none.
+  std::vector<uint32_t> gpus;
 };
 struct AttemptEnded {
   AttemptId attempt = 0;
@@ -250,6 +261,9 @@ struct AssignAttempt {
   SessionId session = 0;
   AttemptId attempt = 0;
   TaskKey task;
+  // The worker's GPUs this attempt owns (as in its AttemptCreated): no other attempt gets any of
+  // them until this one ends, however it ends.
+  std::vector<uint32_t> gpus;
 };
 // kSuperseded: another attempt of the same task (a speculative backup, or the original the backup
 // raced) succeeded first; the killed attempt ends AttemptOutcome::kCancelled, never a failure.
@@ -320,6 +334,7 @@ struct RestoredAttempt {
   AttemptId attempt = 0;
   TaskKey task;
   WorkerName worker;
+  std::vector<uint32_t> gpus;  // its devices (AttemptCreated::gpus): busy again once re-adopted
 };
 // An attempt that ended kLost in a job still running: its late success may still commit.
 struct RestoredLost {
@@ -327,6 +342,7 @@ struct RestoredLost {
   TaskKey task;
   WorkerName worker;
   Millis lost{0};  // the work it was charged with (AttemptEnded::lost)
+  std::vector<uint32_t> gpus;  // its devices (AttemptCreated::gpus): a revival needs them free
 };
 struct RestoredState {
   std::vector<RestoredJob> jobs;
@@ -346,8 +362,9 @@ struct JobSummary {
   uint32_t pending = 0, running = 0, succeeded = 0, failed = 0, cancelled = 0;
   JobCounters counters;
   uint32_t workers_lost = 0;  // distinct workers lost while running this job's attempts
-  // Pending tasks that no connected worker could ever fit (cpus, gpus or memory beyond every
-  // worker's capacity): they wait for a bigger worker to join.
+  // Pending tasks that no connected worker could ever fit (cpus or memory beyond every worker's
+  // capacity, or fewer of its GPUs with the task's gpu_memory_mb and gpu_api than it needs): they
+  // wait for a bigger worker to join.
   bool fits_no_worker = false;
 };
 
@@ -374,6 +391,8 @@ struct WorkerView {
   uint64_t cache_bytes = 0;
   uint32_t cache_blobs = 0;
   std::string owner_cause;  // OwnerStateChanged::cause as last reported, for display
+  std::vector<GpuDevice> gpus;  // the devices it offers (WorkerHello::gpus, or the stand-ins)
+  std::vector<uint32_t> gpus_busy;  // indices owned by running attempts, ascending
 };
 
 // Placement policy: which of the learned-estimate rules the scheduler applies. Every rule is a
@@ -558,6 +577,7 @@ class Scheduler {
     std::optional<MonoTime> suspended_since;  // frozen by its owner: its timeout is paused
     bool fresh = true;  // ran from the task's start (no checkpoint, not restored): learn from it
     bool restored = false;  // started before a coordinator restart: its progress is unknown
+    std::vector<uint32_t> gpus;  // the worker's devices it owns (charged while on its worker)
   };
   struct WorkerRec {
     WorkerState state = WorkerState::kConnected;
@@ -565,8 +585,9 @@ class Scheduler {
     bool session_open = false;
     std::string boot_id;
     Resources capacity;
+    std::vector<GpuDevice> gpus;  // offered devices, by index (capacity.gpus == gpus.size())
     uint32_t slots_busy = 0;
-    uint32_t gpus_busy = 0;
+    std::map<uint32_t, AttemptId> gpu_owner;  // busy device index -> the attempt that owns it
     uint64_t memory_busy_mb = 0;
     MonoTime last_seen{};
     std::set<AttemptId> attempts;
@@ -732,8 +753,17 @@ class Scheduler {
   static uint32_t FreeSlots(const WorkerRec& w);
   static bool Fits(const WorkerRec& w, const Resources& need);
   static bool CapacityFits(const WorkerRec& w, const Resources& need);  // when idle
-  static void Charge(WorkerRec& w, const Resources& need);
-  static void Release(WorkerRec& w, const Resources& need);
+  // GPUs: whether device `d` meets `need`'s gpu_memory_mb and gpu_api; the free ones of `w` that
+  // do, best fit first (the smallest memory that fits, then the lowest index), `need.gpus` of them
+  // in ascending index order, or std::nullopt when fewer are free.
+  static bool GpuFits(const GpuDevice& d, const Resources& need);
+  static std::optional<std::vector<uint32_t>> ChooseGpus(const WorkerRec& w, const Resources& need);
+  // Whether every device in `gpus` is free on `w` (an attempt re-adopted or revived needs its own).
+  static bool GpusFree(const WorkerRec& w, const std::vector<uint32_t>& gpus);
+  // Charge: takes `need`'s slots and memory and the devices `a.gpus` (which must be free) for
+  // attempt `id`; Release gives them back.
+  static void Charge(WorkerRec& w, const Resources& need, AttemptId id, const AttemptRec& a);
+  static void Release(WorkerRec& w, const Resources& need, AttemptId id, const AttemptRec& a);
 
   Options options_;
   AttemptId next_attempt_id_ = 1;
@@ -768,6 +798,7 @@ class Scheduler {
     TaskKey task;
     WorkerName worker;
     Millis lost{0};
+    std::vector<uint32_t> gpus;
   };
   std::map<AttemptId, LostRec> lost_attempts_;
   // Tasks kept off workers where they ended kMachineFault, until the given time.

@@ -38,12 +38,26 @@ struct TaskKey {
 };
 
 // Capacity a worker offers / a task needs. cpus are slots (one attempt of a cpus=2 task takes
-// two slots). memory_mb 0 means "not stated".
+// two slots). memory_mb 0 means "not stated". A task's gpus are whole devices of one worker,
+// each with at least gpu_memory_mb MiB (0: any) offering gpu_api ("cuda", "opencl", "rocm",
+// "metal"; empty: any); a worker's gpus is the number of devices it offers (WorkerHello::gpus),
+// and its gpu_memory_mb / gpu_api are unused.
 struct Resources {
   uint32_t cpus = 1;
   uint32_t gpus = 0;
   uint64_t memory_mb = 0;
+  uint64_t gpu_memory_mb = 0;
+  std::string gpu_api;
   bool operator==(const Resources&) const = default;
+};
+
+// One GPU a worker offers, as the core needs it (proto GpuDevice has the rest). `index` is the
+// worker's numbering (GpuDevice.index); memory_mb 0 means unknown (fits no gpu_memory_mb need).
+struct GpuDevice {
+  uint32_t index = 0;
+  uint64_t memory_mb = 0;
+  std::vector<std::string> apis;  // "cuda", "opencl", ...
+  bool operator==(const GpuDevice&) const = default;
 };
 
 enum class TaskState : uint8_t { kPending, kRunning, kSucceeded, kFailed, kCancelled };

@@ -53,7 +53,10 @@ constexpr std::string_view kAttemptsWhy =
 constexpr std::string_view kTopKeys[] = {"name",    "command",    "frames", "chunk",
                                          "items",   "items_file", "count",  "inputs",
                                          "outputs", "resources",  "retry", "allow_empty_outputs"};
-constexpr std::string_view kResourceKeys[] = {"cpus", "gpus", "memory_mb"};
+constexpr std::string_view kResourceKeys[] = {"cpus", "gpus", "memory_mb", "gpu_memory_mb",
+                                              "gpu_api"};
+// The GPU APIs a task may ask for (proto Resources.gpu_api, GpuDevice.apis).
+constexpr std::string_view kGpuApis[] = {"cuda", "opencl", "rocm", "metal"};
 constexpr std::string_view kRetryKeys[] = {"max_attempts", "timeout_s"};
 constexpr std::string_view kKindKeys[] = {"frames", "items", "items_file", "count"};
 
@@ -333,6 +336,19 @@ MaybeProblem CheckSpec(const JobSpec& spec) {
   if (MaybeProblem p = CheckName(spec.name)) return p;
   if (MaybeProblem p = CheckTasks(spec)) return p;
   if (spec.resources.cpus == 0) return Bad("resources.cpus", "must be a positive integer, got 0");
+  if (const std::string& api = spec.resources.gpu_api;
+      !api.empty() && std::find(std::begin(kGpuApis), std::end(kGpuApis), api) ==
+                          std::end(kGpuApis)) {
+    return Bad("resources.gpu_api",
+               absl::StrCat("must be one of \"cuda\", \"opencl\", \"rocm\", \"metal\", got \"",
+                            TruncateUtf8(api, 64), "\""));
+  }
+  if (spec.resources.gpus == 0 && spec.resources.gpu_memory_mb != 0) {
+    return Bad("resources.gpu_memory_mb", "needs gpus = 1 or more (it is per GPU)");
+  }
+  if (spec.resources.gpus == 0 && !spec.resources.gpu_api.empty()) {
+    return Bad("resources.gpu_api", "needs gpus = 1 or more");
+  }
   if (spec.max_attempts == 0) {
     return Bad("retry.max_attempts", "must be a positive integer, got 0");
   }
@@ -844,6 +860,18 @@ absl::StatusOr<JobSpec> ReadJob(const Ctx& ctx, const toml::table& root) {
             ReadInt(ctx, *resources, "memory_mb", "resources.memory_mb", 0, kI64Max, r.memory_mb);
         !s.ok()) {
       return s;
+    }
+    if (absl::Status s = ReadInt(ctx, *resources, "gpu_memory_mb", "resources.gpu_memory_mb", 0,
+                                 kI64Max, r.gpu_memory_mb);
+        !s.ok()) {
+      return s;
+    }
+    if (const toml::node* n = resources->get("gpu_api")) {
+      if (!n->is_string()) {
+        return KeyError(ctx, n->source(), "resources.gpu_api",
+                        absl::StrCat("must be a string, got ", Describe(*n)));
+      }
+      r.gpu_api = n->as_string()->get();
     }
   }
   if (retry != nullptr) {

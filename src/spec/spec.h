@@ -112,7 +112,9 @@ struct JobSpec {
   // A zero-byte output fails the attempt (a render that wrote an empty frame is not done) unless
   // this is set (`allow_empty_outputs = true`: a task whose empty log is a result).
   bool allow_empty_outputs = false;
-  core::Resources resources;         // cpus default 1
+  // cpus default 1. gpu_memory_mb (per GPU) and gpu_api ("cuda", "opencl", "rocm", "metal")
+  // need gpus >= 1.
+  core::Resources resources;
   uint32_t max_attempts = 3;         // failures per task, 1..kMaxAttempts; preemptions never count
   uint32_t timeout_s = 0;            // per attempt; 0 = none
 };

@@ -144,6 +144,7 @@ absl::Status MemoryStore::ApplyOne(const core::Decision& d, int64_t now_ms, Undo
     a.worker = r->worker;
     a.outcome = core::AttemptOutcome::kRunning;
     a.started_ms = now_ms;
+    a.gpus = r->gpus;
     attempts_.emplace(r->attempt, std::move(a));
     jobs_[r->task.job].attempts.insert(r->attempt);
     undo.push_back([this, id = r->attempt, job = r->task.job] {
@@ -284,7 +285,7 @@ absl::StatusOr<core::RestoredState> MemoryStore::Load() {
       if (rec.outcome == core::AttemptOutcome::kLost) {
         lost.insert(rec.worker);
         if (job.rec.state == core::JobState::kRunning) {
-          out.lost.push_back({a, rec.task, rec.worker, core::Millis(rec.lost_ms)});
+          out.lost.push_back({a, rec.task, rec.worker, core::Millis(rec.lost_ms), rec.gpus});
         }
       }
     }
@@ -293,7 +294,9 @@ absl::StatusOr<core::RestoredState> MemoryStore::Load() {
     for (const TaskRecord& t : job.tasks) out.tasks.push_back({t.task, t.state, t.failures});
   }
   for (const auto& [id, a] : attempts_) {
-    if (a.outcome == core::AttemptOutcome::kRunning) out.running.push_back({id, a.task, a.worker});
+    if (a.outcome == core::AttemptOutcome::kRunning) {
+      out.running.push_back({id, a.task, a.worker, a.gpus});
+    }
   }
   out.next_attempt_id = attempts_.empty() ? 1 : attempts_.rbegin()->first + 1;
   return out;

@@ -1,6 +1,6 @@
 // The SQLite store: one database file in WAL mode with synchronous=FULL.
 //
-// File format (schema version 7, kept in PRAGMA user_version; PRAGMA application_id marks the
+// File format (schema version 8, kept in PRAGMA user_version; PRAGMA application_id marks the
 // file as an idlepool store):
 //   jobs        (id INTEGER PRIMARY KEY AUTOINCREMENT, ...)  ids are never reused
 //   tasks       (job_id, idx) WITHOUT ROWID
@@ -13,6 +13,8 @@
 //   job_predictions (job_id PRIMARY KEY, prediction BLOB): makespan predictions (version 6)
 //   worker_events (id INTEGER PRIMARY KEY, worker, at_ms, kind, ...): what happened to workers
 //                (version 7, which also added attempts.log_tail)
+//   job_gpus    (job_id PRIMARY KEY, gpu_memory_mb, gpu_api): a job's GPU needs beyond the count,
+//                only for jobs that state them (version 8, which also added attempts.gpus)
 // Version 2 added attempts.suspensions, attempts.lost_ms and the checkpoints table; version 3 the
 // attempts' transfer columns (input_bytes ... cache_misses); version 4 the attempts' timing
 // columns (stage_ms, run_ms, upload_ms, resumed) and job_profiles; version 5 the workers table.
@@ -49,7 +51,7 @@ namespace {
 
 namespace in = internal;
 
-constexpr int kSchemaVersion = 7;
+constexpr int kSchemaVersion = 8;
 constexpr int32_t kApplicationId = 0x49504f4c;  // "IPOL"
 constexpr int kBusyTimeoutMs = 10000;
 
@@ -223,6 +225,22 @@ constexpr const char* kTrimEventsByRowsSql =
     "(SELECT id FROM worker_events ORDER BY id DESC LIMIT 1 OFFSET ?)";
 // ---- end of schema version 7
 
+// ---- Schema version 8 (issue 8, GPUs): self-contained so it can be renumbered at merge. From
+// version 7 to 8: each attempt's GPUs (AttemptCreated::gpus, in::GpusText), restored with a
+// running attempt so its devices stay busy across a coordinator restart; and each job's
+// Resources.gpu_memory_mb / gpu_api, in their own table (jobs.spec must stay jobs' last column),
+// one row per job that states either.
+constexpr int kGpusSchemaVersion = 8;
+constexpr const char* kMigrateV8Gpus = R"sql(
+ALTER TABLE attempts ADD COLUMN gpus TEXT NOT NULL DEFAULT '';
+CREATE TABLE job_gpus (
+  job_id         INTEGER PRIMARY KEY REFERENCES jobs(id),
+  gpu_memory_mb  INTEGER NOT NULL DEFAULT 0,
+  gpu_api        TEXT    NOT NULL DEFAULT ''
+);
+)sql";
+// ---- end of schema version 8
+
 // --- small sqlite helpers -------------------------------------------------------------------
 
 struct StmtDeleter {
@@ -343,9 +361,12 @@ absl::StatusCode CodeFor(int rc) {
 #define IDLEPOOL_JOB_HEADER_COLUMNS                                                            \
   "j.id, j.name, j.task_count, j.cpus, j.gpus, j.memory_mb, j.max_attempts, j.timeout_ms, "    \
   "j.state, j.submitted_ms, j.finished_ms, coalesce(p.profile_key, ''), "                    \
-  "coalesce(p.input_bytes, 0), coalesce(p.input_files, 0)"
-#define IDLEPOOL_JOB_HEADER_FROM " FROM jobs j LEFT JOIN job_profiles p ON p.job_id = j.id "
-constexpr int kJobHeaderColumns = 14;  // spec, when selected, is column kJobHeaderColumns
+  "coalesce(p.input_bytes, 0), coalesce(p.input_files, 0), coalesce(g.gpu_memory_mb, 0), "  \
+  "coalesce(g.gpu_api, '')"
+#define IDLEPOOL_JOB_HEADER_FROM                                          \
+  " FROM jobs j LEFT JOIN job_profiles p ON p.job_id = j.id LEFT JOIN job_gpus g " \
+  "ON g.job_id = j.id "
+constexpr int kJobHeaderColumns = 16;  // spec, when selected, is column kJobHeaderColumns
 constexpr const char* kGetJobSql = "SELECT " IDLEPOOL_JOB_HEADER_COLUMNS
                                    ", j.spec" IDLEPOOL_JOB_HEADER_FROM "WHERE j.id = ?";
 constexpr const char* kGetJobHeaderSql =
@@ -361,7 +382,7 @@ constexpr const char* kListJobsSql =
   "a.id, a.idx, a.worker, a.outcome, a.exit_code, a.message, a.started_ms, a.ended_ms, "       \
   "a.suspensions, a.lost_ms, a.input_bytes, a.cached_bytes, a.coordinator_bytes, "             \
   "a.peer_bytes, a.output_bytes, a.cache_hits, a.cache_misses, a.stage_ms, a.run_ms, "        \
-  "a.upload_ms, a.resumed, a.job_id"
+  "a.upload_ms, a.resumed, a.job_id, a.gpus"
 constexpr const char* kListAttemptsSql =
     "SELECT " IDLEPOOL_ATTEMPT_COLUMNS ", a.log_tail FROM attempts a WHERE a.job_id = ? "
     "ORDER BY a.id";
@@ -373,7 +394,7 @@ constexpr const char* kSucceededOfKeySql =
     "ON a.job_id = p.job_id WHERE p.profile_key = ? AND a.outcome = ? "
     "ORDER BY a.ended_ms DESC, a.id DESC LIMIT ?";
 #undef IDLEPOOL_ATTEMPT_COLUMNS
-constexpr int kAttemptLogTailColumn = 22;
+constexpr int kAttemptLogTailColumn = 23;
 
 // Statements prepared once per connection.
 struct Statements {
@@ -390,6 +411,7 @@ struct Statements {
   StmtPtr put_worker, list_workers;  // schema version 5
   StmtPtr put_prediction, get_prediction;  // schema version 6
   StmtPtr append_event, list_events, trim_events_by_time, trim_events_by_rows;  // version 7
+  StmtPtr insert_job_gpus;  // version 8
 };
 
 // --- the store --------------------------------------------------------------------------------
@@ -580,7 +602,7 @@ absl::Status SqliteStore::Open() {
   if (fresh) {
     std::string ddl = absl::StrCat("BEGIN IMMEDIATE;", kSchemaV1, kMigrateV2, kMigrateV3,
                                    kMigrateV4, kMigrateV5Workers, kMigrateV6, kMigrateV7Events,
-                                   "PRAGMA application_id = ",
+                                   kMigrateV8Gpus, "PRAGMA application_id = ",
                                    kApplicationId, ";",
                                    "PRAGMA user_version = ", kSchemaVersion, ";", "COMMIT;");
     if (absl::Status s = Exec(ddl.c_str(), "create schema"); !s.ok()) {
@@ -599,7 +621,8 @@ absl::Status SqliteStore::Open() {
                         {kTimingSchemaVersion, kMigrateV4},
                         {kWorkersSchemaVersion, kMigrateV5Workers},
                         {6, kMigrateV6},
-                        {kEventsSchemaVersion, kMigrateV7Events}};
+                        {kEventsSchemaVersion, kMigrateV7Events},
+                        {kGpusSchemaVersion, kMigrateV8Gpus}};
   static_assert(std::size(steps) + 1 == kSchemaVersion, "one migration step per version");
   for (const Step& step : steps) {
     if (fresh || *version >= step.to) continue;
@@ -629,7 +652,7 @@ absl::Status SqliteStore::PrepareAll() {
        "VALUES (?, ?, ?, 0, 0)"},
       {&st_.insert_attempt,
        "INSERT INTO attempts (id, job_id, idx, worker, outcome, exit_code, message, started_ms, "
-       "ended_ms) VALUES (?, ?, ?, ?, ?, 0, '', ?, 0)"},
+       "ended_ms, gpus) VALUES (?, ?, ?, ?, ?, 0, '', ?, 0, ?)"},
       {&st_.end_attempt,
        "UPDATE attempts SET outcome = ?, exit_code = ?, message = ?, ended_ms = ?, lost_ms = ?, "
        "input_bytes = ?, cached_bytes = ?, coordinator_bytes = ?, peer_bytes = ?, "
@@ -653,7 +676,7 @@ absl::Status SqliteStore::PrepareAll() {
        "UPDATE attempts SET outcome = ?, ended_ms = 0, lost_ms = 0, message = '', log_tail = '' "
        "WHERE id = ? AND job_id = ? AND idx = ? AND worker = ? AND outcome = ?"},
       {&st_.load_lost_attempts,
-       "SELECT a.id, a.job_id, a.idx, a.worker, a.lost_ms FROM attempts a JOIN jobs j "
+       "SELECT a.id, a.job_id, a.idx, a.worker, a.lost_ms, a.gpus FROM attempts a JOIN jobs j "
        "ON j.id = a.job_id WHERE a.outcome = ? AND j.state = ? ORDER BY a.id"},
       {&st_.get_attempt, "SELECT job_id, idx, worker, outcome FROM attempts WHERE id = ?"},
       {&st_.update_task,
@@ -664,8 +687,9 @@ absl::Status SqliteStore::PrepareAll() {
        "INSERT INTO outputs (job_id, idx, path, sha256, size) VALUES (?, ?, ?, ?, ?)"},
       {&st_.update_job, "UPDATE jobs SET state = ?, finished_ms = ? WHERE id = ?"},
       {&st_.load_jobs,
-       "SELECT id, task_count, cpus, gpus, memory_mb, max_attempts, timeout_ms, state "
-       "FROM jobs ORDER BY id"},
+       "SELECT j.id, j.task_count, j.cpus, j.gpus, j.memory_mb, j.max_attempts, j.timeout_ms, "
+       "j.state, coalesce(g.gpu_memory_mb, 0), coalesce(g.gpu_api, '') "
+       "FROM jobs j LEFT JOIN job_gpus g ON g.job_id = j.id ORDER BY j.id"},
       {&st_.load_counts,
        "SELECT job_id, outcome, count(*) FROM attempts GROUP BY job_id, outcome"},
       {&st_.load_lost,
@@ -673,7 +697,7 @@ absl::Status SqliteStore::PrepareAll() {
        "ORDER BY job_id, worker"},
       {&st_.load_tasks, "SELECT job_id, idx, state, failures FROM tasks ORDER BY job_id, idx"},
       {&st_.load_running,
-       "SELECT id, job_id, idx, worker FROM attempts WHERE outcome = ? ORDER BY id"},
+       "SELECT id, job_id, idx, worker, gpus FROM attempts WHERE outcome = ? ORDER BY id"},
       {&st_.max_attempt, "SELECT coalesce(max(id), 0) FROM attempts"},
       // The header columns first (read by ReadJobHeader), then spec, read by GetJob only.
       {&st_.get_job, kGetJobSql},
@@ -700,6 +724,8 @@ absl::Status SqliteStore::PrepareAll() {
       {&st_.list_events, kListWorkerEventsSql},
       {&st_.trim_events_by_time, kTrimEventsByTimeSql},
       {&st_.trim_events_by_rows, kTrimEventsByRowsSql},
+      {&st_.insert_job_gpus,
+       "INSERT INTO job_gpus (job_id, gpu_memory_mb, gpu_api) VALUES (?, ?, ?)"},
   };
   for (const auto& [stmt, sql] : all) {
     if (absl::Status s = Prepare(sql, *stmt); !s.ok()) return s;
@@ -746,6 +772,15 @@ absl::StatusOr<core::JobId> SqliteStore::InsertJob(const NewJob& job, int64_t no
     if (b.rc() != SQLITE_OK) return fail(Err(b.rc(), "InsertJob: bind job profile"));
     if (absl::Status s = Step(u, "InsertJob: insert job profile"); !s.ok()) return fail(s);
   }
+  if (const core::Resources& r = job.sched.resources; r.gpu_memory_mb != 0 || !r.gpu_api.empty()) {
+    Use u(st_.insert_job_gpus);
+    Binder b(u);
+    b.Int(static_cast<int64_t>(id))
+        .Int(static_cast<int64_t>(std::min<uint64_t>(r.gpu_memory_mb, INT64_MAX)))
+        .Text(r.gpu_api);
+    if (b.rc() != SQLITE_OK) return fail(Err(b.rc(), "InsertJob: bind job gpus"));
+    if (absl::Status s = Step(u, "InsertJob: insert job gpus"); !s.ok()) return fail(s);
+  }
   {
     Use u(st_.insert_task);
     Binder b(u);
@@ -782,12 +817,14 @@ absl::Status SqliteStore::ApplyOne(const core::Decision& d, int64_t now_ms) {
     }
     Use u(st_.insert_attempt);
     Binder b(u);
+    const std::string gpus = in::GpusText(r->gpus);
     b.Int(static_cast<int64_t>(r->attempt))
         .Int(static_cast<int64_t>(r->task.job))
         .Int(r->task.index)
         .Text(r->worker)
         .Text(in::OutcomeName(core::AttemptOutcome::kRunning))
-        .Int(now_ms);
+        .Int(now_ms)
+        .Text(gpus);
     if (b.rc() != SQLITE_OK) return Err(b.rc(), "AttemptCreated: bind");
     int rc = sqlite3_step(u);
     if (rc == SQLITE_DONE) return absl::OkStatus();
@@ -1007,6 +1044,8 @@ absl::StatusOr<core::RestoredState> SqliteStore::Load() {
       if (absl::Status s = ParseCol(u, 7, in::ParseJobState, "job state", j.state); !s.ok()) {
         return finish(s);
       }
+      j.spec.resources.gpu_memory_mb = static_cast<uint64_t>(ColInt(u, 8));
+      j.spec.resources.gpu_api = ColText(u, 9);
       pos[j.spec.job] = out.jobs.size();
       out.jobs.push_back(std::move(j));
     }
@@ -1060,6 +1099,7 @@ absl::StatusOr<core::RestoredState> SqliteStore::Load() {
       l.task = {static_cast<core::JobId>(ColInt(u, 1)), static_cast<uint32_t>(ColInt(u, 2))};
       l.worker = ColText(u, 3);
       l.lost = core::Millis(ColInt(u, 4));
+      l.gpus = in::ParseGpus(ColText(u, 5));
       out.lost.push_back(std::move(l));
     }
     if (rc != SQLITE_DONE) return finish(Err(rc, "Load: read lost attempts"));
@@ -1100,6 +1140,7 @@ absl::StatusOr<core::RestoredState> SqliteStore::Load() {
       a.attempt = static_cast<core::AttemptId>(ColInt(u, 0));
       a.task = {static_cast<core::JobId>(ColInt(u, 1)), static_cast<uint32_t>(ColInt(u, 2))};
       a.worker = ColText(u, 3);
+      a.gpus = in::ParseGpus(ColText(u, 4));
       out.running.push_back(std::move(a));
     }
     if (rc != SQLITE_DONE) return finish(Err(rc, "Load: read running attempts"));
@@ -1133,6 +1174,8 @@ absl::Status SqliteStore::ReadJobHeader(sqlite3_stmt* s, JobRecord& out) const {
   out.profile_key = ColText(s, 11);
   out.input_bytes = static_cast<uint64_t>(ColInt(s, 12));
   out.input_files = static_cast<uint32_t>(ColInt(s, 13));
+  out.sched.resources.gpu_memory_mb = static_cast<uint64_t>(ColInt(s, 14));
+  out.sched.resources.gpu_api = ColText(s, 15);
   return absl::OkStatus();
 }
 
@@ -1245,6 +1288,7 @@ absl::Status SqliteStore::ReadAttempt(sqlite3_stmt* u, AttemptRecord& a) const {
   a.lost_ms = ColInt(u, 9);
   a.transfer = ColTransfer(u, 10);
   a.timing = ColTiming(u, 17);
+  a.gpus = in::ParseGpus(ColText(u, 22));
   if (sqlite3_column_count(u) > kAttemptLogTailColumn) {
     a.log_tail = ColText(u, kAttemptLogTailColumn);
   }

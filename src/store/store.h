@@ -66,6 +66,7 @@ struct AttemptRecord {
   core::Transfer transfer;   // AttemptEnded::transfer
   core::AttemptTiming timing;  // AttemptEnded::timing
   std::string log_tail;       // AttemptEnded::log_tail (empty while running)
+  std::vector<uint32_t> gpus;  // AttemptCreated::gpus: the worker's devices it owned
 };
 
 // Which succeeded attempts ListSucceededAttempts returns: those of job `job` when it is not 0,

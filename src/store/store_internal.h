@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 #include "absl/strings/string_view.h"
 
 #include "absl/strings/str_cat.h"
@@ -79,6 +80,36 @@ inline std::optional<core::AttemptOutcome> ParseOutcome(absl::string_view s) {
 }
 
 inline bool IsTerminal(core::JobState s) { return s != core::JobState::kRunning; }
+
+// An attempt's GPUs (AttemptCreated::gpus) as stored: ascending indices joined by ",", "" for
+// none. Parsing skips anything that is not a decimal index (never fails on a damaged row).
+inline std::string GpusText(const std::vector<uint32_t>& gpus) {
+  std::string out;
+  for (uint32_t g : gpus) {
+    if (!out.empty()) out += ',';
+    out += std::to_string(g);
+  }
+  return out;
+}
+inline std::vector<uint32_t> ParseGpus(absl::string_view s) {
+  std::vector<uint32_t> out;
+  uint64_t v = 0;
+  bool digits = false, bad = false;
+  for (size_t i = 0; i <= s.size(); ++i) {
+    if (i == s.size() || s[i] == ',') {
+      if (digits && !bad) out.push_back(static_cast<uint32_t>(v));
+      v = 0;
+      digits = bad = false;
+    } else if (s[i] >= '0' && s[i] <= '9' && v <= UINT32_MAX / 10) {
+      v = v * 10 + static_cast<uint64_t>(s[i] - '0');
+      digits = true;
+      if (v > UINT32_MAX) bad = true;
+    } else {
+      bad = true;
+    }
+  }
+  return out;
+}
 
 inline std::string TaskName(core::TaskKey t) {
   return absl::StrCat("job ", t.job, " task ", t.index);

@@ -21,6 +21,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "blob/blob.h"
+#include "worker/gpu_binding.h"
 #include "worker/outbox.h"
 #include "blob/peer_server.h"
 #include "blob/swarm.h"
@@ -406,6 +407,8 @@ class Worker::Impl {
   struct Attempt {
     uint64_t id = 0;
     v1::Assignment assignment;
+    // Its GPUs' environment (worker/gpu_binding.h), bound when it was assigned.
+    std::vector<std::pair<std::string, std::string>> gpu_env;
     std::string dir;  // path prefix: DIR.task/, DIR.checkpoint/, DIR.stdout.log, DIR.stderr.log
     std::mutex mu;
     std::unique_ptr<platform::Process> process;  // set while the command runs
@@ -476,6 +479,11 @@ class Worker::Impl {
         if (a->finished) finished.push_back(a);
         if (a->frozen) hello->add_frozen_attempts(id);
       }
+    }
+    {
+      // The devices this session offers: assignments are checked against them.
+      std::lock_guard lock(mu_);
+      offered_gpus_.assign(hello->gpus().begin(), hello->gpus().end());
     }
     {
       std::lock_guard lock(stream_mu_);
@@ -582,6 +590,19 @@ class Worker::Impl {
     }
     {
       std::lock_guard lock(mu_);
+      GpuBinding binding =
+          BindGpus(std::vector<uint32_t>(as.gpus().begin(), as.gpus().end()), offered_gpus_);
+      if (!binding.problem.empty()) {
+        // Not the task's fault: a machine fault sends it elsewhere, never counted against it.
+        spdlog::warn("attempt {}: refused: {}", as.attempt(), binding.problem);
+        v1::WorkerMessage m;
+        m.mutable_report()->set_attempt(as.attempt());
+        m.mutable_report()->set_result(v1::AttemptReport::MACHINE_FAULT);
+        m.mutable_report()->set_message(spec::TruncateUtf8(binding.problem, 1024));
+        Send(m);
+        return;
+      }
+      a->gpu_env = std::move(binding.env);
       if (attempts_.count(a->id)) return;
       attempts_[a->id] = a;
       run_queue_.push_back(a);
@@ -983,7 +1004,12 @@ class Worker::Impl {
     sp.stdout_path = a.dir + ".stdout.log";
     sp.stderr_path = a.dir + ".stderr.log";
     for (char** e = environ; *e; ++e) {
-      if (std::strncmp(*e, "IDLEPOOL_", 9) != 0) sp.env.emplace_back(*e);
+      // The GPU variables are the attempt's own (below), never the worker's.
+      if (std::strncmp(*e, "IDLEPOOL_", 9) != 0 &&
+          std::strncmp(*e, "CUDA_VISIBLE_DEVICES=", 21) != 0 &&
+          std::strncmp(*e, "ROCR_VISIBLE_DEVICES=", 21) != 0) {
+        sp.env.emplace_back(*e);
+      }
     }
     uint32_t cpus = std::max(1u, as.resources().cpus());
     auto add = [&](const std::string& k, const std::string& v) { sp.env.push_back(k + "=" + v); };
@@ -997,6 +1023,7 @@ class Worker::Impl {
     add("IDLEPOOL_WORK_DIR", work_dir_real_);
     add("IDLEPOOL_CPUS", std::to_string(cpus));
     add("OMP_NUM_THREADS", std::to_string(cpus));
+    for (const auto& [k, v] : a.gpu_env) add(k, v);
     if (!params.chunk.frames.empty()) {
       add("IDLEPOOL_FRAMES", spec::JoinFrames(params.chunk.frames));
       if (params.chunk.frames.size() == 1) {
@@ -1876,6 +1903,7 @@ class Worker::Impl {
   std::mutex owner_mu_;
   v1::WorkerMessage owner_sent_;          // the last OwnerState sent, resent after each hello
   bool refused_ = false;  // the last session was refused (read by Run's thread only)
+  std::vector<v1::GpuDevice> offered_gpus_;  // as the last Hello listed them; guarded by mu_
   std::atomic<core::Millis> heartbeat_;
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;

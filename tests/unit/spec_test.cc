@@ -631,6 +631,36 @@ TEST_F(JobToml, IntegerRanges) {
   EXPECT_EQ(ok->resources, (core::Resources{4, 2, 0}));
 }
 
+TEST_F(JobToml, GpuResources) {
+  const std::string head = "command = [\"a\"]\ncount = 1\n";
+  absl::StatusOr<JobSpec> ok = Parse(
+      head + "[resources]\ngpus = 2\ngpu_memory_mb = 8000\ngpu_api = \"cuda\"\n");
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->resources, (core::Resources{1, 2, 0, 8000, "cuda"}));
+  for (const char* api : {"opencl", "rocm", "metal"}) {
+    absl::StatusOr<JobSpec> s =
+        Parse(head + "[resources]\ngpus = 1\ngpu_api = \"" + api + "\"\n");
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_EQ(s->resources.gpu_api, api);
+  }
+  Invalid(head + "[resources]\ngpus = 1\ngpu_api = \"vulkan\"\n",
+          "job.toml:5:11: key 'resources.gpu_api': must be one of \"cuda\", \"opencl\", "
+          "\"rocm\", \"metal\", got \"vulkan\"");
+  Invalid(head + "[resources]\ngpus = 1\ngpu_api = 3\n",
+          "job.toml:5:11: key 'resources.gpu_api': must be a string, got 3");
+  Invalid(head + "[resources]\ngpus = 1\ngpu_memory_mb = -1\n",
+          "job.toml:5:17: key 'resources.gpu_memory_mb': must be a non-negative integer, got -1");
+  Invalid(head + "[resources]\ngpu_memory_mb = 1024\n",
+          "job.toml:4:17: key 'resources.gpu_memory_mb': needs gpus = 1 or more (it is per GPU)");
+  Invalid(head + "[resources]\ngpus = 0\ngpu_api = \"opencl\"\n",
+          "job.toml:5:11: key 'resources.gpu_api': needs gpus = 1 or more");
+  // A spec from the wire gets the same checks.
+  JobSpec wire = *Parse(head);
+  wire.resources.gpu_api = "directx";
+  wire.resources.gpus = 1;
+  EXPECT_THAT(std::string(Validate(wire).message()), HasSubstr("'resources.gpu_api'"));
+}
+
 TEST_F(JobToml, ExactlyOneWayToSplitTheJob) {
   Invalid("command = [\"a\"]\n",
           "job.toml: missing one of the keys 'frames', 'items', 'items_file', 'count'");

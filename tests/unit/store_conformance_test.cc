@@ -59,11 +59,13 @@ void PrintTo(const RestoredTask& t, std::ostream* os) {
       << " failures=" << t.failures << "}";
 }
 bool operator==(const RestoredAttempt& a, const RestoredAttempt& b) {
-  return a.attempt == b.attempt && a.task == b.task && a.worker == b.worker;
+  return a.attempt == b.attempt && a.task == b.task && a.worker == b.worker && a.gpus == b.gpus;
 }
 void PrintTo(const RestoredAttempt& a, std::ostream* os) {
   *os << "{attempt " << a.attempt << " " << a.task.job << "/" << a.task.index << " on "
-      << a.worker << "}";
+      << a.worker << " gpus";
+  for (uint32_t g : a.gpus) *os << " " << g;
+  *os << "}";
 }
 }  // namespace idlepool::core
 
@@ -552,6 +554,37 @@ TEST_P(StoreConformance, ARevivedAttemptRunsAgain) {
   EXPECT_TRUE(s.lost.empty());
   EXPECT_EQ(s.jobs.at(0).counters.lost, 0u);
   EXPECT_EQ(s.jobs.at(0).counters.attempts, 1u);
+}
+
+// GPUs: a running attempt's devices come back with it (the core marks them busy again when its
+// worker re-adopts it), a lost one's too (a revival needs them), and a job's GPU needs are kept.
+TEST_P(StoreConformance, GpusAreKeptWithAttemptsAndJobs) {
+  NewJob gj = MakeJob("gpu", 2);
+  gj.sched.resources.gpus = 2;
+  gj.sched.resources.gpu_memory_mb = 16000;
+  gj.sched.resources.gpu_api = "cuda";
+  const core::JobId a = Insert(gj);
+  const core::JobId b = Insert(MakeJob("cpu", 1));
+  core::AttemptCreated c1{1, {a, 0}, "w1", false, {0, 3}};
+  core::AttemptCreated c2{2, {a, 1}, "w1", false, {1, 2}};
+  ASSERT_TRUE(store()
+                  .Apply({c1, TaskTo({a, 0}, TaskState::kRunning), c2,
+                          Ended(2, {a, 1}, "w1", AttemptOutcome::kLost),
+                          Created(3, {b, 0}, "w2"), TaskTo({b, 0}, TaskState::kRunning)},
+                         1000)
+                  .ok());
+  REOPEN();
+  core::RestoredState s = MustLoad();
+  EXPECT_THAT(s.running, ElementsAre(core::RestoredAttempt{1, {a, 0}, "w1", {0, 3}},
+                                     core::RestoredAttempt{3, {b, 0}, "w2", {}}));
+  ASSERT_EQ(s.lost.size(), 1u);
+  EXPECT_EQ(s.lost[0].gpus, (std::vector<uint32_t>{1, 2}));
+  ASSERT_EQ(s.jobs.size(), 2u);
+  EXPECT_EQ(s.jobs[0].spec.resources, (core::Resources{2, 2, 512, 16000, "cuda"}));
+  EXPECT_EQ(s.jobs[1].spec.resources, (core::Resources{2, 1, 512, 0, ""}));
+  EXPECT_EQ(Header(a).sched.resources, (core::Resources{2, 2, 512, 16000, "cuda"}));
+  EXPECT_EQ(Attempts(a)[0].gpus, (std::vector<uint32_t>{0, 3}));
+  EXPECT_TRUE(Attempts(b)[0].gpus.empty());
 }
 
 TEST_P(StoreConformance, MachineFaultsAreCountedApart) {
@@ -1254,7 +1287,14 @@ class SqliteStoreTest : public ::testing::Test {
   // Makes a current file a version 3 file, as idlepool wrote it before attempt timing, profile
   // keys and the workers table.
   // Makes a current file a version 6 file, as idlepool wrote it before log tails and events.
+  // Makes a current file a version 7 file, as idlepool wrote it before GPUs.
+  static void DowngradeToV7(const std::string& path) {
+    RawExec(path, "DROP TABLE job_gpus");
+    RawExec(path, "ALTER TABLE attempts DROP COLUMN gpus");
+    RawExec(path, "PRAGMA user_version = 7");
+  }
   static void DowngradeToV6(const std::string& path) {
+    DowngradeToV7(path);
     RawExec(path, "DROP TABLE worker_events");
     RawExec(path, "ALTER TABLE attempts DROP COLUMN log_tail");
     RawExec(path, "PRAGMA user_version = 6");
@@ -1370,15 +1410,15 @@ TEST_F(SqliteStoreTest, NewerSchemaVersionIsRefused) {
     ASSERT_TRUE(s.ok()) << s.status();
     ASSERT_TRUE((*s)->InsertJob(MakeJob("a", 1), 1).ok());
   }
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "7");
-  RawExec(path, "PRAGMA user_version = 8");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "8");
+  RawExec(path, "PRAGMA user_version = 9");
   absl::StatusOr<std::unique_ptr<Store>> s = OpenSqliteStore(path);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), absl::StatusCode::kDataLoss) << s.status();
   EXPECT_THAT(s.status().message(), HasSubstr(path));
-  EXPECT_THAT(s.status().message(), HasSubstr("schema version 8"));
+  EXPECT_THAT(s.status().message(), HasSubstr("schema version 9"));
   // Back to the known version, it opens again with the data intact.
-  RawExec(path, "PRAGMA user_version = 7");
+  RawExec(path, "PRAGMA user_version = 8");
   auto again = OpenSqliteStore(path);
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ((*again)->ListJobs()->size(), 1u);
@@ -1400,7 +1440,7 @@ TEST_F(SqliteStoreTest, SchemaVersionOneIsMigratedInPlace) {
   RawExec(path, "PRAGMA user_version = 1");
   auto s = OpenSqliteStore(path);
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "7");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "8");
   ASSERT_TRUE((*s)->Apply({core::AttemptSuspended{1, {1, 0}},
                            core::TaskCheckpointed{{1, 0}, 1, {File("x", 'a', 1)}}},
                           3)
@@ -1422,7 +1462,7 @@ TEST_F(SqliteStoreTest, SchemaVersionTwoIsMigratedInPlace) {
   DowngradeToV2(path);
   auto s = OpenSqliteStore(path);
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "7");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "8");
   core::AttemptEnded ended{1, {1, 0}, "w1", core::AttemptOutcome::kFailed, 1, "x"};
   ended.transfer.input_bytes = 10;
   ended.transfer.cache_hits = 1;
@@ -1446,7 +1486,7 @@ TEST_F(SqliteStoreTest, SchemaVersionThreeGainsTimingAndProfiles) {
   EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "3");
   auto s = OpenSqliteStore(path);
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "7");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "8");
   // The old job and attempt read with an empty key and zero timing; nothing else lost.
   auto old = (*s)->GetJobHeader(1);
   ASSERT_TRUE(old.ok()) << old.status();
@@ -1528,7 +1568,7 @@ TEST_F(SqliteStoreTest, SchemaVersionThreeGainsTheWorkersTable) {
   EXPECT_EQ(RawQuery(path, "SELECT count(*) FROM sqlite_master WHERE name = 'workers'"), "0");
   auto s = OpenSqliteStore(path);
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "7");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "8");
   EXPECT_EQ((*s)->ListJobs()->size(), 1u);
   auto none = (*s)->ListWorkers();
   ASSERT_TRUE(none.ok()) << none.status();
@@ -1561,7 +1601,7 @@ TEST_F(SqliteStoreTest, SchemaVersionSixGainsLogTailsAndWorkerEventsAndKeepsEver
             "0");
   auto s = OpenSqliteStore(path);
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "7");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "8");
   // Everything of version 6 is still there; the old attempt has no log tail.
   auto attempts = (*s)->ListAttempts(1);
   ASSERT_TRUE(attempts.ok()) << attempts.status();
@@ -1584,6 +1624,43 @@ TEST_F(SqliteStoreTest, SchemaVersionSixGainsLogTailsAndWorkerEventsAndKeepsEver
   EXPECT_EQ((*s)->ListAttempts(1)->at(1).log_tail, "tail");
   ASSERT_TRUE((*s)->AppendWorkerEvents({WorkerEvent{"w1", 5, "connected", "", "", ""}}).ok());
   EXPECT_EQ((*s)->ListWorkerEvents({{"w1"}, 0, 10, 10})->size(), 1u);
+}
+
+TEST_F(SqliteStoreTest, SchemaVersionSevenGainsGpusAndKeepsEverything) {
+  const std::string path = Path("state.db");
+  core::AttemptEnded failed{1, {1, 0}, "w1", AttemptOutcome::kFailed, 2, "exit code 2"};
+  failed.log_tail = "boom";
+  {
+    auto s = OpenSqliteStore(path);
+    ASSERT_TRUE(s.ok()) << s.status();
+    ASSERT_TRUE((*s)->InsertJob(MakeJob("old", 2), 1).ok());
+    ASSERT_TRUE((*s)->Apply({Created(1, {1, 0}, "w1"), Created(2, {1, 1}, "w2"), failed}, 2).ok());
+    ASSERT_TRUE((*s)->AppendWorkerEvents({WorkerEvent{"w1", 5, "connected", "", "", ""}}).ok());
+  }
+  DowngradeToV7(path);
+  auto s = OpenSqliteStore(path);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "8");
+  // Everything of version 7 is still there; old attempts and jobs have no GPUs.
+  auto attempts = (*s)->ListAttempts(1);
+  ASSERT_TRUE(attempts.ok()) << attempts.status();
+  ASSERT_EQ(attempts->size(), 2u);
+  EXPECT_EQ(attempts->at(0).log_tail, "boom");
+  EXPECT_TRUE(attempts->at(1).gpus.empty());
+  EXPECT_EQ((*s)->ListWorkerEvents({{"w1"}, 0, 10, 10})->size(), 1u);
+  auto state = (*s)->Load();
+  ASSERT_TRUE(state.ok()) << state.status();
+  ASSERT_EQ(state->running.size(), 1u);
+  EXPECT_TRUE(state->running[0].gpus.empty());
+  EXPECT_EQ(state->jobs.at(0).spec.resources, (core::Resources{2, 1, 512, 0, ""}));
+  // New attempts and jobs keep theirs.
+  NewJob gj = MakeJob("gpu", 1);
+  gj.sched.resources.gpu_api = "opencl";
+  auto id = (*s)->InsertJob(gj, 3);
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_TRUE((*s)->Apply({core::AttemptCreated{3, {*id, 0}, "w1", false, {5}}}, 4).ok());
+  EXPECT_EQ((*s)->ListAttempts(*id)->at(0).gpus, (std::vector<uint32_t>{5}));
+  EXPECT_EQ((*s)->GetJobHeader(*id)->sched.resources.gpu_api, "opencl");
 }
 
 }  // namespace
