@@ -127,6 +127,19 @@ function sensorsText(s, connected) {
 // Why a worker does no work: the owner policy's reason, only while it stops work (owner_state
 // suspend or vacate) on a connected worker.
 function whyText(w) { return w.state === 'connected' && w.owner_state && w.owner_state !== 'run' ? (w.owner_reason || w.owner_state) : ''; }
+// GPUs: busy/total, the hottest device's temperature while connected; each device in the tooltip.
+function gpuCell(w, connected) {
+  const devs = w.gpu_devices || [];
+  if (!devs.length) return el('td', { class: 'num gpus' }, String(w.gpus || 0));
+  const busy = devs.filter(g => g.busy).length;
+  const temps = devs.map(g => g.temperature_c).filter(t => t !== null && t !== undefined);
+  const title = devs.map(g => `${g.index}: ${g.name} (${g.vendor}), ${(g.memory_mb / 1024).toFixed(0)} GiB` +
+    (g.apis.length ? `, ${g.apis.join('/')}` : '') + (g.busy ? ', in use' : ', free') +
+    (connected && g.temperature_c !== null ? `, ${g.temperature_c.toFixed(0)} °C` : '') +
+    (connected && g.utilization !== null ? `, ${(100 * g.utilization).toFixed(0)}% busy` : '')).join('\n');
+  const text = `${busy}/${devs.length}` + (connected && temps.length ? ` · ${Math.max(...temps).toFixed(0)} °C` : '');
+  return el('td', { class: 'num gpus', title, 'data-gpus': devs.length }, text);
+}
 function workersTable(workers, leftCount) {
   const num = new Set(['Slots', 'Temp', 'CPU', 'GPUs', 'Up']);
   return scroller(el('table', { id: 'workers' },
@@ -146,7 +159,7 @@ function workersTable(workers, leftCount) {
         el('td', {}, s.batt),
         el('td', {}, link),
         el('td', { class: 'num', title: 'SHA-256 MB/s per core' }, w.cpu_score ? `${w.cores || '?'} × ${w.cpu_score.toFixed(0)}` : '-'),
-        el('td', { class: 'num' }, String(w.gpus || 0)),
+        gpuCell(w, w.state === 'connected'),
         el('td', { class: 'num' }, a.observed_s ? (100 * a.up_fraction).toFixed(0) + '%' : '-'),
         el('td', { class: 'muted why' }, why));
     }) : el('tr', {}, el('td', { colspan: 10, class: 'muted' },
