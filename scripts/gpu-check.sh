@@ -22,7 +22,10 @@ cd "$(dirname "$0")/.."
 IDLEPOOL=${IDLEPOOL:-build/idlepool}
 if [ ! -x "$IDLEPOOL" ]; then
   echo "building $IDLEPOOL ..."
-  cmake --build build --target idlepool >/dev/null || { echo "FAIL: cannot build idlepool"; exit 1; }
+  if ! cmake --build build --target idlepool >/dev/null; then
+    echo "FAIL: cannot build idlepool"
+    exit 1
+  fi
 fi
 IDLEPOOL=$(realpath "$IDLEPOOL")
 T=$(mktemp -d "${TMPDIR:-/tmp}/gpu-check.XXXXXX")
@@ -178,7 +181,8 @@ if timeout 60 "$IDLEPOOL" wait "$JA" --quiet >/dev/null &&
       "SELECT job_id, started_ms, ended_ms FROM attempts WHERE job_id IN ($JA, $JB)" 2>/dev/null)
     if [ -z "$ROWS" ]; then
       echo "(store: no attempt rows read; the task spans above decide)"
-    elif awk -F'|' '{ s[NR] = $2; e[NR] = $3 } END { exit !(NR == 2 && (e[1] <= s[2] || e[2] <= s[1])) }' <<<"$ROWS"; then
+    elif awk -F'|' '{ s[NR] = $2; e[NR] = $3 }
+                END { exit !(NR == 2 && (e[1] <= s[2] || e[2] <= s[1])) }' <<<"$ROWS"; then
       pass "the store's attempt rows agree: no overlap ($(tr '\n' ' ' <<<"$ROWS"))"
     else
       check_fail "the store's attempt rows overlap or are missing: $ROWS"
