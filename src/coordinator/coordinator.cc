@@ -1720,6 +1720,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
       auto it = event_sessions_.find(worker);
       if (it == event_sessions_.end() || it->second != session) return;
     }
+    std::vector<std::pair<uint32_t, std::string>> flipped;  // device, its new `unavailable`
     {
       std::lock_guard lock(sessions_mu_);
       auto g = gpus_.find(worker);
@@ -1727,6 +1728,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
       for (const v1::GpuDevice& l : live) {
         for (v1::GpuDevice& d : g->second) {
           if (d.index() != l.index()) continue;
+          if (d.unavailable() != l.unavailable()) flipped.emplace_back(d.index(), l.unavailable());
           d.clear_temperature_c();
           d.clear_utilization();
           d.clear_memory_used_mb();
@@ -1735,6 +1737,14 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
           if (l.has_memory_used_mb()) d.set_memory_used_mb(l.memory_used_mb());
           d.set_unavailable(l.unavailable());
         }
+      }
+    }
+    if (!flipped.empty()) {
+      // Worker events (kind "gpu"): "held" with cause gpu_owner / gpu_temperature, or "free".
+      std::lock_guard lock(book_mu_);
+      for (const auto& [index, cause] : flipped) {
+        AddEvent(worker, "gpu", cause.empty() ? "free" : "held", cause,
+                 absl::StrCat("GPU ", index));
       }
     }
     PoolChanged();

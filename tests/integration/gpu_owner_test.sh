@@ -1,4 +1,5 @@
-#!/usr/bin/env bash
+has_gpu_events() { [ "$(gpu_events)" = "$want" ]; }
+wait_until 10 has_gpu_events || fail "gpu worker events: $(gpu_events), want $want"#!/usr/bin/env bash
 # GPU owner signals on a worker with two fake NVIDIA GPUs (tests/fake_nvml; its state file is
 # re-read on every NVML call). The pool's own task listed on its device is not the owner: no
 # suspension. A foreign process (a real `sleep` this test starts) listed on device 0 freezes the
@@ -100,6 +101,13 @@ touch "$T/release/0" "$T/release/1" "$T/release/cpu"
 [ "$(job_field "$GPU" suspensions)" = 2 ] || fail "suspensions $(job_field "$GPU" suspensions)"
 [ "$(job_field "$GPU" preemptions)" = 0 ] || fail "a GPU suspension counted as a preemption"
 [ "$(job_field "$GPU" attempts)" = 2 ] || fail "GPU tasks ran more than once"
+# The worker events (store) record each hold and release of device 0.
+gpu_events() {
+  sql "SELECT state || ':' || cause FROM worker_events WHERE kind='gpu' ORDER BY id" | tr '\n' ' '
+}
+want="held:gpu_owner free: held:gpu_temperature free: "
+has_gpu_events() { [ "$(gpu_events)" = "$want" ]; }
+wait_until 10 has_gpu_events    # the store is written by the book thread, a little later
 pass "both GPU tasks and the CPU task finished: 2 suspensions, 0 preemptions"
 
 # While the owner uses device 0, no new GPU attempt gets it.
