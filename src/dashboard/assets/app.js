@@ -127,6 +127,12 @@ function sensorsText(s, connected) {
 // Why a worker does no work: the owner policy's reason, only while it stops work (owner_state
 // suspend or vacate) on a connected worker.
 function whyText(w) { return w.state === 'connected' && w.owner_state && w.owner_state !== 'run' ? (w.owner_reason || w.owner_state) : ''; }
+// The GPUs cell's tooltip: each device's temperature, and why the owner policy holds it.
+function gpuTitle(ds) {
+  if (!ds || !ds.length) return null;
+  return ds.map(d => `GPU ${d.index}: ${d.temperature_c == null ? '?' : d.temperature_c.toFixed(0) + ' °C'}` +
+    (d.unavailable ? ` (${d.unavailable.replace('_', ' ')})` : '')).join('\n');
+}
 function workersTable(workers, leftCount) {
   const num = new Set(['Slots', 'Temp', 'CPU', 'GPUs', 'Up']);
   return scroller(el('table', { id: 'workers' },
@@ -146,7 +152,7 @@ function workersTable(workers, leftCount) {
         el('td', {}, s.batt),
         el('td', {}, link),
         el('td', { class: 'num', title: 'SHA-256 MB/s per core' }, w.cpu_score ? `${w.cores || '?'} × ${w.cpu_score.toFixed(0)}` : '-'),
-        el('td', { class: 'num' }, String(w.gpus || 0)),
+        el('td', { class: 'num', title: gpuTitle(w.gpu_devices) }, String(w.gpus || 0)),
         el('td', { class: 'num' }, a.observed_s ? (100 * a.up_fraction).toFixed(0) + '%' : '-'),
         el('td', { class: 'muted why' }, why));
     }) : el('tr', {}, el('td', { colspan: 10, class: 'muted' },
