@@ -133,7 +133,8 @@ nlohmann::json GpuDevicesJson(const v1::WorkerInfo& w) {
          {"temperature_c", g.has_temperature_c() ? Num(g.temperature_c()) : nlohmann::json()},
          {"utilization", g.has_utilization() ? Num(g.utilization()) : nlohmann::json()},
          {"memory_used_mb", g.has_memory_used_mb() ? nlohmann::json(g.memory_used_mb())
-                                                   : nlohmann::json()}});
+                                                   : nlohmann::json()},
+         {"unavailable", g.unavailable()}});
   }
   return out;
 }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <algorithm>
 #include <cmath>
 #include <condition_variable>
 #include <deque>
@@ -494,6 +495,32 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
                                      sensors = CleanSensors(msg.sensors())] {
                         NoteOwner(worker, id, "", "", "", sensors);
                         PoolChanged();  // no core event: tell the dashboards here
+                      }});
+      } else if (msg.has_gpus()) {
+        // Live readings (GpuReadings): kept for WorkerInfo.gpus; the devices held by the owner
+        // policy go to the core. Only the offered indexes, only the live fields are taken.
+        core::GpusHeld ev;
+        ev.worker = session->worker;
+        ev.session = session->id;
+        std::vector<v1::GpuDevice> live;
+        for (const v1::GpuDevice& g : msg.gpus().devices()) {
+          if (live.size() >= static_cast<size_t>(wire::kMaxGpus)) break;
+          v1::GpuDevice d;
+          d.set_index(g.index());
+          if (g.has_temperature_c() && std::isfinite(g.temperature_c())) {
+            d.set_temperature_c(g.temperature_c());
+          }
+          if (g.has_utilization() && std::isfinite(g.utilization())) {
+            d.set_utilization(std::clamp(g.utilization(), 0.0, 1.0));
+          }
+          if (g.has_memory_used_mb()) d.set_memory_used_mb(g.memory_used_mb());
+          d.set_unavailable(spec::PrintableText(spec::TruncateUtf8(g.unavailable(), 32)));
+          if (!d.unavailable().empty()) ev.held.push_back(d.index());
+          live.push_back(std::move(d));
+        }
+        PostItem(Item{core::Event(ev), [this, worker = session->worker, id = session->id,
+                                        live = std::move(live)] {
+                        NoteGpus(worker, id, live);
                       }});
       } else if (msg.has_link()) {
         BookLink(session->worker, session->id, msg.link());
@@ -1684,6 +1711,45 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
   // WorkerMessage.sensors (state empty): keeps the readings, and records an "owner" event when
   // the state or cause differs from the last one recorded. Ignored unless `session` is the
   // worker's welcomed one.
+  // Core thread: a session's live GPU readings (GpuReadings) onto the devices its Hello listed
+  // (WorkerInfo.gpus); readings of an old session are dropped.
+  void NoteGpus(const std::string& worker, core::SessionId session,
+                const std::vector<v1::GpuDevice>& live) {
+    {
+      std::lock_guard lock(book_mu_);
+      auto it = event_sessions_.find(worker);
+      if (it == event_sessions_.end() || it->second != session) return;
+    }
+    std::vector<std::pair<uint32_t, std::string>> flipped;  // device, its new `unavailable`
+    {
+      std::lock_guard lock(sessions_mu_);
+      auto g = gpus_.find(worker);
+      if (g == gpus_.end()) return;
+      for (const v1::GpuDevice& l : live) {
+        for (v1::GpuDevice& d : g->second) {
+          if (d.index() != l.index()) continue;
+          if (d.unavailable() != l.unavailable()) flipped.emplace_back(d.index(), l.unavailable());
+          d.clear_temperature_c();
+          d.clear_utilization();
+          d.clear_memory_used_mb();
+          if (l.has_temperature_c()) d.set_temperature_c(l.temperature_c());
+          if (l.has_utilization()) d.set_utilization(l.utilization());
+          if (l.has_memory_used_mb()) d.set_memory_used_mb(l.memory_used_mb());
+          d.set_unavailable(l.unavailable());
+        }
+      }
+    }
+    if (!flipped.empty()) {
+      // Worker events (kind "gpu"): "held" with cause gpu_owner / gpu_temperature, or "free".
+      std::lock_guard lock(book_mu_);
+      for (const auto& [index, cause] : flipped) {
+        AddEvent(worker, "gpu", cause.empty() ? "free" : "held", cause,
+                 absl::StrCat("GPU ", index));
+      }
+    }
+    PoolChanged();
+  }
+
   void NoteOwner(const std::string& worker, core::SessionId session, const std::string& state,
                  const std::string& cause, const std::string& reason,
                  const std::optional<v1::SensorReadings>& sensors) {

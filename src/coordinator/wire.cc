@@ -36,7 +36,7 @@ std::string GpusProblem(const google::protobuf::RepeatedPtrField<v1::GpuDevice>&
       if (api.empty() || api.size() > 16) return absl::StrCat(which, ": an api of 1 to 16 bytes");
     }
     if (g.name().size() > 256 || g.vendor().size() > 256 || g.uuid().size() > 256 ||
-        g.cuda_id().size() > 256 || g.opencl_id().size() > 256) {
+        g.cuda_id().size() > 256 || g.opencl_id().size() > 256 || g.unavailable().size() > 32) {
       return absl::StrCat(which, ": a name, vendor, uuid or id over 256 bytes");
     }
   }
@@ -47,7 +47,8 @@ std::vector<core::GpuDevice> GpusFromProto(
     const google::protobuf::RepeatedPtrField<v1::GpuDevice>& gpus) {
   std::vector<core::GpuDevice> out;
   for (const v1::GpuDevice& g : gpus) {
-    out.push_back(core::GpuDevice{g.index(), g.memory_mb(), {g.apis().begin(), g.apis().end()}});
+    out.push_back(core::GpuDevice{g.index(), g.memory_mb(), {g.apis().begin(), g.apis().end()},
+                                   /*held=*/!g.unavailable().empty()});
   }
   return out;
 }

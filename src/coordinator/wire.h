@@ -25,7 +25,8 @@ core::Resources FromProto(const v1::Resources& r);
 // GPUs a worker offers (Hello.gpus). GpusProblem: "" when the list is sane, else what is wrong
 // (more than kMaxGpus devices, a repeated index, memory over kMaxGpuMemoryMb, an API or id that
 // is empty or too long, too many APIs, a name, vendor or uuid over 256 bytes), for the refusal.
-// GpusFromProto: what the core needs of each (index, memory, APIs), in the worker's order.
+// GpusFromProto: what the core needs of each (index, memory, APIs, held = `unavailable` set),
+// in the worker's order.
 inline constexpr int kMaxGpus = 64;
 inline constexpr uint64_t kMaxGpuMemoryMb = uint64_t{1} << 24;  // 16 TiB
 std::string GpusProblem(const google::protobuf::RepeatedPtrField<v1::GpuDevice>& gpus);

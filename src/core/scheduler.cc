@@ -195,6 +195,7 @@ std::vector<Decision> Scheduler::Apply(const Event& event, MonoTime now) {
                  [&](const OwnerStateChanged& e) { OnOwnerState(e, now, out); },
                  [&](const CheckpointSaved& e) { OnCheckpoint(e, now, out); },
                  [&](const CacheChanged& e) { OnCacheChanged(e, out); },
+                 [&](const GpusHeld& e) { OnGpusHeld(e); },
              },
              event);
   Schedule(now, out);
@@ -601,6 +602,13 @@ void Scheduler::ForgetLost(JobId id) {
   it->second.lost_attempts.shrink_to_fit();
 }
 
+void Scheduler::OnGpusHeld(const GpusHeld& e) {
+  auto it = workers_.find(e.worker);
+  if (it == workers_.end() || it->second.session != e.session) return;
+  const std::set<uint32_t> held(e.held.begin(), e.held.end());
+  for (GpuDevice& d : it->second.gpus) d.held = held.count(d.index) != 0;
+}
+
 void Scheduler::OnCacheChanged(const CacheChanged& e, std::vector<Decision>& out) {
   auto it = workers_.find(e.worker);
   if (it == workers_.end() || it->second.session != e.session) return;
@@ -931,7 +939,7 @@ std::optional<std::vector<uint32_t>> Scheduler::ChooseGpus(const WorkerRec& w,
   if (need.gpus == 0) return std::vector<uint32_t>{};
   std::vector<const GpuDevice*> free;
   for (const GpuDevice& d : w.gpus) {
-    if (w.gpu_owner.count(d.index) == 0 && GpuFits(d, need)) free.push_back(&d);
+    if (w.gpu_owner.count(d.index) == 0 && !d.held && GpuFits(d, need)) free.push_back(&d);
   }
   if (free.size() < need.gpus) return std::nullopt;
   // Best fit: the big devices stay free for the tasks that need them.

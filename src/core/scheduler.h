@@ -50,6 +50,8 @@
 //     index; AttemptCreated/AssignAttempt::gpus). A device belongs to one running attempt at a
 //     time and is free again when that attempt ends, however it ends; a restored attempt takes
 //     its devices back when its worker re-adopts it, a revived one only if they are still free.
+//     A device its worker's owner policy holds (GpusHeld, GpuDevice::held) is not free for new
+//     attempts (its owner uses it, or it is too hot) until the worker frees it.
 //   - Policies (Options::policy; see Policy for the formulas and where they come from): the core
 //     learns each worker's speed and each job's mean task runtime from succeeded attempts, and each
 //     worker's up periods from its hellos and departures. It uses them to rank free workers
@@ -120,6 +122,17 @@ struct CacheChanged {
   SessionId session = 0;
   std::vector<BlobRef> added;
   std::vector<std::string> removed;  // sha256
+};
+
+// The worker's owner policy now holds exactly these of its GPUs (GpuDevice::index; the owner
+// uses them, or they are too hot; worker/gpu_policy.h): no new attempt gets a held device until
+// a later GpusHeld frees it. The attempts that own one keep it (the worker suspends or vacates
+// them itself, and reports those suspensions through OwnerStateChanged). Indexes the worker
+// does not offer are ignored; ignored unless from its current session.
+struct GpusHeld {
+  WorkerName worker;
+  SessionId session = 0;
+  std::vector<uint32_t> held;
 };
 
 struct WorkerHeartbeat {
@@ -196,7 +209,7 @@ struct Tick {};
 
 using Event = std::variant<JobSubmitted, JobCancelled, WorkerHello, WorkerHeartbeat,
                            SessionClosed, WorkerLeaving, AttemptReport, Tick, OwnerStateChanged,
-                           CheckpointSaved, CacheChanged>;
+                           CheckpointSaved, CacheChanged, GpusHeld>;
 
 // ---------------------------------------------------------------------------------------------
 // Decisions (outputs)
@@ -660,6 +673,7 @@ class Scheduler {
   void OnOwnerState(const OwnerStateChanged& e, MonoTime now, std::vector<Decision>& out);
   void OnCheckpoint(const CheckpointSaved& e, MonoTime now, std::vector<Decision>& out);
   void OnCacheChanged(const CacheChanged& e, std::vector<Decision>& out);
+  void OnGpusHeld(const GpusHeld& e);
   // Commits a kSucceeded report of an attempt that ended kLost (see "Fencing" above); false when
   // the report does not qualify (the caller refuses it).
   bool LateSuccess(const AttemptReport& e, std::vector<Decision>& out);

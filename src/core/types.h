@@ -57,6 +57,9 @@ struct GpuDevice {
   uint32_t index = 0;
   uint64_t memory_mb = 0;
   std::vector<std::string> apis;  // "cuda", "opencl", ...
+  // The worker's owner policy holds it (the owner uses it, or it is too hot: GpusHeld): no
+  // new attempt gets it; the attempts that own it keep it.
+  bool held = false;
   bool operator==(const GpuDevice&) const = default;
 };
 

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -122,6 +123,15 @@ absl::Status TaskCgroup::Freeze(std::chrono::milliseconds wait) {
 }
 
 absl::Status TaskCgroup::Thaw() { return WriteFile("cgroup.freeze", "0"); }
+
+std::vector<pid_t> TaskCgroup::Pids() const {
+  std::istringstream procs(ReadFile("cgroup.procs"));
+  std::vector<pid_t> out;
+  pid_t pid;
+  while (procs >> pid) out.push_back(pid);
+  std::sort(out.begin(), out.end());
+  return out;
+}
 
 void TaskCgroup::Signal(int sig) {
   std::istringstream procs(ReadFile("cgroup.procs"));

@@ -48,6 +48,8 @@ class TaskCgroup {
   // frozen, at most `wait`. kDeadlineExceeded if it did not freeze in time (it keeps trying).
   absl::Status Freeze(std::chrono::milliseconds wait);
   absl::Status Thaw();
+  // The processes in the group now (cgroup.procs), ascending; empty when it cannot be read.
+  std::vector<pid_t> Pids() const;
   // Sends `sig` to every process listed in cgroup.procs.
   void Signal(int sig);
   // SIGKILLs every process in the group at once (cgroup.kill), however it was started.

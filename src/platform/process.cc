@@ -11,10 +11,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <deque>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -473,6 +477,34 @@ int WaitForTerminationSignal() {
   while (sigwait(&set, &sig) != 0) {
   }
   return sig;
+}
+
+std::vector<pid_t> Process::TreePids() const {
+  if (pid_ <= 0 || reaped_) return {};
+  if (cgroup_ != nullptr) return cgroup_->Pids();
+  return ProcessGroupPids(pid_);
+}
+
+std::vector<pid_t> ProcessGroupPids(pid_t pgid) {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(entry.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 1));
+    std::string state;
+    long ppid = 0, pgrp = 0;
+    if (rest >> state >> ppid >> pgrp && pgrp == pgid) {
+      out.push_back(static_cast<pid_t>(std::stol(name)));
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 }  // namespace idlepool::platform

@@ -82,6 +82,10 @@ class Process {
   void Resume();
 
   pid_t pid() const { return pid_; }
+  // The task's process tree as it is now, ascending: its cgroup's processes (cgroup.procs)
+  // when it has one, else the members of its process group (scanned in /proc; a child that
+  // left the group is missed). Empty once reaped. Any thread.
+  std::vector<pid_t> TreePids() const;
 
  private:
   Process() = default;
@@ -125,5 +129,8 @@ void IgnoreSigpipe();
 // returns when one arrives. Returns the signal number.
 int WaitForTerminationSignal();
 void BlockTerminationSignals();
+
+// The processes whose process group is `pgid` (from /proc/PID/stat), ascending.
+std::vector<pid_t> ProcessGroupPids(pid_t pgid);
 
 }  // namespace idlepool::platform

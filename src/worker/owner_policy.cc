@@ -195,7 +195,18 @@ std::string DefaultConfigToml() {
       << "vacate_grace_seconds = " << Num(d.vacate_grace_s) << "\n"
       << "\n"
       << "# Upload $IDLEPOOL_CHECKPOINT_DIR when it changed, at most this often (and on vacate).\n"
-      << "checkpoint_interval_seconds = " << Num(d.checkpoint_interval_s) << "\n";
+      << "checkpoint_interval_seconds = " << Num(d.checkpoint_interval_s) << "\n"
+      << "\n"
+      << "[gpu]\n"
+      << "\n"
+      << "# The owner's own processes on a GPU (NVML's process list minus the pool's tasks):\n"
+      << "# \"suspend\" the GPU tasks on that device, \"vacate\" them, or \"ignore\" it. Either\n"
+      << "# way (unless ignored) the device gets no new GPU work until they are gone.\n"
+      << "owner_use = \"" << ToString(d.gpu.owner_use) << "\"\n"
+      << "\n"
+      << "# Suspend the GPU tasks on a device hotter than this (degrees Celsius; resume 5 degrees\n"
+      << "# below it); it gets no new GPU work meanwhile. CPU-only tasks keep running.\n"
+      << "max_temperature_c = " << Num(d.gpu.max_temperature_c) << "\n";
   return out.str();
 }
 

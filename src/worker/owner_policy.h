@@ -38,6 +38,8 @@
 #include <string>
 #include <vector>
 
+#include "worker/gpu_policy.h"
+
 namespace idlepool::worker {
 
 // One sample of the machine's sensors. nullopt = the sensor is unknown on this machine.
@@ -110,6 +112,9 @@ struct PolicyConfig {
   // at most this much work is lost to a preemption that gives no warning (BOINC's default
   // "checkpoint at most every 60 s" is the same bound, but its checkpoints stay on the machine).
   double checkpoint_interval_s = 60;
+
+  // GPUs (worker/gpu_policy.h): not read by Decide(); the worker decides per device.
+  GpuPolicyConfig gpu;
 };
 
 // Vacate grace when sleep is imminent: logind's default InhibitDelayMaxSec is 5 s, and the

@@ -24,7 +24,8 @@ namespace toml_util = spec::toml_util;
 
 absl::string_view A(std::string_view s) { return {s.data(), s.size()}; }
 
-constexpr std::string_view kTopKeys[] = {"owner"};
+constexpr std::string_view kTopKeys[] = {"owner", "gpu"};
+constexpr std::string_view kGpuKeys[] = {"owner_use", "max_temperature_c"};
 constexpr std::string_view kOwnerKeys[] = {"start_idle_minutes",
                                            "resume_idle_seconds",
                                            "vacate_after_suspend_seconds",
@@ -63,10 +64,11 @@ absl::Status CheckKeys(const std::string& file, const toml::table& t, std::strin
 
 // Reads an optional number in [min, max] (integer or float) into `out`, times `scale`.
 absl::Status ReadNumber(const std::string& file, const toml::table& t, std::string_view key,
-                        double min, double max, double scale, double& out) {
+                        double min, double max, double scale, double& out,
+                        std::string_view table = "owner") {
   const toml::node* n = t.get(key);
   if (n == nullptr) return absl::OkStatus();
-  const std::string full = absl::StrCat("owner.", A(key));
+  const std::string full = absl::StrCat(A(table), ".", A(key));
   const std::string range =
       std::isinf(max) ? absl::StrCat("a number >= ", min)
                       : absl::StrCat("a number between ", min, " and ", max);
@@ -272,13 +274,46 @@ absl::StatusOr<PolicyConfig> ReadOwner(const std::string& file, const toml::tabl
   return config;
 }
 
+// The optional [gpu] table into config->gpu.
+absl::Status ReadGpu(const std::string& file, const toml::table& root, PolicyConfig* config) {
+  const toml::node* node = root.get("gpu");
+  if (node == nullptr) return absl::OkStatus();
+  const toml::table* gpu = node->as_table();
+  if (gpu == nullptr) {
+    return KeyError(file, node->source(), "gpu",
+                    absl::StrCat("must be a table, got ", Describe(*node)));
+  }
+  if (absl::Status s = CheckKeys(file, *gpu, "gpu.", kGpuKeys); !s.ok()) return s;
+  if (absl::Status s = ReadNumber(file, *gpu, "max_temperature_c", 30, 150, 1,
+                                  config->gpu.max_temperature_c, "gpu");
+      !s.ok())
+    return s;
+  if (const toml::node* n = gpu->get("owner_use")) {
+    constexpr std::string_view kWant = "must be \"suspend\", \"vacate\" or \"ignore\", got ";
+    const std::optional<std::string_view> v = n->value<std::string_view>();
+    if (v == "suspend") {
+      config->gpu.owner_use = GpuOwnerUse::kSuspend;
+    } else if (v == "vacate") {
+      config->gpu.owner_use = GpuOwnerUse::kVacate;
+    } else if (v == "ignore") {
+      config->gpu.owner_use = GpuOwnerUse::kIgnore;
+    } else {
+      return KeyError(file, n->source(), "gpu.owner_use", absl::StrCat(A(kWant), Describe(*n)));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<PolicyConfig> ParsePolicyConfig(std::string_view toml,
                                                const std::string& file_name) {
   absl::StatusOr<toml::table> root = toml_util::Parse(toml, file_name);
   if (!root.ok()) return root.status();
-  return ReadOwner(file_name, *root);
+  absl::StatusOr<PolicyConfig> config = ReadOwner(file_name, *root);
+  if (!config.ok()) return config.status();
+  if (absl::Status s = ReadGpu(file_name, *root, &*config); !s.ok()) return s;
+  return config;
 }
 
 absl::StatusOr<PolicyConfig> LoadPolicyConfig(const std::string& path) {

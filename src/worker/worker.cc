@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "blob/blob.h"
 #include "worker/gpu_binding.h"
+#include "worker/gpu_policy.h"
 #include "worker/outbox.h"
 #include "blob/peer_server.h"
 #include "blob/swarm.h"
@@ -67,6 +68,37 @@ void GpuToProto(const platform::GpuDevice& g, v1::GpuDevice* out) {
   if (g.temperature_c) out->set_temperature_c(*g.temperature_c);
   if (g.utilization) out->set_utilization(*g.utilization);
   if (g.memory_used_mb) out->set_memory_used_mb(*g.memory_used_mb);
+}
+
+// GPU live readings (GpuInventory::ReadLive) at most this often: NVML's utilisation sample
+// period is 1/6 s to 1 s, and an owner's GPU process is noticed within a few seconds.
+constexpr core::Millis kGpuReadGap{2000};
+// GpuReadings alone at most this often, unless a device's `unavailable` changed (then at once).
+constexpr core::Millis kGpuSendGap{5000};
+
+// True when `now` differs from `sent` enough to tell the coordinator (proto: GpuReadings).
+bool GpusChanged(const std::vector<v1::GpuDevice>& sent, const std::vector<v1::GpuDevice>& now) {
+  if (sent.size() != now.size()) return true;
+  for (size_t i = 0; i < now.size(); ++i) {
+    const v1::GpuDevice& a = sent[i];
+    const v1::GpuDevice& b = now[i];
+    if (a.unavailable() != b.unavailable()) return true;
+    if (a.has_temperature_c() != b.has_temperature_c() ||
+        std::abs(a.temperature_c() - b.temperature_c()) >= 1) {
+      return true;
+    }
+    if (a.has_utilization() != b.has_utilization() ||
+        std::abs(a.utilization() - b.utilization()) >= 0.05) {
+      return true;
+    }
+    const double used_by = 0.05 * static_cast<double>(b.memory_mb());
+    if (a.has_memory_used_mb() != b.has_memory_used_mb() ||
+        std::abs(static_cast<double>(a.memory_used_mb()) -
+                 static_cast<double>(b.memory_used_mb())) > std::max(1.0, used_by)) {
+      return true;
+    }
+  }
+  return false;
 }
 
 double Seconds(core::MonoTime t) { return static_cast<double>(t.time_since_epoch().count()) / 1e3; }
@@ -409,6 +441,7 @@ class Worker::Impl {
     v1::Assignment assignment;
     // Its GPUs' environment (worker/gpu_binding.h), bound when it was assigned.
     std::vector<std::pair<std::string, std::string>> gpu_env;
+    std::vector<uint32_t> gpus;  // its devices (Assignment.gpus)
     std::string dir;  // path prefix: DIR.task/, DIR.checkpoint/, DIR.stdout.log, DIR.stderr.log
     std::mutex mu;
     std::unique_ptr<platform::Process> process;  // set while the command runs
@@ -427,6 +460,7 @@ class Worker::Impl {
     std::string vacate_reason;
     core::MonoTime vacate_at{};
     bool frozen = false;
+    bool gpu_frozen = false;  // frozen because one of its GPUs is held (GpuStep), guarded by mu
     core::MonoTime frozen_since{};
     std::vector<std::pair<core::MonoTime, core::MonoTime>> frozen_spans;
     // Blobs staged from the cache stay pinned (never evicted) while the attempt exists.
@@ -460,7 +494,11 @@ class Worker::Impl {
       // Every offered device, with readings taken now (a few NVML calls).
       const auto gpus = options_.gpus->ReadLive();
       hello->mutable_capacity()->set_gpus(static_cast<uint32_t>(gpus.size()));
-      for (const auto& g : gpus) GpuToProto(g, hello->add_gpus());
+      for (const auto& g : gpus) {
+        v1::GpuDevice* d = hello->add_gpus();
+        GpuToProto(g, d);
+        d->set_unavailable(GpuUnavailable(g.index));
+      }
     }
     hello->set_hostname(HostName());
     hello->set_not_accepting(!accepting_);
@@ -603,6 +641,7 @@ class Worker::Impl {
         return;
       }
       a->gpu_env = std::move(binding.env);
+      a->gpus.assign(as.gpus().begin(), as.gpus().end());
       if (attempts_.count(a->id)) return;
       attempts_[a->id] = a;
       run_queue_.push_back(a);
@@ -1055,11 +1094,14 @@ class Worker::Impl {
       }
       a.process = std::move(*proc);
       a.started = spawn_at;
-      // The owner became active while this attempt was staging: it starts frozen.
-      if (suspended_) {
+      // The owner became active while this attempt was staging (or uses one of its GPUs, or one
+      // is too hot): it starts frozen.
+      const bool gpu_held = AnyGpuHeld(a.gpus);
+      if (suspended_ || gpu_held) {
         freeze_now = true;
         if (!a.process->Suspend().ok()) spdlog::warn("attempt {}: freeze is slow", a.id);
         a.frozen = true;
+        a.gpu_frozen = gpu_held && !suspended_;
         a.frozen_since = a.started;
       }
     }
@@ -1448,6 +1490,10 @@ class Worker::Impl {
       for (auto& a : all) {
         std::lock_guard lock(a->mu);
         if (!a->frozen) continue;
+        if (AnyGpuHeld(a->gpus)) {  // its GPU is still held: GpuStep thaws it
+          a->gpu_frozen = true;
+          continue;
+        }
         if (a->process) a->process->Resume();
         a->frozen = false;
         a->frozen_spans.emplace_back(a->frozen_since, now);
@@ -1488,6 +1534,7 @@ class Worker::Impl {
       last_action_ = d.action;
     }
     SendSensorsIfChanged(r, now);
+    GpuStep(now);
 
     // The machine is about to sleep: once nothing runs any more, let it.
     if (sleep) {
@@ -1501,6 +1548,143 @@ class Worker::Impl {
     } else {
       sleep_pending_ = false;
     }
+  }
+
+  // --- GPUs of the owner (worker/gpu_policy.h) ----------------------------------------------
+
+  // Any thread: whether the owner policy holds any of `gpus` (offered indexes).
+  bool AnyGpuHeld(const std::vector<uint32_t>& gpus) {
+    std::lock_guard lock(gpu_mu_);
+    for (uint32_t i : gpus) {
+      if (i < gpu_holds_.size() && gpu_holds_[i].held) return true;
+    }
+    return false;
+  }
+
+  // Any thread: GpuDevice.unavailable of offered device `index` ("" when free).
+  std::string GpuUnavailable(uint32_t index) {
+    std::lock_guard lock(gpu_mu_);
+    if (index >= gpu_holds_.size() || !gpu_holds_[index].held) return "";
+    return ToString(gpu_holds_[index].cause);
+  }
+
+  // Owner thread, every owner step: at most every kGpuReadGap, re-reads the offered GPUs, decides
+  // per device (DecideGpu: the owner's processes are the device's minus the pool's task
+  // processes), freezes or vacates the attempts that own a held device and thaws those whose
+  // devices are all free again, and sends GpuReadings (at once when a hold changed).
+  void GpuStep(core::MonoTime now) {
+    if (!options_.gpus) return;
+    if (gpu_read_at_ && now - *gpu_read_at_ < kGpuReadGap) return;
+    gpu_read_at_ = now;
+    const std::vector<platform::GpuDevice> devices = options_.gpus->ReadLive();
+    if (devices.empty()) return;
+    std::vector<std::shared_ptr<Attempt>> all;
+    {
+      std::lock_guard lock(mu_);
+      for (auto& [id, a] : attempts_) all.push_back(a);
+    }
+    // The pool's own processes: every attempt's process tree (its cgroup, else its process
+    // group), and this worker.
+    std::vector<int64_t> pool = {static_cast<int64_t>(::getpid())};
+    for (auto& a : all) {
+      std::lock_guard lock(a->mu);
+      if (!a->process) continue;
+      for (pid_t p : a->process->TreePids()) pool.push_back(p);
+    }
+    bool holds_changed = false;
+    std::vector<GpuHold> holds;
+    {
+      std::lock_guard lock(gpu_mu_);
+      gpu_holds_.resize(devices.size());
+      for (size_t i = 0; i < devices.size(); ++i) {
+        const GpuReading reading{devices[i].temperature_c,
+                                 OwnerProcesses(devices[i].pids, pool)};
+        std::string reason;
+        const GpuHold next = DecideGpu(reading, options_.policy.gpu, gpu_holds_[i], &reason);
+        if (next != gpu_holds_[i]) {
+          holds_changed = true;
+          if (next.held) {
+            spdlog::info("GPU {}: held ({}): its GPU tasks wait, it takes no new GPU work", i,
+                         reason);
+          } else {
+            spdlog::info("GPU {}: free again", i);
+          }
+        }
+        gpu_holds_[i] = next;
+      }
+      holds = gpu_holds_;
+    }
+    auto held = [&](const Attempt& a, GpuCause* cause) {
+      for (uint32_t i : a.gpus) {
+        if (i < holds.size() && holds[i].held) {
+          *cause = holds[i].cause;
+          return true;
+        }
+      }
+      return false;
+    };
+    std::vector<uint64_t> frozen_now;
+    const bool owner_suspended = suspended_;
+    for (auto& a : all) {
+      GpuCause cause = GpuCause::kNone;
+      const bool is_held = held(*a, &cause);
+      if (is_held && cause == GpuCause::kOwnerUse &&
+          options_.policy.gpu.owner_use == GpuOwnerUse::kVacate) {
+        bool running;
+        {
+          std::lock_guard lock(a->mu);
+          running = a->process && !a->finished && !a->killed && !a->vacating;
+        }
+        if (running) {
+          Vacate(*a, core::Millis(static_cast<int64_t>(options_.policy.vacate_grace_s * 1000)),
+                 "vacated: the owner uses its GPU");
+        }
+        continue;
+      }
+      std::lock_guard lock(a->mu);
+      if (!a->process || a->finished || a->killed || a->vacating) continue;
+      if (is_held && !a->frozen) {
+        if (absl::Status st = a->process->Suspend(); !st.ok()) {
+          spdlog::warn("attempt {}: {}", a->id, std::string(st.message()));
+        }
+        a->frozen = true;
+        a->gpu_frozen = true;
+        a->frozen_since = now;
+        frozen_now.push_back(a->id);
+        spdlog::info("attempt {}: suspended ({})", a->id, ToString(cause));
+      } else if (!is_held && a->gpu_frozen) {
+        a->gpu_frozen = false;
+        if (owner_suspended) continue;  // the owner policy keeps it frozen; its kRun thaws it
+        a->process->Resume();
+        a->frozen = false;
+        a->frozen_spans.emplace_back(a->frozen_since, now);
+        spdlog::info("attempt {}: resumed (its GPUs are free)", a->id);
+      }
+    }
+    if (!frozen_now.empty()) SendSuspended(frozen_now);
+
+    std::vector<v1::GpuDevice> readings;
+    for (const auto& d : devices) {
+      v1::GpuDevice g;
+      g.set_index(d.index);
+      g.set_memory_mb(d.memory_mb);
+      if (d.temperature_c) g.set_temperature_c(*d.temperature_c);
+      if (d.utilization) g.set_utilization(*d.utilization);
+      if (d.memory_used_mb) g.set_memory_used_mb(*d.memory_used_mb);
+      if (d.index < holds.size() && holds[d.index].held) {
+        g.set_unavailable(ToString(holds[d.index].cause));
+      }
+      readings.push_back(std::move(g));
+    }
+    if (!holds_changed) {
+      if (!GpusChanged(gpus_sent_, readings)) return;
+      if (gpus_sent_at_ && now - *gpus_sent_at_ < kGpuSendGap) return;
+    }
+    gpus_sent_ = readings;
+    gpus_sent_at_ = now;
+    v1::WorkerMessage m;
+    for (auto& g : readings) *m.mutable_gpus()->add_devices() = std::move(g);
+    Send(m);
   }
 
   // Owner thread. `r`: the readings the decision was made from.
@@ -1894,6 +2078,11 @@ class Worker::Impl {
   std::optional<Action> last_action_;     // owner thread only; none before the first step
   Cause last_cause_ = Cause::kNone;       // owner thread only
   Readings sensors_sent_;                 // owner thread only: the readings last sent
+  std::optional<core::MonoTime> gpu_read_at_;  // owner thread only: GPUs last read (GpuStep)
+  std::vector<v1::GpuDevice> gpus_sent_;       // owner thread only: GpuReadings last sent
+  std::optional<core::MonoTime> gpus_sent_at_;  // owner thread only
+  std::mutex gpu_mu_;
+  std::vector<GpuHold> gpu_holds_;  // per offered GPU index; guarded by gpu_mu_
   std::optional<core::MonoTime> sensors_sent_at_;  // owner thread only: last sent alone
   bool last_disk_full_ = false;           // owner thread only
   std::atomic<bool> disk_full_{false};    // see DiskFull()

@@ -1,7 +1,4 @@
 #!/usr/bin/env bash
-# LEAD: register in tests/integration/CMakeLists.txt once G2's [resources] gpu_api and the
-# device binding (IDLEPOOL_GPUS / IDLEPOOL_OPENCL_DEVICES) are merged; needs ENVIRONMENT
-# IDLEPOOL=... and OPENCL_EXAMPLE=$<TARGET_FILE:idlepool-opencl-example>.
 #
 # The OpenCL example job (examples/opencl/job.toml) through a real pool: one worker offering
 # PoCL's CPU device (--opencl-cpu), the job's 8 tasks (gpus = 1, gpu_api = "opencl") each

@@ -104,6 +104,34 @@ TEST_F(CoreGpuTest, BestFitTakesTheSmallestDeviceThatFitsThenTheLowestIndex) {
   EXPECT_FALSE(s_.Job(5)->fits_no_worker);
 }
 
+TEST_F(CoreGpuTest, HeldDeviceGetsNoNewAttemptUntilFreed) {
+  Hello("a", 1, {Dev(0, 8000), Dev(1, 8000)});
+  // The owner uses device 0 (GpusHeld): the first attempt gets 1, the next one waits.
+  EXPECT_THAT(Do(GpusHeld{"a", 1, {0}}, 1), IsEmpty());
+  EXPECT_TRUE(Worker("a").gpus[0].held);
+  EXPECT_THAT(Assigned(Submit(1, 2, Need(1), 2)), ElementsAre(Gpus{1}));
+  EXPECT_EQ(s_.Job(1)->pending, 1u);
+  EXPECT_FALSE(s_.Job(1)->fits_no_worker);  // held for now, not unfit
+  // An old session's word and unknown indexes are ignored.
+  EXPECT_THAT(Assigned(Do(GpusHeld{"a", 7, {}}, 3)), IsEmpty());
+  EXPECT_THAT(Assigned(Do(GpusHeld{"a", 1, {0, 9}}, 4)), IsEmpty());
+  // Freed: the waiting task gets device 0 at once.
+  EXPECT_THAT(Assigned(Do(GpusHeld{"a", 1, {}}, 5)), ElementsAre(Gpus{0}));
+  EXPECT_FALSE(Worker("a").gpus[0].held);
+}
+
+TEST_F(CoreGpuTest, HoldingADeviceAnAttemptOwnsLeavesItsAttemptRunning) {
+  Hello("a", 1, {Dev(0, 8000)});
+  EXPECT_THAT(Assigned(Submit(1, 1, Need(1), 1)), ElementsAre(Gpus{0}));
+  const std::vector<Decision> out = Do(GpusHeld{"a", 1, {0}}, 2);
+  EXPECT_TRUE(Only<KillAttempt>(out).empty());
+  EXPECT_THAT(Worker("a").gpus_busy, ElementsAre(0));
+  // It ends; the device is free of its attempt but still held: the next task waits.
+  Report("a", 1, 1, ReportResult::kSucceeded, 3);
+  EXPECT_THAT(Assigned(Submit(2, 1, Need(1), 4)), IsEmpty());
+  EXPECT_THAT(Assigned(Do(GpusHeld{"a", 1, {}}, 5)), ElementsAre(Gpus{0}));
+}
+
 TEST_F(CoreGpuTest, SeveralDevicesPerAttemptAreChosenTogetherInIndexOrder) {
   Hello("a", 1, {Dev(0, 40000), Dev(1, 8000), Dev(2, 8000), Dev(5, 16000)});
   EXPECT_THAT(Assigned(Submit(1, 1, Need(3, 8000), 1)), ElementsAre(Gpus{1, 2, 5}));

@@ -38,6 +38,8 @@ void ExpectDefaults(const PolicyConfig& c) {
   EXPECT_EQ(c.max_owner_cpu_load, d.max_owner_cpu_load);
   EXPECT_EQ(c.vacate_grace_s, d.vacate_grace_s);
   EXPECT_EQ(c.checkpoint_interval_s, d.checkpoint_interval_s);
+  EXPECT_EQ(c.gpu.owner_use, d.gpu.owner_use);
+  EXPECT_EQ(c.gpu.max_temperature_c, d.gpu.max_temperature_c);
   EXPECT_TRUE(c.windows.empty());
 }
 
@@ -361,6 +363,38 @@ TEST(PolicyConfigLoad, ReadsFileAndNamesItInErrors) {
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(std::string(r.status().message()), HasSubstr(path + ":2:14: key 'owner.on_battery'"));
   std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace idlepool::worker
+
+namespace idlepool::worker {
+namespace {
+
+TEST(PolicyConfigParse, GpuTable) {
+  absl::StatusOr<PolicyConfig> r =
+      ParsePolicyConfig("[gpu]\nowner_use = \"vacate\"\nmax_temperature_c = 80\n", "p.toml");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->gpu.owner_use, GpuOwnerUse::kVacate);
+  EXPECT_EQ(r->gpu.max_temperature_c, 80);
+  EXPECT_EQ(r->max_temperature_c, PolicyConfig{}.max_temperature_c);  // the CPU's is apart
+  r = ParsePolicyConfig("[gpu]\nowner_use = \"ignore\"\n", "p.toml");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->gpu.owner_use, GpuOwnerUse::kIgnore);
+}
+
+TEST(PolicyConfigParse, GpuTableErrors) {
+  auto err = [](const std::string& toml) {
+    absl::StatusOr<PolicyConfig> r = ParsePolicyConfig(toml, "p.toml");
+    EXPECT_FALSE(r.ok()) << toml;
+    return r.ok() ? std::string() : std::string(r.status().message());
+  };
+  EXPECT_THAT(err("[gpu]\nowner_use = \"pause\"\n"), testing::HasSubstr("gpu.owner_use"));
+  EXPECT_THAT(err("[gpu]\nowner_use = 1\n"), testing::HasSubstr("gpu.owner_use"));
+  EXPECT_THAT(err("[gpu]\nmax_temperature_c = 200\n"),
+              testing::HasSubstr("gpu.max_temperature_c"));
+  EXPECT_THAT(err("[gpu]\nmax_temp = 80\n"), testing::HasSubstr("max_temp"));
+  EXPECT_THAT(err("gpu = 1\n"), testing::HasSubstr("'gpu'"));
 }
 
 }  // namespace

@@ -135,6 +135,7 @@ function gpuCell(w, connected) {
   const temps = devs.map(g => g.temperature_c).filter(t => t !== null && t !== undefined);
   const title = devs.map(g => `${g.index}: ${g.name} (${g.vendor}), ${(g.memory_mb / 1024).toFixed(0)} GiB` +
     (g.apis.length ? `, ${g.apis.join('/')}` : '') + (g.busy ? ', in use' : ', free') +
+    (g.unavailable ? `, held: ${g.unavailable.replace('_', ' ')}` : '') +
     (connected && g.temperature_c !== null ? `, ${g.temperature_c.toFixed(0)} °C` : '') +
     (connected && g.utilization !== null ? `, ${(100 * g.utilization).toFixed(0)}% busy` : '')).join('\n');
   const text = `${busy}/${devs.length}` + (connected && temps.length ? ` · ${Math.max(...temps).toFixed(0)} °C` : '');
