@@ -51,6 +51,9 @@ GpuBinding BindGpus(const std::vector<uint32_t>& assigned,
   }
   b.env = {{"IDLEPOOL_GPUS", gpus},
            {"CUDA_VISIBLE_DEVICES", cuda},
+           // cuda_id is the NVML index, which follows PCI bus order; CUDA's own default order is
+           // fastest-first, so without this a multi-GPU task could open another task's device.
+           {"CUDA_DEVICE_ORDER", "PCI_BUS_ID"},
            {"ROCR_VISIBLE_DEVICES", rocm},
            {"IDLEPOOL_OPENCL_DEVICES", opencl}};
   return b;

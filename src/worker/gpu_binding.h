@@ -5,6 +5,8 @@
 //   IDLEPOOL_GPUS            the devices' GpuDevice.index values, comma-separated ("" for none)
 //   CUDA_VISIBLE_DEVICES     cuda_id (else uuid) of those that offer "cuda"; "" hides every GPU
 //                            from CUDA, which is what a task that asked for none must get
+//   CUDA_DEVICE_ORDER        PCI_BUS_ID, so CUDA numbers devices as NVML does (cuda_id is the
+//                            NVML index; CUDA's default order is fastest first)
 //   ROCR_VISIBLE_DEVICES     uuid of those that offer "rocm"; "" likewise
 //   IDLEPOOL_OPENCL_DEVICES  opencl_id ("PLATFORM:DEVICE") of those that offer "opencl"
 // Every variable is always set, so nothing leaks in from the worker's own environment.

@@ -1046,6 +1046,7 @@ class Worker::Impl {
       // The GPU variables are the attempt's own (below), never the worker's.
       if (std::strncmp(*e, "IDLEPOOL_", 9) != 0 &&
           std::strncmp(*e, "CUDA_VISIBLE_DEVICES=", 21) != 0 &&
+          std::strncmp(*e, "CUDA_DEVICE_ORDER=", 18) != 0 &&
           std::strncmp(*e, "ROCR_VISIBLE_DEVICES=", 21) != 0) {
         sp.env.emplace_back(*e);
       }

@@ -41,6 +41,7 @@ TEST(GpuBinding, NoGpusHidesEveryDevice) {
   EXPECT_EQ(b.problem, "");
   EXPECT_EQ(b.env, (Env{{"IDLEPOOL_GPUS", ""},
                         {"CUDA_VISIBLE_DEVICES", ""},
+                        {"CUDA_DEVICE_ORDER", "PCI_BUS_ID"},
                         {"ROCR_VISIBLE_DEVICES", ""},
                         {"IDLEPOOL_OPENCL_DEVICES", ""}}));
   // Also on a worker without GPUs.
@@ -52,6 +53,7 @@ TEST(GpuBinding, EachApiSeesOnlyTheAssignedDevicesThatOfferIt) {
   EXPECT_EQ(b.problem, "");
   EXPECT_EQ(b.env, (Env{{"IDLEPOOL_GPUS", "1,0,3"},
                         {"CUDA_VISIBLE_DEVICES", "1,0"},
+                        {"CUDA_DEVICE_ORDER", "PCI_BUS_ID"},
                         {"ROCR_VISIBLE_DEVICES", "GPU-rrrr"},
                         {"IDLEPOOL_OPENCL_DEVICES", "0:0,2:0"}}));
   // A CUDA device without a CUDA id is named by its uuid.
