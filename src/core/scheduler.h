@@ -113,7 +113,7 @@ struct WorkerHello {
   // The GPUs it offers (by index; a repeated index counts once). When empty, capacity.gpus
   // anonymous devices 0..n-1 (unknown memory, no API) stand in; when not, capacity.gpus is taken
   // to be gpus.size().
-  std::vector<GpuDevice> gpus;
+  std::vector<GpuDevice> gpus{};
 };
 
 // The worker's blob cache gained or evicted blobs (ignored unless from its current session).
@@ -199,9 +199,9 @@ struct AttemptReport {
   // one) and the running time lost since the last checkpoint, as measured by the worker.
   std::optional<std::vector<OutputFile>> checkpoint;
   Millis lost{0};
-  Transfer transfer;  // bytes the attempt moved (added to its job's counters)
-  AttemptTiming timing;  // where its time went (carried to the store, never decided on)
-  std::string log_tail;  // last bytes of its output (carried to the store, never decided on)
+  Transfer transfer{};  // bytes the attempt moved (added to its job's counters)
+  AttemptTiming timing{};  // where its time went (carried to the store, never decided on)
+  std::string log_tail{};  // last bytes of its output (carried to the store, never decided on)
 };
 
 // Time passed: expire leases, orphaned attempts and timeouts.
@@ -223,7 +223,7 @@ struct AttemptCreated {
   // task waited, pending: it runs again (the store turns its kLost record back into running).
   bool revived = false;
   // The worker's GPUs (GpuDevice::index) it owns until it ends, ascending; empty for none.
-  std::vector<uint32_t> gpus;
+  std::vector<uint32_t> gpus{};
 };
 struct AttemptEnded {
   AttemptId attempt = 0;
@@ -235,12 +235,12 @@ struct AttemptEnded {
   // Work lost with this attempt (kPreempted: as the worker measured it; kLost: from its start or
   // last checkpoint to its worker's last heartbeat); 0 otherwise.
   Millis lost{0};
-  Transfer transfer;  // as its worker reported it (zero when no report came)
+  Transfer transfer{};  // as its worker reported it (zero when no report came)
   // A late success: the attempt had ended kLost (its worker went silent, e.g. while uploading
   // its outputs) and has now reported kSucceeded; the store replaces the kLost record.
   bool late = false;
-  AttemptTiming timing;  // as its worker reported it (zero when no report came)
-  std::string log_tail;  // as its worker reported it (empty when no report came)
+  AttemptTiming timing{};  // as its worker reported it (zero when no report came)
+  std::string log_tail{};  // as its worker reported it (empty when no report came)
 };
 struct TaskChanged {
   TaskKey task;
@@ -276,7 +276,7 @@ struct AssignAttempt {
   TaskKey task;
   // The worker's GPUs this attempt owns (as in its AttemptCreated): no other attempt gets any of
   // them until this one ends, however it ends.
-  std::vector<uint32_t> gpus;
+  std::vector<uint32_t> gpus{};
 };
 // kSuperseded: another attempt of the same task (a speculative backup, or the original the backup
 // raced) succeeded first; the killed attempt ends AttemptOutcome::kCancelled, never a failure.
@@ -325,7 +325,7 @@ struct JobCounters {
   // restored from the store (it does not record which attempts were backups): 0 after a restart.
   uint64_t backups = 0;
   uint64_t machine_faults = 0;  // ended kMachineFault
-  Transfer transfer;            // sum over the attempts' reports
+  Transfer transfer{};            // sum over the attempts' reports
   bool operator==(const JobCounters&) const = default;
 };
 
@@ -347,7 +347,7 @@ struct RestoredAttempt {
   AttemptId attempt = 0;
   TaskKey task;
   WorkerName worker;
-  std::vector<uint32_t> gpus;  // its devices (AttemptCreated::gpus): busy again once re-adopted
+  std::vector<uint32_t> gpus{};  // its devices (AttemptCreated::gpus): busy again once re-adopted
 };
 // An attempt that ended kLost in a job still running: its late success may still commit.
 struct RestoredLost {
@@ -355,7 +355,7 @@ struct RestoredLost {
   TaskKey task;
   WorkerName worker;
   Millis lost{0};  // the work it was charged with (AttemptEnded::lost)
-  std::vector<uint32_t> gpus;  // its devices (AttemptCreated::gpus): a revival needs them free
+  std::vector<uint32_t> gpus{};  // its devices (AttemptCreated::gpus): a revival needs them free
 };
 struct RestoredState {
   std::vector<RestoredJob> jobs;
@@ -404,8 +404,8 @@ struct WorkerView {
   uint64_t cache_bytes = 0;
   uint32_t cache_blobs = 0;
   std::string owner_cause;  // OwnerStateChanged::cause as last reported, for display
-  std::vector<GpuDevice> gpus;  // the devices it offers (WorkerHello::gpus, or the stand-ins)
-  std::vector<uint32_t> gpus_busy;  // indices owned by running attempts, ascending
+  std::vector<GpuDevice> gpus{};  // the devices it offers (WorkerHello::gpus, or the stand-ins)
+  std::vector<uint32_t> gpus_busy{};  // indices owned by running attempts, ascending
 };
 
 // Placement policy: which of the learned-estimate rules the scheduler applies. Every rule is a
@@ -590,7 +590,7 @@ class Scheduler {
     std::optional<MonoTime> suspended_since;  // frozen by its owner: its timeout is paused
     bool fresh = true;  // ran from the task's start (no checkpoint, not restored): learn from it
     bool restored = false;  // started before a coordinator restart: its progress is unknown
-    std::vector<uint32_t> gpus;  // the worker's devices it owns (charged while on its worker)
+    std::vector<uint32_t> gpus{};  // the worker's devices it owns (charged while on its worker)
   };
   struct WorkerRec {
     WorkerState state = WorkerState::kConnected;
@@ -598,7 +598,7 @@ class Scheduler {
     bool session_open = false;
     std::string boot_id;
     Resources capacity;
-    std::vector<GpuDevice> gpus;  // offered devices, by index (capacity.gpus == gpus.size())
+    std::vector<GpuDevice> gpus{};  // offered devices, by index (capacity.gpus == gpus.size())
     uint32_t slots_busy = 0;
     std::map<uint32_t, AttemptId> gpu_owner;  // busy device index -> the attempt that owns it
     uint64_t memory_busy_mb = 0;
@@ -812,7 +812,7 @@ class Scheduler {
     TaskKey task;
     WorkerName worker;
     Millis lost{0};
-    std::vector<uint32_t> gpus;
+    std::vector<uint32_t> gpus{};
   };
   std::map<AttemptId, LostRec> lost_attempts_;
   // Tasks kept off workers where they ended kMachineFault, until the given time.

@@ -47,7 +47,7 @@ struct Resources {
   uint32_t gpus = 0;
   uint64_t memory_mb = 0;
   uint64_t gpu_memory_mb = 0;
-  std::string gpu_api;
+  std::string gpu_api{};
   bool operator==(const Resources&) const = default;
 };
 

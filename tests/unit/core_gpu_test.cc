@@ -481,7 +481,9 @@ TEST(CoreGpuRandomTest, TwoRunningAttemptsNeverShareADevice) {
         }
         ASSERT_EQ(std::vector<uint32_t>(mine.begin(), mine.end()), v.gpus_busy)
             << "step " << step << ": " << v.worker;
-        if (live.empty()) ASSERT_THAT(v.gpus_busy, IsEmpty());
+        if (live.empty()) {
+          ASSERT_THAT(v.gpus_busy, IsEmpty());
+        }
       }
     }
   }

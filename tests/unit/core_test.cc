@@ -954,7 +954,7 @@ TEST_F(CoreLateTest, SurvivesACoordinatorRestartThroughTheStore) {
   st.next_attempt_id = 3;
   Scheduler fresh{Options{Millis{5000}}};
   fresh.Restore(st, At(10000));
-  fresh.Apply(WorkerHello{"a", 7, "boot1", Resources{}, {}}, At(10001));
+  (void)fresh.Apply(WorkerHello{"a", 7, "boot1", Resources{}, {}}, At(10001));
   auto out = fresh.Apply(AttemptReport{"a", 7, 1, ReportResult::kSucceeded, 0, {Out("x")}},
                          At(10002));
   EXPECT_THAT(Strs(out), ElementsAre("ended #1 1/0 @a succeeded", "ended #2 1/0 @b cancelled",
