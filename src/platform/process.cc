@@ -98,14 +98,19 @@ std::string ReadTail(const std::string& path, size_t max) {
 
 namespace {
 
-// The file to execute for argv[0]: itself when it has a '/', else the first executable match in
-// the worker's PATH (as posix_spawnp and execvp would find it). Resolved in the parent, so the
-// child only makes system calls.
-std::string ResolveCommand(const std::string& name, int* err) {
+// The file to execute for argv[0]: itself when it has a '/' (a relative one, like "./prog", taken
+// from `cwd`, the directory the command runs in, not the worker's own), else the first executable
+// match in the worker's PATH (as posix_spawnp and execvp would find it; an empty or "." entry is
+// `cwd` too). Resolved in the parent, so the child only makes system calls.
+std::string ResolveCommand(const std::string& name, const std::string& cwd, int* err) {
   *err = ENOENT;
+  const auto in_cwd = [&](const std::string& rel) {
+    return cwd.empty() || (!rel.empty() && rel[0] == '/') ? rel : cwd + "/" + rel;
+  };
   if (name.find('/') != std::string::npos) {
-    *err = ::access(name.c_str(), X_OK) == 0 ? 0 : errno;
-    return name;
+    const std::string file = in_cwd(name);
+    *err = ::access(file.c_str(), X_OK) == 0 ? 0 : errno;
+    return file;
   }
   const char* path = std::getenv("PATH");
   std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
@@ -114,7 +119,7 @@ std::string ResolveCommand(const std::string& name, int* err) {
     size_t colon = dirs.find(':', pos);
     if (colon == std::string::npos) colon = dirs.size();
     const std::string dir = colon > pos ? dirs.substr(pos, colon - pos) : std::string(1, '.');
-    std::string candidate = dir + "/" + name;
+    std::string candidate = in_cwd(dir + "/" + name);
     struct stat st;
     if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
       if (::access(candidate.c_str(), X_OK) == 0) {
@@ -175,7 +180,7 @@ absl::StatusOr<std::unique_ptr<Process>> Process::Start(const SpawnOptions& opts
     return absl::InvalidArgumentError("empty command");
   }
   int resolve_err = 0;
-  const std::string file = ResolveCommand(opts.argv[0], &resolve_err);
+  const std::string file = ResolveCommand(opts.argv[0], opts.cwd, &resolve_err);
   if (resolve_err != 0) {
     return absl::NotFoundError(
         absl::StrCat("cannot run '", opts.argv[0], "': ", std::strerror(resolve_err)));

@@ -1629,8 +1629,18 @@ class Worker::Impl {
     for (auto& a : all) {
       GpuCause cause = GpuCause::kNone;
       const bool is_held = held(*a, &cause);
-      if (is_held && cause == GpuCause::kOwnerUse &&
-          options_.policy.gpu.owner_use == GpuOwnerUse::kVacate) {
+      // Held by the owner with owner_use = "vacate", or frozen for its GPU for as long as the
+      // policy lets any suspension last (vacate_after_suspend_s): give the task back, so it goes
+      // on elsewhere instead of holding the device's memory for the owner's whole session.
+      bool too_long = false;
+      if (is_held) {
+        std::lock_guard lock(a->mu);
+        too_long = a->gpu_frozen &&
+                   now - a->frozen_since >= core::Millis(static_cast<int64_t>(
+                                                options_.policy.vacate_after_suspend_s * 1000));
+      }
+      if (is_held && (too_long || (cause == GpuCause::kOwnerUse &&
+                                   options_.policy.gpu.owner_use == GpuOwnerUse::kVacate))) {
         bool running;
         {
           std::lock_guard lock(a->mu);
@@ -1638,7 +1648,8 @@ class Worker::Impl {
         }
         if (running) {
           Vacate(*a, core::Millis(static_cast<int64_t>(options_.policy.vacate_grace_s * 1000)),
-                 "vacated: the owner uses its GPU");
+                 too_long ? absl::StrCat("vacated: suspended too long: ", ToString(cause))
+                          : std::string("vacated: the owner uses its GPU"));
         }
         continue;
       }

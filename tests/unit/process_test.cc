@@ -78,6 +78,36 @@ TEST_F(ProcessTest, RunsInTaskDirWithGivenEnvironment) {
   EXPECT_EQ(Read("stdout.log"), fs::canonical(dir_).string() + "\nhello\n");
 }
 
+// "./prog" is the task dir's prog, not one in the worker's own working directory (which has
+// none here, or a different one).
+TEST_F(ProcessTest, RelativeCommandIsFoundInTheTaskDir) {
+  {
+    std::ofstream f(dir_ / "prog.sh");
+    f << "#!/bin/sh\necho from the task dir\n";
+  }
+  fs::permissions(dir_ / "prog.sh", fs::perms::owner_all);
+  const fs::path elsewhere = dir_.string() + "-worker-cwd";
+  fs::create_directories(elsewhere);
+  {
+    std::ofstream f(elsewhere / "prog.sh");
+    f << "#!/bin/sh\necho from the worker dir\n";
+  }
+  fs::permissions(elsewhere / "prog.sh", fs::perms::owner_all);
+  const fs::path before = fs::current_path();
+  fs::current_path(fs::temp_directory_path());  // no prog.sh here
+  auto p = Process::Start(Opts({"./prog.sh"}));
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ((*p)->Wait(std::chrono::milliseconds(0), std::chrono::milliseconds(1000)).exit_code, 0);
+  EXPECT_EQ(Read("stdout.log"), "from the task dir\n");
+  fs::current_path(elsewhere);  // a prog.sh here too: still the task dir's
+  auto q = Process::Start(Opts({"./prog.sh"}));
+  ASSERT_TRUE(q.ok()) << q.status();
+  (*q)->Wait(std::chrono::milliseconds(0), std::chrono::milliseconds(1000));
+  EXPECT_EQ(Read("stdout.log"), "from the task dir\n");
+  fs::current_path(before);
+  fs::remove_all(elsewhere);
+}
+
 TEST_F(ProcessTest, MissingProgramIsNotFound) {
   auto p = Process::Start(Opts({"no-such-program-idlepool"}));
   ASSERT_FALSE(p.ok());
