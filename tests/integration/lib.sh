@@ -7,6 +7,14 @@ PIDS=()
 cleanup() {
   local rc=$?
   for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+  # A worker killed with SIGKILL leaves its tasks running (by design: see README Limits); the
+  # test's tasks run in dirs under $T, so every process working there goes too, pass or fail.
+  local proc cwd
+  for proc in /proc/[0-9]*; do
+    [ "${proc#/proc/}" = "$$" ] && continue
+    cwd=$(readlink "$proc/cwd" 2>/dev/null) || continue
+    case "$cwd" in "$T" | "$T"/*) kill -9 "${proc#/proc/}" 2>/dev/null || true ;; esac
+  done
   wait 2>/dev/null || true
   if [ $rc -ne 0 ]; then
     echo "--- test failed (rc $rc); logs in $T:" >&2
