@@ -19,23 +19,25 @@ namespace fs = std::filesystem;
 
 std::string ErrnoText(int err) { return std::strerror(err); }
 
+// Writes all of `bytes` to `fd` (`name` for the error). Returns "" or what went wrong.
+std::string WriteAll(int fd, std::string_view bytes, const std::string& name) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) return absl::StrCat("cannot write ", name, ": ", ErrnoText(errno));
+    done += static_cast<size_t>(w);
+  }
+  return "";
+}
+
 // Writes `bytes` to `path` through a temp file in the same directory, fsync, rename. Returns ""
 // or what went wrong.
 std::string WriteAtomically(const std::string& path, std::string_view bytes) {
   const std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return absl::StrCat("cannot create ", tmp, ": ", ErrnoText(errno));
-  std::string err;
-  size_t done = 0;
-  while (done < bytes.size() && err.empty()) {
-    const ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0) {
-      err = absl::StrCat("cannot write ", tmp, ": ", ErrnoText(errno));
-    } else {
-      done += static_cast<size_t>(w);
-    }
-  }
+  std::string err = WriteAll(fd, bytes, tmp);
   if (err.empty() && ::fsync(fd) != 0) err = absl::StrCat("fsync ", tmp, ": ", ErrnoText(errno));
   ::close(fd);
   if (err.empty() && ::rename(tmp.c_str(), path.c_str()) != 0) {
@@ -60,17 +62,7 @@ std::string WriteReport(const std::string& path, std::string_view bytes) {
     if (fs::is_directory(st)) return absl::StrCat(path, " is a directory");
     int fd = ::open(target.c_str(), O_WRONLY | O_CLOEXEC);
     if (fd < 0) return absl::StrCat("cannot open ", path, ": ", ErrnoText(errno));
-    std::string err;
-    size_t done = 0;
-    while (done < bytes.size() && err.empty()) {
-      const ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
-      if (w < 0 && errno == EINTR) continue;
-      if (w < 0) {
-        err = absl::StrCat("cannot write ", path, ": ", ErrnoText(errno));
-      } else {
-        done += static_cast<size_t>(w);
-      }
-    }
+    std::string err = WriteAll(fd, bytes, path);
     ::close(fd);
     return err;
   }
