@@ -24,6 +24,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 using test::At;
+using test::Only;
 
 using Gpus = std::vector<uint32_t>;
 
@@ -37,15 +38,6 @@ Resources Need(uint32_t gpus, uint64_t mb = 0, std::string api = "") {
   r.gpu_memory_mb = mb;
   r.gpu_api = std::move(api);
   return r;
-}
-
-template <class D>
-std::vector<D> Only(const std::vector<Decision>& ds) {
-  std::vector<D> out;
-  for (const Decision& d : ds) {
-    if (const D* x = std::get_if<D>(&d)) out.push_back(*x);
-  }
-  return out;
 }
 
 class CoreGpuTest : public ::testing::Test {

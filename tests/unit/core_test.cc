@@ -25,6 +25,7 @@ using ::testing::IsEmpty;
 using test::At;
 using test::Key;
 using test::KillReasonName;
+using test::Only;
 using test::Out;
 using test::Overloaded;
 
@@ -82,15 +83,6 @@ template <class D>
 std::vector<std::string> Strs(const std::vector<D>& ds) {
   std::vector<std::string> out;
   for (const D& d : ds) out.push_back(Str(Decision{d}));
-  return out;
-}
-
-template <class D>
-std::vector<D> Only(const std::vector<Decision>& ds) {
-  std::vector<D> out;
-  for (const Decision& d : ds) {
-    if (const D* x = std::get_if<D>(&d)) out.push_back(*x);
-  }
   return out;
 }
 

@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <string>
+#include <variant>
+#include <vector>
 
 #include "core/scheduler.h"
 #include "core/types.h"
@@ -36,6 +38,16 @@ inline const char* KillReasonName(KillReason r) {
 }
 
 // An output file with a well-formed (fake) digest.
+// The decisions of type D among `ds`, in order.
+template <class D>
+std::vector<D> Only(const std::vector<Decision>& ds) {
+  std::vector<D> out;
+  for (const Decision& d : ds) {
+    if (const D* x = std::get_if<D>(&d)) out.push_back(*x);
+  }
+  return out;
+}
+
 inline OutputFile Out(const std::string& path) {
   return OutputFile{path, std::string(64, 'a'), 10};
 }
