@@ -7,6 +7,7 @@
 #include "idlepool.grpc.pb.h"
 #include "platform/clock.h"
 #include "status_convert.h"
+#include "text/host_port.h"
 
 namespace idlepool::blob {
 
@@ -80,13 +81,13 @@ class PeerServer::Service final : public v1::Peer::Service {
 absl::StatusOr<std::unique_ptr<PeerServer>> PeerServer::Start(BlobStore& store,
                                                               const PeerServerOptions& options) {
   if (options.token.empty()) return absl::InvalidArgumentError("the peer service needs a token");
-  const size_t colon = options.listen.rfind(':');
-  if (colon == std::string::npos) {
+  auto listen = text::SplitHostPort(options.listen);
+  if (!listen.ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("peer listen address '", options.listen, "' is not host:port"));
+        absl::StrCat("peer listen address ", listen.status().message()));
   }
   std::unique_ptr<PeerServer> s(new PeerServer());
-  s->host_ = options.listen.substr(0, colon);
+  s->host_ = listen->host;
   s->service_ = std::make_unique<Service>(store, options);
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &s->port_);
@@ -108,7 +109,7 @@ PeerServer::~PeerServer() { Shutdown(); }
 
 int PeerServer::port() const { return port_; }
 
-std::string PeerServer::address() const { return absl::StrCat(host_, ":", port_); }
+std::string PeerServer::address() const { return text::JoinHostPort(host_, port_); }
 
 uint64_t PeerServer::bytes_served() const { return service_ ? service_->served() : 0; }
 

@@ -9,7 +9,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "blob/blob.h"
-#include "coordinator/wire.h"
+#include "text/utf8.h"
+#include "wire/wire.h"
 #include "grpcpp/grpcpp.h"
 #include "platform/clock.h"
 #include "spec/profile_key.h"
@@ -39,7 +40,7 @@ absl::StatusOr<v1::SubmitJobReply> PoolClient::Submit(const spec::JobSpec& spec,
                                                       const std::string& source_file) {
   v1::SubmitJobRequest req;
   *req.mutable_spec() = wire::ToProto(spec);
-  req.mutable_spec()->set_source(spec::TruncateUtf8(source_file, 4096));  // display only
+  req.mutable_spec()->set_source(text::TruncateUtf8(source_file, 4096));  // display only
   std::vector<blob::FileDigest> digests;
   v1::HasBlobsRequest has;
   for (int i = 0; i < static_cast<int>(spec.inputs.size()); ++i) {

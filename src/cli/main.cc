@@ -27,6 +27,7 @@
 #include "cli/report_command.h"
 #include "cli/resources_command.h"
 #include "cli/timeline_command.h"
+#include "core/defaults.h"
 #include "cli/sim_command.h"
 #include "coordinator/coordinator.h"
 #include "nlohmann/json.hpp"
@@ -37,7 +38,10 @@
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 #include "spec/spec.h"
-#include "worker/owner_policy_config.h"
+#include "owner/owner_policy_config.h"
+#include "text/host_port.h"
+#include "text/units.h"
+#include "text/utf8.h"
 #include "worker/blob_cache.h"
 #include "worker/measure.h"
 #include "worker/worker.h"
@@ -269,7 +273,7 @@ void PrintJobDetails(const idlepool::v1::JobStatus& s) {
   for (const auto& f : s.failed_tasks()) {
     // The message's first line says why; the rest is the tail of the task's stderr.
     // Task output: printed, but never as terminal escape sequences.
-    std::string msg = idlepool::spec::PrintableText(f.message(), /*keep_newlines=*/true);
+    std::string msg = idlepool::text::PrintableText(f.message(), /*keep_newlines=*/true);
     while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
     std::string indented;
     for (char c : msg) {
@@ -340,7 +344,8 @@ int main(int argc, char** argv) {
   // coordinator
   idlepool::coordinator::Options copts;
   copts.data_dir = "";
-  int64_t lease_ms = 5000, heartbeat_ms = 1000;
+  int64_t lease_ms = idlepool::core::kDefaultLeaseTimeout.count();
+  int64_t heartbeat_ms = idlepool::core::kDefaultHeartbeat.count();
   auto* coord = app.add_subcommand("coordinator", "run the coordinator");
   coord->add_option("--listen", copts.listen, "address to listen on (host:port)")
       ->capture_default_str();
@@ -359,7 +364,7 @@ int main(int argc, char** argv) {
 
   // worker
   idlepool::worker::Options wopts;
-  int64_t worker_hb_ms = 1000;
+  int64_t worker_hb_ms = idlepool::core::kDefaultHeartbeat.count();
   auto* work = app.add_subcommand("worker", "lend this machine to a pool");
   add_client_opts(work);
   work->add_option("--slots", wopts.slots, "CPU slots offered (default: number of cores)");
@@ -421,8 +426,8 @@ int main(int argc, char** argv) {
   work->add_flag("--no-probe", no_probe,
                  "never measure the link (the planner then assumes a default link)");
   work->add_flag("--no-calibrate", no_calibrate, "skip the CPU calibration at start");
-  work->add_option("--heartbeat-ms", worker_hb_ms, "heartbeat interval")
-      ->capture_default_str()
+  auto* worker_hb_opt = work->add_option(
+      "--heartbeat-ms", worker_hb_ms, "heartbeat interval (default: the coordinator's)")
       ->check(CLI::Range(int64_t{10}, int64_t{600'000}));
 
   // clients
@@ -652,16 +657,18 @@ int main(int argc, char** argv) {
     copts.http_required = coord_http_opt->count() > 0;
     auto c = idlepool::coordinator::Coordinator::Start(copts);
     if (!c.ok()) return Fail(c.status());
-    std::string host = copts.listen.substr(0, copts.listen.rfind(':'));
-    if (host == "0.0.0.0" || host == "[::]" || host.empty()) {
+    // The address to print: the one listened on, with a wildcard host replaced by this
+    // machine's name for the join command.
+    auto listen = idlepool::text::SplitHostPort(copts.listen);
+    std::string host = listen.ok() ? listen->host : "";
+    const std::string listened = idlepool::text::JoinHostPort(host, (*c)->port());
+    if (idlepool::text::IsWildcardHost(host)) {
       char buf[256] = {0};
       ::gethostname(buf, sizeof buf - 1);
       host = buf;
     }
-    std::string addr = absl::StrCat(host, ":", (*c)->port());
-    std::printf("idlepool coordinator listening on %s (data dir %s)\n",
-                absl::StrCat(copts.listen.substr(0, copts.listen.rfind(':')), ":", (*c)->port())
-                    .c_str(),
+    std::string addr = idlepool::text::JoinHostPort(host, (*c)->port());
+    std::printf("idlepool coordinator listening on %s (data dir %s)\n", listened.c_str(),
                 copts.data_dir.c_str());
     if ((*c)->token_created()) std::printf("created a new pool secret in %s/pool.token\n",
                                            copts.data_dir.c_str());
@@ -672,10 +679,10 @@ int main(int argc, char** argv) {
                 copts.data_dir.c_str());
     if ((*c)->http_port() != 0) {
       std::string web = (*c)->http_host();
-      if (web.find(':') != std::string::npos) web = "[" + web + "]";
-      if (web == "0.0.0.0" || web == "[::]") web = host;
-      std::printf("dashboard (the link logs you in):\n  http://%s:%d/login?token=%s\n",
-                  web.c_str(), (*c)->http_port(), (*c)->token().c_str());
+      if (idlepool::text::IsWildcardHost(web)) web = host;
+      std::printf("dashboard (the link logs you in):\n  http://%s/login?token=%s\n",
+                  idlepool::text::JoinHostPort(web, (*c)->http_port()).c_str(),
+                  (*c)->token().c_str());
     }
     std::printf("submit with:\n  IDLEPOOL_COORDINATOR=%s IDLEPOOL_TOKEN=%s idlepool submit "
                 "JOB.toml\n",
@@ -700,7 +707,7 @@ int main(int argc, char** argv) {
       std::printf("%s", idlepool::worker::DefaultConfigToml().c_str());
       return 0;
     }
-    if (!wopts.name.empty() && !idlepool::spec::IsPrintableUtf8(wopts.name)) {
+    if (!wopts.name.empty() && !idlepool::text::IsPrintableUtf8(wopts.name)) {
       std::fprintf(stderr, "idlepool worker: --name must be printable UTF-8 (no control "
                            "characters)\n");
       return 2;
@@ -738,7 +745,7 @@ int main(int argc, char** argv) {
       return 2;
     }
     if (!min_free_disk.empty()) {
-      auto bytes = idlepool::worker::ParseByteSize(min_free_disk);
+      auto bytes = idlepool::text::ParseByteSize(min_free_disk);
       if (!bytes.ok()) {
         std::fprintf(stderr, "idlepool worker: --min-free-disk: %s\n",
                      std::string(bytes.status().message()).c_str());
@@ -748,23 +755,14 @@ int main(int argc, char** argv) {
     }
     {
       // HOST:PORT (or [v6]:PORT), port 0..65535: refused here with exit 2, not by gRPC later.
-      const std::string& pl = wopts.peer_listen;
-      const size_t colon = pl.rfind(':');
-      const std::string port = colon == std::string::npos ? "" : pl.substr(colon + 1);
-      const bool digits =
-          !port.empty() && port.size() <= 5 &&
-          std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; });
-      if (colon == 0 || !digits || std::stoi(port) > 65535 ||
-          pl.find_first_of(" /") != std::string::npos) {
-        std::fprintf(stderr,
-                     "idlepool worker: --peer-listen: '%s' is not HOST:PORT with a port of 0 to "
-                     "65535\n",
-                     pl.substr(0, 100).c_str());
+      if (auto hp = idlepool::text::SplitHostPort(wopts.peer_listen); !hp.ok()) {
+        std::fprintf(stderr, "idlepool worker: --peer-listen: %s\n",
+                     std::string(hp.status().message()).c_str());
         return 2;
       }
     }
     if (!cache_size.empty()) {
-      auto bytes = idlepool::worker::ParseByteSize(cache_size);
+      auto bytes = idlepool::text::ParseByteSize(cache_size);
       if (!bytes.ok()) {
         std::fprintf(stderr, "idlepool worker: --cache-size: %s\n",
                      std::string(bytes.status().message()).c_str());
@@ -788,7 +786,7 @@ int main(int argc, char** argv) {
     wopts.probe = !no_probe;
     wopts.calibrate = !no_calibrate;
     {
-      auto every = idlepool::worker::ParseDuration(probe_interval);
+      auto every = idlepool::text::ParseDuration(probe_interval);
       if (!every.ok()) {
         std::fprintf(stderr, "idlepool worker: --probe-interval: %s\n",
                      std::string(every.status().message()).c_str());
@@ -800,7 +798,7 @@ int main(int argc, char** argv) {
     idlepool::platform::BlockTerminationSignals();
     wopts.coordinator = common.coordinator;
     wopts.token = common.token;
-    wopts.heartbeat = idlepool::core::Millis(worker_hb_ms);
+    if (worker_hb_opt->count() > 0) wopts.heartbeat = idlepool::core::Millis(worker_hb_ms);
     idlepool::worker::Worker w(wopts);
     std::thread waiter([&] {
       idlepool::platform::WaitForTerminationSignal();

@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "nlohmann/json.hpp"
 #include "plan/coupled.h"
+#include "text/units.h"
 #include "worker/blob_cache.h"
 
 namespace idlepool::cli {
@@ -71,7 +72,7 @@ int RunPlanPattern(const PlanPatternOptions& o) {
   }
   double bytes = 0;
   if (!o.bytes.empty()) {
-    auto b = worker::ParseByteSize(o.bytes);
+    auto b = text::ParseByteSize(o.bytes);
     if (!b.ok()) return Bad("--bytes: " + std::string(b.status().message()));
     bytes = static_cast<double>(*b);
   }

@@ -12,7 +12,7 @@
 #include "absl/strings/strip.h"
 #include "nlohmann/json.hpp"
 #include "spec/spec.h"
-#include "worker/blob_cache.h"  // ParseByteSize
+#include "text/units.h"
 
 namespace idlepool::cli {
 namespace {
@@ -139,7 +139,7 @@ int RunPlanJob(PoolClient& client, const PlanJobOptions& o) {
   }
   extras.set_task_s(o.task_seconds);
   if (!o.output_bytes.empty()) {
-    absl::StatusOr<uint64_t> b = worker::ParseByteSize(o.output_bytes);
+    absl::StatusOr<uint64_t> b = text::ParseByteSize(o.output_bytes);
     if (!b.ok()) return Fail(2, absl::StrCat("--output-bytes: ", b.status().message()));
     extras.set_has_output_bytes(true);
     extras.set_output_bytes(*b);

@@ -31,7 +31,8 @@
 #include "coordinator/pool_metrics.h"
 #include "coordinator/timeline.h"
 #include "coordinator/tracker.h"
-#include "coordinator/wire.h"
+#include "text/utf8.h"
+#include "wire/wire.h"
 #include "core/scheduler.h"
 #include "grpcpp/grpcpp.h"
 #include "http/http_server.h"
@@ -73,14 +74,6 @@ constexpr size_t kEventMaxRows = 1'000'000;
 // GetJobTimeline: attempts by default and at most (TimelineRequest.max_attempts), and events.
 constexpr uint32_t kTimelineMaxAttempts = 20000;
 constexpr size_t kTimelineMaxEvents = 100000;
-
-// The last `max_bytes` of `s` or fewer, starting on a UTF-8 character boundary.
-std::string LastUtf8(const std::string& s, size_t max_bytes) {
-  if (s.size() <= max_bytes) return s;
-  size_t start = s.size() - max_bytes;
-  while (start < s.size() && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80) ++start;
-  return s.substr(start);
-}
 
 // The readings a worker sent, with every non-finite number dropped (unknown).
 v1::SensorReadings CleanSensors(const v1::SensorReadings& in) {
@@ -355,7 +348,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
                           "Hello.worker must be a name of 1 to 256 bytes");
     }
     // Names go to terminals, logs and dashboards as they are: no escape sequences in them.
-    if (!spec::IsPrintableUtf8(hello.worker())) {
+    if (!text::IsPrintableUtf8(hello.worker())) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                           "Hello.worker must be printable UTF-8 (no control characters)");
     }
@@ -369,7 +362,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
     auto session = std::make_shared<struct Session>();
     session->id = next_session_.fetch_add(1);
     session->worker = hello.worker();
-    session->hostname = spec::PrintableText(spec::TruncateUtf8(hello.hostname(), 256));
+    session->hostname = text::PrintableText(text::TruncateUtf8(hello.hostname(), 256));
     session->ctx = ctx;
     session->stream = stream;
     {
@@ -459,9 +452,9 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
         ev.worker = session->worker;
         ev.session = session->id;
         ev.accepting = o.accepting();
-        ev.state = spec::PrintableText(spec::TruncateUtf8(o.state(), 32));
-        ev.reason = spec::PrintableText(spec::TruncateUtf8(o.reason(), 256));
-        ev.cause = spec::PrintableText(spec::TruncateUtf8(o.cause(), 32));
+        ev.state = text::PrintableText(text::TruncateUtf8(o.state(), 32));
+        ev.reason = text::PrintableText(text::TruncateUtf8(o.reason(), 256));
+        ev.cause = text::PrintableText(text::TruncateUtf8(o.cause(), 32));
         ev.suspended.assign(o.suspended_attempts().begin(), o.suspended_attempts().end());
         spdlog::info("worker {}: owner policy says {} ({}){}", session->worker, ev.state,
                      ev.reason, ev.accepting ? "" : "; no new work");
@@ -514,7 +507,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
             d.set_utilization(std::clamp(g.utilization(), 0.0, 1.0));
           }
           if (g.has_memory_used_mb()) d.set_memory_used_mb(g.memory_used_mb());
-          d.set_unavailable(spec::PrintableText(spec::TruncateUtf8(g.unavailable(), 32)));
+          d.set_unavailable(text::PrintableText(text::TruncateUtf8(g.unavailable(), 32)));
           if (!d.unavailable().empty()) ev.held.push_back(d.index());
           live.push_back(std::move(d));
         }
@@ -1195,9 +1188,9 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
     ev.session = s.id;
     ev.attempt = r.attempt();
     ev.exit_code = r.exit_code();
-    ev.message = spec::TruncateUtf8(r.message(), 1024);
-    if (!r.log_tail().empty()) ev.message += "\n" + spec::TruncateUtf8(r.log_tail(), kMaxLogTail);
-    ev.log_tail = LastUtf8(r.log_tail(), kMaxLogTail);
+    ev.message = text::TruncateUtf8(r.message(), 1024);
+    if (!r.log_tail().empty()) ev.message += "\n" + text::TruncateUtf8(r.log_tail(), kMaxLogTail);
+    ev.log_tail = text::TailUtf8(r.log_tail(), kMaxLogTail);
     switch (r.result()) {
       case v1::AttemptReport::SUCCEEDED: ev.result = core::ReportResult::kSucceeded; break;
       case v1::AttemptReport::TIMED_OUT: ev.result = core::ReportResult::kTimedOut; break;
@@ -1306,7 +1299,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
       }
       if (!problem.empty()) {
         out->clear();
-        return absl::StrCat(what, " '", spec::TruncateUtf8(f.path(), 256), "' ", problem);
+        return absl::StrCat(what, " '", text::TruncateUtf8(f.path(), 256), "' ", problem);
       }
       out->push_back(core::OutputFile{f.path(), f.sha256(), f.size()});
     }
@@ -2026,15 +2019,7 @@ class CoordinatorImpl final : public Coordinator, public v1::Pool::Service {
       } else if (auto* k = std::get_if<core::KillAttempt>(&d)) {
         if (auto s = FindSession(k->session)) {
           v1::CoordinatorMessage m;
-          m.mutable_kill()->set_attempt(k->attempt);
-          m.mutable_kill()->set_reason(k->reason == core::KillReason::kCancelled ? "cancelled"
-                                       : k->reason == core::KillReason::kTimedOut
-                                           ? "timed out"
-                                       : k->reason == core::KillReason::kSuperseded
-                                           ? "superseded: another attempt of the task succeeded"
-                                       : k->reason == core::KillReason::kObsolete
-                                           ? "obsolete: its result can no longer be used"
-                                           : "stale attempt");
+          *m.mutable_kill() = wire::ToKill(k->attempt, k->reason);
           s->Send(std::move(m));
         }
       } else if (auto* ack = std::get_if<core::AckReport>(&d)) {

@@ -22,6 +22,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "core/defaults.h"
 #include "core/types.h"
 #include "platform/clock.h"
 
@@ -30,8 +31,8 @@ namespace idlepool::coordinator {
 struct Options {
   std::string listen = "127.0.0.1:7878";  // host:port; port 0 picks a free one
   std::string data_dir;                    // created if missing
-  core::Millis lease_timeout{5000};        // DESIGN.md default
-  core::Millis heartbeat{1000};            // told to workers in Welcome
+  core::Millis lease_timeout = core::kDefaultLeaseTimeout;
+  core::Millis heartbeat = core::kDefaultHeartbeat;  // told to workers in Welcome
   core::Millis tick{100};                  // how often leases and timeouts are checked
   // The dashboard, JSON API and /metrics (http/http_server.h): HOST:PORT, [V6]:PORT or PORT;
   // empty: no HTTP server. Port 0 picks a free one.

@@ -71,6 +71,7 @@
 #include <variant>
 #include <vector>
 
+#include "core/defaults.h"
 #include "core/types.h"
 
 namespace idlepool::core {
@@ -493,9 +494,8 @@ std::optional<Policy> PolicyNamed(std::string_view name);
 std::string_view PolicyNames();
 
 struct Options {
-  // Silence after which a worker is lost. Default 5 s (DESIGN.md; HTCondor's equivalent, the
-  // startd's ALIVE_INTERVAL, is minutes: volatile machines need much faster detection).
-  Millis lease_timeout{5000};
+  // Silence after which a worker is lost (core/defaults.h).
+  Millis lease_timeout = kDefaultLeaseTimeout;
   // How long past a job's timeout the core waits for the worker's own timeout report before it
   // gives up on the attempt: the worker's SIGTERM-to-SIGKILL grace (10 s) plus margin.
   Millis timeout_grace{20000};

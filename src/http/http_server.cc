@@ -15,6 +15,7 @@
 #include "httplib.h"
 #include "nlohmann/json.hpp"
 #include "report/timeline_svg.h"
+#include "text/host_port.h"
 #include "spdlog/spdlog.h"
 
 namespace idlepool::http {
@@ -55,26 +56,11 @@ bool ChangeFeed::closed() const {
 }
 
 absl::StatusOr<std::pair<std::string, int>> ParseAddress(const std::string& address) {
-  std::string host = "127.0.0.1", port = address;
-  const size_t colon = address.rfind(':');
-  if (colon != std::string::npos) {
-    host = address.substr(0, colon);
-    port = address.substr(colon + 1);
-    if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
-      host = host.substr(1, host.size() - 2);
-    } else if (host.find(':') != std::string::npos) {
-      host.clear();  // an IPv6 address must be bracketed
-    }
+  auto hp = text::SplitHostPort(address, "127.0.0.1");
+  if (!hp.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--http: ", hp.status().message()));
   }
-  int p = -1;
-  auto r = std::from_chars(port.data(), port.data() + port.size(), p);
-  if (host.empty() || host.find_first_of(" /") != std::string::npos || port.empty() ||
-      r.ec != std::errc() || r.ptr != port.data() + port.size() || p < 0 || p > 65535) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--http: '", address.substr(0, 100),
-                     "' is not HOST:PORT, [IPV6]:PORT or PORT with a port of 0 to 65535"));
-  }
-  return std::make_pair(host, p);
+  return std::make_pair(hp->host, hp->port);
 }
 
 namespace {

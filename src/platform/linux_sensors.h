@@ -56,7 +56,7 @@
 #include <string>
 
 #include "platform/sensors.h"
-#include "worker/owner_policy.h"
+#include "owner/owner_policy.h"
 
 namespace idlepool::platform {
 

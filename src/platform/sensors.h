@@ -40,7 +40,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "worker/owner_policy.h"
+#include "owner/owner_policy.h"
 
 namespace idlepool::platform {
 

@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "core/defaults.h"
 #include "sim/draw.h"
 
 namespace idlepool::sim {
@@ -178,7 +179,7 @@ SimConfig DstScenario(uint64_t seed, core::Options::PlantedBug bug) {
   std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ull);
   SimConfig c;
   c.seed = seed;
-  c.core.lease_timeout = core::Millis(5000);
+  c.core.lease_timeout = core::kDefaultLeaseTimeout;
   c.core.timeout_grace = core::Millis(3000);
   c.core.planted_bug = bug;
   c.tick_s = 0.5;

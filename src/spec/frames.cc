@@ -26,6 +26,7 @@
 #include "absl/strings/str_split.h"
 #include "spec/frames_internal.h"
 #include "spec/spec.h"
+#include "text/utf8.h"
 
 namespace idlepool::spec {
 namespace {
@@ -72,12 +73,12 @@ int64_t At(int64_t a, uint64_t offset, int64_t dir) {
 // shows invalid UTF-8 bytes as '?', so messages are valid UTF-8.
 std::string Shorten(absl::string_view s) {
   constexpr size_t kMax = 80;
-  if (s.size() <= kMax) return TruncateUtf8(internal::ToStd(s), kMax);
-  return absl::StrCat(TruncateUtf8(internal::ToStd(s), kMax), "...");
+  if (s.size() <= kMax) return text::TruncateUtf8(internal::ToStd(s), kMax);
+  return absl::StrCat(text::TruncateUtf8(internal::ToStd(s), kMax), "...");
 }
 
 std::string Rest(absl::string_view s) {
-  return s.empty() ? "nothing" : absl::StrCat("'", TruncateUtf8(internal::ToStd(s), s.size()), "'");
+  return s.empty() ? "nothing" : absl::StrCat("'", text::TruncateUtf8(internal::ToStd(s), s.size()), "'");
 }
 
 absl::Status TermError(absl::string_view spec, absl::string_view term, absl::string_view why) {

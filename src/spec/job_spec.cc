@@ -32,6 +32,7 @@
 #include "spec/frames_internal.h"
 #include "spec/spec.h"
 #include "spec/toml_util.h"
+#include "text/utf8.h"
 
 namespace idlepool::spec {
 namespace {
@@ -150,7 +151,7 @@ bool ValidNameChar(char c) {
 }
 
 MaybeProblem CheckName(const std::string& name) {
-  if (!IsValidUtf8(name)) {
+  if (!text::IsValidUtf8(name)) {
     return Bad("name", absl::StrCat("'", Shorten(name), "' ", ToAbsl(kNotUtf8)));
   }
   if (name.empty() || name.size() > kMaxNameBytes ||
@@ -172,7 +173,7 @@ MaybeProblem CheckName(const std::string& name) {
 std::optional<std::string> RelativePathError(std::string_view path) {
   if (path.empty()) return "is empty";
   if (path.size() > 4096) return "is longer than 4096 bytes";
-  if (!IsValidUtf8(path)) return std::string(kNotUtf8);
+  if (!text::IsValidUtf8(path)) return std::string(kNotUtf8);
   if (path.find('\0') != std::string_view::npos) return "contains a NUL byte";
   if (path.find_first_of("\n\r") != std::string_view::npos) {
     return "contains a line break (\\n or \\r)";
@@ -206,7 +207,7 @@ MaybeProblem CheckTasks(const JobSpec& spec) {
   switch (spec.kind) {
     case TaskKind::kFrames: {
       if (spec.chunk == 0) return Bad("chunk", "must be a positive integer, got 0");
-      if (!IsValidUtf8(spec.frames)) {
+      if (!text::IsValidUtf8(spec.frames)) {
         return Bad("frames", absl::StrCat("'", Shorten(spec.frames), "' ", ToAbsl(kNotUtf8)));
       }
       absl::StatusOr<uint64_t> n = internal::CountChunks(spec.frames, spec.chunk, kMaxTasks);
@@ -232,7 +233,7 @@ MaybeProblem CheckTasks(const JobSpec& spec) {
         if (item.find('\0') != std::string::npos) {
           return Bad("items", absl::StrCat("item [", i, "] contains a NUL byte"), i);
         }
-        if (!IsValidUtf8(item)) {
+        if (!text::IsValidUtf8(item)) {
           return Bad("items",
                      absl::StrCat("item [", i, "] '", Shorten(item), "' ", ToAbsl(kNotUtf8)), i);
         }
@@ -272,7 +273,7 @@ MaybeProblem CheckCommand(const JobSpec& spec) {
     if (arg.find('\0') != std::string::npos) {
       return Bad("command", absl::StrCat(Element(i, arg), ": contains a NUL byte"), i);
     }
-    if (!IsValidUtf8(arg)) {
+    if (!text::IsValidUtf8(arg)) {
       return Bad("command", absl::StrCat(Element(i, arg), ": ", ToAbsl(kNotUtf8)), i);
     }
     if (absl::Status s = ScanTemplate(arg, pieces[i]); !s.ok()) {
@@ -341,7 +342,7 @@ MaybeProblem CheckSpec(const JobSpec& spec) {
                           std::end(kGpuApis)) {
     return Bad("resources.gpu_api",
                absl::StrCat("must be one of \"cuda\", \"opencl\", \"rocm\", \"metal\", got \"",
-                            TruncateUtf8(api, 64), "\""));
+                            text::TruncateUtf8(api, 64), "\""));
   }
   if (spec.resources.gpus == 0 && spec.resources.gpu_memory_mb != 0) {
     return Bad("resources.gpu_memory_mb", "needs gpus = 1 or more (it is per GPU)");
@@ -548,7 +549,7 @@ absl::Status ReadItemsFile(const Ctx& ctx, const toml::node& n, std::vector<std:
       return fail(absl::StatusCode::kInvalidArgument,
                   absl::StrCat(at(), ": contains a NUL byte (is it a text file?)"));
     }
-    if (!IsValidUtf8(ToStd(line))) {
+    if (!text::IsValidUtf8(ToStd(line))) {
       return fail(absl::StatusCode::kInvalidArgument,
                   absl::StrCat(at(), ": is not valid UTF-8 (is the file in another encoding?)"));
     }

@@ -36,27 +36,6 @@ inline constexpr uint64_t kMaxItemBytes = 64 * 1024;           // one item
 inline constexpr uint64_t kMaxInputFiles = 100'000;
 inline constexpr uint32_t kMaxAttempts = 100;                  // retry.max_attempts
 
-// True if `s` is well-formed UTF-8 (RFC 3629): no stray or missing continuation bytes, no
-// overlong encodings ("\xC0\xAF"), no surrogates ("\xED\xA0\x80"), nothing past U+10FFFF.
-// This is what protobuf requires of a proto3 `string` field, so every string of a JobSpec
-// must pass it (Validate checks). U+0000 is valid UTF-8 (other rules may refuse it).
-[[nodiscard]] bool IsValidUtf8(std::string_view s);
-
-// `s` cut to at most `max_bytes` bytes without splitting a character. Bytes that are not part
-// of a well-formed UTF-8 sequence are first replaced by '?', one '?' per byte, so the result is
-// always valid UTF-8 (and equals `s` when `s` is valid and short enough).
-[[nodiscard]] std::string TruncateUtf8(std::string_view s, size_t max_bytes);
-
-// True if `s` is well-formed UTF-8 with no control character (C0 U+0000..U+001F, DEL U+007F,
-// C1 U+0080..U+009F): it can go to a terminal or a log line as it is, without moving the cursor,
-// setting the window title or hiding what follows (worker names must be).
-[[nodiscard]] bool IsPrintableUtf8(std::string_view s);
-
-// `s` made safe for a terminal: every byte that is not part of well-formed UTF-8 and every
-// control character becomes '?', except '\n' when `keep_newlines` (a log tail keeps its lines;
-// '\t' then becomes a space). Equals `s` when IsPrintableUtf8(s).
-[[nodiscard]] std::string PrintableText(std::string_view s, bool keep_newlines = false);
-
 // Why `path` is not a normalized path relative to a task (or checkpoint) dir, or nullopt when it
 // is: staged inputs, outputs and checkpoint files must be valid UTF-8, at most 4096 bytes, not
 // absolute, without NUL or line breaks, and without empty, "." or ".." components, so a path

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "spec/spec.h"
+#include "text/utf8.h"
 
 namespace idlepool::spec::toml_util {
 namespace {
@@ -75,8 +76,8 @@ absl::Status CheckKeys(const std::string& file, const toml::table& t, std::strin
 
 std::string Shorten(std::string_view s) {
   constexpr size_t kMax = 80;
-  if (s.size() <= kMax) return TruncateUtf8(s, kMax);
-  return absl::StrCat(TruncateUtf8(s, kMax), "...");
+  if (s.size() <= kMax) return text::TruncateUtf8(s, kMax);
+  return absl::StrCat(text::TruncateUtf8(s, kMax), "...");
 }
 
 std::string Describe(const toml::node& n) {

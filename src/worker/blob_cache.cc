@@ -263,37 +263,5 @@ CacheStats BlobCache::stats() const {
   return CacheStats{bytes_, entries_.size(), hits_, misses_};
 }
 
-absl::StatusOr<uint64_t> ParseByteSize(const std::string& text) {
-  auto bad = [&] {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "'", text.substr(0, 40), "' is not a size (bytes, or a number with K, M, G or T, all binary: 512M = 512Mi "
-        "= 512MiB, 10G, 1.5GiB)"));
-  };
-  size_t i = 0;
-  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) {
-    ++i;
-  }
-  const std::string number = text.substr(0, i);
-  std::string unit;
-  for (char c : text.substr(i)) unit.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-  if (number.empty() || number == "." || std::count(number.begin(), number.end(), '.') > 1) {
-    return bad();
-  }
-  int shift = -1;
-  if (unit.empty() || unit == "b") shift = 0;
-  const char* units = "kmgt";
-  for (int k = 0; k < 4; ++k) {
-    const std::string u(1, units[k]);
-    if (unit == u || unit == u + "b" || unit == u + "i" || unit == u + "ib") shift = 10 * (k + 1);
-  }
-  if (shift < 0) return bad();
-  const long double value = std::strtold(number.c_str(), nullptr) * std::ldexp(1.0L, shift);
-  if (!(value >= 1) || value > std::ldexp(1.0L, 60)) {
-    return absl::InvalidArgumentError(absl::StrCat("'", text.substr(0, 40),
-                                                   "' is out of range (1 byte to 1 EiB)"));
-  }
-  if (shift == 0 && number.find('.') != std::string::npos) return bad();
-  return static_cast<uint64_t>(std::llround(value));
-}
 
 }  // namespace idlepool::worker

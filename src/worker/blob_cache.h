@@ -120,9 +120,5 @@ class BlobCache {
   v1::CacheChange changes_ ABSL_GUARDED_BY(mu_);
 };
 
-// Parses a cache size: plain bytes ("1048576"), or a number (decimals allowed) with a suffix
-// K, M, G, T (powers of 1024; "KB", "KiB", "MiB"... alike, case-insensitive): "512M", "10G",
-// "1.5GiB". kInvalidArgument for anything else, zero, or more than 2^60 bytes.
-[[nodiscard]] absl::StatusOr<uint64_t> ParseByteSize(const std::string& text);
 
 }  // namespace idlepool::worker

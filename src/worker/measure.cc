@@ -56,22 +56,6 @@ bool ProbeCanceller::Track(grpc::ClientContext* ctx) {
   return !cancelled_;
 }
 
-absl::StatusOr<core::Millis> ParseDuration(const std::string& text) {
-  size_t i = 0;
-  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
-  const std::string num = text.substr(0, i), unit = text.substr(i);
-  int64_t per = 0;
-  if (unit.empty() || unit == "s") per = 1000;
-  else if (unit == "ms") per = 1;
-  else if (unit == "m" || unit == "min") per = 60 * 1000;
-  else if (unit == "h") per = 3600 * 1000;
-  else if (unit == "d") per = 24 * 3600 * 1000;
-  if (num.empty() || num.size() > 9 || per == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "'", text, "' is not a duration (a whole number with ms, s, m, h or d: 500ms, 30s, 10m)"));
-  }
-  return core::Millis(std::stoll(num) * per);
-}
 
 Calibration Calibrate(const CalibrationOptions& options) {
   const auto cpu = options.cpu_nanos ? options.cpu_nanos : platform::ThreadCpuNanos;

@@ -29,8 +29,6 @@
 
 namespace idlepool::worker {
 
-// "0", "90" (seconds), "500ms", "30s", "10m", "2h", "1d"; kInvalidArgument otherwise.
-[[nodiscard]] absl::StatusOr<core::Millis> ParseDuration(const std::string& text);
 
 struct CalibrationOptions {
   uint64_t bytes = uint64_t{64} << 20;   // hashed in total

@@ -22,14 +22,15 @@
 #include "absl/strings/str_cat.h"
 #include "blob/blob.h"
 #include "worker/gpu_binding.h"
-#include "worker/gpu_policy.h"
+#include "owner/gpu_policy.h"
 #include "worker/outbox.h"
 #include "blob/peer_server.h"
 #include "blob/swarm.h"
 #include "blob/transfer.h"
 #include "worker/blob_cache.h"
 #include "worker/measure.h"
-#include "coordinator/wire.h"
+#include "text/utf8.h"
+#include "wire/wire.h"
 #include "grpcpp/grpcpp.h"
 #include "idlepool.grpc.pb.h"
 #include "platform/cgroup.h"
@@ -203,7 +204,7 @@ class Worker::Impl {
         outbox_((fs::path(options_.work_dir) / "outbox").string()) {
     if (options_.name.empty()) options_.name = HostName();
     if (options_.slots == 0) options_.slots = std::max(1u, std::thread::hardware_concurrency());
-    heartbeat_ = options_.heartbeat;
+    heartbeat_ = options_.heartbeat.value_or(core::kDefaultHeartbeat);
   }
 
   ~Impl() {
@@ -566,13 +567,19 @@ class Worker::Impl {
         *welcomed = true;
         spdlog::info("worker {} joined {} (boot {}), {} slots", options_.name,
                      options_.coordinator, boot_id_.substr(0, 8), options_.slots);
-        // Heartbeat at least three times per lease, whatever was configured here: a worker
-        // slower than its lease would be declared lost while healthy.
+        // The coordinator's heartbeat unless this worker was given its own; at least three
+        // per lease either way: a worker slower than its lease would be lost while healthy.
+        core::Millis beat = options_.heartbeat.value_or(
+            msg.welcome().heartbeat_ms() > 0 ? core::Millis(msg.welcome().heartbeat_ms())
+                                             : core::kDefaultHeartbeat);
         core::Millis lease(msg.welcome().lease_timeout_ms());
-        if (lease.count() > 0 && heartbeat_.load() > lease / 3) {
+        if (lease.count() > 0 && beat > lease / 3) {
           spdlog::warn("heartbeat {} ms is too slow for the coordinator's {} ms lease; using {} ms",
-                       heartbeat_.load().count(), lease.count(), (lease / 3).count());
-          heartbeat_ = lease / 3;
+                       beat.count(), lease.count(), (lease / 3).count());
+          beat = lease / 3;
+        }
+        if (beat != heartbeat_.load()) {
+          heartbeat_ = beat;
           std::lock_guard lock(hb_mu);
           hb_changed = true;
           hb_cv.notify_all();
@@ -581,7 +588,7 @@ class Worker::Impl {
       } else if (msg.has_assign()) {
         StartAttempt(msg.assign());
       } else if (msg.has_kill()) {
-        KillAttempt(msg.kill().attempt(), msg.kill().reason());
+        KillAttempt(msg.kill());
       } else if (msg.has_ack()) {
         OnAck(msg.ack());
       } else if (msg.has_refused()) {
@@ -636,7 +643,7 @@ class Worker::Impl {
         v1::WorkerMessage m;
         m.mutable_report()->set_attempt(as.attempt());
         m.mutable_report()->set_result(v1::AttemptReport::MACHINE_FAULT);
-        m.mutable_report()->set_message(spec::TruncateUtf8(binding.problem, 1024));
+        m.mutable_report()->set_message(text::TruncateUtf8(binding.problem, 1024));
         Send(m);
         return;
       }
@@ -685,7 +692,9 @@ class Worker::Impl {
     runners_exit_ = false;
   }
 
-  void KillAttempt(uint64_t id, const std::string& reason) {
+  void KillAttempt(const v1::Kill& kill) {
+    const uint64_t id = kill.attempt();
+    const std::string& reason = kill.reason();
     std::shared_ptr<Attempt> a;
     {
       std::lock_guard lock(mu_);
@@ -699,7 +708,7 @@ class Worker::Impl {
       // Finished work is never thrown away for a stale kill (the coordinator lost track of the
       // attempt while its link was down): its report is delivered and may still commit. A job
       // cancelled, or a task already done elsewhere, does drop it.
-      if (a->filed && reason == "stale attempt") {
+      if (a->filed && wire::KeepsFinishedOutputs(kill.code())) {
         spdlog::info("attempt {}: coordinator says stale; delivering its finished outputs anyway",
                      id);
         return;
@@ -994,7 +1003,7 @@ class Worker::Impl {
     // Restore the task's latest checkpoint, from whichever worker saved it.
     for (const auto& f : as.checkpoint()) {
       if (auto why = spec::RelativePathError(f.path())) {
-        return Fail(report, absl::StrCat("checkpoint file '", spec::TruncateUtf8(f.path(), 256),
+        return Fail(report, absl::StrCat("checkpoint file '", text::TruncateUtf8(f.path(), 256),
                                          "' ", *why));
       }
       absl::Status st = EnsureCachedBlob(f.sha256(), f.size(), a);
@@ -1116,12 +1125,12 @@ class Worker::Impl {
       if (a.vacating) {
         lock.unlock();
         report->set_exit_code(exit.exit_code);
-        report->set_log_tail(TailUtf8(exit.stderr_tail, 2048));
+        report->set_log_tail(text::TailUtf8(exit.stderr_tail, 2048));
         return Preempted(a, report);
       }
     }
     report->set_exit_code(exit.exit_code);
-    report->set_log_tail(TailUtf8(exit.stderr_tail, 2048));
+    report->set_log_tail(text::TailUtf8(exit.stderr_tail, 2048));
     if (exit.timed_out) {
       report->set_result(v1::AttemptReport::TIMED_OUT);
       report->set_message(absl::StrCat("timed out after ", as.timeout_s(), " s"));
@@ -1157,7 +1166,7 @@ class Worker::Impl {
           if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
           std::string rel = path.substr(task_dir.size() + 1);
           if (input_paths.count(rel)) continue;  // staged inputs are not outputs
-          if (!spec::IsValidUtf8(rel)) {
+          if (!text::IsValidUtf8(rel)) {
             ::globfree(&g);
             report->clear_outputs();
             return Fail(report, absl::StrCat("output file name '", rel,
@@ -1270,7 +1279,7 @@ class Worker::Impl {
   // (never counted against the task); this worker takes no work until space frees.
   void MachineFault(v1::AttemptReport* report, const std::string& message) {
     report->set_result(v1::AttemptReport::MACHINE_FAULT);
-    report->set_message(spec::TruncateUtf8(message, 1024));
+    report->set_message(text::TruncateUtf8(message, 1024));
     DiskFull(message);
   }
 
@@ -1289,7 +1298,7 @@ class Worker::Impl {
     auto* o = m.mutable_owner_state();
     o->set_accepting(false);
     if (o->state().empty()) o->set_state("run");
-    o->set_reason(spec::TruncateUtf8(DiskReason(), 200));
+    o->set_reason(text::TruncateUtf8(DiskReason(), 200));
     o->clear_suspended_attempts();
     {
       std::lock_guard lock(owner_mu_);
@@ -1325,16 +1334,7 @@ class Worker::Impl {
   // replaced.
   static void Fail(v1::AttemptReport* report, const std::string& message) {
     report->set_result(v1::AttemptReport::FAILED);
-    report->set_message(spec::TruncateUtf8(message, 1024));
-  }
-
-  // The last `max` bytes of `s` as valid UTF-8, starting on a character boundary.
-  static std::string TailUtf8(const std::string& s, size_t max) {
-    size_t start = s.size() > max ? s.size() - max : 0;
-    while (start < s.size() && start > 0 && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80) {
-      ++start;
-    }
-    return spec::TruncateUtf8(std::string_view(s).substr(start), max);
+    report->set_message(text::TruncateUtf8(message, 1024));
   }
 
   // Uploads `path` as blob `o` unless the coordinator has it (resuming a cut upload); adds the
@@ -1709,7 +1709,7 @@ class Worker::Impl {
     o->set_cause(d.action == Action::kRun ? ToString(Cause::kNone) : ToString(d.cause));
     *o->mutable_sensors() = ToProto(r);
     sensors_sent_ = r;
-    o->set_reason(spec::TruncateUtf8(
+    o->set_reason(text::TruncateUtf8(
         disk_full_ && d.action == Action::kRun ? DiskReason() : d.reason, 200));
     {
       std::lock_guard lock(owner_mu_);
@@ -1825,7 +1825,7 @@ class Worker::Impl {
       spans = a.frozen_spans;
     }
     report->set_result(v1::AttemptReport::PREEMPTED);
-    report->set_message(spec::TruncateUtf8(reason, 1024));
+    report->set_message(text::TruncateUtf8(reason, 1024));
     if (started == core::MonoTime{}) return;  // never started: nothing to save, nothing lost
     const std::string ckpt_dir = a.dir + ".checkpoint";
     absl::StatusOr<std::vector<v1::OutputFile>> files = UploadCheckpoint(a, /*force=*/true);
@@ -1880,7 +1880,7 @@ class Worker::Impl {
       // The coordinator refuses a whole checkpoint over one bad name: leave such files out.
       if (auto why = spec::RelativePathError(e.rel)) {
         spdlog::warn("attempt {}: checkpoint file '{}' {}; left out of the checkpoint", a.id,
-                     spec::TruncateUtf8(e.rel, 200), *why);
+                     text::TruncateUtf8(e.rel, 200), *why);
         continue;
       }
       const std::string path = dir + "/" + e.rel;

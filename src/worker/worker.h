@@ -32,13 +32,15 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
+#include "core/defaults.h"
 #include "core/types.h"
 #include "platform/clock.h"
 #include "platform/gpu.h"
-#include "worker/owner_policy.h"
+#include "owner/owner_policy.h"
 
 namespace idlepool::worker {
 
@@ -52,7 +54,9 @@ struct Options {
   // states their number as the capacity's gpus. Null: no GPUs.
   std::shared_ptr<platform::GpuInventory> gpus;
   std::string work_dir;     // task dirs, logs, blob cache
-  core::Millis heartbeat{1000};
+  // Unset: the coordinator's (Welcome.heartbeat_ms; core::kDefaultHeartbeat until welcomed).
+  // Either way at most a third of the coordinator's lease timeout.
+  std::optional<core::Millis> heartbeat;
   core::Millis kill_grace{10000};  // SIGTERM -> SIGKILL on timeout (HTCondor's default is 10 s)
   PolicyConfig policy;             // the owner policy, vacate grace and checkpoint interval
   // Non-empty: read the owner's sensors from one-value files in this dir (platform/sensors.h);

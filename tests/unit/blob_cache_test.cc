@@ -191,18 +191,5 @@ TEST_F(BlobCacheTest, AFailedFetchLeavesNothingAndIsAMiss) {
   EXPECT_EQ(cache.Acquire("nothex", 1, {}).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
-TEST(ParseByteSizeTest, AcceptsUnitsAndRefusesNonsense) {
-  EXPECT_EQ(*ParseByteSize("1048576"), 1048576u);
-  EXPECT_EQ(*ParseByteSize("512M"), uint64_t{512} << 20);
-  EXPECT_EQ(*ParseByteSize("10G"), uint64_t{10} << 30);
-  EXPECT_EQ(*ParseByteSize("1.5GiB"), uint64_t{3} << 29);
-  EXPECT_EQ(*ParseByteSize("2kb"), 2048u);
-  EXPECT_EQ(*ParseByteSize("1T"), uint64_t{1} << 40);
-  for (const char* bad : {"", "G", "-1G", "1.2.3G", "10X", "0", "0.0001K", "1.5", "ten",
-                          "99999999999999999999G", "1 G"}) {
-    EXPECT_FALSE(ParseByteSize(bad).ok()) << bad;
-  }
-}
-
 }  // namespace
 }  // namespace idlepool::worker

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "coordinator/wire.h"
+#include "wire/wire.h"
 #include "idlepool.pb.h"
 #include "worker/gpu_binding.h"
 

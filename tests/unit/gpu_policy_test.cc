@@ -1,10 +1,10 @@
-#include "worker/gpu_policy.h"
+#include "owner/gpu_policy.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "worker/owner_policy.h"
+#include "owner/owner_policy.h"
 
 namespace idlepool::worker {
 namespace {

@@ -1,4 +1,4 @@
-// The worker's measurement helpers (worker/measure.h): durations, the adaptive probe size, and
+// The worker's measurement helpers (worker/measure.h): the adaptive probe size and
 // the calibration's arithmetic with a fake thread CPU clock.
 #include "worker/measure.h"
 
@@ -6,24 +6,6 @@
 
 namespace idlepool::worker {
 namespace {
-
-TEST(ParseDuration, AcceptsWholeNumbersWithUnits) {
-  EXPECT_EQ(*ParseDuration("0"), core::Millis(0));
-  EXPECT_EQ(*ParseDuration("90"), core::Millis(90000));
-  EXPECT_EQ(*ParseDuration("500ms"), core::Millis(500));
-  EXPECT_EQ(*ParseDuration("30s"), core::Millis(30000));
-  EXPECT_EQ(*ParseDuration("10m"), core::Millis(600000));
-  EXPECT_EQ(*ParseDuration("2h"), core::Millis(7200000));
-  EXPECT_EQ(*ParseDuration("1d"), core::Millis(86400000));
-}
-
-TEST(ParseDuration, RefusesAnythingElse) {
-  for (const char* bad : {"", "m", "-5s", "1.5h", "10 m", "10parsecs", "9999999999s"}) {
-    auto d = ParseDuration(bad);
-    EXPECT_FALSE(d.ok()) << bad;
-    if (!d.ok()) EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument);
-  }
-}
 
 TEST(NextProbeBytes, DoublesUntilSlowEnoughOrCapped) {
   LinkProbeOptions o;  // 256 KiB start, 16 MiB cap, 0.5 s target

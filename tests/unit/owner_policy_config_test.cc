@@ -1,4 +1,4 @@
-#include "worker/owner_policy_config.h"
+#include "owner/owner_policy_config.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include <fstream>
 #include <string>
 
-#include "worker/owner_policy.h"
+#include "owner/owner_policy.h"
 
 namespace idlepool::worker {
 namespace {

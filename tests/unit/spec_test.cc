@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "text/utf8.h"
 
 namespace idlepool::spec {
 namespace {
@@ -84,86 +85,6 @@ void WriteFile(const fs::path& p, std::string_view content) {
   std::ofstream out(p, std::ios::binary);
   out << content;
   ASSERT_TRUE(out.good()) << p;
-}
-
-// ==========================================================================================
-// UTF-8 helpers. (A hex escape runs on through hex digits: "\xC3(" is two bytes, "\xAFab" one.)
-
-TEST(Utf8, IsValidUtf8AcceptsWellFormedText) {
-  for (std::string_view ok : {
-           std::string_view(""), std::string_view("plain ascii"),
-           std::string_view("a\0b", 3),           // U+0000 is valid UTF-8
-           std::string_view("caf\xC3\xA9"),       // é, 2 bytes
-           std::string_view("\xE2\x82\xAC"),      // €, 3 bytes
-           std::string_view("\xF0\x9F\x98\x80"),  // 😀, 4 bytes
-           std::string_view("\xED\x9F\xBF"),      // U+D7FF, just below the surrogates
-           std::string_view("\xEE\x80\x80"),      // U+E000, just above them
-           std::string_view("\xF4\x8F\xBF\xBF"),  // U+10FFFF, the last code point
-       }) {
-    EXPECT_TRUE(IsValidUtf8(ok)) << ::testing::PrintToString(std::string(ok));
-  }
-}
-
-TEST(Utf8, IsValidUtf8RefusesMalformedText) {
-  for (std::string_view bad : {
-           std::string_view("\x80"),              // continuation byte with no lead
-           std::string_view("a\xC3"),             // truncated 2-byte sequence
-           std::string_view("\xC3("),             // lead byte, then no continuation
-           std::string_view("\xE2\x82"),          // truncated 3-byte sequence
-           std::string_view("\xE2(\xA1"),         // bad second byte
-           std::string_view("\xF0\x9F\x98x"),     // bad fourth byte
-           std::string_view("\xC0\xAF"),          // overlong '/'
-           std::string_view("\xC1\xBF"),          // overlong
-           std::string_view("\xE0\x80\xAF"),      // overlong '/' in 3 bytes
-           std::string_view("\xF0\x80\x80\xAF"),  // overlong '/' in 4 bytes
-           std::string_view("\xED\xA0\x80"),      // U+D800, a surrogate
-           std::string_view("\xED\xBF\xBF"),      // U+DFFF, a surrogate
-           std::string_view("\xF4\x90\x80\x80"),  // U+110000, past the last code point
-           std::string_view("\xF5\x80\x80\x80"),  // lead byte past U+10FFFF
-           std::string_view("\xFF"), std::string_view("\xFE"),
-           std::string_view("caf\xE9"),  // Latin-1 é
-       }) {
-    EXPECT_FALSE(IsValidUtf8(bad)) << ::testing::PrintToString(std::string(bad));
-  }
-}
-
-TEST(Utf8, TruncateUtf8NeverSplitsACharacter) {
-  EXPECT_EQ(TruncateUtf8("abc", 10), "abc");
-  EXPECT_EQ(TruncateUtf8("abc", 3), "abc");
-  EXPECT_EQ(TruncateUtf8("abc", 2), "ab");
-  EXPECT_EQ(TruncateUtf8("abc", 0), "");
-  EXPECT_EQ(TruncateUtf8("", 5), "");
-  // A 2-byte character split by the limit is dropped whole.
-  EXPECT_EQ(TruncateUtf8("a\xC3\xA9", 2), "a");
-  EXPECT_EQ(TruncateUtf8("a\xC3\xA9", 3), "a\xC3\xA9");
-  // A 4-byte character: all or nothing.
-  const std::string emoji = "x\xF0\x9F\x98\x80y";
-  EXPECT_EQ(TruncateUtf8(emoji, 1), "x");
-  EXPECT_EQ(TruncateUtf8(emoji, 2), "x");
-  EXPECT_EQ(TruncateUtf8(emoji, 4), "x");
-  EXPECT_EQ(TruncateUtf8(emoji, 5), "x\xF0\x9F\x98\x80");
-  EXPECT_EQ(TruncateUtf8(emoji, 6), emoji);
-}
-
-TEST(Utf8, TruncateUtf8ReplacesEachInvalidByteWithAQuestionMark) {
-  EXPECT_EQ(TruncateUtf8("a\xC3(b", 10), "a?(b");  // invalid continuation byte
-  EXPECT_EQ(TruncateUtf8("a\xC3(b", 2), "a?");
-  EXPECT_EQ(TruncateUtf8("\x80\x80", 10), "??");            // stray continuation bytes
-  EXPECT_EQ(TruncateUtf8("\xC0\xAF", 10), "??");            // overlong
-  EXPECT_EQ(TruncateUtf8("\xED\xA0\x80", 10), "???");       // surrogate
-  EXPECT_EQ(TruncateUtf8("\xF4\x90\x80\x80", 10), "????");  // past U+10FFFF
-  EXPECT_EQ(TruncateUtf8("ab\xE2\x82", 10), "ab??");        // truncated at the end
-  EXPECT_EQ(TruncateUtf8("caf\xE9 \xC3\xA9t\xC3\xA9", 100), "caf? \xC3\xA9t\xC3\xA9");
-  // Replacement first, then the cut: "?" counts one byte like the byte it replaces.
-  EXPECT_EQ(TruncateUtf8("\xFF\xC3\xA9", 2), "?");
-  EXPECT_EQ(TruncateUtf8("\xFF\xC3\xA9", 3), "?\xC3\xA9");
-  for (std::string_view s : {"\xC0\xAFxyz", "x\xF0\x9F\x98", "\xED\xA0\x80\xE2\x82\xAC"}) {
-    for (size_t n = 0; n <= s.size() + 1; ++n) {
-      const std::string t = TruncateUtf8(s, n);
-      EXPECT_TRUE(IsValidUtf8(t)) << ::testing::PrintToString(t);
-      EXPECT_LE(t.size(), n);
-    }
-  }
 }
 
 // ==========================================================================================
@@ -1236,7 +1157,7 @@ TEST(Validate, EveryWireStringMustBeUtf8) {
   s.command = {"x", std::string(79, 'a') + "\xC3\xA9\xFF"};
   const absl::Status st = Validate(s);
   EXPECT_FALSE(st.ok());
-  EXPECT_TRUE(IsValidUtf8(Msg(st))) << st;
+  EXPECT_TRUE(text::IsValidUtf8(Msg(st))) << st;
   EXPECT_THAT(Msg(st), HasSubstr("'" + std::string(79, 'a') + "...': is not valid UTF-8"));
 
   // Non-ASCII text that is valid UTF-8 travels fine.
@@ -1469,20 +1390,4 @@ TEST(CalibrationSpec, RefusesZeroSamplesAndLongNamesStayValid) {
 }
 
 }  // namespace
-}  // namespace idlepool::spec
-
-namespace idlepool::spec {
-TEST(Utf8, PrintableTextKeepsTextAndReplacesControls) {
-  EXPECT_TRUE(IsPrintableUtf8("laptop-1 ünïcode ✓"));
-  EXPECT_FALSE(IsPrintableUtf8("w3\x1b]0;PWNED\a"));
-  EXPECT_FALSE(IsPrintableUtf8("a\nb"));
-  EXPECT_FALSE(IsPrintableUtf8("\xC2\x9B" "31m"));  // C1 CSI
-  EXPECT_FALSE(IsPrintableUtf8("\x7F"));
-  EXPECT_FALSE(IsPrintableUtf8("\xFF"));
-  EXPECT_EQ(PrintableText("laptop ✓"), "laptop ✓");
-  EXPECT_EQ(PrintableText("w3\x1b]0;PWNED\a\x1b[2J"), "w3?]0;PWNED??[2J");
-  EXPECT_EQ(PrintableText("\xC2\x9B" "31mred\xFF"), "?31mred?");
-  EXPECT_EQ(PrintableText("line 1\n\tline 2\r\n", /*keep_newlines=*/true), "line 1\n line 2?\n");
-  EXPECT_EQ(PrintableText("line 1\nline 2"), "line 1?line 2");
-}
 }  // namespace idlepool::spec

@@ -6,9 +6,9 @@
 #include <string>
 #include <string_view>
 
-#include "spec/spec.h"
+#include "text/utf8.h"
 
-namespace idlepool::spec {
+namespace idlepool::text {
 namespace {
 
 bool Continuation(unsigned char c) { return (c & 0xC0) == 0x80; }
@@ -120,4 +120,12 @@ std::string PrintableText(std::string_view s, bool keep_newlines) {
   return out;
 }
 
-}  // namespace idlepool::spec
+std::string TailUtf8(std::string_view s, size_t max_bytes) {
+  size_t start = s.size() > max_bytes ? s.size() - max_bytes : 0;
+  while (start > 0 && start < s.size() && Continuation(static_cast<unsigned char>(s[start]))) {
+    ++start;
+  }
+  return TruncateUtf8(s.substr(start), max_bytes);
+}
+
+}  // namespace idlepool::text

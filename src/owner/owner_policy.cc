@@ -1,4 +1,4 @@
-#include "worker/owner_policy.h"
+#include "owner/owner_policy.h"
 
 #include <cstdio>
 #include <sstream>

@@ -1,9 +1,9 @@
-#include "worker/gpu_policy.h"
+#include "owner/gpu_policy.h"
 
 #include <algorithm>
 #include <cstdio>
 
-#include "worker/owner_policy.h"
+#include "owner/owner_policy.h"
 
 namespace idlepool::worker {
 

@@ -24,7 +24,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
-#include "worker/owner_policy.h"
+#include "owner/owner_policy.h"
 
 namespace idlepool::worker {
 

@@ -1,4 +1,4 @@
-#include "worker/owner_policy_config.h"
+#include "owner/owner_policy_config.h"
 
 #include <toml++/toml.h>
 

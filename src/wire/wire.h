@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/scheduler.h"
 #include "core/types.h"
 #include "idlepool.pb.h"
 #include "spec/spec.h"
@@ -32,5 +33,12 @@ inline constexpr uint64_t kMaxGpuMemoryMb = uint64_t{1} << 24;  // 16 TiB
 std::string GpusProblem(const google::protobuf::RepeatedPtrField<v1::GpuDevice>& gpus);
 std::vector<core::GpuDevice> GpusFromProto(
     const google::protobuf::RepeatedPtrField<v1::GpuDevice>& gpus);
+
+// The kill of `attempt` for `reason`: the typed code and a text for people.
+v1::Kill ToKill(uint64_t attempt, core::KillReason reason);
+// Whether a worker keeps an attempt's finished outputs (and delivers its report) when killed for
+// `code`: only for a stale kill, which a late success may still overturn (docs/design.md).
+// KILL_REASON_UNSPECIFIED (a coordinator before the code existed) counts as stale.
+bool KeepsFinishedOutputs(v1::KillReason code);
 
 }  // namespace idlepool::wire

@@ -1,4 +1,4 @@
-#include "coordinator/wire.h"
+#include "wire/wire.h"
 
 #include <set>
 
@@ -126,6 +126,38 @@ spec::TaskParams FromProto(const v1::TaskParams& p) {
   t.chunk.step = p.frame_step();
   t.item = p.item();
   return t;
+}
+
+v1::Kill ToKill(uint64_t attempt, core::KillReason reason) {
+  v1::Kill k;
+  k.set_attempt(attempt);
+  switch (reason) {
+    case core::KillReason::kCancelled:
+      k.set_code(v1::KILL_REASON_CANCELLED);
+      k.set_reason("cancelled");
+      break;
+    case core::KillReason::kTimedOut:
+      k.set_code(v1::KILL_REASON_TIMED_OUT);
+      k.set_reason("timed out");
+      break;
+    case core::KillReason::kSuperseded:
+      k.set_code(v1::KILL_REASON_SUPERSEDED);
+      k.set_reason("superseded: another attempt of the task succeeded");
+      break;
+    case core::KillReason::kObsolete:
+      k.set_code(v1::KILL_REASON_OBSOLETE);
+      k.set_reason("obsolete: its result can no longer be used");
+      break;
+    case core::KillReason::kStale:
+      k.set_code(v1::KILL_REASON_STALE);
+      k.set_reason("stale attempt");
+      break;
+  }
+  return k;
+}
+
+bool KeepsFinishedOutputs(v1::KillReason code) {
+  return code == v1::KILL_REASON_STALE || code == v1::KILL_REASON_UNSPECIFIED;
 }
 
 }  // namespace idlepool::wire

@@ -38,7 +38,7 @@
 #include <string>
 #include <vector>
 
-#include "worker/gpu_policy.h"
+#include "owner/gpu_policy.h"
 
 namespace idlepool::worker {
 
