@@ -2,7 +2,7 @@
 # A task that checkpoints: counts to N, one step per DELAY seconds, and keeps its step in
 # $IDLEPOOL_CHECKPOINT_DIR/step. Restarted on another machine, it resumes from there.
 #
-# The checkpoint protocol (README, "Checkpoints"):
+# The checkpoint protocol (docs/guide/lending.md, "Checkpoints: the protocol for task authors"):
 #   - read your state from $IDLEPOOL_CHECKPOINT_DIR when you start (idlepool restored the
 #     task's latest checkpoint there, from whichever worker saved it);
 #   - replace files atomically (write a temporary file, then rename it over the old one): the

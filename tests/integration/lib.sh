@@ -7,7 +7,7 @@ PIDS=()
 cleanup() {
   local rc=$?
   for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  # A worker killed with SIGKILL leaves its tasks running (by design: see README Limits); the
+  # A worker killed with SIGKILL leaves its tasks running (by design: see docs/limits.md); the
   # test's tasks run in dirs under $T, so every process working there goes too, pass or fail.
   local proc cwd
   for proc in /proc/[0-9]*; do
