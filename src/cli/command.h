@@ -1,0 +1,65 @@
+// The subcommands of `idlepool`: each Add*Command registers one subcommand (its options and
+// help) on the app and returns how to run it; main parses the command line once and runs the
+// subcommand that was given. A runner owns its parsed options (captured); `common` (the
+// coordinator address, the token, logging) is main's and outlives every runner.
+//
+// Exit codes of every runner: 0 success, 1 a failure (a job failed, the coordinator is
+// unreachable...), 2 bad input (the command line, a job spec, a policy file).
+// Single-threaded: main builds, parses and runs on its own thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "CLI/CLI.hpp"
+#include "absl/status/status.h"
+#include "cli/client.h"
+
+namespace idlepool::cli {
+
+// What every client subcommand shares; filled from the environment, then the command line.
+struct Common {
+  std::string coordinator;  // host:port (IDLEPOOL_COORDINATOR, --coordinator)
+  std::string token;        // the pool secret (IDLEPOOL_TOKEN, --token, --token-file)
+  std::string token_file;   // read into `token` after parsing, when given
+  std::string log_level = "info";
+  std::string log_format = "text";
+};
+
+struct Command {
+  CLI::App* sub = nullptr;    // the registered subcommand (true once it was given)
+  std::function<int()> run;   // runs it after parsing; returns the exit code
+};
+
+// --coordinator, --token, --token-file on `sub`, stored in `common`.
+void AddClientOptions(CLI::App* sub, Common& common);
+// False, after saying how to give one, when `common` has no token.
+[[nodiscard]] bool NeedToken(const Common& common);
+PoolClient MakeClient(const Common& common);
+
+// Prints the error; returns 2 for kInvalidArgument (bad input), else 1.
+int Fail(const absl::Status& st);
+// Prints the error of a job spec or policy file; returns 2.
+int BadSpec(const absl::Status& st);
+std::string Plural(uint64_t n, const char* word);  // "1 task", "3 tasks"
+std::string EnvOr(const char* name, const std::string& fallback);
+
+// In the order `idlepool --help` lists them.
+Command AddCoordinatorCommand(CLI::App& app, Common& common);  // coordinator_command.cc
+Command AddWorkerCommand(CLI::App& app, Common& common);       // worker_command.cc
+Command AddSubmitCommand(CLI::App& app, Common& common);       // job_commands.cc
+Command AddStatusCommand(CLI::App& app, Common& common);       // job_commands.cc
+Command AddWaitCommand(CLI::App& app, Common& common);         // job_commands.cc
+Command AddFetchCommand(CLI::App& app, Common& common);        // job_commands.cc
+Command AddWorkersCommand(CLI::App& app, Common& common);      // workers_command.cc
+Command AddCancelCommand(CLI::App& app, Common& common);       // job_commands.cc
+Command AddFramesCommand(CLI::App& app);                       // job_commands.cc
+Command AddProfileCommand(CLI::App& app, Common& common);      // analysis_commands.cc
+Command AddReportCommand(CLI::App& app, Common& common);       // analysis_commands.cc
+Command AddTimelineCommand(CLI::App& app, Common& common);     // analysis_commands.cc
+Command AddRunCommand(CLI::App& app);                          // run_command.cc
+Command AddPlanCommand(CLI::App& app, Common& common);         // analysis_commands.cc
+Command AddSimCommand(CLI::App& app);                          // analysis_commands.cc
+
+}  // namespace idlepool::cli

@@ -1,0 +1,157 @@
+// `idlepool run`: a job on this machine, with an in-process coordinator and N local workers.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "cli/command.h"
+#include "cli/job_print.h"
+#include "cli/progress.h"
+#include "coordinator/coordinator.h"
+#include "platform/process.h"
+#include "platform/random.h"
+#include "spdlog/spdlog.h"
+#include "spec/spec.h"
+#include "worker/worker.h"
+
+namespace idlepool::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct RunFlags {
+  std::string job_file, out_dir, data_dir, http;
+  uint32_t local_workers = 2;
+  bool json = false;
+  bool temp_dir = false;  // data_dir was made here and is removed at the end
+};
+
+// The local pool: a coordinator and its workers, each on its own thread.
+struct LocalPool {
+  std::unique_ptr<coordinator::Coordinator> coordinator;
+  std::vector<std::unique_ptr<worker::Worker>> workers;
+  std::vector<std::thread> threads;
+  std::string address;
+};
+
+worker::Options LocalWorker(const RunFlags& f, const coordinator::Coordinator& c, uint32_t i) {
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  worker::Options o;
+  o.coordinator = absl::StrCat("127.0.0.1:", c.port());
+  o.token = c.token();
+  o.name = absl::StrCat("local-", i + 1);
+  o.slots = std::max(1u, cores / f.local_workers);
+  o.work_dir = absl::StrCat(f.data_dir, "/worker-", i + 1);
+  // Your own job on your own machine: your typing and the charger do not stop it (the lid,
+  // sleep and heat rules still do); Ctrl-C gives tasks 1 s to save a checkpoint.
+  worker::MakeDedicated(&o.policy);
+  o.policy.on_battery = worker::BatteryAction::kRun;
+  o.policy.vacate_grace_s = 1;
+  o.probe = false;  // a loopback link tells the planner nothing
+  return o;
+}
+
+absl::Status StartPool(const RunFlags& f, LocalPool* pool) {
+  coordinator::Options ro;
+  ro.listen = "127.0.0.1:0";
+  ro.http = f.http;
+  ro.data_dir = f.data_dir + "/coordinator";
+  auto c = coordinator::Coordinator::Start(ro);
+  if (!c.ok()) return c.status();
+  pool->coordinator = *std::move(c);
+  pool->address = absl::StrCat("127.0.0.1:", pool->coordinator->port());
+  if (pool->coordinator->http_port() != 0) {
+    std::fprintf(stderr, "idlepool: dashboard at http://%s:%d/login?token=%s\n",
+                 pool->coordinator->http_host().c_str(), pool->coordinator->http_port(),
+                 pool->coordinator->token().c_str());
+  }
+  for (uint32_t i = 0; i < f.local_workers; ++i) {
+    pool->workers.push_back(
+        std::make_unique<worker::Worker>(LocalWorker(f, *pool->coordinator, i)));
+    pool->threads.emplace_back([w = pool->workers.back().get()] { (void)w->Run(); });
+  }
+  return absl::OkStatus();
+}
+
+void RemoveDataDir(const RunFlags& f) {
+  if (!f.temp_dir) return;
+  std::error_code ec;
+  fs::remove_all(f.data_dir, ec);
+}
+
+// Submits, waits with progress, fetches; the exit code.
+int SubmitWaitFetch(const RunFlags& f, const spec::JobSpec& spec, LocalPool& pool) {
+  PoolClient client(pool.address, pool.coordinator->token());
+  auto reply = client.Submit(spec, fs::absolute(f.job_file).string());
+  if (!reply.ok()) return Fail(reply.status());
+  Progress progress(f.json, &client);
+  auto s = client.Wait(reply->job(), [&](const auto& st) { progress.Update(st); },
+                       progress.every());
+  if (!s.ok()) return Fail(s.status());
+  auto files = client.Fetch(reply->job(), f.out_dir);
+  if (!files.ok()) return Fail(files.status());
+  if (f.json) {
+    std::printf("%s\n", RunSummary(*s, *files, f.out_dir).dump().c_str());
+  } else {
+    PrintJob(*s);
+    std::printf("  %s in %s\n", Plural(files->size(), "output file").c_str(), f.out_dir.c_str());
+  }
+  return s->state() == "succeeded" ? 0 : 1;
+}
+
+int Run(RunFlags& f, CLI::App& app) {
+  platform::BlockTerminationSignals();
+  auto spec = spec::ParseJobFile(f.job_file);
+  if (!spec.ok()) return BadSpec(spec.status());
+  f.temp_dir = f.data_dir.empty();
+  if (f.temp_dir) {
+    f.data_dir =
+        (fs::temp_directory_path() / ("idlepool-run-" + platform::RandomHex(6))).string();
+  }
+  // The embedded pool is an implementation detail of `run`: only warnings unless asked.
+  if (app.get_option("--log-level")->count() == 0) spdlog::set_level(spdlog::level::warn);
+  LocalPool pool;
+  if (auto st = StartPool(f, &pool); !st.ok()) return Fail(st);
+  // Ctrl-C / SIGTERM: the tasks run in their own process groups, so they would outlive us;
+  // vacate the workers (which kills them), stop the pool and clean up before exiting.
+  std::thread([&] {
+    int sig = platform::WaitForTerminationSignal();
+    RestoreTerminal();  // a progress bar may have hidden the cursor
+    std::fprintf(stderr, "\nidlepool: signal %d: stopping the local pool\n", sig);
+    for (auto& w : pool.workers) w->Stop();
+    pool.coordinator->Shutdown();
+    RemoveDataDir(f);
+    std::_Exit(130);
+  }).detach();
+  const int rc = SubmitWaitFetch(f, *spec, pool);
+  for (auto& w : pool.workers) w->Stop();
+  for (auto& t : pool.threads) t.join();
+  pool.coordinator->Shutdown();
+  RemoveDataDir(f);
+  return rc;
+}
+
+}  // namespace
+
+Command AddRunCommand(CLI::App& app) {
+  auto f = std::make_shared<RunFlags>();
+  auto* run = app.add_subcommand(
+      "run", "run a job on this machine: coordinator and N workers in one process");
+  run->add_option("JOB", f->job_file, "job spec (TOML)")->required();
+  run->add_option("--local-workers", f->local_workers, "number of local workers")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 256u));
+  run->add_option("--out", f->out_dir, "directory for the outputs")->required();
+  run->add_option("--data-dir", f->data_dir, "keep the pool state here (default: temporary)");
+  run->add_flag("--json", f->json, "print one final JSON object");
+  run->add_option("--http", f->http,
+                  "serve the dashboard of the local pool at HOST:PORT or PORT (default: none)");
+  return {run, [f, &app] { return Run(*f, app); }};
+}
+
+}  // namespace idlepool::cli

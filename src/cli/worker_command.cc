@@ -1,0 +1,219 @@
+// `idlepool worker`: lends this machine to a pool until SIGTERM or Ctrl-C (which vacate).
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "absl/strings/str_join.h"
+#include "cli/command.h"
+#include "cli/resources_command.h"
+#include "core/defaults.h"
+#include "owner/owner_policy_config.h"
+#include "platform/gpu.h"
+#include "platform/process.h"
+#include "spdlog/spdlog.h"
+#include "text/host_port.h"
+#include "text/units.h"
+#include "text/utf8.h"
+#include "worker/worker.h"
+
+namespace idlepool::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct WorkerFlags {
+  worker::Options options;
+  int64_t heartbeat_ms = core::kDefaultHeartbeat.count();
+  CLI::Option* heartbeat_opt = nullptr;
+  std::string config, gpus = "all", min_free_disk, cache_size, probe_interval = "10m";
+  bool print_default_config = false, dedicated = false, normal_priority = false;
+  bool opencl_cpu = false, print_resources = false, resources_json = false;
+  bool no_peer = false, no_probe = false, no_calibrate = false;
+};
+
+void AddOwnerFlags(CLI::App* work, WorkerFlags& f) {
+  work->add_option("--config", f.config,
+                   "owner policy file (TOML, table [owner]; see --print-default-config)");
+  work->add_flag("--print-default-config", f.print_default_config,
+                 "print the default owner policy, with comments, and exit");
+  work->add_option("--sensors-dir", f.options.sensors_dir,
+                   "read the owner's sensors from one-value files in DIR instead of the "
+                   "machine's (idle_seconds, on_ac_power, battery_percent, temperature_c, "
+                   "lid_closed, owner_cpu_load, sleep_imminent)");
+  work->add_flag("--dedicated", f.dedicated,
+                 "a machine lent full time: neither owner input nor other load waits for or "
+                 "suspends work (start_idle_minutes = 0, max_owner_cpu_load = 1); battery, lid, "
+                 "sleep, heat and window rules still hold");
+  work->add_flag("--normal-priority", f.normal_priority,
+                 "run tasks at normal CPU and I/O priority (default: SCHED_IDLE, nice 19, idle "
+                 "I/O)");
+}
+
+void AddResourceFlags(CLI::App* work, WorkerFlags& f) {
+  work->add_option("--name", f.options.name,
+                   "worker name, unique in the pool (default: host name)");
+  work->add_option("--memory-mb", f.options.memory_mb, "memory offered (default: not stated)");
+  work->add_option("--gpus", f.gpus,
+                   "GPUs to offer: all, none, or indexes as --print-resources numbers them "
+                   "(0,2)")
+      ->capture_default_str();
+  work->add_flag("--opencl-cpu", f.opencl_cpu,
+                 "also offer CPU-type OpenCL devices (PoCL) as GPUs: for tests and CI, since a "
+                 "CPU is not a GPU (also IDLEPOOL_OPENCL_CPU=1)");
+  work->add_flag("--print-resources", f.print_resources,
+                 "print the cores, memory, slots and GPUs this worker would offer, and what each "
+                 "GPU backend (NVML, OpenCL, ROCm SMI, Metal) said, then exit");
+  work->add_flag("--json", f.resources_json, "with --print-resources: print JSON");
+  work->add_option("--min-free-disk", f.min_free_disk,
+                   "take no work while less than this is free under --work-dir: bytes, or "
+                   "256M, 1G (default: 256M)");
+  work->add_option("--cache-size", f.cache_size,
+                   "cap of the blob cache in WORK_DIR/cache: bytes, or 512M, 10G, 1.5GiB "
+                   "(default: 10G)");
+}
+
+void AddNetworkFlags(CLI::App* work, WorkerFlags& f) {
+  work->add_option("--peer-listen", f.options.peer_listen,
+                   "where to serve cached blobs to the pool's other workers, HOST:PORT "
+                   "(0.0.0.0 = every interface; port 0 = a free one)")
+      ->capture_default_str();
+  work->add_flag("--no-peer", f.no_peer,
+                 "neither serve blobs to peers nor fetch from them: every input comes from the "
+                 "coordinator");
+  work->add_option("--probe-interval", f.probe_interval,
+                   "measure the link to the coordinator again this often: 30s, 10m, 1h; 0 = only "
+                   "on join")
+      ->capture_default_str();
+  work->add_flag("--no-probe", f.no_probe,
+                 "never measure the link (the planner then assumes a default link)");
+  work->add_flag("--no-calibrate", f.no_calibrate, "skip the CPU calibration at start");
+  f.heartbeat_opt = work->add_option("--heartbeat-ms", f.heartbeat_ms,
+                                     "heartbeat interval (default: the coordinator's)")
+                        ->check(CLI::Range(int64_t{10}, int64_t{600'000}));
+}
+
+// Prints "idlepool worker: FLAG: why" and returns 2 (bad input).
+int BadFlag(const std::string& flag, const absl::Status& st) {
+  std::fprintf(stderr, "idlepool worker: %s: %s\n", flag.c_str(),
+               std::string(st.message()).c_str());
+  return 2;
+}
+
+// GPUs are discovered before anything else, so --print-resources needs no work dir or token.
+// Returns an exit code when the command ends here.
+std::optional<int> DiscoverGpus(WorkerFlags& f) {
+  auto selection = platform::ParseGpuSelection(f.gpus);
+  if (!selection.ok()) {
+    std::fprintf(stderr, "idlepool worker: %s\n",
+                 std::string(selection.status().message()).c_str());
+    return 2;
+  }
+  platform::GpuDiscoveryOptions gopts;
+  gopts.opencl_cpu = f.opencl_cpu;
+  gopts.selection = *selection;
+  f.options.gpus = platform::GpuInventory::Discover(gopts);
+  const platform::GpuInventory& gpus = *f.options.gpus;
+  if (f.print_resources) {
+    return PrintResources(gpus, {f.options.slots, f.options.memory_mb, f.resources_json});
+  }
+  for (const auto& b : gpus.backends()) spdlog::info("gpu discovery: {}: {}", b.backend, b.message);
+  for (uint32_t m : gpus.missing()) {
+    spdlog::warn("--gpus: there is no GPU {} ({} found); not offered", m,
+                 gpus.discovered().size());
+  }
+  for (const auto& g : gpus.offered()) {
+    spdlog::info("offering gpu {}: {} {}, {} MiB, apis {}", g.index, g.vendor, g.name,
+                 g.memory_mb, absl::StrJoin(g.apis, ","));
+  }
+  return std::nullopt;
+}
+
+// The flags that need parsing or checking, into f.options; 0, or the exit code (2).
+int CheckFlags(WorkerFlags& f) {
+  worker::Options& o = f.options;
+  if (o.work_dir.empty()) {
+    std::fprintf(stderr, "idlepool worker: --work-dir is required\n");
+    return 2;
+  }
+  if (!f.min_free_disk.empty()) {
+    auto bytes = text::ParseByteSize(f.min_free_disk);
+    if (!bytes.ok()) return BadFlag("--min-free-disk", bytes.status());
+    o.min_free_disk_bytes = *bytes;
+  }
+  // HOST:PORT (or [v6]:PORT), port 0..65535: refused here with exit 2, not by gRPC later.
+  if (auto hp = text::SplitHostPort(o.peer_listen); !hp.ok()) {
+    return BadFlag("--peer-listen", hp.status());
+  }
+  if (!f.cache_size.empty()) {
+    auto bytes = text::ParseByteSize(f.cache_size);
+    if (!bytes.ok()) return BadFlag("--cache-size", bytes.status());
+    o.cache_bytes = *bytes;
+  }
+  if (!f.config.empty()) {
+    auto policy = worker::LoadPolicyConfig(f.config);
+    if (!policy.ok()) return BadSpec(policy.status());  // missing, too large or wrong: exit 2
+    o.policy = *policy;
+  }
+  if (f.dedicated) worker::MakeDedicated(&o.policy);
+  if (!o.sensors_dir.empty() && !fs::is_directory(o.sensors_dir)) {
+    std::fprintf(stderr, "idlepool worker: --sensors-dir %s is not a directory\n",
+                 o.sensors_dir.c_str());
+    return 2;
+  }
+  auto every = text::ParseDuration(f.probe_interval);
+  if (!every.ok()) return BadFlag("--probe-interval", every.status());
+  o.probe_interval = *every;
+  o.low_priority = !f.normal_priority;
+  o.peers = !f.no_peer;
+  o.probe = !f.no_probe;
+  o.calibrate = !f.no_calibrate;
+  if (f.heartbeat_opt->count() > 0) o.heartbeat = core::Millis(f.heartbeat_ms);
+  return 0;
+}
+
+int RunWorker(WorkerFlags& f, const Common& common) {
+  if (f.print_default_config) {
+    std::printf("%s", worker::DefaultConfigToml().c_str());
+    return 0;
+  }
+  if (!f.options.name.empty() && !text::IsPrintableUtf8(f.options.name)) {
+    std::fprintf(stderr, "idlepool worker: --name must be printable UTF-8 (no control "
+                         "characters)\n");
+    return 2;
+  }
+  if (auto rc = DiscoverGpus(f)) return *rc;
+  if (int rc = CheckFlags(f); rc != 0) return rc;
+  if (!NeedToken(common)) return 2;
+  platform::BlockTerminationSignals();
+  f.options.coordinator = common.coordinator;
+  f.options.token = common.token;
+  worker::Worker w(f.options);
+  std::thread waiter([&] {
+    platform::WaitForTerminationSignal();
+    w.Stop();
+  });
+  waiter.detach();
+  absl::Status st = w.Run();
+  if (!st.ok()) return Fail(st);
+  return 0;
+}
+
+}  // namespace
+
+Command AddWorkerCommand(CLI::App& app, Common& common) {
+  auto f = std::make_shared<WorkerFlags>();
+  auto* work = app.add_subcommand("worker", "lend this machine to a pool");
+  AddClientOptions(work, common);
+  work->add_option("--slots", f->options.slots, "CPU slots offered (default: number of cores)");
+  work->add_option("--work-dir", f->options.work_dir,
+                   "task dirs, logs and the blob cache (required)");
+  AddOwnerFlags(work, *f);
+  AddResourceFlags(work, *f);
+  AddNetworkFlags(work, *f);
+  return {work, [f, &common] { return RunWorker(*f, common); }};
+}
+
+}  // namespace idlepool::cli
