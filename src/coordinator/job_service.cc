@@ -98,6 +98,34 @@ void AddFailedTasks(store::Store& store, core::JobId id, v1::JobStatus* out) {
   }
 }
 
+// One succeeded attempt of a profile (GetProfile).
+void AddProfileSample(const store::AttemptRecord& a, v1::ProfileReply* reply) {
+  v1::ProfileSample* p = reply->add_samples();
+  p->set_worker(a.worker);
+  p->set_job(a.task.job);
+  p->set_task(a.task.index);
+  p->set_attempt(a.attempt);
+  p->set_stage_ms(a.timing.stage_ms);
+  p->set_run_ms(a.timing.run_ms);
+  p->set_upload_ms(a.timing.upload_ms);
+  p->set_resumed(a.timing.resumed);
+  p->set_wall_ms(static_cast<uint64_t>(std::max<int64_t>(a.ended_ms - a.started_ms, 0)));
+  p->set_ended_ms(a.ended_ms);
+  ToProto(a.transfer, p->mutable_transfer());
+}
+
+// One job the samples of a profile come from (GetProfile).
+void AddProfileJob(core::JobId id, const store::JobRecord& rec, v1::ProfileReply* reply) {
+  v1::ProfileJob* j = reply->add_jobs();
+  j->set_job(id);
+  j->set_name(rec.name);
+  j->set_state(core::ToString(rec.state));
+  j->set_tasks(rec.sched.task_count);
+  j->set_input_bytes(rec.input_bytes);
+  j->set_input_files(rec.input_files);
+  j->set_profile_key(rec.profile_key);
+}
+
 }  // namespace
 
 grpc::Status JobService::CheckInputs(const v1::JobSpec& proto) {
@@ -369,31 +397,13 @@ grpc::Status JobService::GetProfile(grpc::ServerContext* ctx, const v1::ProfileR
   auto attempts = d_.store.ListSucceededAttempts(q);
   if (!attempts.ok()) return wire::ToGrpc(attempts.status());
   for (const store::AttemptRecord& a : *attempts) {
-    v1::ProfileSample* p = reply->add_samples();
-    p->set_worker(a.worker);
-    p->set_job(a.task.job);
-    p->set_task(a.task.index);
-    p->set_attempt(a.attempt);
-    p->set_stage_ms(a.timing.stage_ms);
-    p->set_run_ms(a.timing.run_ms);
-    p->set_upload_ms(a.timing.upload_ms);
-    p->set_resumed(a.timing.resumed);
-    p->set_wall_ms(static_cast<uint64_t>(std::max<int64_t>(a.ended_ms - a.started_ms, 0)));
-    p->set_ended_ms(a.ended_ms);
-    ToProto(a.transfer, p->mutable_transfer());
+    AddProfileSample(a, reply);
     job_ids.insert(a.task.job);
   }
   for (core::JobId id : job_ids) {
     auto rec = d_.store.GetJobHeader(id);
     if (!rec.ok()) return wire::ToGrpc(rec.status());
-    v1::ProfileJob* j = reply->add_jobs();
-    j->set_job(id);
-    j->set_name(rec->name);
-    j->set_state(core::ToString(rec->state));
-    j->set_tasks(rec->sched.task_count);
-    j->set_input_bytes(rec->input_bytes);
-    j->set_input_files(rec->input_files);
-    j->set_profile_key(rec->profile_key);
+    AddProfileJob(id, *rec, reply);
   }
   return grpc::Status::OK;
 }
