@@ -1,5 +1,5 @@
 // Content-addressed blobs: SHA-256 hashing, a directory of verified blobs, and streaming them
-// over the Pool service's PutBlob/GetBlob calls in 1 MiB chunks (a blob is never held whole in
+// over the Blobs service's PutBlob/GetBlob calls in 1 MiB chunks (a blob is never held whole in
 // memory). Manifests: manifest.h; partial transfers: partial.h; the server side and store:
 // store.h; resumable client transfers: transfer.h.
 //
@@ -89,13 +89,13 @@ class BlobDir {
 // Client side of the blob calls (see transfer.h for the options and figures): resumable, and
 // retried with backoff on kUnavailable (RetryPolicy's defaults). `token` goes into the call
 // metadata. Regular files only, as HashFile.
-[[nodiscard]] absl::Status UploadFile(idlepool::v1::Pool::Stub* stub, const std::string& token,
+[[nodiscard]] absl::Status UploadFile(idlepool::v1::Blobs::Stub* stub, const std::string& token,
                                       const std::string& path, const FileDigest& digest,
                                       bool follow_symlinks = true);
 // Downloads into `dest` (through DEST.partial, published once verified). `cancelled`, if set,
 // is asked after every chunk; when it says true the download stops with kCancelled and a later
 // call resumes it.
-[[nodiscard]] absl::Status DownloadBlob(idlepool::v1::Pool::Stub* stub, const std::string& token,
+[[nodiscard]] absl::Status DownloadBlob(idlepool::v1::Blobs::Stub* stub, const std::string& token,
                                         const std::string& sha256, uint64_t size,
                                         const std::string& dest,
                                         const std::function<bool()>& cancelled = {});

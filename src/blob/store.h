@@ -1,5 +1,5 @@
 // A directory of verified blobs plus the partial transfers into it, and the server side of the
-// Pool service's blob calls (PutBlob, GetBlob, HasBlobs, GetManifest) so that RPC handlers only
+// Blobs service's blob calls (PutBlob, GetBlob, HasBlobs, GetManifest) so that RPC handlers only
 // adapt streams.
 //
 // Layout under ROOT:

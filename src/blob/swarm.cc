@@ -35,7 +35,7 @@ std::vector<bool> FromBitmap(const std::string& bits, uint32_t chunks) {
 
 class Swarm {
  public:
-  Swarm(v1::Pool::Stub* coordinator, BlobStore& store, const SwarmOptions& options,
+  Swarm(v1::Blobs::Stub* coordinator, BlobStore& store, const SwarmOptions& options,
         const platform::Clock& clock)
       : coord_(coordinator),
         store_(store),
@@ -441,7 +441,7 @@ class Swarm {
     cv_.notify_all();
   }
 
-  v1::Pool::Stub* const coord_;
+  v1::Blobs::Stub* const coord_;
   BlobStore& store_;
   const SwarmOptions& o_;
   const platform::Clock& clock_;
@@ -466,7 +466,7 @@ class Swarm {
 
 }  // namespace
 
-absl::StatusOr<SwarmStats> SwarmDownload(v1::Pool::Stub* coordinator, const std::string& sha256,
+absl::StatusOr<SwarmStats> SwarmDownload(v1::Blobs::Stub* coordinator, const std::string& sha256,
                                          uint64_t size, BlobStore& store,
                                          const SwarmOptions& options) {
   SwarmStats stats;

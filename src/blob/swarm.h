@@ -73,7 +73,7 @@ struct SwarmStats {
 };
 
 // Downloads blob `sha256` of `size` bytes into `store` (see above).
-[[nodiscard]] absl::StatusOr<SwarmStats> SwarmDownload(v1::Pool::Stub* coordinator,
+[[nodiscard]] absl::StatusOr<SwarmStats> SwarmDownload(v1::Blobs::Stub* coordinator,
                                                        const std::string& sha256, uint64_t size,
                                                        BlobStore& store,
                                                        const SwarmOptions& options);

@@ -20,7 +20,7 @@ constexpr std::chrono::seconds kUnaryDeadline{30};
 bool Cancelled(const TransferOptions& o) { return o.cancelled && o.cancelled(); }
 
 // One PutBlob call from the coordinator's resume offset.
-absl::Status UploadOnce(v1::Pool::Stub* stub, const std::string& token, const std::string& path,
+absl::Status UploadOnce(v1::Blobs::Stub* stub, const std::string& token, const std::string& path,
                         const Manifest& m, const TransferOptions& options, TransferStats* stats) {
   uint64_t resume = 0;
   {
@@ -95,7 +95,7 @@ absl::Status UploadOnce(v1::Pool::Stub* stub, const std::string& token, const st
 }
 
 // GetBlob calls for every run of chunks `partial` lacks.
-absl::Status FetchMissing(v1::Pool::Stub* stub, const std::string& token, PartialBlob& partial,
+absl::Status FetchMissing(v1::Blobs::Stub* stub, const std::string& token, PartialBlob& partial,
                           const TransferOptions& options, TransferStats* stats) {
   const Manifest& m = partial.manifest();
   std::string buf;
@@ -157,7 +157,7 @@ absl::Status FetchMissing(v1::Pool::Stub* stub, const std::string& token, Partia
   return absl::OkStatus();
 }
 
-absl::StatusOr<Manifest> ManifestFor(v1::Pool::Stub* stub, const std::string& token,
+absl::StatusOr<Manifest> ManifestFor(v1::Blobs::Stub* stub, const std::string& token,
                                      const std::string& sha256, uint64_t size) {
   absl::StatusOr<Manifest> m = FetchManifest(stub, token, sha256);
   if (!m.ok()) return m.status();
@@ -187,7 +187,7 @@ absl::Status RetryUnavailable(const RetryPolicy& policy, const std::function<boo
   }
 }
 
-absl::StatusOr<Manifest> FetchManifest(v1::Pool::Stub* stub, const std::string& token,
+absl::StatusOr<Manifest> FetchManifest(v1::Blobs::Stub* stub, const std::string& token,
                                        const std::string& sha256) {
   grpc::ClientContext ctx;
   ctx.AddMetadata(kTokenKey, token);
@@ -209,7 +209,7 @@ absl::StatusOr<Manifest> FetchManifest(v1::Pool::Stub* stub, const std::string& 
   return m;
 }
 
-absl::StatusOr<TransferStats> UploadResumable(v1::Pool::Stub* stub, const std::string& token,
+absl::StatusOr<TransferStats> UploadResumable(v1::Blobs::Stub* stub, const std::string& token,
                                               const std::string& path, const FileDigest& digest,
                                               const TransferOptions& options) {
   absl::StatusOr<Manifest> m = ManifestOfFile(path, options.follow_symlinks);
@@ -227,7 +227,7 @@ absl::StatusOr<TransferStats> UploadResumable(v1::Pool::Stub* stub, const std::s
   return stats;
 }
 
-absl::StatusOr<TransferStats> DownloadToFile(v1::Pool::Stub* stub, const std::string& token,
+absl::StatusOr<TransferStats> DownloadToFile(v1::Blobs::Stub* stub, const std::string& token,
                                              const std::string& sha256, uint64_t size,
                                              const std::string& dest,
                                              const TransferOptions& options) {
@@ -248,7 +248,7 @@ absl::StatusOr<TransferStats> DownloadToFile(v1::Pool::Stub* stub, const std::st
   return stats;
 }
 
-absl::StatusOr<TransferStats> DownloadToStore(v1::Pool::Stub* stub, const std::string& token,
+absl::StatusOr<TransferStats> DownloadToStore(v1::Blobs::Stub* stub, const std::string& token,
                                               const std::string& sha256, uint64_t size,
                                               BlobStore& store, const TransferOptions& options) {
   TransferStats stats;
@@ -271,14 +271,14 @@ absl::StatusOr<TransferStats> DownloadToStore(v1::Pool::Stub* stub, const std::s
   return stats;
 }
 
-absl::Status UploadFile(v1::Pool::Stub* stub, const std::string& token, const std::string& path,
+absl::Status UploadFile(v1::Blobs::Stub* stub, const std::string& token, const std::string& path,
                         const FileDigest& digest, bool follow_symlinks) {
   TransferOptions options;
   options.follow_symlinks = follow_symlinks;
   return UploadResumable(stub, token, path, digest, options).status();
 }
 
-absl::Status DownloadBlob(v1::Pool::Stub* stub, const std::string& token,
+absl::Status DownloadBlob(v1::Blobs::Stub* stub, const std::string& token,
                           const std::string& sha256, uint64_t size, const std::string& dest,
                           const std::function<bool()>& cancelled) {
   TransferOptions options;

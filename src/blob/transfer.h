@@ -62,7 +62,7 @@ struct TransferStats {
 // Uploads the regular file at `path`, whose hash and size the caller computed (`digest`; an
 // empty sha256 means "not computed"): nothing when the coordinator has the blob, else from its
 // resume_offset. Reads the file once more to build its manifest.
-[[nodiscard]] absl::StatusOr<TransferStats> UploadResumable(v1::Pool::Stub* stub,
+[[nodiscard]] absl::StatusOr<TransferStats> UploadResumable(v1::Blobs::Stub* stub,
                                                             const std::string& token,
                                                             const std::string& path,
                                                             const FileDigest& digest,
@@ -70,14 +70,14 @@ struct TransferStats {
 
 // Downloads blob `sha256` of `size` bytes into `dest`, through DEST.partial and
 // DEST.partial.manifest (kept on failure: a later call, in this process or another, resumes).
-[[nodiscard]] absl::StatusOr<TransferStats> DownloadToFile(v1::Pool::Stub* stub,
+[[nodiscard]] absl::StatusOr<TransferStats> DownloadToFile(v1::Blobs::Stub* stub,
                                                            const std::string& token,
                                                            const std::string& sha256,
                                                            uint64_t size, const std::string& dest,
                                                            const TransferOptions& options = {});
 
 // Downloads blob `sha256` of `size` bytes into `store` (nothing when it has it already).
-[[nodiscard]] absl::StatusOr<TransferStats> DownloadToStore(v1::Pool::Stub* stub,
+[[nodiscard]] absl::StatusOr<TransferStats> DownloadToStore(v1::Blobs::Stub* stub,
                                                             const std::string& token,
                                                             const std::string& sha256,
                                                             uint64_t size, BlobStore& store,
@@ -85,7 +85,7 @@ struct TransferStats {
 
 // The coordinator's manifest of a complete blob (GetManifest), validated and checked to be
 // `sha256`'s. One call, no retry; a 30 s deadline.
-[[nodiscard]] absl::StatusOr<Manifest> FetchManifest(v1::Pool::Stub* stub,
+[[nodiscard]] absl::StatusOr<Manifest> FetchManifest(v1::Blobs::Stub* stub,
                                                      const std::string& token,
                                                      const std::string& sha256);
 

@@ -26,7 +26,8 @@ PoolClient::PoolClient(const std::string& address, std::string token) : token_(s
   args.SetMaxReceiveMessageSize(128 << 20);
   args.SetMaxSendMessageSize(128 << 20);
   channel_ = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
-  stub_ = v1::Pool::NewStub(channel_);
+  stub_ = v1::Jobs::NewStub(channel_);
+  blobs_ = v1::Blobs::NewStub(channel_);
 }
 
 std::unique_ptr<grpc::ClientContext> PoolClient::Context() const {
@@ -58,13 +59,13 @@ absl::StatusOr<v1::SubmitJobReply> PoolClient::Submit(const spec::JobSpec& spec,
   if (!spec.inputs.empty()) {
     v1::HasBlobsReply present;
     auto ctx = Context();
-    grpc::Status st = stub_->HasBlobs(ctx.get(), has, &present);
+    grpc::Status st = blobs_->HasBlobs(ctx.get(), has, &present);
     if (!st.ok()) return wire::FromGrpc(st, "checking inputs");
     std::set<std::string> uploaded;
     for (size_t i = 0; i < spec.inputs.size(); ++i) {
       bool there = static_cast<int>(i) < present.present_size() && present.present(i);
       if (there || uploaded.count(digests[i].sha256)) continue;
-      auto up = blob::UploadFile(stub_.get(), token_, spec.inputs[i].source, digests[i]);
+      auto up = blob::UploadFile(blobs_.get(), token_, spec.inputs[i].source, digests[i]);
       if (!up.ok()) return up;
       uploaded.insert(digests[i].sha256);
     }
@@ -224,7 +225,7 @@ absl::StatusOr<std::vector<std::string>> PoolClient::Fetch(uint64_t job,
           continue;
         }
       }
-      auto st = blob::DownloadBlob(stub_.get(), token_, f.sha256(), f.size(), dest.string());
+      auto st = blob::DownloadBlob(blobs_.get(), token_, f.sha256(), f.size(), dest.string());
       if (!st.ok()) return st;
       written.push_back(rel);
     }

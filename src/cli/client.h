@@ -1,4 +1,4 @@
-// Client side of the Pool service, as used by the CLI subcommands and `idlepool run`.
+// Client side of the Jobs and Blobs services, as used by the CLI subcommands and `idlepool run`.
 //
 // Thread safety: a PoolClient may be shared between threads (gRPC stubs are thread-safe).
 // Errors: gRPC failures map to absl codes (PERMISSION_DENIED -> kPermissionDenied, UNAVAILABLE
@@ -63,7 +63,8 @@ class PoolClient {
  private:
   std::unique_ptr<grpc::ClientContext> Context() const;
   std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<v1::Pool::Stub> stub_;
+  std::unique_ptr<v1::Jobs::Stub> stub_;     // the clients' calls
+  std::unique_ptr<v1::Blobs::Stub> blobs_;   // inputs up, outputs down
   std::string token_;
 };
 

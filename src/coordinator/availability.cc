@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "coordinator/units.h"
+
 namespace idlepool::coordinator {
 
 double AvailabilitySnapshot::up_fraction() const {
@@ -9,14 +11,14 @@ double AvailabilitySnapshot::up_fraction() const {
   return all > 0 ? static_cast<double>(totals.up_ms) / static_cast<double>(all) : 0.0;
 }
 double AvailabilitySnapshot::mean_up_s() const {
-  return static_cast<double>(totals.up_ms) / std::max<uint32_t>(1, totals.up_periods) / 1000.0;
+  return SecondsOfMs(static_cast<double>(totals.up_ms) / std::max<uint32_t>(1, totals.up_periods));
 }
 double AvailabilitySnapshot::mean_down_s() const {
-  return static_cast<double>(totals.down_ms) / std::max<uint32_t>(1, totals.down_periods) /
-         1000.0;
+  return SecondsOfMs(static_cast<double>(totals.down_ms) /
+                     std::max<uint32_t>(1, totals.down_periods));
 }
 double AvailabilitySnapshot::observed_s() const {
-  return static_cast<double>(totals.up_ms + totals.down_ms) / 1000.0;
+  return SecondsOfMs(static_cast<double>(totals.up_ms + totals.down_ms));
 }
 
 void AvailabilityTracker::Restore(const std::string& worker, const AvailabilityTotals& totals) {

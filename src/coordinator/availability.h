@@ -38,9 +38,9 @@ struct AvailabilitySnapshot {
   int64_t since_ms = 0;       // how long in the current state (0 when not observed)
 
   double up_fraction() const;  // up / (up + down); 0 when nothing observed
-  double mean_up_s() const;    // up_ms / max(1, up_periods) / 1000
-  double mean_down_s() const;  // down_ms / max(1, down_periods) / 1000
-  double observed_s() const;   // (up_ms + down_ms) / 1000
+  double mean_up_s() const;    // up_ms / max(1, up_periods), in seconds
+  double mean_down_s() const;  // down_ms / max(1, down_periods), in seconds
+  double observed_s() const;   // up_ms + down_ms, in seconds
 };
 
 class AvailabilityTracker {

@@ -1,11 +1,13 @@
 #include "coordinator/planner.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "coordinator/units.h"
 #include "plan/job_profile.h"
 #include "plan/pool_model.h"
 
@@ -22,10 +24,11 @@ uint32_t SlotsFor(const core::Resources& capacity, const core::Resources& need) 
   return static_cast<uint32_t>(slots);
 }
 
-absl::StatusOr<v1::Prediction> Predict(const PlanJobFacts& job,
-                                       const std::vector<PlanWorker>& workers,
-                                       const std::vector<store::AttemptRecord>& samples,
-                                       const std::string& basis, int64_t now_wall_ms) {
+namespace {
+
+// The planner's facts of each worker that fits one task of the job.
+std::vector<plan::WorkerFacts> WorkerFactsOf(const PlanJobFacts& job,
+                                             const std::vector<PlanWorker>& workers) {
   std::vector<plan::WorkerFacts> facts;
   for (const PlanWorker& w : workers) {
     const uint32_t slots = SlotsFor(w.capacity, job.resources);
@@ -36,14 +39,15 @@ absl::StatusOr<v1::Prediction> Predict(const PlanJobFacts& job,
     if (w.record) {
       f.cpu_score = w.record->cpu_score;
       if (w.record->link_measured_ms > 0) {
-        f.rtt_s = static_cast<double>(w.record->rtt_us) / 1e6;
+        f.rtt_s =
+            std::chrono::duration<double>(std::chrono::microseconds(w.record->rtt_us)).count();
         f.down_bytes_per_s = static_cast<double>(w.record->down_bytes_per_s);
         f.up_bytes_per_s = static_cast<double>(w.record->up_bytes_per_s);
       }
     }
     if (w.up_ms && w.down_ms) {
-      const double up_s = static_cast<double>(*w.up_ms) / 1000.0;
-      const double down_s = static_cast<double>(*w.down_ms) / 1000.0;
+      const double up_s = SecondsOfMs(static_cast<double>(*w.up_ms));
+      const double down_s = SecondsOfMs(static_cast<double>(*w.down_ms));
       f.up_fraction = (up_s + kChurnPriorUpS) / (up_s + down_s + kChurnPriorUpS);
       f.mean_up_s =
           w.up_periods == 0 ? plan::kNeverEnds : (up_s + kChurnPriorUpS) / (w.up_periods + 1.0);
@@ -51,22 +55,23 @@ absl::StatusOr<v1::Prediction> Predict(const PlanJobFacts& job,
     f.holds_assets = w.holds_assets;
     facts.push_back(std::move(f));
   }
-  if (facts.empty()) {
-    return absl::FailedPreconditionError(
-        "no connected, accepting worker fits one task of this job");
-  }
+  return facts;
+}
 
+// The samples the job's profile is made of: attempts with timings, not resumed.
+std::vector<plan::AttemptSample> ProfileOf(const std::vector<store::AttemptRecord>& samples) {
   std::vector<plan::AttemptSample> profile;
   for (const store::AttemptRecord& a : samples) {
     if (a.timing.resumed) continue;
     if (a.timing.run_ms == 0 && a.timing.stage_ms == 0 && a.timing.upload_ms == 0) continue;
     plan::AttemptSample s;
     s.worker = a.worker;
-    s.wall_s =
-        a.ended_ms > a.started_ms ? static_cast<double>(a.ended_ms - a.started_ms) / 1000.0 : 0.0;
-    s.stage_s = static_cast<double>(a.timing.stage_ms) / 1000.0;
-    s.run_s = static_cast<double>(a.timing.run_ms) / 1000.0;
-    s.upload_s = static_cast<double>(a.timing.upload_ms) / 1000.0;
+    s.wall_s = a.ended_ms > a.started_ms
+                   ? SecondsOfMs(static_cast<double>(a.ended_ms - a.started_ms))
+                   : 0.0;
+    s.stage_s = SecondsOfMs(static_cast<double>(a.timing.stage_ms));
+    s.run_s = SecondsOfMs(static_cast<double>(a.timing.run_ms));
+    s.upload_s = SecondsOfMs(static_cast<double>(a.timing.upload_ms));
     // The coordinator's wall clock and the worker's monotonic clock round apart: a wall time
     // below the worker's own sum is that rounding.
     s.wall_s = std::max(s.wall_s, s.stage_s + s.run_s + s.upload_s);
@@ -74,44 +79,11 @@ absl::StatusOr<v1::Prediction> Predict(const PlanJobFacts& job,
     s.output_bytes = static_cast<double>(a.transfer.output_bytes);
     profile.push_back(std::move(s));
   }
-  if (profile.empty() && !job.task_s) {
-    return absl::FailedPreconditionError(
-        "no succeeded attempt of this job's work to profile it from");
-  }
+  return profile;
+}
 
-  // The coordinator's downlink as concurrent uploads found it, when below the probes' (above).
-  double probe_up = 0;
-  for (const plan::WorkerFacts& f : facts) probe_up = std::max(probe_up, f.up_bytes_per_s);
-  std::vector<store::AttemptRecord> usable;
-  for (const store::AttemptRecord& a : samples) {
-    if (!a.timing.resumed) usable.push_back(a);
-  }
-  const double achieved = ConcurrentUploadRate(usable, probe_up);
-  std::string why = basis;
-  plan::JobFacts jf;
-  jf.tasks = static_cast<int64_t>(job.tasks);
-  jf.dispatch_gap_s = DispatchGapS(usable);
-  if (achieved > 0 && (probe_up <= 0 || achieved < probe_up)) {
-    jf.coordinator_down_bytes_per_s = achieved;
-    why += absl::StrFormat("; coordinator downlink %.2f MB/s (concurrent uploads)", achieved / 1e6);
-  }
-  jf.shared_asset_bytes = job.input_bytes;
-  jf.task_s = job.task_s;
-  jf.output_bytes_per_task = job.output_bytes;
-  plan::Checked<plan::ProfiledModels> models = plan::BuildModels(profile, facts, jf);
-  if (!models.ok()) return absl::InvalidArgumentError(models.error);
-  plan::Checked<plan::Prediction> p = plan::Predict(models.value.pool, models.value.job);
-  if (!p.ok()) return absl::InvalidArgumentError(p.error);
-
-  const plan::Prediction& r = p.value;
-  v1::Prediction out;
-  out.set_basis(why);
-  out.set_samples(static_cast<uint32_t>(profile.size()));
-  out.set_made_ms(now_wall_ms);
-  out.set_tasks(static_cast<uint32_t>(job.tasks));
-  out.set_shared_asset_bytes(models.value.job.shared_asset_bytes);
-  out.set_output_bytes_per_task(models.value.job.output_bytes_per_task);
-  out.set_per_task_overhead_s(models.value.job.per_task_overhead_s);
+// The pool-wide part of a prediction: makespan, terms, verdict, what-ifs.
+void FillPoolPrediction(const plan::Prediction& r, v1::Prediction& out) {
   out.set_single_worker(r.single_worker);
   out.set_single_makespan_s(r.single_makespan_s);
   out.set_makespan_s(r.pool.makespan_s);
@@ -142,15 +114,20 @@ absl::StatusOr<v1::Prediction> Predict(const PlanJobFacts& job,
   what_if("assets cached", r.assets_cached);
   what_if("no churn", r.no_churn);
   if (r.verdict == plan::Verdict::kSubset) what_if("only the subset", r.subset_only);
-  for (size_t i = 0; i < models.value.pool.workers.size(); ++i) {
-    const plan::WorkerModel& wm = models.value.pool.workers[i];
+}
+
+// Each worker's part of a prediction.
+void AddPlannedWorkers(const plan::ProfiledModels& models, const plan::Prediction& r,
+                       const std::vector<plan::WorkerFacts>& facts, v1::Prediction& out) {
+  for (size_t i = 0; i < models.pool.workers.size(); ++i) {
+    const plan::WorkerModel& wm = models.pool.workers[i];
     v1::PlannedWorker* o = out.add_workers();
     o->set_worker(wm.name);
     o->set_slots(static_cast<uint32_t>(wm.slots));
     o->set_task_seconds(wm.task_s);
-    o->set_task_s_source(std::string(plan::TaskTimeSourceName(models.value.sources[i])));
-    o->set_samples(static_cast<uint32_t>(models.value.samples[i]));
-    o->set_rtt_ms(wm.rtt_s * 1000.0);
+    o->set_task_s_source(std::string(plan::TaskTimeSourceName(models.sources[i])));
+    o->set_samples(static_cast<uint32_t>(models.samples[i]));
+    o->set_rtt_ms(MsOfSeconds(wm.rtt_s));
     o->set_down_bytes_per_s(wm.down_bytes_per_s);
     o->set_up_bytes_per_s(wm.up_bytes_per_s);
     o->set_up_fraction(wm.up_fraction.value_or(1.0));
@@ -163,7 +140,60 @@ absl::StatusOr<v1::Prediction> Predict(const PlanJobFacts& job,
       o->set_lost_work_s(r.pool.workers[i].lost_work_s);
     }
   }
-  for (const std::string& a : r.assumed) out.add_assumed(a);
+}
+
+}  // namespace
+
+absl::StatusOr<v1::Prediction> Predict(const PlanJobFacts& job,
+                                       const std::vector<PlanWorker>& workers,
+                                       const std::vector<store::AttemptRecord>& samples,
+                                       const std::string& basis, int64_t now_wall_ms) {
+  const std::vector<plan::WorkerFacts> facts = WorkerFactsOf(job, workers);
+  if (facts.empty()) {
+    return absl::FailedPreconditionError(
+        "no connected, accepting worker fits one task of this job");
+  }
+  const std::vector<plan::AttemptSample> profile = ProfileOf(samples);
+  if (profile.empty() && !job.task_s) {
+    return absl::FailedPreconditionError(
+        "no succeeded attempt of this job's work to profile it from");
+  }
+
+  // The coordinator's downlink as concurrent uploads found it, when below the probes' (above).
+  double probe_up = 0;
+  for (const plan::WorkerFacts& f : facts) probe_up = std::max(probe_up, f.up_bytes_per_s);
+  std::vector<store::AttemptRecord> usable;
+  for (const store::AttemptRecord& a : samples) {
+    if (!a.timing.resumed) usable.push_back(a);
+  }
+  const double achieved = ConcurrentUploadRate(usable, probe_up);
+  std::string why = basis;
+  plan::JobFacts jf;
+  jf.tasks = static_cast<int64_t>(job.tasks);
+  jf.dispatch_gap_s = DispatchGapS(usable);
+  if (achieved > 0 && (probe_up <= 0 || achieved < probe_up)) {
+    jf.coordinator_down_bytes_per_s = achieved;
+    why += absl::StrFormat("; coordinator downlink %.2f MB/s (concurrent uploads)", achieved / 1e6);
+  }
+  jf.shared_asset_bytes = job.input_bytes;
+  jf.task_s = job.task_s;
+  jf.output_bytes_per_task = job.output_bytes;
+  plan::Checked<plan::ProfiledModels> models = plan::BuildModels(profile, facts, jf);
+  if (!models.ok()) return absl::InvalidArgumentError(models.error);
+  plan::Checked<plan::Prediction> p = plan::Predict(models.value.pool, models.value.job);
+  if (!p.ok()) return absl::InvalidArgumentError(p.error);
+
+  v1::Prediction out;
+  out.set_basis(why);
+  out.set_samples(static_cast<uint32_t>(profile.size()));
+  out.set_made_ms(now_wall_ms);
+  out.set_tasks(static_cast<uint32_t>(job.tasks));
+  out.set_shared_asset_bytes(models.value.job.shared_asset_bytes);
+  out.set_output_bytes_per_task(models.value.job.output_bytes_per_task);
+  out.set_per_task_overhead_s(models.value.job.per_task_overhead_s);
+  FillPoolPrediction(p.value, out);
+  AddPlannedWorkers(models.value, p.value, facts, out);
+  for (const std::string& a : p.value.assumed) out.add_assumed(a);
   return out;
 }
 
@@ -210,7 +240,7 @@ double ConcurrentUploadRate(const std::vector<store::AttemptRecord>& samples,
     }
     const bool big = probe_bytes_per_s <= 0 || bytes / probe_bytes_per_s >= 0.1;
     if (j - i >= 2 && big && end > start) {
-      best = std::max(best, bytes / (static_cast<double>(end - start) / 1000.0));
+      best = std::max(best, bytes / SecondsOfMs(static_cast<double>(end - start)));
     }
     i = j;
   }
@@ -228,8 +258,8 @@ double DispatchGapS(const std::vector<store::AttemptRecord>& samples) {
       if (j == i || b.worker != a.worker || b.task.job != a.task.job) continue;
       if (b.ended_ms > 0 && b.ended_ms <= a.started_ms) freed = std::max(freed, b.ended_ms);
     }
-    if (freed >= 0 && a.started_ms - freed <= 2000) {
-      gaps.push_back(static_cast<double>(a.started_ms - freed) / 1000.0);
+    if (freed >= 0 && a.started_ms - freed <= core::Millis(std::chrono::seconds(2)).count()) {
+      gaps.push_back(SecondsOfMs(static_cast<double>(a.started_ms - freed)));
     }
   }
   return plan::Median(std::move(gaps));

@@ -21,6 +21,7 @@
 #ifndef IDLEPOOL_COORDINATOR_PLANNER_H_
 #define IDLEPOOL_COORDINATOR_PLANNER_H_
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -73,7 +74,7 @@ struct LinkProbe {
 // hour or three probes. `probes` oldest first; it is trimmed to the window (the newest is always
 // kept). Returns the estimate stamped with the newest probe's time.
 inline constexpr size_t kLinkWindowProbes = 3;
-inline constexpr int64_t kLinkWindowMs = 3600 * 1000;
+inline constexpr int64_t kLinkWindowMs = core::Millis(std::chrono::hours(1)).count();
 LinkProbe BestOfRecentProbes(std::vector<LinkProbe>& probes, int64_t now_ms);
 
 // The aggregate rate at which uploads that overlapped in time reached the coordinator: for each

@@ -16,6 +16,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "coordinator/core_driver.h"
 #include "sim/draw.h"
 #include "sim/dst.h"
 #include "store/store.h"
@@ -161,7 +162,9 @@ std::string Hex64(uint64_t v) {
   return buf;
 }
 
-class Simulation {
+// The coordinator shell is the core driver's sink (its store, when c_.persist) and target (its
+// simulated sessions), as the real coordinator is with SQLite and gRPC (coordinator/core_driver.h).
+class Simulation final : coordinator::RecordSink, coordinator::DecisionTarget {
  public:
   explicit Simulation(const SimConfig& c)
       : c_(c), rng_(c.seed), checker_(c.core.lease_timeout, Millis(ToMs(c.tick_s))) {}
@@ -191,7 +194,19 @@ class Simulation {
 
   // Coordinator shell.
   void CoordApply(const core::Event& ev);
-  void CoordHandle(const std::vector<Decision>& ds);
+  // coordinator::RecordSink and DecisionTarget (CoordApply's batches, through driver_).
+  absl::Status Commit(const std::vector<Decision>& ds) override;
+  void Committed(const std::vector<Decision>& ds) override;
+  void Each(const Decision& d) override;
+  void AttemptCreated(const core::AttemptCreated& a) override;
+  void AttemptEnded(const core::AttemptEnded& e) override;
+  void TaskCheckpointed(const core::TaskCheckpointed& t) override;
+  void JobChanged(const core::JobChanged& j) override;
+  void WorkerLost(const core::WorkerLost& l) override;
+  void Assign(const core::AssignAttempt& as) override;
+  void Kill(const core::KillAttempt& k) override;
+  void Ack(const core::AckReport& ack) override;
+  void Refuse(const core::RefuseSession& r) override;
   void CoordCrash();
   void CoordRestart();
   void CloseFromCoord(uint64_t conn, const std::string& why);
@@ -236,6 +251,8 @@ class Simulation {
   // Coordinator.
   std::unique_ptr<core::Scheduler> core_;
   std::unique_ptr<store::Store> store_;
+  coordinator::CoreDriver driver_{*this, *this};
+  bool batch_is_tick_ = false;  // the event of the batch being driven is a Tick
   bool coord_up_ = true;
   uint64_t epoch_ = 1;
   SessionId next_session_ = 1;
@@ -385,16 +402,23 @@ void Simulation::CoordApply(const core::Event& ev) {
   std::vector<Decision> ds = core_->Apply(ev, At(now_));
   if (c_.wall_ns) core_ns_ += c_.wall_ns() - t0;
   decisions_ += ds.size();
-  if (c_.persist && !ds.empty()) {
-    // The shell may not send a batch the store refused: in a simulation that is a bug.
-    absl::Status s = store_->Apply(ds, now_);
-    if (!s.ok() && c_.check_invariants) {
-      checker_.OnStoreError(At(now_), std::string(s.message()));
-    }
-    if (!s.ok() && tracing_) Trace("store refused a batch: " + std::string(s.message()));
+  batch_is_tick_ = std::holds_alternative<core::Tick>(ev);
+  (void)driver_.Apply(ds);  // Commit never fails here: a refused batch is a violation instead
+}
+
+absl::Status Simulation::Commit(const std::vector<Decision>& ds) {
+  if (!c_.persist) return absl::OkStatus();
+  // The shell may not send a batch the store refused: in a simulation that is a bug.
+  absl::Status s = store_->Apply(ds, now_);
+  if (!s.ok() && c_.check_invariants) {
+    checker_.OnStoreError(At(now_), std::string(s.message()));
   }
-  if (c_.check_invariants) checker_.OnBatch(ds, At(now_), std::holds_alternative<core::Tick>(ev));
-  CoordHandle(ds);
+  if (!s.ok() && tracing_) Trace("store refused a batch: " + std::string(s.message()));
+  return absl::OkStatus();
+}
+
+void Simulation::Committed(const std::vector<Decision>& ds) {
+  if (c_.check_invariants) checker_.OnBatch(ds, At(now_), batch_is_tick_);
 }
 
 void Simulation::TraceEvent(const core::Event& ev) {
@@ -432,76 +456,95 @@ void Simulation::CloseFromCoord(uint64_t conn, const std::string& why) {
         c_.workers[c.worker].name + ": " + why);
 }
 
-void Simulation::CoordHandle(const std::vector<Decision>& ds) {
-  for (const Decision& d : ds) {
-    Mix(digest_, d.index());
-    if (const auto* a = std::get_if<core::AttemptCreated>(&d)) {
-      Mix(digest_, a->attempt);
-      Mix(digest_, a->task.job);
-      Mix(digest_, a->task.index);
-      if (a->revived) continue;  // the same attempt, running again
-      ++attempts_;
-      auto& seen = attempted_[job_index_.at(a->task.job)];
-      if (!seen[a->task.index]) {
-        seen[a->task.index] = true;
-        ++first_attempts_;
-      }
-      if (tracing_) Trace("attempt " + std::to_string(a->attempt) + " of task " + std::to_string(a->task.job) +
-            "/" + std::to_string(a->task.index) + " on " + a->worker);
-    } else if (const auto* e = std::get_if<core::AttemptEnded>(&d)) {
-      Mix(digest_, e->attempt);
-      Mix(digest_, static_cast<uint64_t>(e->outcome));
-      if (tracing_) Trace("attempt " + std::to_string(e->attempt) + " ended " + core::ToString(e->outcome) +
-            (e->message.empty() ? "" : " (" + e->message + ")"));
-    } else if (const auto* t = std::get_if<core::TaskCheckpointed>(&d)) {
-      if (!c_.persist && !t->files.empty()) ckpt_[t->task] = static_cast<int64_t>(t->files[0].size);
-    } else if (const auto* j = std::get_if<core::JobChanged>(&d)) {
-      Mix(digest_, j->job);
-      Mix(digest_, static_cast<uint64_t>(j->state));
-      if (j->state != core::JobState::kRunning) {
-        finished_at_[j->job] = now_;
-        if (tracing_) Trace(std::string("job ") + std::to_string(j->job) + " " + core::ToString(j->state));
-      }
-    } else if (const auto* l = std::get_if<core::WorkerLost>(&d)) {
-      if (tracing_) Trace("worker " + l->worker + " lost");
-      std::vector<uint64_t> open;
-      for (const auto& [sid, conn] : sessions_) {
-        if (c_.workers[conns_[conn].worker].name == l->worker) open.push_back(conn);
-      }
-      for (uint64_t conn : open) CloseFromCoord(conn, "lease expired");
-    } else if (const auto* as = std::get_if<core::AssignAttempt>(&d)) {
-      auto it = sessions_.find(as->session);
-      if (it == sessions_.end()) continue;
-      ToWorker tw;
-      tw.kind = ToWorker::kAssign;
-      tw.attempt = as->attempt;
-      tw.task = as->task;
-      tw.resume_ms = CheckpointOf(as->task);
-      SendToWorker(it->second, tw);
-    } else if (const auto* k = std::get_if<core::KillAttempt>(&d)) {
-      auto it = sessions_.find(k->session);
-      if (it == sessions_.end()) continue;
-      ToWorker tw;
-      tw.kind = ToWorker::kKill;
-      tw.attempt = k->attempt;
-      if (k->reason == core::KillReason::kStale) ++stale_kills_;
-      SendToWorker(it->second, tw);
-    } else if (const auto* ack = std::get_if<core::AckReport>(&d)) {
-      Mix(digest_, ack->attempt);
-      Mix(digest_, ack->accepted);
-      if (!ack->accepted) ++refused_;
-      auto it = sessions_.find(ack->session);
-      if (it == sessions_.end()) continue;
-      ToWorker tw;
-      tw.kind = ToWorker::kAck;
-      tw.attempt = ack->attempt;
-      tw.accepted = ack->accepted;
-      SendToWorker(it->second, tw);
-    } else if (const auto* r = std::get_if<core::RefuseSession>(&d)) {
-      auto it = sessions_.find(r->session);
-      if (it != sessions_.end()) CloseFromCoord(it->second, r->reason);
+void Simulation::Each(const Decision& d) { Mix(digest_, d.index()); }
+
+void Simulation::AttemptCreated(const core::AttemptCreated& a) {
+  Mix(digest_, a.attempt);
+  Mix(digest_, a.task.job);
+  Mix(digest_, a.task.index);
+  if (a.revived) return;  // the same attempt, running again
+  ++attempts_;
+  auto& seen = attempted_[job_index_.at(a.task.job)];
+  if (!seen[a.task.index]) {
+    seen[a.task.index] = true;
+    ++first_attempts_;
+  }
+  if (tracing_) {
+    Trace("attempt " + std::to_string(a.attempt) + " of task " + std::to_string(a.task.job) +
+          "/" + std::to_string(a.task.index) + " on " + a.worker);
+  }
+}
+
+void Simulation::AttemptEnded(const core::AttemptEnded& e) {
+  Mix(digest_, e.attempt);
+  Mix(digest_, static_cast<uint64_t>(e.outcome));
+  if (tracing_) {
+    Trace("attempt " + std::to_string(e.attempt) + " ended " + core::ToString(e.outcome) +
+          (e.message.empty() ? "" : " (" + e.message + ")"));
+  }
+}
+
+void Simulation::TaskCheckpointed(const core::TaskCheckpointed& t) {
+  if (!c_.persist && !t.files.empty()) ckpt_[t.task] = static_cast<int64_t>(t.files[0].size);
+}
+
+void Simulation::JobChanged(const core::JobChanged& j) {
+  Mix(digest_, j.job);
+  Mix(digest_, static_cast<uint64_t>(j.state));
+  if (j.state != core::JobState::kRunning) {
+    finished_at_[j.job] = now_;
+    if (tracing_) {
+      Trace(std::string("job ") + std::to_string(j.job) + " " + core::ToString(j.state));
     }
   }
+}
+
+void Simulation::WorkerLost(const core::WorkerLost& l) {
+  if (tracing_) Trace("worker " + l.worker + " lost");
+  std::vector<uint64_t> open;
+  for (const auto& [sid, conn] : sessions_) {
+    if (c_.workers[conns_[conn].worker].name == l.worker) open.push_back(conn);
+  }
+  for (uint64_t conn : open) CloseFromCoord(conn, "lease expired");
+}
+
+void Simulation::Assign(const core::AssignAttempt& as) {
+  auto it = sessions_.find(as.session);
+  if (it == sessions_.end()) return;
+  ToWorker tw;
+  tw.kind = ToWorker::kAssign;
+  tw.attempt = as.attempt;
+  tw.task = as.task;
+  tw.resume_ms = CheckpointOf(as.task);
+  SendToWorker(it->second, tw);
+}
+
+void Simulation::Kill(const core::KillAttempt& k) {
+  auto it = sessions_.find(k.session);
+  if (it == sessions_.end()) return;
+  ToWorker tw;
+  tw.kind = ToWorker::kKill;
+  tw.attempt = k.attempt;
+  if (k.reason == core::KillReason::kStale) ++stale_kills_;
+  SendToWorker(it->second, tw);
+}
+
+void Simulation::Ack(const core::AckReport& ack) {
+  Mix(digest_, ack.attempt);
+  Mix(digest_, ack.accepted);
+  if (!ack.accepted) ++refused_;
+  auto it = sessions_.find(ack.session);
+  if (it == sessions_.end()) return;
+  ToWorker tw;
+  tw.kind = ToWorker::kAck;
+  tw.attempt = ack.attempt;
+  tw.accepted = ack.accepted;
+  SendToWorker(it->second, tw);
+}
+
+void Simulation::Refuse(const core::RefuseSession& r) {
+  auto it = sessions_.find(r.session);
+  if (it != sessions_.end()) CloseFromCoord(it->second, r.reason);
 }
 
 void Simulation::CoordCrash() {

@@ -79,7 +79,7 @@ uint64_t NextProbeBytes(uint64_t bytes, double elapsed_s, const LinkProbeOptions
   return std::min(bytes * 2, o.max_bytes);
 }
 
-absl::StatusOr<LinkMeasurement> MeasureLink(v1::Pool::StubInterface* stub,
+absl::StatusOr<LinkMeasurement> MeasureLink(v1::Probes::StubInterface* stub,
                                             const LinkProbeOptions& o) {
   const auto now_ns = o.steady_nanos ? o.steady_nanos : platform::SteadyNanos;
   LinkMeasurement m;

@@ -79,7 +79,7 @@ uint64_t NextProbeBytes(uint64_t bytes, double elapsed_s, const LinkProbeOptions
 
 // Errors: the failing call's status (kUnavailable when the coordinator is gone,
 // kResourceExhausted when it is busy with other probes); the caller retries later.
-[[nodiscard]] absl::StatusOr<LinkMeasurement> MeasureLink(v1::Pool::StubInterface* stub,
+[[nodiscard]] absl::StatusOr<LinkMeasurement> MeasureLink(v1::Probes::StubInterface* stub,
                                                           const LinkProbeOptions& options);
 
 }  // namespace idlepool::worker

@@ -319,7 +319,8 @@ class Worker::Impl {
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
     channel_ = grpc::CreateCustomChannel(options_.coordinator, grpc::InsecureChannelCredentials(),
                                          args);
-    stub_ = v1::Pool::NewStub(channel_);
+    stub_ = v1::Blobs::NewStub(channel_);
+    session_stub_ = v1::WorkerSession::NewStub(channel_);
     if (options_.calibrate) {
       calibration_ = Calibrate();
       spdlog::info("calibration: {:.0f} MB/s of SHA-256 per core, {} cores", calibration_.cpu_score,
@@ -329,7 +330,7 @@ class Worker::Impl {
       // Its own connection (a local subchannel pool), so probe bytes never queue in front of
       // the session's heartbeats.
       args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-      probe_stub_ = v1::Pool::NewStub(grpc::CreateCustomChannel(
+      probe_stub_ = v1::Probes::NewStub(grpc::CreateCustomChannel(
           options_.coordinator, grpc::InsecureChannelCredentials(), args));
       probe_thread_ = std::thread([this] { ProbeLoop(); });
     }
@@ -482,7 +483,7 @@ class Worker::Impl {
   grpc::Status RunSession(bool* welcomed) {
     auto ctx = std::make_unique<grpc::ClientContext>();
     ctx->AddMetadata(kTokenKey, options_.token);
-    auto stream = stub_->Session(ctx.get());
+    auto stream = session_stub_->Session(ctx.get());
     v1::WorkerMessage hello_msg;
     auto* hello = hello_msg.mutable_hello();
     hello->set_protocol_version(1);
@@ -2076,7 +2077,8 @@ class Worker::Impl {
   std::unique_ptr<platform::FileLock> work_dir_lock_;
   std::string work_dir_real_;  // canonical work dir, marks this worker's tasks
   std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<v1::Pool::Stub> stub_;
+  std::unique_ptr<v1::Blobs::Stub> stub_;
+  std::unique_ptr<v1::WorkerSession::Stub> session_stub_;
   std::unique_ptr<blob::PeerServer> peer_server_;  // set in Run before sessions start
   std::atomic<bool> stopping_{false};
   std::unique_ptr<platform::TaskCgroups> cgroups_;
@@ -2112,7 +2114,7 @@ class Worker::Impl {
   // Measurements: calibration_ is written in Run before sessions start.
   Calibration calibration_;
   std::atomic<int> moving_{0};  // threads staging inputs or uploading (Moving)
-  std::unique_ptr<v1::Pool::Stub> probe_stub_;
+  std::unique_ptr<v1::Probes::Stub> probe_stub_;
   std::thread probe_thread_;
   ProbeCanceller probe_cancel_;
 

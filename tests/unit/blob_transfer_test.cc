@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 
 constexpr const char* kToken = "test-token";
 
-class BlobServer final : public v1::Pool::Service {
+class BlobServer final : public v1::Blobs::Service {
  public:
   explicit BlobServer(BlobStore& store) : store_(store) {}
   grpc::Status PutBlob(grpc::ServerContext*, grpc::ServerReader<v1::BlobChunk>* reader,
@@ -68,7 +68,7 @@ class TransferTest : public ::testing::Test {
     ASSERT_TRUE(server_);
     auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
                                        grpc::InsecureChannelCredentials());
-    stub_ = v1::Pool::NewStub(channel);
+    stub_ = v1::Blobs::NewStub(channel);
   }
   void TearDown() override {
     server_->Shutdown();
@@ -101,7 +101,7 @@ class TransferTest : public ::testing::Test {
   std::unique_ptr<BlobStore> store_;
   std::unique_ptr<BlobServer> service_;
   std::unique_ptr<grpc::Server> server_;
-  std::unique_ptr<v1::Pool::Stub> stub_;
+  std::unique_ptr<v1::Blobs::Stub> stub_;
 };
 
 TEST_F(TransferTest, ACutUploadResumesFromTheVerifiedOffsetAndSendsOnlyTheRest) {

@@ -1,4 +1,4 @@
-// `idlepool report` (cli/report_command.h) against an in-process Pool service that serves a
+// `idlepool report` (cli/report_command.h) against an in-process Jobs service that serves a
 // canned timeline: the file written (HTML or --svg), atomically, to stdout with --out -, and the
 // exit codes for an unknown job, a coordinator without timelines and a bad --out.
 #include "cli/report_command.h"
@@ -16,7 +16,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class TimelinePool final : public v1::Pool::Service {
+class TimelinePool final : public v1::Jobs::Service {
  public:
   grpc::Status GetJobTimeline(grpc::ServerContext*, const v1::TimelineRequest* req,
                               v1::JobTimeline* reply) override {
@@ -120,7 +120,7 @@ TEST_F(ReportCommand, ErrorsAndExitCodes) {
   EXPECT_EQ(RunReport(client, {.job = 7, .out = dir_.string()}), 2);  // a directory
   EXPECT_EQ(RunReport(client, {.job = 7, .out = ""}), 2);
 
-  v1::Pool::Service bare;  // a coordinator without GetJobTimeline: UNIMPLEMENTED
+  v1::Jobs::Service bare;  // a coordinator without GetJobTimeline: UNIMPLEMENTED
   Server old(&bare);
   PoolClient old_client(old.address(), "token");
   EXPECT_EQ(RunReport(old_client, {.job = 7, .out = out.string()}), 1);

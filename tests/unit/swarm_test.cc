@@ -41,7 +41,7 @@ class TempDir {
 // A worker session kept open so the coordinator's tracker knows the worker and its address.
 class FakeSession {
  public:
-  FakeSession(v1::Pool::Stub* stub, const std::string& token, const std::string& name,
+  FakeSession(v1::WorkerSession::Stub* stub, const std::string& token, const std::string& name,
               const std::string& peer_address, const std::vector<v1::CachedBlob>& cached = {}) {
     ctx_.AddMetadata(kTokenKey, token);
     stream_ = stub->Session(&ctx_);
@@ -101,7 +101,8 @@ class SwarmTest : public ::testing::Test {
     args.SetMaxReceiveMessageSize(64 << 20);
     channel_ = grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", coord_->port()),
                                          grpc::InsecureChannelCredentials(), args);
-    stub_ = v1::Pool::NewStub(channel_);
+    stub_ = v1::Blobs::NewStub(channel_);
+    session_stub_ = v1::WorkerSession::NewStub(channel_);
   }
   void TearDown() override {
     if (coord_) coord_->Shutdown();
@@ -132,7 +133,8 @@ class SwarmTest : public ::testing::Test {
   TempDir dir_;
   std::unique_ptr<coordinator::Coordinator> coord_;
   std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<v1::Pool::Stub> stub_;
+  std::unique_ptr<v1::Blobs::Stub> stub_;
+  std::unique_ptr<v1::WorkerSession::Stub> session_stub_;
 };
 
 struct Node {
@@ -154,7 +156,7 @@ TEST_F(SwarmTest, ConcurrentDownloadersExchangeChunksAndTheCoordinatorSendsEachA
     auto s = PeerServer::Start(*nodes[i].store, po);
     ASSERT_TRUE(s.ok()) << s.status();
     nodes[i].server = std::move(*s);
-    nodes[i].session = std::make_unique<FakeSession>(stub_.get(), coord_->token(),
+    nodes[i].session = std::make_unique<FakeSession>(session_stub_.get(), coord_->token(),
                                                      "w" + std::to_string(i),
                                                      nodes[i].server->address());
     ASSERT_TRUE(nodes[i].session->welcomed());
@@ -245,7 +247,7 @@ TEST_F(SwarmTest, ChunksFailingVerificationAreFetchedElsewhere) {
   v1::CachedBlob cached;
   cached.set_sha256(d.sha256);
   cached.set_size(d.size);
-  FakeSession liar_session(stub_.get(), coord_->token(), "liar",
+  FakeSession liar_session(session_stub_.get(), coord_->token(), "liar",
                            absl::StrCat("127.0.0.1:", port), {cached});
   ASSERT_TRUE(liar_session.welcomed());
   BlobStore store(dir_.path() + "/w");

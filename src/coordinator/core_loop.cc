@@ -1,0 +1,239 @@
+#include "coordinator/core_loop.h"
+
+#include <algorithm>
+#include <iterator>
+#include <string>
+#include <utility>
+#include <variant>
+
+#include "coordinator/core_driver.h"
+#include "platform/clock.h"
+#include "spdlog/spdlog.h"
+#include "wire/wire.h"
+
+namespace idlepool::coordinator {
+
+// The records of a batch go to the store in one transaction (timed for idlepool metrics).
+class CoreLoop::StoreSink final : public RecordSink {
+ public:
+  explicit StoreSink(CoreLoopDeps& deps) : deps_(deps) {}
+  absl::Status Commit(const std::vector<core::Decision>& batch) override {
+    const int64_t commit_start = platform::SteadyNanos();
+    absl::Status st = deps_.store.Apply(batch, deps_.clock.WallMs());
+    const std::chrono::nanoseconds took(platform::SteadyNanos() - commit_start);
+    deps_.metrics.OnCommit(std::chrono::duration<double>(took).count());
+    return st;
+  }
+
+ private:
+  CoreLoopDeps& deps_;
+};
+
+// Messages of a committed batch go to the worker sessions; the jobs map follows the batch.
+class CoreLoop::SessionTarget final : public DecisionTarget {
+ public:
+  SessionTarget(CoreLoopDeps& deps, std::map<core::JobId, JobInfo>& jobs)
+      : deps_(deps), jobs_(jobs) {}
+
+  void Assign(const core::AssignAttempt& a) override {
+    auto s = deps_.sessions.Find(a.session);
+    auto it = jobs_.find(a.task.job);
+    if (!s || it == jobs_.end() || a.task.index >= it->second.tasks.size()) return;
+    const v1::JobSpec& spec = it->second.spec;
+    v1::CoordinatorMessage m;
+    auto* as = m.mutable_assign();
+    as->set_attempt(a.attempt);
+    as->set_job(a.task.job);
+    as->set_job_name(spec.name());
+    *as->mutable_task() = wire::ToProto(it->second.tasks[a.task.index]);
+    *as->mutable_command() = spec.command();
+    *as->mutable_inputs() = spec.inputs();
+    *as->mutable_outputs() = spec.outputs();
+    as->set_allow_empty_outputs(spec.allow_empty_outputs());
+    *as->mutable_resources() = spec.resources();
+    as->set_timeout_s(spec.timeout_s());
+    for (uint32_t g : a.gpus) as->add_gpus(g);
+    if (it->second.any_checkpoint) AddCheckpoint(a, as);
+    s->Send(std::move(m));
+  }
+
+  void TaskCheckpointed(const core::TaskCheckpointed& c) override {
+    auto it = jobs_.find(c.task.job);
+    if (it != jobs_.end()) it->second.any_checkpoint = true;
+  }
+
+  void Kill(const core::KillAttempt& k) override {
+    if (auto s = deps_.sessions.Find(k.session)) {
+      v1::CoordinatorMessage m;
+      *m.mutable_kill() = wire::ToKill(k.attempt, k.reason);
+      s->Send(std::move(m));
+    }
+  }
+
+  void Ack(const core::AckReport& ack) override {
+    if (auto s = deps_.sessions.Find(ack.session)) {
+      v1::CoordinatorMessage m;
+      m.mutable_ack()->set_attempt(ack.attempt);
+      m.mutable_ack()->set_accepted(ack.accepted);
+      m.mutable_ack()->set_reason(ack.reason);
+      s->Send(std::move(m));
+    }
+  }
+
+  void Refuse(const core::RefuseSession& r) override {
+    if (auto s = deps_.sessions.Find(r.session)) {
+      spdlog::warn("refused session {} of worker {}: {}", r.session, r.worker, r.reason);
+      v1::CoordinatorMessage m;
+      m.mutable_refused()->set_reason(r.reason);
+      s->Send(std::move(m), /*end=*/true);
+    }
+  }
+
+  void JobChanged(const core::JobChanged& j) override {
+    if (j.state != core::JobState::kRunning) {
+      jobs_.erase(j.job);
+      spdlog::info("job {} {}", j.job, core::ToString(j.state));
+    }
+  }
+
+  void WorkerLost(const core::WorkerLost& l) override {
+    deps_.book.RecordLost(l.worker);
+    spdlog::warn("worker {} lost (silent for {} ms); its attempts are requeued", l.worker,
+                 deps_.options.lease_timeout.count());
+    // A lost worker whose stream is somehow still open (a frozen process, a half-dead
+    // connection) must say hello again, so its stale attempts are reconciled and killed.
+    for (auto& s : deps_.sessions.OpenOf(l.worker)) {
+      v1::CoordinatorMessage m;
+      m.mutable_refused()->set_reason("lease expired; reconnect to re-register");
+      s->Send(std::move(m), /*end=*/true);
+    }
+  }
+
+ private:
+  // The task's checkpoint files onto its assignment.
+  void AddCheckpoint(const core::AssignAttempt& a, v1::Assignment* as) {
+    auto ckpt = deps_.store.GetCheckpoint(a.task);
+    if (!ckpt.ok()) {
+      // Starting from scratch loses work but nothing else: say so and go on.
+      spdlog::warn("attempt {}: cannot read the checkpoint of task {}: {}", a.attempt,
+                   a.task.index, std::string(ckpt.status().message()));
+      return;
+    }
+    for (const auto& f : *ckpt) {
+      auto* o = as->add_checkpoint();
+      o->set_path(f.path);
+      o->set_sha256(f.sha256);
+      o->set_size(f.size);
+    }
+  }
+
+  CoreLoopDeps& deps_;
+  std::map<core::JobId, JobInfo>& jobs_;
+};
+
+CoreLoop::CoreLoop(CoreLoopDeps deps)
+    : deps_(std::move(deps)),
+      sched_(core::Options{.lease_timeout = deps_.options.lease_timeout,
+                           .stall_threshold = deps_.options.lease_timeout / 2}),
+      sink_(std::make_unique<StoreSink>(deps_)),
+      target_(std::make_unique<SessionTarget>(deps_, jobs_)) {}
+
+CoreLoop::~CoreLoop() { Stop(); }
+
+void CoreLoop::Restore(const core::RestoredState& state, std::map<core::JobId, JobInfo> jobs) {
+  jobs_ = std::move(jobs);
+  sched_.Restore(state, deps_.clock.Now());
+}
+
+void CoreLoop::Start() { thread_ = std::thread([this] { Loop(); }); }
+
+void CoreLoop::Stop() {
+  {
+    std::lock_guard lock(queue_mu_);
+    stopping_ = true;
+    queue_cv_.notify_all();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+void CoreLoop::PostItem(CoreItem item) {
+  item.queued_ns = platform::SteadyNanos();
+  std::lock_guard lock(queue_mu_);
+  queue_.push_back(std::move(item));
+  queue_cv_.notify_one();
+}
+
+std::vector<std::function<void()>> CoreLoop::ApplyItems(std::deque<CoreItem>& batch,
+                                                        std::vector<core::Decision>& decisions,
+                                                        std::vector<int64_t>& queued_ns,
+                                                        bool& visible) {
+  std::vector<std::function<void()>> committed;
+  for (auto& item : batch) {
+    if (item.fn) item.fn();
+    if (item.event) {
+      queued_ns.push_back(item.queued_ns);
+      visible = visible || !std::holds_alternative<core::WorkerHeartbeat>(*item.event);
+      auto d = sched_.Apply(*item.event, deps_.clock.Now());
+      std::move(d.begin(), d.end(), std::back_inserter(decisions));
+    }
+    if (item.after_commit) committed.push_back(std::move(item.after_commit));
+  }
+  batch.clear();
+  return committed;
+}
+
+void CoreLoop::Loop() {
+  CoreDriver driver(*sink_, *target_);
+  auto next_tick = deps_.clock.Now() + deps_.options.tick;
+  std::deque<CoreItem> batch;
+  std::vector<core::Decision> decisions;
+  while (true) {
+    {
+      std::unique_lock lock(queue_mu_);
+      auto wait = std::max<core::Millis>(core::Millis(0), next_tick - deps_.clock.Now());
+      queue_cv_.wait_for(lock, wait, [&] { return stopping_ || !queue_.empty(); });
+      if (stopping_) return;
+      batch.swap(queue_);
+    }
+    decisions.clear();
+    std::vector<int64_t> queued_ns;  // of the batch's events (idlepool_scheduling_seconds)
+    bool visible = false;            // an event a dashboard shows even without records
+    std::vector<std::function<void()>> committed =
+        ApplyItems(batch, decisions, queued_ns, visible);
+    auto now = deps_.clock.Now();
+    if (now >= next_tick) {
+      auto d = sched_.Apply(core::Tick{}, now);
+      std::move(d.begin(), d.end(), std::back_inserter(decisions));
+      // Sessions end because the coordinator stops, not because workers went away: not down
+      // time (README: time the coordinator is not running counts neither way).
+      if (!deps_.shutting_down.load()) deps_.book.ObserveAvailability(sched_.Workers(), now);
+      next_tick = now + deps_.options.tick;
+    }
+    if (decisions.empty()) {
+      for (auto& fn : committed) fn();
+      BatchDone(queued_ns, visible);
+      continue;
+    }
+    const bool has_records = std::any_of(decisions.begin(), decisions.end(), core::IsRecord);
+    if (absl::Status st = driver.Apply(decisions); !st.ok()) {
+      // Memory and disk would disagree from here on; stop and let a restart recover.
+      spdlog::critical("store write failed, stopping the coordinator: {}", st.ToString());
+      deps_.on_fatal(st);
+      return;
+    }
+    for (auto& fn : committed) fn();
+    deps_.metrics.OnDecisions(decisions);
+    BatchDone(queued_ns, visible || has_records);
+  }
+}
+
+void CoreLoop::BatchDone(const std::vector<int64_t>& queued_ns, bool changed) {
+  const int64_t now = platform::SteadyNanos();
+  for (int64_t q : queued_ns) {
+    const std::chrono::nanoseconds waited(now - q);
+    deps_.metrics.OnScheduled(std::chrono::duration<double>(waited).count());
+  }
+  if (changed) deps_.feed.Bump();
+}
+
+}  // namespace idlepool::coordinator

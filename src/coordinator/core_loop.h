@@ -1,0 +1,125 @@
+// The coordinator's core thread: the only thread that touches the Scheduler (core/scheduler.h)
+// and the running jobs' specs. RPC threads post events (and functions to run on the core
+// thread) to its queue; it applies them in batches, and hands each batch's decisions to the
+// core driver (core_driver.h): records committed to the store in one transaction (group
+// commit), then messages to the worker sessions. A store write failure stops the loop
+// (fail-stop: a restart recovers from the store) and is reported through `on_fatal`.
+//
+// Threads: Post, PostItem and Query from any thread (Query blocks until the core thread ran
+// it; never call it from the core thread). sched() and jobs() on the core thread only (in
+// posted functions). Start/Stop from the coordinator's thread. Locking: queue_mu_ guards the
+// queue; everything else belongs to the core thread.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "coordinator/coordinator.h"
+#include "coordinator/pool_metrics.h"
+#include "coordinator/sessions.h"
+#include "coordinator/worker_book.h"
+#include "core/scheduler.h"
+#include "http/http_server.h"
+#include "idlepool.pb.h"
+#include "platform/clock.h"
+#include "spec/spec.h"
+#include "store/store.h"
+
+namespace idlepool::coordinator {
+
+// What the coordinator needs to build assignments for a running job.
+struct JobInfo {
+  v1::JobSpec spec;
+  std::vector<spec::TaskParams> tasks;
+  // Some task may have a checkpoint in the store: only then does an assignment read it.
+  bool any_checkpoint = false;
+};
+
+// One entry of the core queue.
+struct CoreItem {
+  std::optional<core::Event> event;
+  std::function<void()> fn;  // runs on the core thread before `event` is applied
+  // Runs once the records of the batch holding `event` are committed: an RPC that must not
+  // answer before its effect is durable waits for it.
+  std::function<void()> after_commit = {};
+  int64_t queued_ns = 0;  // platform::SteadyNanos() when posted (scheduling latency metric)
+};
+
+// What the core loop works with; each must outlive it.
+struct CoreLoopDeps {
+  const Options& options;
+  const platform::Clock& clock;
+  store::Store& store;
+  PoolMetrics& metrics;
+  SessionRegistry& sessions;
+  WorkerBook& book;
+  http::ChangeFeed& feed;
+  // Set when the coordinator begins to shut down: availability is no longer observed.
+  const std::atomic<bool>& shutting_down;
+  // Called once, on the core thread, with the store error that stopped the loop.
+  std::function<void(absl::Status)> on_fatal;
+};
+
+class CoreLoop {
+ public:
+  explicit CoreLoop(CoreLoopDeps deps);
+  ~CoreLoop();
+
+  // Before Start: the store's state and the running jobs' specs.
+  void Restore(const core::RestoredState& state, std::map<core::JobId, JobInfo> jobs);
+  void Start();
+  void Stop();  // idempotent; the queue's remaining items are dropped
+
+  void Post(core::Event ev) { PostItem(CoreItem{std::move(ev), nullptr}); }
+  void PostItem(CoreItem item);
+  // Runs `fn` on the core thread and returns its result.
+  template <typename T>
+  T Query(std::function<T()> fn) {
+    auto p = std::make_shared<std::promise<T>>();
+    auto fut = p->get_future();
+    PostItem(CoreItem{std::nullopt, [p, fn = std::move(fn)] { p->set_value(fn()); }});
+    return fut.get();
+  }
+
+  // Core thread only.
+  core::Scheduler& sched() { return sched_; }
+  std::map<core::JobId, JobInfo>& jobs() { return jobs_; }
+
+ private:
+  class StoreSink;
+  class SessionTarget;
+
+  void Loop();
+  // Applies a batch's items to the scheduler; returns their after_commit functions.
+  std::vector<std::function<void()>> ApplyItems(std::deque<CoreItem>& batch,
+                                                std::vector<core::Decision>& decisions,
+                                                std::vector<int64_t>& queued_ns, bool& visible);
+  // After a core batch: its events' scheduling latency; the dashboard's state version moves
+  // when the batch changed something it shows (records, or a worker/job/owner event).
+  void BatchDone(const std::vector<int64_t>& queued_ns, bool changed);
+
+  CoreLoopDeps deps_;
+  core::Scheduler sched_;
+  std::map<core::JobId, JobInfo> jobs_;  // running jobs only
+  std::unique_ptr<StoreSink> sink_;
+  std::unique_ptr<SessionTarget> target_;
+
+  std::mutex queue_mu_;
+  std::condition_variable queue_cv_;
+  std::deque<CoreItem> queue_ ABSL_GUARDED_BY(queue_mu_);
+  bool stopping_ ABSL_GUARDED_BY(queue_mu_) = false;
+  std::thread thread_;
+};
+
+}  // namespace idlepool::coordinator

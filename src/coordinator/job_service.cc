@@ -1,0 +1,505 @@
+#include "coordinator/job_service.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <future>
+#include <map>
+#include <memory>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "blob/blob.h"
+#include "coordinator/planner.h"
+#include "coordinator/timeline.h"
+#include "spdlog/spdlog.h"
+#include "spec/profile_key.h"
+#include "spec/spec.h"
+#include "status_convert.h"
+#include "wire/wire.h"
+
+namespace idlepool::coordinator {
+namespace fs = std::filesystem;
+namespace {
+
+// GetJobTimeline: attempts by default and at most (TimelineRequest.max_attempts), and events.
+constexpr uint32_t kTimelineMaxAttempts = 20000;
+constexpr size_t kTimelineMaxEvents = 100000;
+
+void ToProto(const core::Transfer& t, v1::Transfer* o) {
+  o->set_input_bytes(t.input_bytes);
+  o->set_cached_bytes(t.cached_bytes);
+  o->set_coordinator_bytes(t.coordinator_bytes);
+  o->set_peer_bytes(t.peer_bytes);
+  o->set_output_bytes(t.output_bytes);
+  o->set_cache_hits(static_cast<uint32_t>(std::min<uint64_t>(t.cache_hits, UINT32_MAX)));
+  o->set_cache_misses(static_cast<uint32_t>(std::min<uint64_t>(t.cache_misses, UINT32_MAX)));
+}
+
+void ToProto(const core::AttemptTiming& a, v1::AttemptTiming* t) {
+  t->set_stage_ms(a.stage_ms);
+  t->set_run_ms(a.run_ms);
+  t->set_upload_ms(a.upload_ms);
+  t->set_resumed(a.resumed);
+}
+
+const char* WorkerStateName(core::WorkerState s) {
+  return s == core::WorkerState::kConnected      ? "connected"
+         : s == core::WorkerState::kDisconnected ? "disconnected"
+         : s == core::WorkerState::kLeft         ? "left"
+                                                 : "lost";
+}
+
+// One attempt of a job's timeline; `next`: its task's next attempt (0: none).
+void FillTimelineAttempt(const store::AttemptRecord& a, uint64_t next, v1::TimelineAttempt* t) {
+  t->set_attempt(a.attempt);
+  t->set_task(a.task.index);
+  t->set_worker(a.worker);
+  t->set_outcome(core::ToString(a.outcome));
+  t->set_started_ms(a.started_ms);
+  t->set_ended_ms(a.ended_ms);
+  t->set_exit_code(a.exit_code);
+  // The stored message carries the log tail after it (for `status`); here it has its own field.
+  std::string message = a.message;
+  const std::string suffix = "\n" + a.log_tail;
+  if (!a.log_tail.empty() && message.size() >= suffix.size() &&
+      message.compare(message.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    message.resize(message.size() - suffix.size());
+  }
+  t->set_message(std::move(message));
+  t->set_log_tail(a.log_tail);
+  t->set_suspensions(a.suspensions);
+  t->set_lost_ms(static_cast<uint64_t>(std::max<int64_t>(a.lost_ms, 0)));
+  ToProto(a.transfer, t->mutable_transfer());
+  ToProto(a.timing, t->mutable_timing());
+  t->set_next_attempt(next);
+}
+
+// A job's failed tasks with their last attempt's message and log tail (GetJob).
+void AddFailedTasks(store::Store& store, core::JobId id, v1::JobStatus* out) {
+  auto tasks = store.ListTasks(id);
+  auto attempts = store.ListAttempts(id);
+  if (!tasks.ok() || !attempts.ok()) return;
+  std::map<uint32_t, std::string> last_message, last_tail;
+  for (const auto& a : *attempts) {
+    last_message[a.task.index] = a.message;
+    last_tail[a.task.index] = a.log_tail;
+  }
+  for (const auto& t : *tasks) {
+    if (t.state != core::TaskState::kFailed) continue;
+    auto* f = out->add_failed_tasks();
+    f->set_index(t.task.index);
+    f->set_message(last_message[t.task.index]);
+    f->set_log_tail(last_tail[t.task.index]);
+  }
+}
+
+// One succeeded attempt of a profile (GetProfile).
+void AddProfileSample(const store::AttemptRecord& a, v1::ProfileReply* reply) {
+  v1::ProfileSample* p = reply->add_samples();
+  p->set_worker(a.worker);
+  p->set_job(a.task.job);
+  p->set_task(a.task.index);
+  p->set_attempt(a.attempt);
+  p->set_stage_ms(a.timing.stage_ms);
+  p->set_run_ms(a.timing.run_ms);
+  p->set_upload_ms(a.timing.upload_ms);
+  p->set_resumed(a.timing.resumed);
+  p->set_wall_ms(static_cast<uint64_t>(std::max<int64_t>(a.ended_ms - a.started_ms, 0)));
+  p->set_ended_ms(a.ended_ms);
+  ToProto(a.transfer, p->mutable_transfer());
+}
+
+// One job the samples of a profile come from (GetProfile).
+void AddProfileJob(core::JobId id, const store::JobRecord& rec, v1::ProfileReply* reply) {
+  v1::ProfileJob* j = reply->add_jobs();
+  j->set_job(id);
+  j->set_name(rec.name);
+  j->set_state(core::ToString(rec.state));
+  j->set_tasks(rec.sched.task_count);
+  j->set_input_bytes(rec.input_bytes);
+  j->set_input_files(rec.input_files);
+  j->set_profile_key(rec.profile_key);
+}
+
+}  // namespace
+
+grpc::Status JobService::CheckInputs(const v1::JobSpec& proto) {
+  for (const auto& in : proto.inputs()) {
+    if (!d_.blobs.Has(in.sha256())) {
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                          absl::StrCat("input '", in.path(), "' (blob ", in.sha256(),
+                                       ") was not uploaded before SubmitJob"));
+    }
+    std::error_code ec;
+    if (fs::file_size(d_.blobs.PathOf(in.sha256()), ec) != in.size() || ec) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          absl::StrCat("input '", in.path(), "' claims ", in.size(),
+                                       " bytes but its blob holds a different size"));
+    }
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status JobService::SubmitJob(grpc::ServerContext* ctx, const v1::SubmitJobRequest* req,
+                                   v1::SubmitJobReply* reply) {
+  if (auto st = d_.check_token(ctx); !st.ok()) return st;
+  const v1::JobSpec& proto = req->spec();
+  spec::JobSpec spec = wire::FromProto(proto);
+  if (auto st = spec::Validate(spec); !st.ok()) return wire::ToGrpc(st);
+  if (auto st = CheckInputs(proto); !st.ok()) return st;
+  auto tasks = spec::ExpandTasks(spec);
+  if (!tasks.ok()) return wire::ToGrpc(tasks.status());
+  if (tasks->empty()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "job has no tasks");
+  }
+  store::NewJob job;
+  job.name = spec.name;
+  job.spec = proto.SerializeAsString();
+  job.sched.task_count = static_cast<uint32_t>(tasks->size());
+  job.sched.resources = spec.resources;
+  job.sched.max_attempts = spec.max_attempts;
+  job.sched.timeout = std::chrono::seconds(spec.timeout_s);
+  std::vector<std::string> input_hashes;
+  for (const auto& in : proto.inputs()) {
+    job.sched.inputs.push_back(core::BlobRef{in.sha256(), in.size()});
+    input_hashes.push_back(in.sha256());
+    job.input_bytes += in.size();
+  }
+  job.input_files = static_cast<uint32_t>(proto.inputs_size());
+  job.profile_key = spec::ProfileKeyOf(spec, std::move(input_hashes));
+  auto id = d_.store.InsertJob(job, d_.clock.WallMs());
+  if (!id.ok()) return wire::ToGrpc(id.status());
+  // Durable now. Hand it to the core and answer once the core knows it, so a status call
+  // right after submit always finds the job.
+  job.sched.job = *id;
+  uint32_t count = job.sched.task_count;
+  auto info = std::make_shared<JobInfo>(JobInfo{proto, std::move(*tasks)});
+  auto done = std::make_shared<std::promise<void>>();
+  auto fut = done->get_future();
+  d_.core.PostItem(CoreItem{core::Event(job.sched), [this, info, id = *id, done] {
+                              d_.core.jobs()[id] = std::move(*info);
+                              done->set_value();
+                            }});
+  fut.wait();
+  spdlog::info("job {} '{}' submitted: {} tasks", *id, spec.name, count);
+  d_.predictor.Await(*id, proto, count);
+  reply->set_job(*id);
+  reply->set_tasks(count);
+  return grpc::Status::OK;
+}
+
+grpc::Status JobService::GetJob(grpc::ServerContext* ctx, const v1::JobRef* req,
+                                v1::JobStatus* reply) {
+  if (auto st = d_.check_token(ctx); !st.ok()) return st;
+  return FillJobStatus(req->job(), /*with_failures=*/true, reply);
+}
+
+grpc::Status JobService::ListJobs(grpc::ServerContext* ctx, const v1::ListJobsRequest*,
+                                  v1::ListJobsReply* reply) {
+  if (auto st = d_.check_token(ctx); !st.ok()) return st;
+  return ListJobsInternal(reply);
+}
+
+grpc::Status JobService::ListJobsInternal(v1::ListJobsReply* reply) {
+  auto jobs = d_.core.Query<std::vector<core::JobSummary>>([this] {
+    return d_.core.sched().Jobs();
+  });
+  for (const auto& s : jobs) {
+    auto st = FillJobStatus(s.job, false, reply->add_jobs());
+    if (!st.ok()) return st;
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status JobService::ListOutputs(grpc::ServerContext* ctx, const v1::JobRef* req,
+                                     grpc::ServerWriter<v1::ListOutputsReply>* writer) {
+  if (auto st = d_.check_token(ctx); !st.ok()) return st;
+  auto job = d_.store.GetJobHeader(req->job());
+  if (absl::IsNotFound(job.status())) {
+    return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("no job ", req->job()));
+  }
+  if (!job.ok()) return wire::ToGrpc(job.status());
+  auto outputs = d_.store.ListOutputs(req->job());
+  if (!outputs.ok()) return wire::ToGrpc(outputs.status());
+  constexpr int kTasksPerPage = 10000;
+  constexpr size_t kPageBytes = 16 << 20;  // well under the 128 MiB message limit
+  size_t page_bytes = 0;
+  v1::ListOutputsReply page;
+  page.set_state(core::ToString(job->state));
+  v1::TaskOutputs* cur = nullptr;
+  for (const auto& o : *outputs) {
+    if (!cur || cur->index() != o.index) {
+      if (page.tasks_size() == kTasksPerPage || page_bytes > kPageBytes) {
+        if (!writer->Write(page)) return grpc::Status::OK;
+        page.clear_tasks();
+        page_bytes = 0;
+      }
+      cur = page.add_tasks();
+      cur->set_index(o.index);
+    }
+    auto* f = cur->add_files();
+    f->set_path(o.file.path);
+    f->set_sha256(o.file.sha256);
+    f->set_size(o.file.size);
+    page_bytes += o.file.path.size() + 96;  // path, hash, size and framing, roughly
+  }
+  writer->Write(page);
+  return grpc::Status::OK;
+}
+
+grpc::Status JobService::ListWorkers(grpc::ServerContext* ctx, const v1::ListWorkersRequest*,
+                                     v1::ListWorkersReply* reply) {
+  if (auto st = d_.check_token(ctx); !st.ok()) return st;
+  return ListWorkersInternal(reply);
+}
+
+grpc::Status JobService::ListWorkersInternal(v1::ListWorkersReply* reply) {
+  auto now = d_.clock.Now();
+  auto workers = d_.core.Query<std::vector<core::WorkerView>>([this] {
+    return d_.core.sched().Workers();
+  });
+  for (const auto& w : workers) {
+    auto* out = reply->add_workers();
+    out->set_worker(w.worker);
+    out->set_state(WorkerStateName(w.state));
+    *out->mutable_capacity() = wire::ToProto(w.capacity);
+    out->set_slots_busy(w.slots_busy);
+    out->set_attempts_running(w.attempts_running);
+    out->set_last_seen_ms_ago((now - w.last_seen).count());
+    out->set_accepting(w.accepting);
+    out->set_owner_state(w.owner_state);
+    out->set_owner_reason(w.owner_reason);
+    out->set_owner_cause(w.owner_cause);
+    out->set_activity(WorkerActivity({out->state(), w.owner_state, w.owner_cause,
+                                      w.attempts_running}));
+    for (uint32_t i : w.gpus_busy) out->add_gpus_busy(i);
+    out->set_cache_bytes(w.cache_bytes);
+    out->set_cache_blobs(w.cache_blobs);
+    d_.sessions.Describe(w.state == core::WorkerState::kConnected, out);
+  }
+  // Measurements, and the workers known only from the store (not seen since this start).
+  d_.book.FillWorkers(now, reply);
+  return grpc::Status::OK;
+}
+
+grpc::Status JobService::CancelJob(grpc::ServerContext* ctx, const v1::JobRef* req,
+                                   v1::CancelJobReply* reply) {
+  if (auto st = d_.check_token(ctx); !st.ok()) return st;
+  auto known = d_.core.Query<bool>([this, id = req->job()] {
+    return d_.core.sched().Job(id).has_value();
+  });
+  if (!known) {
+    return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("no job ", req->job()));
+  }
+  // Answer only once the cancellation is committed: a cancel acknowledged and then undone by
+  // a crash would run the job again.
+  auto done = std::make_shared<std::promise<void>>();
+  auto fut = done->get_future();
+  d_.core.PostItem(CoreItem{core::Event(core::JobCancelled{req->job()}), nullptr,
+                            [done] { done->set_value(); }});
+  fut.wait();
+  auto state = d_.core.Query<std::string>([this, id = req->job()] {
+    auto s = d_.core.sched().Job(id);
+    return std::string(s ? core::ToString(s->state) : "unknown");
+  });
+  reply->set_state(state);
+  return grpc::Status::OK;
+}
+
+grpc::Status JobService::PlanJob(grpc::ServerContext* ctx, const v1::PlanRequest* req,
+                                 v1::PlanReply* reply) {
+  if (auto st = d_.check_token(ctx); !st.ok()) return st;
+  const v1::JobSpec& proto = req->spec();
+  spec::JobSpec spec = wire::FromProto(proto);
+  if (auto st = spec::Validate(spec); !st.ok()) return wire::ToGrpc(st);
+  auto tasks = spec::TaskCount(spec);
+  if (!tasks.ok()) return wire::ToGrpc(tasks.status());
+  if (*tasks == 0) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "job has no tasks");
+  if (!std::isfinite(req->task_s()) || req->task_s() < 0) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "PlanRequest.task_s must be finite and >= 0 (0: use the profile)");
+  }
+  for (const auto& in : proto.inputs()) {
+    if (!blob::IsSha256Hex(in.sha256())) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          absl::StrCat("input '", in.path(), "': sha256 must be 64 hex digits"));
+    }
+  }
+  std::vector<std::string> only(req->workers().begin(), req->workers().end());
+  std::string unknown;
+  std::vector<PlanWorker> workers = d_.predictor.GatherPlanWorkers(proto, only, &unknown);
+  if (!unknown.empty()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        absl::StrCat("worker '", unknown,
+                                     "' is not connected and accepting work (see `idlepool "
+                                     "workers`)"));
+  }
+  uint32_t fit = 0;
+  for (const PlanWorker& w : workers) fit += SlotsFor(w.capacity, spec.resources) > 0 ? 1 : 0;
+  reply->set_workers_available(fit);
+  const std::string key = ProfileKeyOf(proto, spec);
+  reply->set_profile_key(key);
+  PlanJobFacts facts = FactsOf(proto, spec, *tasks);
+  if (req->task_s() > 0) facts.task_s = req->task_s();
+  if (req->has_output_bytes()) facts.output_bytes = static_cast<double>(req->output_bytes());
+  auto samples = d_.store.ListSucceededAttempts({key, 0, kPlanSamples});
+  if (!samples.ok()) return wire::ToGrpc(samples.status());
+  auto p = coordinator::Predict(facts, workers, *samples,
+                                facts.task_s ? "given task time" : HistoryBasis(*samples, 0),
+                                d_.clock.WallMs());
+  if (!p.ok()) {
+    if (absl::IsFailedPrecondition(p.status()) && fit > 0) {
+      reply->set_needs_calibration(true);
+      return grpc::Status::OK;
+    }
+    return wire::ToGrpc(p.status());
+  }
+  *reply->mutable_prediction() = std::move(*p);
+  return grpc::Status::OK;
+}
+
+grpc::Status JobService::GetProfile(grpc::ServerContext* ctx, const v1::ProfileRequest* req,
+                                    v1::ProfileReply* reply) {
+  if (auto st = d_.check_token(ctx); !st.ok()) return st;
+  constexpr uint32_t kDefaultSamples = 200, kMaxSamples = 5000;
+  store::SucceededAttemptsQuery q;
+  q.job = req->job();
+  if (q.job != 0 && !req->profile_key().empty()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "GetProfile: give a job or a profile key, not both");
+  }
+  if (q.job == 0) {
+    if (!blob::IsSha256Hex(req->profile_key())) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "GetProfile: profile_key must be 64 lowercase hex digits (or give a "
+                          "job)");
+    }
+    q.profile_key = req->profile_key();
+  }
+  q.limit = req->max_samples() == 0 ? kDefaultSamples : std::min(req->max_samples(), kMaxSamples);
+  std::set<core::JobId> job_ids;
+  if (q.job != 0) {
+    auto rec = d_.store.GetJobHeader(q.job);
+    if (absl::IsNotFound(rec.status())) {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("no job ", q.job));
+    }
+    if (!rec.ok()) return wire::ToGrpc(rec.status());
+    reply->set_profile_key(rec->profile_key);
+    job_ids.insert(q.job);
+  } else {
+    reply->set_profile_key(q.profile_key);
+  }
+  auto attempts = d_.store.ListSucceededAttempts(q);
+  if (!attempts.ok()) return wire::ToGrpc(attempts.status());
+  for (const store::AttemptRecord& a : *attempts) {
+    AddProfileSample(a, reply);
+    job_ids.insert(a.task.job);
+  }
+  for (core::JobId id : job_ids) {
+    auto rec = d_.store.GetJobHeader(id);
+    if (!rec.ok()) return wire::ToGrpc(rec.status());
+    AddProfileJob(id, *rec, reply);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status JobService::GetJobTimeline(grpc::ServerContext* ctx, const v1::TimelineRequest* req,
+                                        v1::JobTimeline* reply) {
+  if (auto st = d_.check_token(ctx); !st.ok()) return st;
+  return GetJobTimelineInternal(*req, reply);
+}
+
+// A job's attempts (log tails included) and the events of the workers that ran them, from its
+// submission to its end (now while it runs).
+grpc::Status JobService::GetJobTimelineInternal(const v1::TimelineRequest& req,
+                                                v1::JobTimeline* reply) {
+  const core::JobId job = req.job();
+  if (auto st = FillJobStatus(job, /*with_failures=*/true, reply->mutable_job()); !st.ok()) {
+    return st;
+  }
+  const int64_t now_ms = d_.clock.WallMs();
+  reply->set_now_ms(now_ms);
+  auto attempts = d_.store.ListAttempts(job);
+  if (!attempts.ok()) return wire::ToGrpc(attempts.status());
+  const std::vector<uint64_t> next = NextAttempts(*attempts);  // before any is dropped
+  const uint32_t max_attempts = req.max_attempts() == 0
+                                    ? kTimelineMaxAttempts
+                                    : std::min(req.max_attempts(), kTimelineMaxAttempts);
+  const size_t first = attempts->size() > max_attempts ? attempts->size() - max_attempts : 0;
+  if (first > 0) reply->set_truncated(true);  // ListAttempts is by id: the newest are last
+  std::set<std::string> workers;
+  for (size_t i = first; i < attempts->size(); ++i) {
+    workers.insert((*attempts)[i].worker);
+    FillTimelineAttempt((*attempts)[i], next[i], reply->add_attempts());
+  }
+  if (workers.empty()) return grpc::Status::OK;
+  return AddTimelineEvents(workers, now_ms, reply);
+}
+
+grpc::Status JobService::AddTimelineEvents(const std::set<std::string>& workers, int64_t now_ms,
+                                           v1::JobTimeline* reply) {
+  store::WorkerEventsQuery q;
+  q.workers.assign(workers.begin(), workers.end());
+  q.from_ms = reply->job().submitted_ms();
+  q.to_ms = reply->job().finished_ms() > 0 ? reply->job().finished_ms() : now_ms;
+  q.limit = kTimelineMaxEvents + 1;
+  auto events = d_.store.ListWorkerEvents(q);
+  if (!events.ok()) return wire::ToGrpc(events.status());
+  const size_t skip =
+      events->size() > kTimelineMaxEvents ? events->size() - kTimelineMaxEvents : 0;
+  if (skip > 0) reply->set_truncated(true);
+  for (size_t i = skip; i < events->size(); ++i) {
+    const store::WorkerEvent& e = (*events)[i];
+    v1::WorkerEvent* o = reply->add_events();
+    o->set_worker(e.worker);
+    o->set_at_ms(e.at_ms);
+    o->set_kind(e.kind);
+    o->set_state(e.state);
+    o->set_cause(e.cause);
+    o->set_reason(e.reason);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status JobService::FillJobStatus(core::JobId id, bool with_failures, v1::JobStatus* out) {
+  auto summary = d_.core.Query<std::optional<core::JobSummary>>([this, id] {
+    return d_.core.sched().Job(id);
+  });
+  if (!summary) return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("no job ", id));
+  auto rec = d_.store.GetJobHeader(id);  // never the spec: this runs on every poll
+  if (!rec.ok()) return wire::ToGrpc(rec.status());
+  out->set_job(id);
+  out->set_name(rec->name);
+  out->set_state(core::ToString(summary->state));
+  out->set_tasks(summary->tasks);
+  out->set_pending(summary->pending);
+  out->set_running(summary->running);
+  out->set_succeeded(summary->succeeded);
+  out->set_failed(summary->failed);
+  out->set_cancelled(summary->cancelled);
+  out->set_attempts(summary->counters.attempts);
+  out->set_failures(summary->counters.failures);
+  out->set_preemptions(summary->counters.preemptions);
+  out->set_attempts_lost(summary->counters.lost);
+  out->set_workers_lost(summary->workers_lost);
+  out->set_fits_no_worker(summary->fits_no_worker);
+  out->set_suspensions(summary->counters.suspensions);
+  out->set_lost_ms(static_cast<uint64_t>(summary->counters.lost_work.count()));
+  out->set_machine_faults(summary->counters.machine_faults);
+  ToProto(summary->counters.transfer, out->mutable_transfer());
+  out->set_profile_key(rec->profile_key);
+  if (with_failures) {  // GetJob only: ListJobs stays small
+    if (auto p = d_.predictor.PredictionOf(id)) *out->mutable_prediction() = std::move(*p);
+  }
+  out->set_submitted_ms(rec->submitted_ms);
+  out->set_finished_ms(rec->finished_ms);
+  if (with_failures && summary->failed > 0) AddFailedTasks(d_.store, id, out);
+  return grpc::Status::OK;
+}
+
+}  // namespace idlepool::coordinator

@@ -1,0 +1,79 @@
+// The Jobs service: the clients' calls (SubmitJob, GetJob, ListJobs, ListOutputs, ListWorkers,
+// CancelJob, GetProfile, PlanJob, GetJobTimeline), and the same reads without the token check
+// for the HTTP server (dashboard, JSON API, /metrics).
+//
+// Threads: gRPC's and the HTTP server's handler threads, concurrently; it asks the core thread
+// through CoreLoop::Query/PostItem and never runs on it. Holds references (each must outlive
+// it) to the token check, the core loop, the store, the blob store, the predictor, the worker
+// book, the session registry and the clock; no state of its own. Errors: gRPC statuses whose
+// codes and messages clients and tests rely on.
+#pragma once
+
+#include <set>
+#include <string>
+
+#include "blob/store.h"
+#include "coordinator/auth.h"
+#include "coordinator/core_loop.h"
+#include "coordinator/predictor.h"
+#include "coordinator/sessions.h"
+#include "coordinator/worker_book.h"
+#include "grpcpp/grpcpp.h"
+#include "idlepool.grpc.pb.h"
+#include "platform/clock.h"
+#include "store/store.h"
+
+namespace idlepool::coordinator {
+
+struct JobServiceDeps {
+  const TokenCheck& check_token;
+  CoreLoop& core;
+  store::Store& store;
+  blob::BlobStore& blobs;
+  Predictor& predictor;
+  WorkerBook& book;
+  SessionRegistry& sessions;
+  const platform::Clock& clock;
+};
+
+class JobService final : public v1::Jobs::Service {
+ public:
+  explicit JobService(JobServiceDeps deps) : d_(deps) {}
+
+  grpc::Status SubmitJob(grpc::ServerContext* ctx, const v1::SubmitJobRequest* req,
+                         v1::SubmitJobReply* reply) override;
+  grpc::Status GetJob(grpc::ServerContext* ctx, const v1::JobRef* req,
+                      v1::JobStatus* reply) override;
+  grpc::Status ListJobs(grpc::ServerContext* ctx, const v1::ListJobsRequest* req,
+                        v1::ListJobsReply* reply) override;
+  grpc::Status ListOutputs(grpc::ServerContext* ctx, const v1::JobRef* req,
+                           grpc::ServerWriter<v1::ListOutputsReply>* writer) override;
+  grpc::Status ListWorkers(grpc::ServerContext* ctx, const v1::ListWorkersRequest* req,
+                           v1::ListWorkersReply* reply) override;
+  grpc::Status CancelJob(grpc::ServerContext* ctx, const v1::JobRef* req,
+                         v1::CancelJobReply* reply) override;
+  grpc::Status GetProfile(grpc::ServerContext* ctx, const v1::ProfileRequest* req,
+                          v1::ProfileReply* reply) override;
+  grpc::Status PlanJob(grpc::ServerContext* ctx, const v1::PlanRequest* req,
+                       v1::PlanReply* reply) override;
+  grpc::Status GetJobTimeline(grpc::ServerContext* ctx, const v1::TimelineRequest* req,
+                              v1::JobTimeline* reply) override;
+
+  // The reads without the token check (also the HTTP API's).
+  grpc::Status ListJobsInternal(v1::ListJobsReply* reply);
+  grpc::Status ListWorkersInternal(v1::ListWorkersReply* reply);
+  // `with_failures`: GetJob's detail (the prediction, failed tasks); ListJobs stays small.
+  grpc::Status FillJobStatus(core::JobId id, bool with_failures, v1::JobStatus* out);
+  grpc::Status GetJobTimelineInternal(const v1::TimelineRequest& req, v1::JobTimeline* reply);
+
+ private:
+  // SubmitJob's checks of the inputs: each uploaded, with the size it claims.
+  grpc::Status CheckInputs(const v1::JobSpec& proto);
+  // The worker events of `workers` during the job's life, onto its timeline.
+  grpc::Status AddTimelineEvents(const std::set<std::string>& workers, int64_t now_ms,
+                                 v1::JobTimeline* reply);
+
+  JobServiceDeps d_;
+};
+
+}  // namespace idlepool::coordinator

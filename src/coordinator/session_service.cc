@@ -1,0 +1,296 @@
+#include "coordinator/session_service.h"
+
+#include <algorithm>
+#include <cmath>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "blob/blob.h"
+#include "coordinator/probe_service.h"
+#include "coordinator/worker_input.h"
+#include "spdlog/spdlog.h"
+#include "text/utf8.h"
+#include "wire/wire.h"
+
+namespace idlepool::coordinator {
+namespace {
+
+constexpr uint32_t kProtocolVersion = 1;
+
+// Why a Hello cannot open a session, or OK.
+grpc::Status CheckHello(const v1::Hello& hello) {
+  if (hello.protocol_version() != kProtocolVersion) {
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        absl::StrCat("worker speaks protocol version ", hello.protocol_version(),
+                                     ", this coordinator speaks ", kProtocolVersion,
+                                     "; run the same idlepool version on both"));
+  }
+  if (hello.worker().empty() || hello.worker().size() > 256) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "Hello.worker must be a name of 1 to 256 bytes");
+  }
+  // Names go to terminals, logs and dashboards as they are: no escape sequences in them.
+  if (!text::IsPrintableUtf8(hello.worker())) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "Hello.worker must be printable UTF-8 (no control characters)");
+  }
+  if (hello.capacity().cpus() == 0 || hello.capacity().cpus() > 4096) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "Hello.capacity.cpus must be between 1 and 4096");
+  }
+  if (std::string problem = wire::GpusProblem(hello.gpus()); !problem.empty()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, problem);
+  }
+  return grpc::Status::OK;
+}
+
+// The core's event for a Hello.
+core::WorkerHello HelloEvent(const v1::Hello& hello, core::SessionId session) {
+  core::WorkerHello ev;
+  ev.worker = hello.worker();
+  ev.session = session;
+  ev.boot_id = hello.boot_id();
+  ev.capacity = wire::FromProto(hello.capacity());
+  // The devices it listed are what it offers (an older worker lists none: no GPUs).
+  ev.gpus = wire::GpusFromProto(hello.gpus());
+  ev.capacity.gpus = static_cast<uint32_t>(ev.gpus.size());
+  ev.held.assign(hello.held_attempts().begin(), hello.held_attempts().end());
+  ev.accepting = !hello.not_accepting();
+  ev.frozen.assign(hello.frozen_attempts().begin(), hello.frozen_attempts().end());
+  ev.cached = CachedBlobs(hello.cached(), kMaxCachedBlobs);
+  ev.delivering.assign(hello.delivering_attempts().begin(), hello.delivering_attempts().end());
+  return ev;
+}
+
+// Live readings (GpuReadings) as kept: only the offered indexes, only the live fields.
+v1::GpuDevice LiveReading(const v1::GpuDevice& g) {
+  v1::GpuDevice d;
+  d.set_index(g.index());
+  if (g.has_temperature_c() && std::isfinite(g.temperature_c())) {
+    d.set_temperature_c(g.temperature_c());
+  }
+  if (g.has_utilization() && std::isfinite(g.utilization())) {
+    d.set_utilization(std::clamp(g.utilization(), 0.0, 1.0));
+  }
+  if (g.has_memory_used_mb()) d.set_memory_used_mb(g.memory_used_mb());
+  d.set_unavailable(text::PrintableText(text::TruncateUtf8(g.unavailable(), 32)));
+  return d;
+}
+
+}  // namespace
+
+grpc::Status SessionService::Session(
+    grpc::ServerContext* ctx,
+    grpc::ServerReaderWriter<v1::CoordinatorMessage, v1::WorkerMessage>* stream) {
+  if (auto st = d_.check_token(ctx); !st.ok()) return st;
+  v1::WorkerMessage first;
+  if (!stream->Read(&first)) return grpc::Status::OK;
+  if (!first.has_hello()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "session must start with Hello");
+  }
+  const v1::Hello& hello = first.hello();
+  if (auto st = CheckHello(hello); !st.ok()) return st;
+  auto session = std::make_shared<struct Session>();
+  session->id = next_session_.fetch_add(1);
+  session->worker = hello.worker();
+  session->hostname = text::PrintableText(text::TruncateUtf8(hello.hostname(), 256));
+  session->ctx = ctx;
+  session->stream = stream;
+  d_.sessions.Add(session);
+  std::thread writer([session] { session->WriterLoop(); });
+  spdlog::info("worker {} ({}) connected, session {}, {} slots, holding {} attempts",
+               hello.worker(), session->hostname, session->id, hello.capacity().cpus(),
+               hello.held_attempts_size());
+  PostHello(session, hello, ctx->peer());
+  v1::WorkerMessage msg;
+  while (stream->Read(&msg)) Handle(session, msg);
+  Close(session, writer);
+  return grpc::Status::OK;
+}
+
+void SessionService::PostHello(const SessionPtr& session, const v1::Hello& hello,
+                               const std::string& peer) {
+  core::WorkerHello ev = HelloEvent(hello, session->id);
+  std::vector<v1::GpuDevice> gpus(hello.gpus().begin(), hello.gpus().end());
+  const std::string peer_address = PeerAddress(hello.peer_address(), peer);
+  // Calibration: a figure out of range (or from an old worker: 0) reads as unknown.
+  const double cpu_score =
+      std::isfinite(hello.cpu_score()) && hello.cpu_score() > 0 && hello.cpu_score() < 1e7
+          ? hello.cpu_score()
+          : 0.0;
+  const uint32_t cores = hello.cores() <= 65536 ? hello.cores() : 0;
+  std::vector<std::string> cached;
+  for (const auto& b : ev.cached) cached.push_back(b.sha256);
+  d_.core.Post(std::move(ev));
+  // Welcome only a session the core accepted (a name clash is refused instead), so a worker
+  // never reads "joined" and then a refusal.
+  d_.core.PostItem(CoreItem{std::nullopt, [this, session, peer_address, cpu_score, cores,
+                                           cached = std::move(cached),
+                                           gpus = std::move(gpus)]() mutable {
+                              Welcome(session, peer_address, cpu_score, cores, cached,
+                                      std::move(gpus));
+                            }});
+}
+
+void SessionService::Welcome(const SessionPtr& session, const std::string& peer_address,
+                             double cpu_score, uint32_t cores,
+                             const std::vector<std::string>& cached,
+                             std::vector<v1::GpuDevice> gpus) {
+  for (const core::WorkerView& w : d_.core.sched().Workers()) {
+    if (w.worker != session->worker || w.session != session->id ||
+        w.state != core::WorkerState::kConnected) {
+      continue;
+    }
+    d_.sessions.Welcomed(session->worker, session->hostname, gpus, peer_address);
+    {
+      std::lock_guard lock(d_.tracker.mu);
+      d_.tracker.tracker.Connected(session->worker, session->id, peer_address, cached);
+    }
+    d_.book.Hello(session->worker, session->id, session->hostname, cpu_score, cores);
+    d_.book.RecordConnected(session->worker, session->id);
+    v1::CoordinatorMessage welcome;
+    welcome.mutable_welcome()->set_heartbeat_ms(
+        static_cast<uint32_t>(d_.options.heartbeat.count()));
+    welcome.mutable_welcome()->set_lease_timeout_ms(
+        static_cast<uint32_t>(d_.options.lease_timeout.count()));
+    session->Send(std::move(welcome));
+  }
+}
+
+void SessionService::Handle(const SessionPtr& session, const v1::WorkerMessage& msg) {
+  if (msg.has_heartbeat()) {
+    d_.core.Post(core::WorkerHeartbeat{session->worker, session->id});
+  } else if (msg.has_report()) {
+    d_.core.Post(ToCoreReport(d_.blobs, session->worker, session->id, msg.report()));
+  } else if (msg.has_leaving()) {
+    HandleLeaving(session, msg.leaving());
+  } else if (msg.has_owner_state()) {
+    HandleOwner(session, msg.owner_state());
+  } else if (msg.has_cache()) {
+    HandleCache(session, msg.cache());
+  } else if (msg.has_sensors()) {
+    d_.core.PostItem(CoreItem{std::nullopt, [this, worker = session->worker, id = session->id,
+                                             sensors = CleanSensors(msg.sensors())] {
+                                d_.book.NoteOwner(worker, id, "", "", "", sensors);
+                                d_.feed.Bump();  // no core event: tell the dashboards here
+                              }});
+  } else if (msg.has_gpus()) {
+    HandleGpus(session, msg.gpus());
+  } else if (msg.has_link()) {
+    d_.book.Link(session->worker, session->id, msg.link(), kMaxProbeBytes);
+  } else if (msg.has_checkpoint()) {
+    HandleCheckpoint(session, msg.checkpoint());
+  }
+  // Unknown or repeated Hello messages are ignored: one Hello per session.
+}
+
+void SessionService::HandleLeaving(const SessionPtr& session, const v1::Leaving& leaving) {
+  const auto& v = leaving.vacated_attempts();
+  d_.core.Post(core::WorkerLeaving{session->worker, session->id,
+                                   std::vector<core::AttemptId>(v.begin(), v.end())});
+  if (!session->left) d_.book.RecordSessionEnd(session->worker, session->id, "left");
+  session->left = true;
+  spdlog::info("worker {} is leaving; {} attempts vacated", session->worker, v.size());
+}
+
+void SessionService::HandleOwner(const SessionPtr& session, const v1::OwnerState& o) {
+  core::OwnerStateChanged ev;
+  ev.worker = session->worker;
+  ev.session = session->id;
+  ev.accepting = o.accepting();
+  ev.state = text::PrintableText(text::TruncateUtf8(o.state(), 32));
+  ev.reason = text::PrintableText(text::TruncateUtf8(o.reason(), 256));
+  ev.cause = text::PrintableText(text::TruncateUtf8(o.cause(), 32));
+  ev.suspended.assign(o.suspended_attempts().begin(), o.suspended_attempts().end());
+  spdlog::info("worker {}: owner policy says {} ({}){}", session->worker, ev.state, ev.reason,
+               ev.accepting ? "" : "; no new work");
+  // On the core thread, in session order after the hello's welcome.
+  std::optional<v1::SensorReadings> sensors;
+  if (o.has_sensors()) sensors = CleanSensors(o.sensors());
+  d_.core.PostItem(CoreItem{core::Event(ev), [this, worker = session->worker, id = session->id,
+                                              state = ev.state, cause = ev.cause,
+                                              reason = ev.reason, sensors = std::move(sensors)] {
+                              d_.book.NoteOwner(worker, id, state, cause, reason, sensors);
+                            }});
+}
+
+void SessionService::HandleCache(const SessionPtr& session, const v1::CacheChange& cache) {
+  core::CacheChanged ev;
+  ev.worker = session->worker;
+  ev.session = session->id;
+  ev.added = CachedBlobs(cache.added(), kMaxCachedBlobs);
+  for (const auto& sha : cache.removed()) {
+    if (ev.removed.size() >= kMaxCachedBlobs) break;
+    if (blob::IsSha256Hex(sha)) ev.removed.push_back(sha);
+  }
+  std::vector<std::string> added;
+  for (const auto& b : ev.added) added.push_back(b.sha256);
+  // In session order with the hello's Connected (both run on the core thread).
+  d_.core.PostItem(CoreItem{core::Event(ev), [this, worker = session->worker, id = session->id,
+                                              added = std::move(added), removed = ev.removed] {
+                              std::lock_guard lock(d_.tracker.mu);
+                              d_.tracker.tracker.CacheChanged(worker, id, added, removed);
+                            }});
+}
+
+void SessionService::HandleGpus(const SessionPtr& session, const v1::GpuReadings& gpus) {
+  // Live readings (GpuReadings): kept for WorkerInfo.gpus; the devices held by the owner
+  // policy go to the core. Only the offered indexes, only the live fields are taken.
+  core::GpusHeld ev;
+  ev.worker = session->worker;
+  ev.session = session->id;
+  std::vector<v1::GpuDevice> live;
+  for (const v1::GpuDevice& g : gpus.devices()) {
+    if (live.size() >= static_cast<size_t>(wire::kMaxGpus)) break;
+    v1::GpuDevice d = LiveReading(g);
+    if (!d.unavailable().empty()) ev.held.push_back(d.index());
+    live.push_back(std::move(d));
+  }
+  d_.core.PostItem(CoreItem{core::Event(ev), [this, worker = session->worker, id = session->id,
+                                              live = std::move(live)] {
+                              NoteGpus(worker, id, live);
+                            }});
+}
+
+void SessionService::HandleCheckpoint(const SessionPtr& session,
+                                      const v1::Checkpoint& checkpoint) {
+  core::CheckpointSaved ev;
+  ev.worker = session->worker;
+  ev.session = session->id;
+  ev.attempt = checkpoint.attempt();
+  std::string problem = CheckpointProblem(d_.blobs, checkpoint.files(), &ev.files);
+  if (!problem.empty()) {
+    // The previous checkpoint stays; the attempt goes on.
+    spdlog::warn("worker {}: checkpoint of attempt {} ignored: {}", session->worker, ev.attempt,
+                 problem);
+  } else {
+    d_.core.Post(std::move(ev));
+  }
+}
+
+void SessionService::NoteGpus(const std::string& worker, core::SessionId session,
+                              const std::vector<v1::GpuDevice>& live) {
+  if (!d_.book.IsWelcomed(worker, session)) return;
+  std::optional<std::vector<GpuFlip>> flipped = d_.sessions.UpdateGpus(worker, live);
+  if (!flipped) return;
+  d_.book.GpuEvents(worker, *flipped);
+  d_.feed.Bump();
+}
+
+void SessionService::Close(const SessionPtr& session, std::thread& writer) {
+  d_.core.PostItem(CoreItem{core::Event(core::SessionClosed{session->worker, session->id}),
+                            [this, worker = session->worker, id = session->id] {
+                              std::lock_guard lock(d_.tracker.mu);
+                              d_.tracker.tracker.Disconnected(worker, id);
+                            }});
+  session->Finish();
+  writer.join();
+  d_.sessions.Remove(session->id);
+  if (!session->left && !d_.shutting_down.load()) {
+    d_.book.RecordSessionEnd(session->worker, session->id, "disconnected");
+  }
+  spdlog::info("worker {} session {} closed", session->worker, session->id);
+}
+
+}  // namespace idlepool::coordinator

@@ -1,0 +1,80 @@
+// The WorkerSession service: one bidi stream per connected worker. The handler checks the
+// Hello, registers the session (sessions.h) and posts it to the core; the core thread welcomes
+// only a session it accepted (a name clash is refused instead). Then each WorkerMessage becomes
+// a core event (heartbeats, reports, leaving, owner state, cache changes, GPU readings,
+// checkpoints) or goes to the worker book (link measurements, sensors), in session order.
+//
+// Threads: gRPC's handler threads, one per session, concurrently; functions it posts run on the
+// core thread. Holds references (each must outlive it) to what it feeds; no state of its own
+// beyond the next session id (atomic).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "blob/store.h"
+#include "coordinator/auth.h"
+#include "coordinator/coordinator.h"
+#include "coordinator/core_loop.h"
+#include "coordinator/sessions.h"
+#include "coordinator/shared_tracker.h"
+#include "coordinator/worker_book.h"
+#include "grpcpp/grpcpp.h"
+#include "http/http_server.h"
+#include "idlepool.grpc.pb.h"
+
+namespace idlepool::coordinator {
+
+struct SessionServiceDeps {
+  const TokenCheck& check_token;
+  const Options& options;  // heartbeat and lease timeout, told in Welcome
+  CoreLoop& core;
+  SessionRegistry& sessions;
+  SharedTracker& tracker;
+  WorkerBook& book;
+  const blob::BlobStore& blobs;  // outputs and checkpoints must be uploaded before reported
+  http::ChangeFeed& feed;
+  // Set when the coordinator begins to shut down: sessions it ends are not "disconnected".
+  const std::atomic<bool>& shutting_down;
+};
+
+class SessionService final : public v1::WorkerSession::Service {
+ public:
+  explicit SessionService(SessionServiceDeps deps) : d_(deps) {}
+
+  grpc::Status Session(
+      grpc::ServerContext* ctx,
+      grpc::ServerReaderWriter<v1::CoordinatorMessage, v1::WorkerMessage>* stream) override;
+
+ private:
+  using SessionPtr = std::shared_ptr<struct Session>;
+
+  // Posts the hello to the core, and the welcome once the core accepted the session.
+  void PostHello(const SessionPtr& session, const v1::Hello& hello, const std::string& peer);
+  // On the core thread: a session the core accepted is welcomed (registry, tracker, book).
+  void Welcome(const SessionPtr& session, const std::string& peer_address, double cpu_score,
+               uint32_t cores, const std::vector<std::string>& cached,
+               std::vector<v1::GpuDevice> gpus);
+  // One message after the Hello.
+  void Handle(const SessionPtr& session, const v1::WorkerMessage& msg);
+  void HandleLeaving(const SessionPtr& session, const v1::Leaving& leaving);
+  void HandleOwner(const SessionPtr& session, const v1::OwnerState& o);
+  void HandleCache(const SessionPtr& session, const v1::CacheChange& cache);
+  void HandleGpus(const SessionPtr& session, const v1::GpuReadings& gpus);
+  void HandleCheckpoint(const SessionPtr& session, const v1::Checkpoint& checkpoint);
+  // Core thread: live GPU readings onto the devices the Hello listed; readings of an old
+  // session are dropped.
+  void NoteGpus(const std::string& worker, core::SessionId session,
+                const std::vector<v1::GpuDevice>& live);
+  // The stream ended: the core, the tracker and the book are told; the writer stops.
+  void Close(const SessionPtr& session, std::thread& writer);
+
+  SessionServiceDeps d_;
+  std::atomic<core::SessionId> next_session_{1};
+};
+
+}  // namespace idlepool::coordinator

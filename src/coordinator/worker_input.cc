@@ -1,0 +1,168 @@
+#include "coordinator/worker_input.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <set>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "blob/blob.h"
+#include "spdlog/spdlog.h"
+#include "spec/spec.h"
+#include "text/host_port.h"
+#include "text/utf8.h"
+
+namespace idlepool::coordinator {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr size_t kMaxLogTail = 4096;
+// Times a worker reports are bounded by a year, so that sums over attempts cannot overflow.
+constexpr uint64_t kYearMs = core::Millis(std::chrono::days(365)).count();
+
+core::ReportResult ResultOf(v1::AttemptReport::Result r) {
+  switch (r) {
+    case v1::AttemptReport::SUCCEEDED: return core::ReportResult::kSucceeded;
+    case v1::AttemptReport::TIMED_OUT: return core::ReportResult::kTimedOut;
+    case v1::AttemptReport::PREEMPTED: return core::ReportResult::kPreempted;
+    case v1::AttemptReport::MACHINE_FAULT: return core::ReportResult::kMachineFault;
+    default: return core::ReportResult::kFailed;
+  }
+}
+
+// Bounded (a petabyte, a billion files) so that sums cannot overflow the store's int64.
+core::Transfer BoundedTransfer(const v1::Transfer& t) {
+  auto b = [](uint64_t v) { return std::min<uint64_t>(v, 1ull << 50); };
+  auto n = [](uint64_t v) { return std::min<uint64_t>(v, 1ull << 30); };
+  return core::Transfer{b(t.input_bytes()),       b(t.cached_bytes()),
+                        b(t.coordinator_bytes()), b(t.peer_bytes()),
+                        b(t.output_bytes()),      n(t.cache_hits()),
+                        n(t.cache_misses())};
+}
+
+}  // namespace
+
+v1::SensorReadings CleanSensors(const v1::SensorReadings& in) {
+  v1::SensorReadings out;
+  auto finite = [](bool has, double v) { return has && std::isfinite(v); };
+  if (finite(in.has_temperature_c(), in.temperature_c())) out.set_temperature_c(in.temperature_c());
+  if (finite(in.has_battery_percent(), in.battery_percent())) {
+    out.set_battery_percent(in.battery_percent());
+  }
+  if (in.has_on_ac_power()) out.set_on_ac_power(in.on_ac_power());
+  if (in.has_lid_closed()) out.set_lid_closed(in.lid_closed());
+  if (finite(in.has_idle_seconds(), in.idle_seconds())) out.set_idle_seconds(in.idle_seconds());
+  if (finite(in.has_owner_cpu_load(), in.owner_cpu_load())) {
+    out.set_owner_cpu_load(in.owner_cpu_load());
+  }
+  return out;
+}
+
+std::vector<core::BlobRef> CachedBlobs(
+    const google::protobuf::RepeatedPtrField<v1::CachedBlob>& in, size_t max) {
+  std::vector<core::BlobRef> out;
+  for (const auto& b : in) {
+    if (out.size() >= max) break;
+    if (blob::IsSha256Hex(b.sha256())) out.push_back(core::BlobRef{b.sha256(), b.size()});
+  }
+  return out;
+}
+
+std::string PeerAddress(const std::string& announced, const std::string& grpc_peer) {
+  if (announced.empty() || announced.size() > 256) return "";
+  if (announced.find(':') == std::string::npos) return "";  // a port alone is no address
+  // A host name, an IPv4 address or a bracketed IPv6 one: never a gRPC scheme ("unix:/path")
+  // or anything with a path, which other workers would otherwise be told to dial. A missing
+  // host (":7000") is a wildcard.
+  auto hp = text::SplitHostPort(announced.front() == ':' ? "0.0.0.0" + announced : announced);
+  if (!hp.ok() || hp->port == 0) return "";
+  if (!text::IsWildcardHost(hp->host)) return announced;
+  std::string from = grpc_peer;
+  if (absl::StartsWith(from, "ipv4:") || absl::StartsWith(from, "ipv6:")) {
+    from = from.substr(5);
+  } else {
+    return "";
+  }
+  auto session = text::SplitHostPort(from);
+  if (!session.ok()) return "";
+  return text::JoinHostPort(session->host, hp->port);
+}
+
+std::string CheckFiles(const blob::BlobStore& blobs,
+                       const google::protobuf::RepeatedPtrField<v1::OutputFile>& files,
+                       std::vector<core::OutputFile>* out, const char* what) {
+  std::set<std::string> seen;
+  for (const auto& f : files) {
+    std::string problem = spec::RelativePathError(f.path()).value_or("");
+    if (problem.empty() && !seen.insert(f.path()).second) problem = "is listed twice";
+    if (problem.empty() && !blobs.Has(f.sha256())) problem = "was not uploaded";
+    if (problem.empty()) {
+      std::error_code ec;
+      auto size = fs::file_size(blobs.PathOf(f.sha256()), ec);
+      if (ec || size != f.size()) problem = "has a size that does not match its blob";
+    }
+    if (!problem.empty()) {
+      out->clear();
+      return absl::StrCat(what, " '", text::TruncateUtf8(f.path(), 256), "' ", problem);
+    }
+    out->push_back(core::OutputFile{f.path(), f.sha256(), f.size()});
+  }
+  return "";
+}
+
+std::string CheckpointProblem(const blob::BlobStore& blobs,
+                              const google::protobuf::RepeatedPtrField<v1::OutputFile>& files,
+                              std::vector<core::OutputFile>* out) {
+  if (static_cast<size_t>(files.size()) > spec::kMaxCheckpointFiles) {
+    return absl::StrCat(files.size(), " files (at most ", spec::kMaxCheckpointFiles, ")");
+  }
+  return CheckFiles(blobs, files, out);
+}
+
+core::AttemptReport ToCoreReport(const blob::BlobStore& blobs, const std::string& worker,
+                                 core::SessionId session, const v1::AttemptReport& r) {
+  core::AttemptReport ev;
+  ev.worker = worker;
+  ev.session = session;
+  ev.attempt = r.attempt();
+  ev.exit_code = r.exit_code();
+  ev.message = text::TruncateUtf8(r.message(), 1024);
+  if (!r.log_tail().empty()) ev.message += "\n" + text::TruncateUtf8(r.log_tail(), kMaxLogTail);
+  ev.log_tail = text::TailUtf8(r.log_tail(), kMaxLogTail);
+  ev.result = ResultOf(r.result());
+  if (r.has_transfer()) ev.transfer = BoundedTransfer(r.transfer());
+  if (r.has_timing()) {
+    const v1::AttemptTiming& t = r.timing();
+    auto y = [](uint64_t v) { return std::min<uint64_t>(v, kYearMs); };
+    ev.timing = core::AttemptTiming{y(t.stage_ms()), y(t.run_ms()), y(t.upload_ms()),
+                                    t.resumed()};
+  }
+  if (ev.result == core::ReportResult::kPreempted) {
+    // Work lost is bounded by what could plausibly have run: a year.
+    ev.lost = core::Millis(std::min<uint64_t>(r.lost_ms(), kYearMs));
+    if (r.has_checkpoint()) {
+      std::vector<core::OutputFile> files;
+      std::string problem = CheckpointProblem(blobs, r.checkpoint(), &files);
+      if (problem.empty()) {
+        ev.checkpoint = std::move(files);
+      } else {
+        spdlog::warn("worker {}: final checkpoint of attempt {} ignored: {}", worker,
+                     r.attempt(), problem);
+      }
+    }
+  }
+  if (ev.result != core::ReportResult::kSucceeded) return ev;
+  // Outputs are uploaded before the report. One that is missing, of another size, listed
+  // twice, or at a path that could escape the output dir fails the attempt instead of
+  // committing a hole.
+  std::string problem = CheckFiles(blobs, r.outputs(), &ev.outputs, "output");
+  if (!problem.empty()) {
+    ev.result = core::ReportResult::kFailed;
+    ev.message = std::move(problem);
+  }
+  return ev;
+}
+
+}  // namespace idlepool::coordinator
