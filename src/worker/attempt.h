@@ -3,7 +3,7 @@
 // Held by shared_ptr in the worker's attempt table (worker.cc) and shared with the units that
 // act on it: its runner thread (attempt_runner.h) stages, runs, collects and uploads; the owner
 // monitor (owner_monitor.h) freezes, thaws and vacates; the checkpointer (checkpointer.h)
-// uploads its checkpoint dir; the session's kill and acknowledgement handlers drop it.
+// uploads its checkpoint dir; the worker drops it on a kill or an acknowledgement (worker.cc).
 //
 // Locking: `mu` guards the run state (process, flags, times, pins); `ckpt_mu` serialises
 // checkpoint uploads and guards the ckpt_* fields (taken before `mu` when both are needed, never

@@ -119,7 +119,9 @@ void AttemptRunner::PreemptedReport(Attempt& a, v1::AttemptReport* report) {
   const core::MonoTime now = d_.clock->Now();
   core::MonoTime from = started;
   if (newest_ns > 0) {
-    const std::chrono::milliseconds age(d_.clock->WallMs() - newest_ns / 1000000);
+    const std::chrono::milliseconds age =
+        std::chrono::milliseconds(d_.clock->WallMs()) -
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::nanoseconds(newest_ns));
     from = std::max(started, now - std::max(age, std::chrono::milliseconds(0)));
   }
   std::chrono::milliseconds lost{0};

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
@@ -24,7 +25,8 @@ struct DirEntry {
 };
 
 int64_t MtimeNs(const struct stat& st) {
-  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  return (std::chrono::seconds(st.st_mtim.tv_sec) + std::chrono::nanoseconds(st.st_mtim.tv_nsec))
+      .count();
 }
 
 std::vector<DirEntry> ListFiles(const std::string& dir) {

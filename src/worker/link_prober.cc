@@ -68,7 +68,9 @@ void LinkProber::SendLink(const LinkMeasurement& m) {
 void LinkProber::Loop() {
   const milliseconds interval = config_.interval;
   std::optional<LinkMeasurement> last;
-  std::optional<core::MonoTime> due, deferred_since;
+  std::optional<core::MonoTime> due;
+  bool deferring = false;           // inputs or outputs were moving at the last due time
+  core::MonoTime deferred_since{};  // since when, while deferring
   int failures = 0;  // probes failed in a row
   while (true) {
     bool joined = false;
@@ -83,18 +85,19 @@ void LinkProber::Loop() {
     // probe would otherwise break the session, and each rejoin start the next probe at once.
     if (joined && !last && failures > 0 && due && now < *due) continue;
     if (last && gauge_.moving()) {
-      if (!deferred_since) deferred_since = now;
-      if (now - *deferred_since < std::max(interval, milliseconds(1000))) {
+      if (!deferring) deferred_since = now;
+      deferring = true;
+      if (now - deferred_since < std::max(interval, milliseconds(1000))) {
         due = now + milliseconds(1000);
       } else {
         spdlog::info("link probe skipped: inputs or outputs kept moving for {} s",
                      std::chrono::duration_cast<std::chrono::seconds>(interval).count());
-        deferred_since.reset();
+        deferring = false;
         due = now + interval;
       }
       continue;
     }
-    deferred_since.reset();
+    deferring = false;
     LinkProbeOptions po;
     po.token = config_.token;
     po.canceller = &cancel_;
@@ -118,7 +121,11 @@ void LinkProber::Loop() {
     SendLink(*m);
     spdlog::info("link to {}: round trip {:.2f} ms, down {:.1f} MB/s, up {:.1f} MB/s "
                  "(probes of {} KiB)",
-                 config_.coordinator, m->rtt_us / 1000.0, m->down_bytes_per_s / 1e6,
+                 config_.coordinator,
+                 std::chrono::duration<double, std::milli>(
+                     std::chrono::duration<double, std::micro>(m->rtt_us))
+                     .count(),
+                 m->down_bytes_per_s / 1e6,
                  m->up_bytes_per_s / 1e6, m->probe_bytes >> 10);
     failures = 0;
     if (interval.count() > 0) {

@@ -15,13 +15,13 @@ using std::chrono::milliseconds;
 
 constexpr const char* kTokenKey = "x-idlepool-token";
 
+}  // namespace
+
 std::string HostName() {
   char buf[256] = {0};
   if (::gethostname(buf, sizeof buf - 1) != 0) return "worker";
   return buf;
 }
-
-}  // namespace
 
 Session::Session(SessionConfig config, StopSignal& stop, SessionHandler& handler)
     : config_(std::move(config)),

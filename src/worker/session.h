@@ -36,6 +36,9 @@
 
 namespace idlepool::worker {
 
+// This machine's host name (Hello.hostname; the worker's default name); "worker" if unknown.
+[[nodiscard]] std::string HostName();
+
 class SessionHandler {
  public:
   virtual ~SessionHandler() = default;

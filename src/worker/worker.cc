@@ -51,12 +51,6 @@ namespace idlepool::worker {
 namespace fs = std::filesystem;
 namespace {
 
-std::string HostName() {
-  char buf[256] = {0};
-  if (::gethostname(buf, sizeof buf - 1) != 0) return "worker";
-  return buf;
-}
-
 std::chrono::milliseconds FromSeconds(double s) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::duration<double>(s));
 }

@@ -27,6 +27,17 @@ class FakeClock final : public platform::Clock {
   int64_t now_ms = 1000;
 };
 
+// How the fake task ends.
+platform::ExitInfo Exit(int exit_code, int signal = 0, bool timed_out = false,
+                        std::string stderr_tail = "") {
+  platform::ExitInfo e;
+  e.exit_code = exit_code;
+  e.signal = signal;
+  e.timed_out = timed_out;
+  e.stderr_tail = std::move(stderr_tail);
+  return e;
+}
+
 void WriteFile(const fs::path& p, const std::string& content) {
   fs::create_directories(p.parent_path());
   std::ofstream(p) << content;
@@ -76,7 +87,7 @@ class FakeLauncher final : public ProcessLauncher {
   int starts = 0;
   platform::SpawnOptions spawned;
   absl::Status start_error;
-  platform::ExitInfo exit{.exit_code = 0};
+  platform::ExitInfo exit = Exit(0);
   std::function<void(const std::string& cwd)> during;  // the task's work, in its task dir
   milliseconds waited_timeout{-1};  // the timeout the runner waited with
 };
@@ -264,7 +275,7 @@ TEST_F(AttemptRunnerTest, StagingOnAFullDiskIsAMachineFault) {
 TEST_F(AttemptRunnerTest, NonZeroExitIsFailedWithTheExitCode) {
   auto a = NewAttempt(4);
   a->assignment.add_outputs("*.png");
-  launcher_.exit = platform::ExitInfo{.exit_code = 3, .stderr_tail = "boom\n"};
+  launcher_.exit = Exit(3, 0, false, "boom\n");
   runner_->Run(a);
   const v1::AttemptReport r = Report();
   EXPECT_EQ(r.result(), v1::AttemptReport::FAILED);
@@ -276,7 +287,7 @@ TEST_F(AttemptRunnerTest, NonZeroExitIsFailedWithTheExitCode) {
 
 TEST_F(AttemptRunnerTest, FailureWhileTheDiskIsFullIsAMachineFault) {
   auto a = NewAttempt(5);
-  launcher_.exit = platform::ExitInfo{.exit_code = 1};
+  launcher_.exit = Exit(1);
   launcher_.during = [this](const std::string&) { low_on_disk_ = true; };
   runner_->Run(a);
   const v1::AttemptReport r = Report();
@@ -287,7 +298,7 @@ TEST_F(AttemptRunnerTest, FailureWhileTheDiskIsFullIsAMachineFault) {
 TEST_F(AttemptRunnerTest, TimeoutIsTimedOut) {
   auto a = NewAttempt(6);
   a->assignment.set_timeout_s(5);
-  launcher_.exit = platform::ExitInfo{.timed_out = true, .signal = 9};
+  launcher_.exit = Exit(-1, 9, true);
   runner_->Run(a);
   const v1::AttemptReport r = Report();
   EXPECT_EQ(r.result(), v1::AttemptReport::TIMED_OUT);
@@ -334,7 +345,7 @@ TEST_F(AttemptRunnerTest, EmptyOutputFailsUnlessAllowed) {
 TEST_F(AttemptRunnerTest, KilledMidRunSendsNoReportAndIsForgotten) {
   auto a = NewAttempt(11);
   a->assignment.add_outputs("*.png");
-  launcher_.exit = platform::ExitInfo{.killed = true, .signal = 9};
+  launcher_.exit = Exit(-1, 9);
   launcher_.during = [a](const std::string&) {
     // What the session's kill handler does while the task runs.
     std::lock_guard lock(a->mu);
@@ -350,7 +361,7 @@ TEST_F(AttemptRunnerTest, KilledMidRunSendsNoReportAndIsForgotten) {
 
 TEST_F(AttemptRunnerTest, VacatedMidRunIsPreemptedWithItsFinalCheckpoint) {
   auto a = NewAttempt(12);
-  launcher_.exit = platform::ExitInfo{.signal = 15};
+  launcher_.exit = Exit(-1, 15);
   launcher_.during = [this, a](const std::string&) {
     WriteFile(a->paths.checkpoint_dir + "/state.bin", "saved");
     clock_.now_ms += 4000;
@@ -444,8 +455,8 @@ TEST(ClassifyTest, OneClassifierForPhaseFailures) {
   EXPECT_EQ(Classify(absl::InternalError("x"), "m", false).ending, Ending::kFailed);
   auto never = [] { return false; };
   auto reason = [] { return std::string(); };
-  EXPECT_FALSE(ClassifyExit(platform::ExitInfo{.exit_code = 0}, 1, never, reason));
-  EXPECT_EQ(ClassifyExit(platform::ExitInfo{.signal = 11}, 1, never, reason)->message,
+  EXPECT_FALSE(ClassifyExit(Exit(0), 1, never, reason));
+  EXPECT_EQ(ClassifyExit(Exit(-1, 11), 1, never, reason)->message,
             "killed by signal 11");
 }
 
