@@ -85,7 +85,9 @@ void BlobCache::Rebuild() {
 
 void BlobCache::SaveIndex() {
   std::string text;
-  for (const auto& [sha, e] : entries_) absl::StrAppend(&text, sha, " ", e.size, " ", e.last_use, "\n");
+  for (const auto& [sha, e] : entries_) {
+    absl::StrAppend(&text, sha, " ", e.size, " ", e.last_use, "\n");
+  }
   const fs::path path = fs::path(root_) / "index";
   const fs::path tmp = fs::path(root_) / "index.tmp";
   {
@@ -186,7 +188,8 @@ absl::StatusOr<BlobCache::Pin> BlobCache::Acquire(const std::string& sha256, uin
   if (!fetched.ok()) return fetched.status();
   struct stat st;
   if (::stat(pin.path_.c_str(), &st) != 0) {
-    return absl::DataLossError(absl::StrCat("blob ", sha256, " is not in the cache after its fetch"));
+    return absl::DataLossError(
+        absl::StrCat("blob ", sha256, " is not in the cache after its fetch"));
   }
   ::chmod(pin.path_.c_str(), 0444);
   Entry& e = entries_[sha256];

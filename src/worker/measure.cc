@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
+#include <functional>
 #include <thread>
 #include <vector>
 
@@ -15,6 +17,10 @@ namespace {
 
 constexpr const char* kTokenKey = "x-idlepool-token";
 constexpr size_t kPayloadChunk = 256 << 10;
+
+double SecondsOf(int64_t ns) {
+  return std::chrono::duration<double>(std::chrono::nanoseconds(ns)).count();
+}
 
 std::unique_ptr<grpc::ClientContext> Context(const LinkProbeOptions& o) {
   auto ctx = std::make_unique<grpc::ClientContext>();
@@ -70,7 +76,7 @@ Calibration Calibrate(const CalibrationOptions& options) {
   }
   (void)h.RawDigest();
   const int64_t ns = cpu() - start;
-  if (ns > 0) c.cpu_score = static_cast<double>(options.bytes) / 1e6 / (ns / 1e9);
+  if (ns > 0) c.cpu_score = static_cast<double>(options.bytes) / 1e6 / SecondsOf(ns);
   return c;
 }
 
@@ -79,14 +85,16 @@ uint64_t NextProbeBytes(uint64_t bytes, double elapsed_s, const LinkProbeOptions
   return std::min(bytes * 2, o.max_bytes);
 }
 
-absl::StatusOr<LinkMeasurement> MeasureLink(v1::Probes::StubInterface* stub,
-                                            const LinkProbeOptions& o) {
-  const auto now_ns = o.steady_nanos ? o.steady_nanos : platform::SteadyNanos;
-  LinkMeasurement m;
-  // Round trip: a warm-up call (it may open the connection), then the minimum of `pings`: other
-  // traffic on the link only adds queueing delay, so the smallest round trip is the link's own
-  // (the min-RTT filter of TCP BBR: Cardwell et al., "BBR: congestion-based congestion
-  // control", ACM Queue 14(5), 2016).
+namespace {
+
+using NowNs = std::function<int64_t()>;
+
+// Round trip: a warm-up call (it may open the connection), then the minimum of `pings`: other
+// traffic on the link only adds queueing delay, so the smallest round trip is the link's own
+// (the min-RTT filter of TCP BBR: Cardwell et al., "BBR: congestion-based congestion
+// control", ACM Queue 14(5), 2016). Microseconds.
+absl::StatusOr<int64_t> MinRoundTripUs(v1::Probes::StubInterface* stub, const LinkProbeOptions& o,
+                                       const NowNs& now_ns) {
   std::vector<int64_t> rtts;
   for (int i = 0; i <= std::max(1, o.pings); ++i) {
     auto ctx = Context(o);
@@ -97,13 +105,19 @@ absl::StatusOr<LinkMeasurement> MeasureLink(v1::Probes::StubInterface* stub,
     grpc::Status st = stub->Probe(ctx.get(), req, &reply);
     const int64_t t1 = now_ns();
     if (!st.ok()) return FromGrpc(st, "Probe");
-    if (i > 0) rtts.push_back((t1 - t0) / 1000);
+    if (i > 0) {
+      rtts.push_back(std::chrono::duration_cast<std::chrono::microseconds>(
+                         std::chrono::nanoseconds(t1 - t0))
+                         .count());
+    }
   }
-  m.rtt_us = *std::min_element(rtts.begin(), rtts.end());
+  return *std::min_element(rtts.begin(), rtts.end());
+}
 
-  const std::string payload = blob::PseudoRandomBytes(kPayloadChunk);
-  // Down: the clock starts when the coordinator says it serves this probe (an empty message).
-  uint64_t down_bytes = 0;
+// Down: the clock starts when the coordinator says it serves this probe (an empty message).
+// Sets m->down_bytes_per_s; *last_bytes: the size of the last transfer.
+absl::Status ProbeDown(v1::Probes::StubInterface* stub, const LinkProbeOptions& o,
+                       const NowNs& now_ns, LinkMeasurement* m, uint64_t* last_bytes) {
   for (uint64_t bytes = o.start_bytes; bytes != 0;) {
     auto ctx = Context(o);
     Tracked tracked(o, ctx.get());
@@ -121,13 +135,19 @@ absl::StatusOr<LinkMeasurement> MeasureLink(v1::Probes::StubInterface* stub,
     if (got != bytes) {
       return absl::DataLossError(absl::StrCat("ProbeDown: got ", got, " bytes of ", bytes));
     }
-    const double s = std::max<int64_t>(1, t1 - t0) / 1e9;
-    m.down_bytes_per_s = static_cast<uint64_t>(static_cast<double>(bytes) / s);
-    down_bytes = bytes;
+    const double s = SecondsOf(std::max<int64_t>(1, t1 - t0));
+    m->down_bytes_per_s = static_cast<uint64_t>(static_cast<double>(bytes) / s);
+    *last_bytes = bytes;
     bytes = NextProbeBytes(bytes, s, o);
   }
-  // Up: after the coordinator's go, the bytes; it times go-to-last-byte (plus one round trip).
-  uint64_t up_bytes = 0;
+  return absl::OkStatus();
+}
+
+// Up: after the coordinator's go, the bytes; it times go-to-last-byte (plus one round trip).
+// Sets m->up_bytes_per_s (m->rtt_us must be set); *last_bytes: the size of the last transfer.
+absl::Status ProbeUp(v1::Probes::StubInterface* stub, const LinkProbeOptions& o,
+                     LinkMeasurement* m, uint64_t* last_bytes) {
+  const std::string payload = blob::PseudoRandomBytes(kPayloadChunk);
   for (uint64_t bytes = o.start_bytes; bytes != 0;) {
     auto ctx = Context(o);
     Tracked tracked(o, ctx.get());
@@ -153,12 +173,29 @@ absl::StatusOr<LinkMeasurement> MeasureLink(v1::Probes::StubInterface* stub,
       return absl::DataLossError(absl::StrCat("ProbeUp: the coordinator got ", r.bytes(),
                                               " bytes of ", bytes));
     }
-    const double elapsed = static_cast<double>(r.elapsed_us());
-    const double us = std::max({1.0, elapsed - static_cast<double>(m.rtt_us), elapsed / 2});
-    m.up_bytes_per_s = static_cast<uint64_t>(static_cast<double>(bytes) / (us / 1e6));
-    up_bytes = bytes;
-    bytes = NextProbeBytes(bytes, elapsed / 1e6, o);
+    using Us = std::chrono::duration<double, std::micro>;
+    const Us elapsed(static_cast<double>(r.elapsed_us()));
+    const Us busy = std::max({Us(1.0), elapsed - Us(static_cast<double>(m->rtt_us)), elapsed / 2});
+    m->up_bytes_per_s = static_cast<uint64_t>(
+        static_cast<double>(bytes) / std::chrono::duration<double>(busy).count());
+    *last_bytes = bytes;
+    bytes = NextProbeBytes(bytes, std::chrono::duration<double>(elapsed).count(), o);
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<LinkMeasurement> MeasureLink(v1::Probes::StubInterface* stub,
+                                            const LinkProbeOptions& o) {
+  const NowNs now_ns = o.steady_nanos ? o.steady_nanos : NowNs(platform::SteadyNanos);
+  LinkMeasurement m;
+  absl::StatusOr<int64_t> rtt = MinRoundTripUs(stub, o, now_ns);
+  if (!rtt.ok()) return rtt.status();
+  m.rtt_us = *rtt;
+  uint64_t down_bytes = 0, up_bytes = 0;
+  if (absl::Status st = ProbeDown(stub, o, now_ns, &m, &down_bytes); !st.ok()) return st;
+  if (absl::Status st = ProbeUp(stub, o, &m, &up_bytes); !st.ok()) return st;
   m.probe_bytes = std::max(down_bytes, up_bytes);
   return m;
 }

@@ -57,7 +57,8 @@ struct Options {
   // Unset: the coordinator's (Welcome.heartbeat_ms; core::kDefaultHeartbeat until welcomed).
   // Either way at most a third of the coordinator's lease timeout.
   std::optional<core::Millis> heartbeat;
-  core::Millis kill_grace{10000};  // SIGTERM -> SIGKILL on timeout (HTCondor's default is 10 s)
+  // SIGTERM -> SIGKILL on timeout (HTCondor's default is 10 s).
+  core::Millis kill_grace{std::chrono::seconds(10)};
   PolicyConfig policy;             // the owner policy, vacate grace and checkpoint interval
   // Non-empty: read the owner's sensors from one-value files in this dir (platform/sensors.h);
   // empty: the machine's own sensors (platform/linux_sensors.h).
@@ -83,7 +84,7 @@ struct Options {
   // are moving; false: never (the planner then assumes a default link). `calibrate`: measure
   // the CPU at start (64 MiB of SHA-256, well under a second) and say so in every Hello.
   bool probe = true;
-  core::Millis probe_interval{10 * 60 * 1000};
+  core::Millis probe_interval{std::chrono::minutes(10)};
   bool calibrate = true;
 };
 

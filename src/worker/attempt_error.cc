@@ -1,0 +1,32 @@
+#include "worker/attempt_error.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace idlepool::worker {
+
+AttemptEnd Classify(const absl::Status& st, std::string message, bool disk_low) {
+  if (st.code() == absl::StatusCode::kResourceExhausted || disk_low) {
+    return MachineFault(std::move(message));
+  }
+  return Failed(std::move(message));
+}
+
+PhaseResult ClassifyExit(const platform::ExitInfo& exit, uint32_t timeout_s,
+                         const std::function<bool()>& disk_low,
+                         const std::function<std::string()>& disk_reason) {
+  if (exit.timed_out) {
+    return AttemptEnd{Ending::kTimedOut, absl::StrCat("timed out after ", timeout_s, " s")};
+  }
+  if ((exit.signal != 0 || exit.exit_code != 0) && disk_low()) {
+    // The task most likely failed for want of space: the machine's fault, not the task's.
+    return MachineFault(absl::StrCat("the task failed (",
+                                     exit.signal != 0 ? absl::StrCat("signal ", exit.signal)
+                                                      : absl::StrCat("exit code ", exit.exit_code),
+                                     ") while the disk was full: ", disk_reason()));
+  }
+  if (exit.signal != 0) return Failed(absl::StrCat("killed by signal ", exit.signal));
+  if (exit.exit_code != 0) return Failed(absl::StrCat("exit code ", exit.exit_code));
+  return std::nullopt;
+}
+
+}  // namespace idlepool::worker

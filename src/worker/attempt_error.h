@@ -1,0 +1,59 @@
+// How an attempt ends early, and the one classifier that maps a phase's failure to it.
+//
+// Every phase of the attempt runner (attempt_runner.h) either lets the attempt go on (nullopt)
+// or ends it with an AttemptEnd; the runner turns that into the report in one place
+// (AttemptRunner::Conclude). The rules, as the worker has always applied them:
+//   - the disk is full (kResourceExhausted: ENOSPC, EDQUOT, a full cache; or, where the phase
+//     says so, any failure while free space is below the minimum): MACHINE_FAULT, never counted
+//     against the task, and the worker takes no work until space frees;
+//   - the attempt is being vacated: PREEMPTED, with its final checkpoint;
+//   - the deadline passed: TIMED_OUT;
+//   - anything else: FAILED, with the reason.
+// Pure functions: any thread. Messages are cut to 1024 bytes on UTF-8 boundaries when reported.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "platform/process.h"
+
+namespace idlepool::worker {
+
+enum class Ending {
+  kFailed,        // FAILED: the task's fault (or its spec's)
+  kMachineFault,  // MACHINE_FAULT: the disk is full
+  kPreempted,     // PREEMPTED: vacated (owner, or the worker stopping)
+  kTimedOut,      // TIMED_OUT
+  kUndelivered,   // filed in the outbox, the worker stopped before uploading: no report now
+};
+
+struct AttemptEnd {
+  Ending ending = Ending::kFailed;
+  std::string message;
+};
+
+// What a phase returns: nullopt = go on.
+using PhaseResult = std::optional<AttemptEnd>;
+
+[[nodiscard]] inline AttemptEnd Failed(std::string message) {
+  return AttemptEnd{Ending::kFailed, std::move(message)};
+}
+[[nodiscard]] inline AttemptEnd MachineFault(std::string message) {
+  return AttemptEnd{Ending::kMachineFault, std::move(message)};
+}
+[[nodiscard]] inline AttemptEnd Preempted() { return AttemptEnd{Ending::kPreempted, ""}; }
+
+// A failed step of staging, collecting or filing: MACHINE_FAULT when `st` says the disk is full
+// (kResourceExhausted) or `disk_low`, else FAILED. `message` is what the report says.
+[[nodiscard]] AttemptEnd Classify(const absl::Status& st, std::string message, bool disk_low);
+
+// The end of a process that exited: nullopt when it succeeded (exit code 0). `timeout_s`: the
+// assignment's (for the message); `disk_low` is asked only when the task failed.
+[[nodiscard]] PhaseResult ClassifyExit(const platform::ExitInfo& exit, uint32_t timeout_s,
+                                       const std::function<bool()>& disk_low,
+                                       const std::function<std::string()>& disk_reason);
+
+}  // namespace idlepool::worker

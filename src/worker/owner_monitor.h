@@ -1,0 +1,143 @@
+// OwnerMonitor: the owner comes first — sensors -> policy -> actions.
+//
+// Its thread samples the machine's sensors whenever they change, and at least once a second
+// (every 100 ms while a vacate before sleep is in progress), decides with the pure owner policy
+// (owner/owner_policy.h) and acts on every attempt:
+//   run     - accept work; thaw frozen attempts (unless one of their GPUs is still held).
+//   suspend - accept none; freeze every running attempt's whole tree.
+//   vacate  - accept none; each attempt gets SIGTERM, then SIGKILL after vacate_grace_s (2 s
+//             when sleep is imminent); its runner then reports it PREEMPTED.
+// The same step reads the offered GPUs (at most every 2 s) and applies the GPU policy
+// (owner/gpu_policy.h) per device: attempts on a held device are frozen, or vacated; and checks
+// the work dir's free space (a full disk takes no work). Every change is told to the
+// coordinator (OwnerState), readings alone when they moved (SensorReadings, GpuReadings).
+//
+// Threads: Step() on the owner thread (and once in Worker::Run before it starts). The queries
+// (accepting, suspended, AnyGpuHeld, GpuUnavailable, OwnerStateToResend, LowOnDisk,
+// DiskReason) and DiskFull/SendSuspended/StopAccepting: any thread. Locking: mu_ guards what
+// other threads read (the GPU holds, the last owner state sent); the rest is the owner thread's
+// alone; flags are atomic. Ownership: owns the sensor source; attempts are shared (attempt.h).
+// Units: milliseconds; the policy's own settings are in seconds (PolicyConfig).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "owner/gpu_policy.h"
+#include "owner/owner_policy.h"
+#include "platform/clock.h"
+#include "platform/gpu.h"
+#include "platform/sensors.h"
+#include "worker/attempt.h"
+#include "worker/sender.h"
+#include "worker/stop_signal.h"
+
+namespace idlepool::worker {
+
+struct OwnerMonitorConfig {
+  PolicyConfig policy;
+  std::shared_ptr<platform::GpuInventory> gpus;  // null: no GPUs offered
+  std::string work_dir;
+  uint64_t min_free_disk_bytes = 0;
+};
+
+class OwnerMonitor {
+ public:
+  OwnerMonitor(OwnerMonitorConfig config, const platform::Clock& clock, StopSignal& stop,
+               std::function<AttemptList()> attempts, Sender send);
+  ~OwnerMonitor() { Join(); }
+  OwnerMonitor(const OwnerMonitor&) = delete;
+  OwnerMonitor& operator=(const OwnerMonitor&) = delete;
+
+  // Before the first Step: the sensors to read (owned from now on). `trust_owner_load` false:
+  // their owner CPU load is unusable (no cgroups: the pool's own load cannot be told apart from
+  // the owner's) and is ignored.
+  void SetSensors(std::unique_ptr<platform::SensorSource> sensors, bool trust_owner_load = true);
+  // One policy evaluation: sample, decide, act, tell the coordinator what changed.
+  void Step();
+  void Start();  // the owner thread: Step() on every sensor change until the worker stops
+  void Join();
+
+  [[nodiscard]] bool accepting() const { return accepting_.load(); }
+  [[nodiscard]] bool suspended() const { return suspended_.load(); }
+  void StopAccepting() { accepting_ = false; }
+  // Whether the policy holds any of `gpus` (offered indexes).
+  [[nodiscard]] bool AnyGpuHeld(const std::vector<uint32_t>& gpus);
+  // GpuDevice.unavailable of offered device `index` ("" when free).
+  [[nodiscard]] std::string GpuUnavailable(uint32_t index);
+  // The last OwnerState sent, resent after each Hello; nullopt before the first.
+  [[nodiscard]] std::optional<v1::WorkerMessage> OwnerStateToResend();
+  // Tells the coordinator about attempts frozen outside an owner state change.
+  void SendSuspended(const std::vector<uint64_t>& ids);
+
+  // The disk filled during an attempt: take no work until min_free_disk_bytes are free again
+  // (checked by Step). Told to the coordinator before the attempt's report, so the task is not
+  // sent back.
+  void DiskFull(const std::string& why);
+  // True when the work dir's file system has less than the minimum free, in bytes or in inodes.
+  [[nodiscard]] bool LowOnDisk() const;
+  [[nodiscard]] std::string DiskReason() const;
+
+ private:
+  void Loop();
+  [[nodiscard]] AttemptList Snapshot() const { return attempts_(); }
+  void UpdateDiskFull();
+  std::vector<uint64_t> FreezeAll(const AttemptList& all, core::MonoTime now);
+  void ThawAll(const AttemptList& all, core::MonoTime now);
+  void VacateAll(const AttemptList& all, const Decision& d, const Readings& r, bool sleep);
+  void Tell(const Decision& d, const std::vector<uint64_t>& frozen_now, const Readings& r);
+  void LetSleep(const AttemptList& all, bool sleep);
+  void SendOwnerState(const Decision& d, const std::vector<uint64_t>& frozen_now,
+                      const Readings& r);
+  void SendSensorsIfChanged(const Readings& r, core::MonoTime now);
+  // GPUs.
+  void GpuStep(core::MonoTime now);
+  bool UpdateGpuHolds(const std::vector<platform::GpuDevice>& devices, const AttemptList& all,
+                      std::vector<GpuHold>* holds);
+  void ApplyGpuHold(Attempt& a, const std::vector<GpuHold>& holds, core::MonoTime now,
+                    std::vector<uint64_t>* frozen_now);
+  void SendGpuReadings(const std::vector<platform::GpuDevice>& devices,
+                       const std::vector<GpuHold>& holds, bool holds_changed,
+                       core::MonoTime now);
+  [[nodiscard]] std::chrono::milliseconds VacateGrace() const;
+
+  const OwnerMonitorConfig config_;
+  const platform::Clock& clock_;
+  StopSignal& stop_;
+  const std::function<AttemptList()> attempts_;
+  const Sender send_;
+  std::unique_ptr<platform::SensorSource> sensors_;
+  std::thread thread_;
+  bool trust_owner_load_ = true;  // set before the owner thread starts
+
+  std::atomic<bool> accepting_{true};  // the owner policy allows new work
+  std::atomic<bool> suspended_{false};  // the owner policy says suspend
+  std::atomic<bool> sleep_pending_{false};
+  std::atomic<bool> disk_full_{false};  // see DiskFull()
+
+  // Owner thread only.
+  PolicyState policy_state_;
+  std::optional<Action> last_action_;  // none before the first step
+  Cause last_cause_ = Cause::kNone;
+  bool last_disk_full_ = false;
+  Readings sensors_sent_;  // the readings last sent
+  std::optional<core::MonoTime> sensors_sent_at_;  // last sent alone
+  std::optional<core::MonoTime> gpu_read_at_;      // GPUs last read
+  std::vector<v1::GpuDevice> gpus_sent_;           // GpuReadings last sent
+  std::optional<core::MonoTime> gpus_sent_at_;
+
+  std::mutex mu_;
+  std::vector<GpuHold> gpu_holds_ ABSL_GUARDED_BY(mu_);  // per offered GPU index
+  v1::WorkerMessage owner_sent_ ABSL_GUARDED_BY(mu_);   // the last OwnerState sent
+};
+
+}  // namespace idlepool::worker

@@ -1,0 +1,69 @@
+#include "worker/recycled_dirs.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "spdlog/spdlog.h"
+
+namespace idlepool::worker {
+namespace fs = std::filesystem;
+
+absl::Status RecycledDirs::Make(const std::string& path) {
+  while (true) {
+    std::string spare;
+    {
+      std::lock_guard lock(mu_);
+      if (spare_.empty()) break;
+      spare = std::move(spare_.back());
+      spare_.pop_back();
+    }
+    // Checked again at reuse: something that escaped its process group (setsid) may have
+    // written into the dir after it was emptied. Such a dir is discarded, never reused.
+    std::error_code ec;
+    if (fs::is_empty(spare, ec) && !ec && ::rename(spare.c_str(), path.c_str()) == 0) {
+      return absl::OkStatus();
+    }
+    RemoveTree(spare);
+  }
+  if (::mkdir(path.c_str(), 0755) == 0) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat("cannot create ", path, ": ", std::strerror(errno)));
+}
+
+void RecycledDirs::RemoveContents(const fs::path& dir) {
+  std::error_code ec;
+  fs::permissions(dir, fs::perms::owner_all, fs::perm_options::add, ec);
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code ec2;
+    if (it->is_directory(ec2) && !it->is_symlink(ec2)) RemoveContents(it->path());
+    fs::remove(it->path(), ec2);
+  }
+}
+
+void RecycledDirs::RemoveTree(const fs::path& dir) {
+  RemoveContents(dir);
+  std::error_code ec;
+  fs::remove(dir, ec);
+  if (ec) spdlog::warn("cannot remove {}: {}", dir.string(), ec.message());
+}
+
+void RecycledDirs::Recycle(const std::string& path) {
+  RemoveContents(path);
+  std::error_code ec;
+  if (fs::is_empty(path, ec) && !ec) {
+    std::lock_guard lock(mu_);
+    if (spare_.size() < kMaxSpareDirs) {
+      std::string spare = absl::StrCat(work_dir_, "/spare/", next_spare_++);
+      if (::rename(path.c_str(), spare.c_str()) == 0) {
+        spare_.push_back(std::move(spare));
+        return;
+      }
+    }
+  }
+  RemoveTree(path);
+}
+
+}  // namespace idlepool::worker
