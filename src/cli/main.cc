@@ -32,6 +32,7 @@
 #include "nlohmann/json.hpp"
 #include "platform/clock.h"
 #include "platform/gpu.h"
+#include "platform/gpu_probe.h"
 #include "platform/process.h"
 #include "platform/random.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
@@ -307,6 +308,9 @@ PoolClient MakeClient(const Common& c) { return PoolClient(c.coordinator, c.toke
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string_view(argv[1]) == idlepool::platform::kGpuProbeSubcommand) {
+    idlepool::platform::GpuProbeMain(argc, argv);  // the worker's discovery child; exits
+  }
   idlepool::platform::IgnoreSigpipe();
   CLI::App app{"idlepool: pool the idle machines of an office, lab or home for embarrassingly "
                "parallel work"};
@@ -716,6 +720,8 @@ int main(int argc, char** argv) {
       idlepool::platform::GpuDiscoveryOptions gopts;
       gopts.opencl_cpu = opencl_cpu;
       gopts.selection = *selection;
+      gopts.opencl_probe = idlepool::platform::SelfGpuProbeCommand();  // OpenCL in a child
+      gopts.discover_unoffered = print_resources;
       wopts.gpus = idlepool::platform::GpuInventory::Discover(gopts);
       if (print_resources) {
         return idlepool::cli::PrintResources(*wopts.gpus, {wopts.slots, wopts.memory_mb,
