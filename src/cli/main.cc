@@ -33,6 +33,7 @@
 #include "platform/clock.h"
 #include "platform/gpu.h"
 #include "platform/gpu_probe.h"
+#include "platform/memory.h"
 #include "platform/process.h"
 #include "platform/random.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
@@ -700,6 +701,7 @@ int main(int argc, char** argv) {
   }
 
   if (*work) {
+    idlepool::platform::KeepLargeBlocksOutOfTheHeap();  // a light idle worker: platform/memory.h
     if (print_default_config) {
       std::printf("%s", idlepool::worker::DefaultConfigToml().c_str());
       return 0;
