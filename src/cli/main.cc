@@ -3,11 +3,13 @@
 // sets up logging, reads the token file and runs the subcommand that was given.
 #include <fstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "CLI/CLI.hpp"
 #include "cli/command.h"
 #include "cli/log_format.h"
+#include "platform/gpu_probe.h"
 #include "platform/process.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
@@ -38,6 +40,9 @@ void SetUpLogging(const idlepool::cli::Common& common) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string_view(argv[1]) == idlepool::platform::kGpuProbeSubcommand) {
+    idlepool::platform::GpuProbeMain(argc, argv);  // the worker's discovery child; exits
+  }
   idlepool::platform::IgnoreSigpipe();
   CLI::App app{"idlepool: pool the idle machines of an office, lab or home for embarrassingly "
                "parallel work"};

@@ -12,6 +12,8 @@
 #include "core/defaults.h"
 #include "owner/owner_policy_config.h"
 #include "platform/gpu.h"
+#include "platform/gpu_probe.h"
+#include "platform/memory.h"
 #include "platform/process.h"
 #include "spdlog/spdlog.h"
 #include "text/host_port.h"
@@ -114,6 +116,8 @@ std::optional<int> DiscoverGpus(WorkerFlags& f) {
   platform::GpuDiscoveryOptions gopts;
   gopts.opencl_cpu = f.opencl_cpu;
   gopts.selection = *selection;
+  gopts.opencl_probe = platform::SelfGpuProbeCommand();  // OpenCL in a child
+  gopts.discover_unoffered = f.print_resources;
   f.options.gpus = platform::GpuInventory::Discover(gopts);
   const platform::GpuInventory& gpus = *f.options.gpus;
   if (f.print_resources) {
@@ -175,6 +179,7 @@ int CheckFlags(WorkerFlags& f) {
 }
 
 int RunWorker(WorkerFlags& f, const Common& common) {
+  platform::KeepLargeBlocksOutOfTheHeap();  // a light idle worker: platform/memory.h
   if (f.print_default_config) {
     std::printf("%s", worker::DefaultConfigToml().c_str());
     return 0;

@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "platform/gpu_probe.h"
 #include "spdlog/spdlog.h"
 
 namespace idlepool::platform {
@@ -35,6 +36,17 @@ class UnsupportedSource final : public GpuSource {
 
 // Same model: the same name, and total memory within 2% (at least 64 MiB): NVML and OpenCL may
 // round the size differently.
+// A backend left alone because nothing is to be offered (--gpus none).
+class NotLoadedSource final : public GpuSource {
+ public:
+  explicit NotLoadedSource(std::string backend) : backend_(std::move(backend)) {}
+  std::vector<GpuDevice> Discover() override { return {}; }
+  GpuBackendReport report() const override { return {backend_, true, "not loaded (--gpus none)"}; }
+
+ private:
+  std::string backend_;
+};
+
 bool SameModel(const GpuDevice& a, const GpuDevice& b) {
   if (a.name.empty() || a.name != b.name) return false;
   const uint64_t hi = std::max(a.memory_mb, b.memory_mb), lo = std::min(a.memory_mb, b.memory_mb);
@@ -153,14 +165,33 @@ absl::StatusOr<GpuSelection> ParseGpuSelection(const std::string& text) {
   return s;
 }
 
+namespace {
+// NVML, OpenCL (in this process, or through the probe child), ROCm SMI, Metal: in that order.
+std::vector<std::unique_ptr<GpuSource>> MakeSources(const GpuDiscoveryOptions& options) {
+  std::vector<std::unique_ptr<GpuSource>> sources;
+  const GpuSelection& sel = options.selection;
+  if (!sel.all && sel.indexes.empty() && !options.discover_unoffered) {
+    // --gpus none: nothing is loaded, not even NVML.
+    sources.push_back(std::make_unique<NotLoadedSource>("NVML"));
+    sources.push_back(std::make_unique<NotLoadedSource>("OpenCL"));
+  } else {
+    const char* env_cpu = std::getenv("IDLEPOOL_OPENCL_CPU");
+    const bool cpu = options.opencl_cpu || (env_cpu != nullptr && std::strcmp(env_cpu, "1") == 0);
+    sources.push_back(MakeNvmlSource(options.nvml_library));
+    sources.push_back(
+        options.opencl_probe.empty()
+            ? MakeOpenClSource(cpu)
+            : MakeOpenClProbeSource(options.opencl_probe, cpu, options.probe_timeout));
+  }
+  sources.push_back(MakeRocmSmiSource());
+  sources.push_back(MakeMetalSource());
+  return sources;
+}
+}  // namespace
+
 std::shared_ptr<GpuInventory> GpuInventory::Discover(const GpuDiscoveryOptions& options) {
   std::shared_ptr<GpuInventory> inv(new GpuInventory());
-  const char* env_cpu = std::getenv("IDLEPOOL_OPENCL_CPU");
-  const bool cpu = options.opencl_cpu || (env_cpu != nullptr && std::strcmp(env_cpu, "1") == 0);
-  inv->sources_.push_back(MakeNvmlSource(options.nvml_library));
-  inv->sources_.push_back(MakeOpenClSource(cpu));
-  inv->sources_.push_back(MakeRocmSmiSource());
-  inv->sources_.push_back(MakeMetalSource());
+  inv->sources_ = MakeSources(options);
   BlockAsyncSignals block;
   std::vector<GpuDevice> nvml = inv->sources_[0]->Discover();
   std::vector<GpuDevice> opencl = inv->sources_[1]->Discover();

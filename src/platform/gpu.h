@@ -10,6 +10,8 @@
 //             "opencl"). GPU-type devices only, unless CPU devices are asked for
 //             (GpuDiscoveryOptions::opencl_cpu, or IDLEPOOL_OPENCL_CPU=1): PoCL's CPU device
 //             makes the OpenCL path testable on machines without a GPU, but a CPU is not a GPU.
+//             The worker lists them in a short-lived child (gpu_probe.h), since the runtime is
+//             heavy and OpenCL has no live readings (GpuDiscoveryOptions::opencl_probe).
 //   ROCm SMI  AMD GPUs: unsupported in this build (reported so, not an error).
 //   Metal     Apple GPUs: unsupported in this build (reported so, not an error).
 //
@@ -25,6 +27,7 @@
 // SIGTERM meant for the process's sigwait thread.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -109,12 +112,23 @@ struct GpuDiscoveryOptions {
   // The NVML library; "" = $IDLEPOOL_NVML_LIBRARY, else libnvidia-ml.so.1.
   std::string nvml_library;
   GpuSelection selection;
+  // The command that lists OpenCL devices in a short-lived child (gpu_probe.h), so that the
+  // OpenCL runtime (PoCL: LLVM, clang) never stays in this process: SelfGpuProbeCommand() in
+  // the idlepool binary. Empty: OpenCL is loaded into this process (tests of the backend).
+  std::vector<std::string> opencl_probe;
+  // A probe still running after this long is killed; discovery goes on without its devices.
+  std::chrono::milliseconds probe_timeout{20000};
+  // When the selection offers nothing (--gpus none), no backend is loaded or run at all (their
+  // reports say "not loaded (--gpus none)"), unless this is set: --print-resources still shows
+  // the devices that --gpus none leaves out.
+  bool discover_unoffered = false;
 };
 
 // The machine's GPUs: discovered once, then the offered ones' readings refreshed on demand.
 class GpuInventory {
  public:
-  // Runs every backend and merges their devices. Never fails.
+  // Runs every backend (none with --gpus none: see GpuDiscoveryOptions) and merges their
+  // devices. Never fails.
   static std::shared_ptr<GpuInventory> Discover(const GpuDiscoveryOptions& options);
   // A fixed list with no live backend (tests, simulation): readings never change.
   static std::shared_ptr<GpuInventory> FromDevices(std::vector<GpuDevice> devices);

@@ -3,6 +3,7 @@
 #include "platform/gpu.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -10,6 +11,9 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+
+#include "platform/capture.h"
+#include "platform/gpu_probe.h"
 
 namespace idlepool::platform {
 namespace {
@@ -298,6 +302,156 @@ TEST(PciBusId, Normalizes) {
   EXPECT_EQ(NormalizePciBusId("0000:01:00.1"), "0000:01:00.1");
   EXPECT_EQ(NormalizePciBusId("garbage"), "");
   EXPECT_EQ(PciBusId(1, 0x41, 3, 0), "0001:41:03.0");
+}
+
+// --- OpenCL in a child (gpu_probe.h) and the child runner (capture.h) ---
+
+// A probe command: a shell script (the probe's own arguments, --opencl ..., become $0 $1 ...).
+std::vector<std::string> Sh(const std::string& script) { return {"/bin/sh", "-c", script}; }
+
+constexpr const char* kPoclJson =
+    R"({"probe": 1, "report": {"backend": "OpenCL", "supported": true,)"
+    R"( "message": "1 platform, 1 device, 1 used"}, "devices": [{"vendor": "pocl",)"
+    R"( "name": "cpu-haswell", "memory_mb": 2048, "uuid": "", "apis": ["opencl"], "cuda_id": "",)"
+    R"( "opencl_id": "0:0", "pci_bus_id": "", "temperature_c": null, "utilization": null,)"
+    R"( "memory_used_mb": null, "pids": null}]})";
+
+TEST(GpuProbe, ResultJsonRoundTrips) {
+  GpuDevice d = Nv("NVIDIA A100", 40960, "0000:41:00.0", "GPU-1", "");
+  d.apis = {"opencl"};
+  d.opencl_id = "1:0";
+  d.temperature_c = 50;
+  d.pids = std::vector<int64_t>{7, 9};
+  auto back = ParseProbeResult(
+      ProbeResultJson({{d}, {"OpenCL", true, "fine"}, {{"warning", "odd \"driver\""}}}));
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_EQ(back->devices.size(), 1u);
+  const GpuDevice& b = back->devices[0];
+  EXPECT_EQ(b.name, d.name);
+  EXPECT_EQ(b.memory_mb, d.memory_mb);
+  EXPECT_EQ(b.pci_bus_id, d.pci_bus_id);
+  EXPECT_EQ(b.uuid, d.uuid);
+  EXPECT_EQ(b.apis, d.apis);
+  EXPECT_EQ(b.opencl_id, d.opencl_id);
+  EXPECT_EQ(b.temperature_c, 50.0);
+  EXPECT_FALSE(b.utilization.has_value());
+  EXPECT_EQ(b.pids, d.pids);
+  EXPECT_EQ(back->report.backend, "OpenCL");
+  EXPECT_EQ(back->report.message, "fine");
+  ASSERT_EQ(back->log.size(), 1u);
+  EXPECT_EQ(back->log[0].level, "warning");
+  EXPECT_EQ(back->log[0].message, "odd \"driver\"");
+  EXPECT_FALSE(ParseProbeResult("").ok());
+  EXPECT_FALSE(ParseProbeResult("[1]").ok());
+  EXPECT_FALSE(ParseProbeResult(R"({"probe": 1, "report": {}, "devices": []})").ok());
+}
+
+TEST(GpuProbe, DevicesComeFromTheChild) {
+  auto src = MakeOpenClProbeSource(Sh(std::string("echo '") + kPoclJson + "'"), true,
+                                   std::chrono::seconds(20));
+  auto devs = src->Discover();
+  ASSERT_EQ(devs.size(), 1u);
+  EXPECT_EQ(devs[0].vendor, "pocl");
+  EXPECT_EQ(devs[0].opencl_id, "0:0");
+  EXPECT_EQ(src->report().message, "1 platform, 1 device, 1 used");
+}
+
+TEST(GpuProbe, TheChildIsToldWhatToList) {
+  auto src = MakeOpenClProbeSource(
+      Sh("[ \"$0 $1\" = '--opencl --opencl-cpu' ] && [ \"$2\" = --log-level ] || exit 3; echo '" +
+         std::string(kPoclJson) + "'"),
+      true, std::chrono::seconds(20));
+  EXPECT_EQ(src->Discover().size(), 1u) << src->report().message;
+}
+
+// Every way a probe can fail: no devices, a report saying why, never an error or a crash.
+TEST(GpuProbe, AFailedChildMeansNoDevices) {
+  const std::chrono::milliseconds t(20000);
+  struct Case {
+    std::unique_ptr<GpuSource> src;
+    std::string want;
+  } cases[] = {
+      {MakeOpenClProbeSource({"/no/such/idlepool", "gpu-probe"}, false, t), "cannot run"},
+      {MakeOpenClProbeSource(Sh("exit 3"), false, t), "exited with 3"},
+      {MakeOpenClProbeSource(Sh("kill -KILL $$"), false, t), "killed by signal 9"},
+      {MakeOpenClProbeSource(Sh("echo 'OpenCL: hello'"), false, t), "not a probe result"},
+      // Hangs: killed at the (short) timeout, with what it started.
+      {MakeOpenClProbeSource(Sh("sleep 600 & wait"), false, std::chrono::milliseconds(50)),
+       "still running after 0.05 s: killed"},
+  };
+  for (auto& c : cases) {
+    EXPECT_TRUE(c.src->Discover().empty());
+    const GpuBackendReport r = c.src->report();
+    EXPECT_EQ(r.backend, "OpenCL");
+    EXPECT_EQ(r.message.rfind("probe failed: ", 0), 0u) << r.message;
+    EXPECT_NE(r.message.find(c.want), std::string::npos) << r.message;
+  }
+  EXPECT_EQ(::waitpid(-1, nullptr, WNOHANG), -1) << "a child left unreaped";
+}
+
+TEST_F(FakeNvml, InventoryMergesTheProbedDevicesAfterNvmls) {
+  Write(kTwo);
+  GpuDiscoveryOptions o;
+  o.nvml_library = IDLEPOOL_FAKE_NVML;
+  o.opencl_probe = Sh(std::string("echo '") + kPoclJson + "'");
+  auto inv = GpuInventory::Discover(o);
+  auto all = inv->discovered();
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[0].cuda_id, "0");
+  EXPECT_EQ(all[2].vendor, "pocl");
+  EXPECT_EQ(all[2].index, 2u);
+  EXPECT_EQ(inv->backends()[1].message, "1 platform, 1 device, 1 used");
+  EXPECT_EQ(inv->ReadLive().size(), 3u);
+}
+
+TEST_F(FakeNvml, GpusNoneLoadsNoBackendUnlessAskedToShowThem) {
+  Write(kTwo);
+  GpuDiscoveryOptions o;
+  o.nvml_library = IDLEPOOL_FAKE_NVML;
+  o.opencl_probe = {"/no/such/probe"};  // would be reported as failed, were it run
+  o.selection = *ParseGpuSelection("none");
+  auto inv = GpuInventory::Discover(o);
+  EXPECT_TRUE(inv->discovered().empty());
+  auto b = inv->backends();
+  ASSERT_EQ(b.size(), 4u);
+  EXPECT_EQ(b[0].message, "not loaded (--gpus none)");
+  EXPECT_EQ(b[1].message, "not loaded (--gpus none)");
+  EXPECT_EQ(b[2].message, "unsupported in this build");
+  o.discover_unoffered = true;  // --print-resources --gpus none
+  inv = GpuInventory::Discover(o);
+  EXPECT_EQ(inv->discovered().size(), 2u);
+  EXPECT_TRUE(inv->offered().empty());
+}
+
+TEST(RunCapturingStdout, OutputExitCodeSignalAndCap) {
+  const std::chrono::seconds t(20);
+  auto run = RunCapturingStdout(Sh("printf 'a\\nb'; echo to-stderr >&2; exit 4"), t);
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_EQ(run->stdout_text, "a\nb");
+  EXPECT_EQ(run->exit_code, 4);
+  EXPECT_EQ(run->signal, 0);
+  EXPECT_FALSE(run->timed_out);
+  run = RunCapturingStdout(Sh("kill -TERM $$"), t);
+  ASSERT_TRUE(run.ok());
+  EXPECT_EQ(run->signal, SIGTERM);
+  // Output past the cap is read and dropped: the child never blocks on its pipe.
+  run = RunCapturingStdout(Sh("head -c 300000 /dev/zero; exit 0"), t, 1000);
+  ASSERT_TRUE(run.ok());
+  EXPECT_EQ(run->stdout_text.size(), 1000u);
+  EXPECT_EQ(run->exit_code, 0);
+  // stdin is /dev/null, not this process's.
+  run = RunCapturingStdout(Sh("cat"), t);
+  ASSERT_TRUE(run.ok());
+  EXPECT_EQ(run->stdout_text, "");
+  EXPECT_EQ(RunCapturingStdout({}, t).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(RunCapturingStdout({"/no/such/file"}, t).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(RunCapturingStdout, AChildThatClosedItsOutputButHangsIsKilled) {
+  auto run = RunCapturingStdout(Sh("exec >&-; sleep 600"), std::chrono::milliseconds(50));
+  ASSERT_TRUE(run.ok());
+  EXPECT_TRUE(run->timed_out);
+  EXPECT_EQ(run->signal, SIGKILL);
 }
 
 }  // namespace
