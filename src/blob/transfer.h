@@ -72,8 +72,8 @@ struct TransferStats {
 // DEST.partial.manifest (kept on failure: a later call, in this process or another, resumes).
 [[nodiscard]] absl::StatusOr<TransferStats> DownloadToFile(v1::Blobs::Stub* stub,
                                                            const std::string& token,
-                                                           const std::string& sha256,
-                                                           uint64_t size, const std::string& dest,
+                                                           const std::string& sha256, uint64_t size,
+                                                           const std::string& dest,
                                                            const TransferOptions& options = {});
 
 // Downloads blob `sha256` of `size` bytes into `store` (nothing when it has it already).

@@ -85,7 +85,8 @@ Command AddPlanCommand(CLI::App& app, Common& common) {
   planc->add_option("--workers", pj->workers_csv, "JOB: plan on these workers only (a,b,c)");
   auto* pattern_opt =
       planc->add_option("--pattern", po->pattern, "allreduce, pipeline or tensor (coupled work)");
-  planc->add_option("--machines", po->machines, "machines (pipeline: stages)")->capture_default_str();
+  planc->add_option("--machines", po->machines, "machines (pipeline: stages)")
+      ->capture_default_str();
   auto* compute_opt = planc->add_option(
       "--compute-ms", po->compute_ms,
       "--pattern: one machine's compute per step (allreduce) or per token (pipeline, tensor)");
@@ -105,7 +106,8 @@ Command AddPlanCommand(CLI::App& app, Common& common) {
   planc->add_flag("--json", pj->json, "print one JSON object");
   return {planc, [=, &common] {
             if (pj->job_file.empty() == pattern_opt->empty()) {
-              std::fprintf(stderr, "idlepool plan: give either a job spec (JOB.toml) or --pattern\n");
+              std::fprintf(stderr,
+                           "idlepool plan: give either a job spec (JOB.toml) or --pattern\n");
               return 2;
             }
             if (!pattern_opt->empty()) {
@@ -125,9 +127,11 @@ Command AddPlanCommand(CLI::App& app, Common& common) {
 Command AddSimCommand(CLI::App& app) {
   auto so = std::make_shared<SimOptions>();
   auto* simc = app.add_subcommand(
-      "sim", "simulate the pool deterministically: a job on N simulated workers that follow an "
-             "availability trace or model (or, with --dst, many seeds of fault injection)");
-  simc->add_option("--workers", so->workers, "simulated workers")->capture_default_str()
+      "sim",
+      "simulate the pool deterministically: a job on N simulated workers that follow an "
+      "availability trace or model (or, with --dst, many seeds of fault injection)");
+  simc->add_option("--workers", so->workers, "simulated workers")
+      ->capture_default_str()
       ->check(CLI::Range(uint64_t{1}, uint64_t{1'000'000}));
   auto* trace_opt = simc->add_option("--trace", so->trace,
                                      "availability trace: spot .json, FTA .tab, or STUNner text "
@@ -141,7 +145,8 @@ Command AddSimCommand(CLI::App& app) {
   auto* job_opt = simc->add_option("--job", so->job,
                                    "a job spec (TOML): its task count, resources, max_attempts "
                                    "and timeout");
-  simc->add_option("--tasks", so->tasks, "tasks (without --job)")->capture_default_str()
+  simc->add_option("--tasks", so->tasks, "tasks (without --job)")
+      ->capture_default_str()
       ->excludes(job_opt);
   simc->add_option("--task-seconds", so->task_seconds,
                    "task duration on a speed-1 worker: N, uniform:A:B, loguniform:A:B, exp:MEAN, "
@@ -149,7 +154,8 @@ Command AddSimCommand(CLI::App& app) {
       ->capture_default_str();
   simc->add_option("--speeds", so->speeds, "worker speed distribution (same forms)")
       ->capture_default_str();
-  simc->add_option("--slots", so->slots, "slots per worker")->capture_default_str()
+  simc->add_option("--slots", so->slots, "slots per worker")
+      ->capture_default_str()
       ->check(CLI::Range(1u, 1024u));
   simc->add_option("--policy", so->policy, "scheduling policy")->capture_default_str();
   simc->add_option("--seed", so->seed, "seed (the same seed gives the same run)")
@@ -159,26 +165,34 @@ Command AddSimCommand(CLI::App& app) {
                    "--target-runtime, bounded by the tail); --tasks then counts frames and "
                    "--task-seconds is per frame");
   simc->add_option("--target-runtime", so->target_runtime_s, "with --chunk auto: seconds per task")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   simc->add_option("--task-overhead", so->task_overhead_s,
                    "start-up seconds every task pays (loading a scene or model)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   simc->add_option("--checkpoint-interval", so->checkpoint_interval_s,
                    "tasks checkpoint every N s of running (0: never)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   simc->add_flag("--checkpoint-on-vacate", so->checkpoint_on_vacate,
                  "tasks save their progress when stopped for the owner");
   simc->add_option("--hard-down", so->hard_down_fraction,
                    "fraction of machine downs with no goodbye (power loss)")
-      ->capture_default_str()->check(CLI::Range(0.0, 1.0));
-  simc->add_option("--lease", so->lease_s, "lease timeout, seconds")->capture_default_str()
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  simc->add_option("--lease", so->lease_s, "lease timeout, seconds")
+      ->capture_default_str()
       ->check(CLI::Range(0.1, 3600.0));
   simc->add_option("--heartbeat", so->heartbeat_s, "worker heartbeat, seconds")
-      ->capture_default_str()->check(CLI::Range(0.01, 3600.0));
-  simc->add_option("--tick", so->tick_s, "coordinator tick, seconds")->capture_default_str()
+      ->capture_default_str()
+      ->check(CLI::Range(0.01, 3600.0));
+  simc->add_option("--tick", so->tick_s, "coordinator tick, seconds")
+      ->capture_default_str()
       ->check(CLI::Range(0.01, 3600.0));
   simc->add_option("--max-days", so->max_days, "give up after this many simulated days")
-      ->capture_default_str()->check(CLI::Range(0.001, 3650.0));
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 3650.0));
   simc->add_flag("--json", so->json, "print one JSON object");
   simc->add_flag("--no-timing", so->no_timing,
                  "leave out wall-time figures, so two runs of one seed print the same bytes");
@@ -186,7 +200,8 @@ Command AddSimCommand(CLI::App& app) {
                  "deterministic simulation testing: random workloads and faults, invariants "
                  "checked after every step");
   simc->add_option("--seeds", so->seeds, "with --dst: how many seeds, from --seed on")
-      ->capture_default_str()->check(CLI::Range(uint64_t{1}, uint64_t{100'000'000}));
+      ->capture_default_str()
+      ->check(CLI::Range(uint64_t{1}, uint64_t{100'000'000}));
   simc->add_option("--plant", so->plant,
                    "with --dst: plant a known bug in the core (tests the harness): no-fencing, "
                    "forget-lost-tasks, no-lease-expiry, count-preemptions, strand-preempted");

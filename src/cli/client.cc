@@ -9,13 +9,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "blob/blob.h"
-#include "text/utf8.h"
-#include "wire/wire.h"
 #include "grpcpp/grpcpp.h"
 #include "platform/clock.h"
-#include "spec/profile_key.h"
 #include "spdlog/spdlog.h"
+#include "spec/profile_key.h"
 #include "status_convert.h"
+#include "text/utf8.h"
+#include "wire/wire.h"
 
 namespace idlepool::cli {
 namespace fs = std::filesystem;

@@ -63,8 +63,8 @@ class PoolClient {
  private:
   std::unique_ptr<grpc::ClientContext> Context() const;
   std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<v1::Jobs::Stub> stub_;     // the clients' calls
-  std::unique_ptr<v1::Blobs::Stub> blobs_;   // inputs up, outputs down
+  std::unique_ptr<v1::Jobs::Stub> stub_;    // the clients' calls
+  std::unique_ptr<v1::Blobs::Stub> blobs_;  // inputs up, outputs down
   std::string token_;
 };
 

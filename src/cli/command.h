@@ -28,8 +28,8 @@ struct Common {
 };
 
 struct Command {
-  CLI::App* sub = nullptr;    // the registered subcommand (true once it was given)
-  std::function<int()> run;   // runs it after parsing; returns the exit code
+  CLI::App* sub = nullptr;   // the registered subcommand (true once it was given)
+  std::function<int()> run;  // runs it after parsing; returns the exit code
 };
 
 // --coordinator, --token, --token-file on `sub`, stored in `common`.

@@ -42,9 +42,10 @@ void PrintWelcome(const coordinator::Options& options, coordinator::Coordinator&
   if (c.token_created()) {
     std::printf("created a new pool secret in %s/pool.token\n", options.data_dir.c_str());
   }
-  std::printf("join a machine to this pool with:\n  IDLEPOOL_TOKEN=%s idlepool worker "
-              "--coordinator %s --work-dir /var/tmp/idlepool-worker\n",
-              c.token().c_str(), addr.c_str());
+  std::printf(
+      "join a machine to this pool with:\n  IDLEPOOL_TOKEN=%s idlepool worker "
+      "--coordinator %s --work-dir /var/tmp/idlepool-worker\n",
+      c.token().c_str(), addr.c_str());
   std::printf("(or copy %s/pool.token to the machine and pass --token-file)\n",
               options.data_dir.c_str());
   if (c.http_port() != 0) {
@@ -53,9 +54,10 @@ void PrintWelcome(const coordinator::Options& options, coordinator::Coordinator&
     std::printf("dashboard (the link logs you in):\n  http://%s/login?token=%s\n",
                 text::JoinHostPort(web, c.http_port()).c_str(), c.token().c_str());
   }
-  std::printf("submit with:\n  IDLEPOOL_COORDINATOR=%s IDLEPOOL_TOKEN=%s idlepool submit "
-              "JOB.toml\n",
-              addr.c_str(), c.token().c_str());
+  std::printf(
+      "submit with:\n  IDLEPOOL_COORDINATOR=%s IDLEPOOL_TOKEN=%s idlepool submit "
+      "JOB.toml\n",
+      addr.c_str(), c.token().c_str());
   std::fflush(stdout);
 }
 
@@ -90,12 +92,13 @@ Command AddCoordinatorCommand(CLI::App& app, Common&) {
   auto* coord = app.add_subcommand("coordinator", "run the coordinator");
   coord->add_option("--listen", f->options.listen, "address to listen on (host:port)")
       ->capture_default_str();
-  coord->add_option("--data-dir", f->options.data_dir, "store, blobs and pool token")
-      ->required();
+  coord->add_option("--data-dir", f->options.data_dir, "store, blobs and pool token")->required();
   coord->add_option("--lease-timeout-ms", f->lease_ms, "a worker silent this long is lost")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{100}, int64_t{3'600'000}));
-  coord->add_option("--heartbeat-ms", f->heartbeat_ms, "heartbeat interval of the workers (one given its own --heartbeat-ms keeps it)")
+  coord
+      ->add_option("--heartbeat-ms", f->heartbeat_ms,
+                   "heartbeat interval of the workers (one given its own --heartbeat-ms keeps it)")
       ->capture_default_str();
   f->http_opt = coord->add_option(
       "--http", f->http,

@@ -19,10 +19,10 @@ namespace {
 namespace fs = std::filesystem;
 
 struct JobFlags {
-  std::string job_file;              // submit
-  std::optional<uint64_t> maybe_job; // status
-  uint64_t job = 0;                  // wait, fetch, cancel
-  std::string out_dir;               // fetch
+  std::string job_file;               // submit
+  std::optional<uint64_t> maybe_job;  // status
+  uint64_t job = 0;                   // wait, fetch, cancel
+  std::string out_dir;                // fetch
   bool json = false, quiet = false;
 };
 
@@ -80,9 +80,8 @@ int ShowJobs(PoolClient& client, bool json) {
   std::printf("%-6s %-24s %-10s %8s %8s %8s %9s\n", "JOB", "NAME", "STATE", "DONE", "TASKS",
               "FAILED", "ATTEMPTS");
   for (const auto& j : jobs->jobs()) {
-    std::printf("%-6llu %-24s %-10s %8u %8u %8u %9llu\n",
-                static_cast<unsigned long long>(j.job()), j.name().c_str(), j.state().c_str(),
-                j.succeeded(), j.tasks(), j.failed(),
+    std::printf("%-6llu %-24s %-10s %8u %8u %8u %9llu\n", static_cast<unsigned long long>(j.job()),
+                j.name().c_str(), j.state().c_str(), j.succeeded(), j.tasks(), j.failed(),
                 static_cast<unsigned long long>(j.attempts()));
   }
   return 0;
@@ -92,7 +91,8 @@ int Wait(const JobFlags& f, const Common& common) {
   if (!NeedToken(common)) return 2;
   PoolClient client = MakeClient(common);
   Progress progress(f.quiet || f.json, &client);
-  auto s = client.Wait(f.job, [&](const auto& st) { progress.Update(st); }, progress.every());
+  auto s = client.Wait(
+      f.job, [&](const auto& st) { progress.Update(st); }, progress.every());
   if (!s.ok()) return Fail(s.status());
   if (f.json) {
     std::printf("%s\n", api::JobJson(*s).dump().c_str());
@@ -146,8 +146,7 @@ Command AddStatusCommand(CLI::App& app, Common& common) {
 
 Command AddWaitCommand(CLI::App& app, Common& common) {
   auto f = std::make_shared<JobFlags>();
-  auto* wait =
-      app.add_subcommand("wait", "wait for a job to finish; exit 0 only if it succeeded");
+  auto* wait = app.add_subcommand("wait", "wait for a job to finish; exit 0 only if it succeeded");
   AddClientOptions(wait, common);
   wait->add_option("JOB", f->job, "job id")->required();
   wait->add_flag("--json", f->json, "print the final status as JSON");

@@ -38,7 +38,6 @@ std::string Bytes(uint64_t n) {
 
 int64_t WallMs() { return platform::SystemClock().WallMs(); }
 
-
 // The first two lines of PrintJob (its header, which a terminal's JobBlock replaces).
 void PrintJobHeader(const v1::JobStatus& s) {
   std::printf("job %llu  %s  %s\n", static_cast<unsigned long long>(s.job()), s.name().c_str(),
@@ -63,21 +62,21 @@ void PrintJobDetails(const v1::JobStatus& s) {
   {
     const auto& t = s.transfer();
     const uint64_t files = uint64_t{t.cache_hits()} + t.cache_misses();
-    std::printf("  data: %s staged (%s from worker caches, %s from the coordinator, %s from "
-                "peers), %s uploaded; cache hits %u/%llu files%s\n",
-                Bytes(t.input_bytes()).c_str(), Bytes(t.cached_bytes()).c_str(),
-                Bytes(t.coordinator_bytes()).c_str(), Bytes(t.peer_bytes()).c_str(),
-                Bytes(t.output_bytes()).c_str(), t.cache_hits(),
-                static_cast<unsigned long long>(files),
-                files ? absl::StrFormat(" (%.0f%%)", 100.0 * t.cache_hits() / files).c_str() : "");
+    std::printf(
+        "  data: %s staged (%s from worker caches, %s from the coordinator, %s from "
+        "peers), %s uploaded; cache hits %u/%llu files%s\n",
+        Bytes(t.input_bytes()).c_str(), Bytes(t.cached_bytes()).c_str(),
+        Bytes(t.coordinator_bytes()).c_str(), Bytes(t.peer_bytes()).c_str(),
+        Bytes(t.output_bytes()).c_str(), t.cache_hits(), static_cast<unsigned long long>(files),
+        files ? absl::StrFormat(" (%.0f%%)", 100.0 * t.cache_hits() / files).c_str() : "");
   }
   if (s.finished_ms() != 0) std::printf("  makespan %s\n", Seconds(MakespanSeconds(s)).c_str());
   if (s.has_prediction()) {
     const auto& p = s.prediction();
     std::string check;
     if (s.state() == "succeeded" && MakespanSeconds(s) > 0 && std::isfinite(p.makespan_s())) {
-      check = absl::StrFormat(": %+.1f%% vs the actual", 100.0 * (p.makespan_s() - MakespanSeconds(s)) /
-                                                        MakespanSeconds(s));
+      check = absl::StrFormat(": %+.1f%% vs the actual",
+                              100.0 * (p.makespan_s() - MakespanSeconds(s)) / MakespanSeconds(s));
     }
     std::printf("  predicted makespan %s on %d workers (single machine %s; %s)%s\n",
                 std::isfinite(p.makespan_s()) ? Seconds(p.makespan_s()).c_str() : "never",
@@ -86,8 +85,9 @@ void PrintJobDetails(const v1::JobStatus& s) {
                 p.basis().c_str(), check.c_str());
   }
   if (s.fits_no_worker()) {
-    std::printf("  waiting: no connected worker has the cpus/memory/gpus (with their memory and "
-                "API) one task needs\n");
+    std::printf(
+        "  waiting: no connected worker has the cpus/memory/gpus (with their memory and "
+        "API) one task needs\n");
   }
   for (const auto& f : s.failed_tasks()) {
     // The message's first line says why; the rest is the tail of the task's stderr.
@@ -138,8 +138,7 @@ void Progress::Update(const v1::JobStatus& s) {
   }
   std::fprintf(stderr, "job %llu: %u/%u succeeded, %u running, %u pending, %u failed, %s, %s\n",
                static_cast<unsigned long long>(s.job()), s.succeeded(), s.tasks(), s.running(),
-               s.pending(), s.failed(), Plural(s.attempts(), "attempt").c_str(),
-               s.state().c_str());
+               s.pending(), s.failed(), Plural(s.attempts(), "attempt").c_str(), s.state().c_str());
   std::fflush(stderr);
 }
 

@@ -20,9 +20,9 @@
 
 namespace idlepool::cli {
 
-std::string Seconds(double s);   // "1.234 s", "12.3 s"
-std::string Bytes(uint64_t n);   // binary units, as `ls -h` prints them: "1.5 MiB"
-int64_t WallMs();                // wall clock, Unix ms (the ETA on a terminal)
+std::string Seconds(double s);  // "1.234 s", "12.3 s"
+std::string Bytes(uint64_t n);  // binary units, as `ls -h` prints them: "1.5 MiB"
+int64_t WallMs();               // wall clock, Unix ms (the ETA on a terminal)
 
 // The job's first two lines (what a terminal's JobBlock replaces), then the rest: attempts,
 // owners, data moved, makespan and prediction, failed tasks (their output made printable).

@@ -20,13 +20,20 @@ const char* kVersion = IDLEPOOL_VERSION;
 
 std::vector<idlepool::cli::Command> AddCommands(CLI::App& app, idlepool::cli::Common& common) {
   using namespace idlepool::cli;
-  return {AddCoordinatorCommand(app, common), AddWorkerCommand(app, common),
-          AddSubmitCommand(app, common),      AddStatusCommand(app, common),
-          AddWaitCommand(app, common),        AddFetchCommand(app, common),
-          AddWorkersCommand(app, common),     AddCancelCommand(app, common),
-          AddFramesCommand(app),              AddProfileCommand(app, common),
-          AddReportCommand(app, common),      AddTimelineCommand(app, common),
-          AddRunCommand(app),                 AddPlanCommand(app, common),
+  return {AddCoordinatorCommand(app, common),
+          AddWorkerCommand(app, common),
+          AddSubmitCommand(app, common),
+          AddStatusCommand(app, common),
+          AddWaitCommand(app, common),
+          AddFetchCommand(app, common),
+          AddWorkersCommand(app, common),
+          AddCancelCommand(app, common),
+          AddFramesCommand(app),
+          AddProfileCommand(app, common),
+          AddReportCommand(app, common),
+          AddTimelineCommand(app, common),
+          AddRunCommand(app),
+          AddPlanCommand(app, common),
           AddSimCommand(app)};
 }
 

@@ -90,8 +90,8 @@ int SubmitWaitFetch(const RunFlags& f, const spec::JobSpec& spec, LocalPool& poo
   auto reply = client.Submit(spec, fs::absolute(f.job_file).string());
   if (!reply.ok()) return Fail(reply.status());
   Progress progress(f.json, &client);
-  auto s = client.Wait(reply->job(), [&](const auto& st) { progress.Update(st); },
-                       progress.every());
+  auto s = client.Wait(
+      reply->job(), [&](const auto& st) { progress.Update(st); }, progress.every());
   if (!s.ok()) return Fail(s.status());
   auto files = client.Fetch(reply->job(), f.out_dir);
   if (!files.ok()) return Fail(files.status());
@@ -110,8 +110,7 @@ int Run(RunFlags& f, CLI::App& app) {
   if (!spec.ok()) return BadSpec(spec.status());
   f.temp_dir = f.data_dir.empty();
   if (f.temp_dir) {
-    f.data_dir =
-        (fs::temp_directory_path() / ("idlepool-run-" + platform::RandomHex(6))).string();
+    f.data_dir = (fs::temp_directory_path() / ("idlepool-run-" + platform::RandomHex(6))).string();
   }
   // The embedded pool is an implementation detail of `run`: only warnings unless asked.
   if (app.get_option("--log-level")->count() == 0) spdlog::set_level(spdlog::level::warn);

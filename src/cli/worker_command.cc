@@ -125,12 +125,11 @@ std::optional<int> DiscoverGpus(WorkerFlags& f) {
   }
   for (const auto& b : gpus.backends()) spdlog::info("gpu discovery: {}: {}", b.backend, b.message);
   for (uint32_t m : gpus.missing()) {
-    spdlog::warn("--gpus: there is no GPU {} ({} found); not offered", m,
-                 gpus.discovered().size());
+    spdlog::warn("--gpus: there is no GPU {} ({} found); not offered", m, gpus.discovered().size());
   }
   for (const auto& g : gpus.offered()) {
-    spdlog::info("offering gpu {}: {} {}, {} MiB, apis {}", g.index, g.vendor, g.name,
-                 g.memory_mb, absl::StrJoin(g.apis, ","));
+    spdlog::info("offering gpu {}: {} {}, {} MiB, apis {}", g.index, g.vendor, g.name, g.memory_mb,
+                 absl::StrJoin(g.apis, ","));
   }
   return std::nullopt;
 }
@@ -185,8 +184,9 @@ int RunWorker(WorkerFlags& f, const Common& common) {
     return 0;
   }
   if (!f.options.name.empty() && !text::IsPrintableUtf8(f.options.name)) {
-    std::fprintf(stderr, "idlepool worker: --name must be printable UTF-8 (no control "
-                         "characters)\n");
+    std::fprintf(stderr,
+                 "idlepool worker: --name must be printable UTF-8 (no control "
+                 "characters)\n");
     return 2;
   }
   if (auto rc = DiscoverGpus(f)) return *rc;

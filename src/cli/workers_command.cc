@@ -26,9 +26,12 @@ std::string ShortDuration(double seconds) {
 std::string ShortRate(uint64_t bytes_per_s) {
   const double b = static_cast<double>(bytes_per_s);
   char buf[32];
-  if (b >= 1e9) std::snprintf(buf, sizeof buf, "%.3gGB/s", b / 1e9);
-  else if (b >= 1e6) std::snprintf(buf, sizeof buf, "%.3gMB/s", b / 1e6);
-  else std::snprintf(buf, sizeof buf, "%.3gkB/s", b / 1e3);
+  if (b >= 1e9)
+    std::snprintf(buf, sizeof buf, "%.3gGB/s", b / 1e9);
+  else if (b >= 1e6)
+    std::snprintf(buf, sizeof buf, "%.3gMB/s", b / 1e6);
+  else
+    std::snprintf(buf, sizeof buf, "%.3gkB/s", b / 1e3);
   return buf;
 }
 
@@ -90,8 +93,8 @@ int ListWorkers(const Common& common, bool json) {
     return 0;
   }
   std::printf("%-20s %-20s %-13s %-14s %6s %6s %-16s %10s  %s %6s  %s  %s\n", "WORKER", "HOST",
-              "STATE", "ACTIVITY", "SLOTS", "BUSY", "GPUS", "SEEN", Pad("LINK", 26).c_str(),
-              "CPU", Pad("UP", 32).c_str(), "OWNER");
+              "STATE", "ACTIVITY", "SLOTS", "BUSY", "GPUS", "SEEN", Pad("LINK", 26).c_str(), "CPU",
+              Pad("UP", 32).c_str(), "OWNER");
   for (const auto& x : w->workers()) {
     // Only a worker that is there has an owner policy to show.
     const bool here = x.state() == "connected" || x.state() == "disconnected";
@@ -103,12 +106,11 @@ int ListWorkers(const Common& common, bool json) {
     }
     const std::string cpu =
         x.cpu_score() > 0 ? std::to_string(static_cast<int64_t>(x.cpu_score() + 0.5)) : "-";
-    std::printf("%-20s %-20s %-13s %-14s %6u %6u %-16s %10s  %s %6s  %s  %s\n",
-                x.worker().c_str(), x.hostname().c_str(), x.state().c_str(),
+    std::printf("%-20s %-20s %-13s %-14s %6u %6u %-16s %10s  %s %6s  %s  %s\n", x.worker().c_str(),
+                x.hostname().c_str(), x.state().c_str(),
                 x.activity().empty() ? "-" : x.activity().c_str(), x.capacity().cpus(),
                 x.slots_busy(), GpusText(x).c_str(), seen, Pad(LinkText(x), 26).c_str(),
-                cpu.c_str(),
-                Pad(UpText(x), 32).c_str(), owner.c_str());
+                cpu.c_str(), Pad(UpText(x), 32).c_str(), owner.c_str());
   }
   return 0;
 }

@@ -53,8 +53,7 @@ grpc::Status BlobService::HasBlobs(grpc::ServerContext* ctx, const v1::HasBlobsR
   return grpc::Status::OK;
 }
 
-grpc::Status BlobService::GetManifest(grpc::ServerContext* ctx,
-                                      const v1::GetManifestRequest* req,
+grpc::Status BlobService::GetManifest(grpc::ServerContext* ctx, const v1::GetManifestRequest* req,
                                       v1::BlobManifest* reply) {
   if (auto st = check_token_(ctx); !st.ok()) return st;
   auto m = blobs_.GetManifest(req->sha256());
@@ -72,8 +71,7 @@ grpc::Status BlobService::LocateBlob(grpc::ServerContext* ctx, const v1::LocateB
   std::vector<PeerRef> peers;
   {
     std::lock_guard lock(tracker_.mu);
-    peers = tracker_.tracker.Locate(req->sha256(), m->chunk_count(), req->worker(),
-                                    clock_.Now());
+    peers = tracker_.tracker.Locate(req->sha256(), m->chunk_count(), req->worker(), clock_.Now());
   }
   *reply->mutable_manifest() = blob::ToProto(*m);
   for (const auto& p : peers) {
@@ -94,8 +92,8 @@ grpc::Status BlobService::FetchChunk(grpc::ServerContext* ctx, const v1::FetchCh
   const uint64_t chunks = blob::ChunkCountFor(*size);
   if (req->wanted_size() == 0 || static_cast<uint64_t>(req->wanted_size()) > chunks) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        absl::StrCat("FetchChunk.wanted must list 1 to ", chunks,
-                                     " chunks, got ", req->wanted_size()));
+                        absl::StrCat("FetchChunk.wanted must list 1 to ", chunks, " chunks, got ",
+                                     req->wanted_size()));
   }
   std::vector<uint32_t> wanted(req->wanted().begin(), req->wanted().end());
   absl::StatusOr<uint32_t> index;

@@ -118,9 +118,7 @@ absl::StatusOr<std::map<core::JobId, JobInfo>> RestoreJobs(store::Store& store,
 class CoordinatorImpl final : public Coordinator {
  public:
   CoordinatorImpl(const Options& options, const platform::Clock& clock)
-      : options_(options),
-        clock_(clock),
-        blobs_((fs::path(options.data_dir) / "blobs").string()) {}
+      : options_(options), clock_(clock), blobs_((fs::path(options.data_dir) / "blobs").string()) {}
 
   ~CoordinatorImpl() override { Shutdown(); }
 
@@ -198,8 +196,8 @@ absl::Status CoordinatorImpl::OpenDataDir(core::RestoredState* restored) {
   // attempt ids.
   auto lock = platform::FileLock::Acquire((fs::path(options_.data_dir) / "LOCK").string());
   if (!lock.ok()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "another coordinator is using this data dir: ", lock.status().message()));
+    return absl::FailedPreconditionError(
+        absl::StrCat("another coordinator is using this data dir: ", lock.status().message()));
   }
   lock_ = std::move(*lock);
   auto token = LoadOrCreateToken(options_.data_dir, &token_created_);
@@ -218,13 +216,12 @@ absl::Status CoordinatorImpl::OpenDataDir(core::RestoredState* restored) {
 void CoordinatorImpl::MakeParts() {
   check_token_ = std::make_unique<TokenCheck>(token_);
   book_ = std::make_unique<WorkerBook>(*store_, clock_);
-  core_ = std::make_unique<CoreLoop>(CoreLoopDeps{
-      options_, clock_, *store_, pool_metrics_, sessions_, *book_, feed_, shutting_down_,
-      [this](absl::Status st) { Fatal(std::move(st)); }});
+  core_ = std::make_unique<CoreLoop>(
+      CoreLoopDeps{options_, clock_, *store_, pool_metrics_, sessions_, *book_, feed_,
+                   shutting_down_, [this](absl::Status st) { Fatal(std::move(st)); }});
   predictor_ = std::make_unique<Predictor>(*store_, clock_, *core_, *book_, tracker_);
-  session_service_ = std::make_unique<SessionService>(
-      SessionServiceDeps{*check_token_, options_, *core_, sessions_, tracker_, *book_, blobs_,
-                         feed_, shutting_down_});
+  session_service_ = std::make_unique<SessionService>(SessionServiceDeps{
+      *check_token_, options_, *core_, sessions_, tracker_, *book_, blobs_, feed_, shutting_down_});
   blob_service_ =
       std::make_unique<BlobService>(*check_token_, blobs_, tracker_, pool_metrics_, clock_);
   probe_service_ = std::make_unique<ProbeService>(*check_token_, clock_);
@@ -244,11 +241,10 @@ absl::Status CoordinatorImpl::Init() {
   if (!known.ok()) return known.status();
   book_->Restore(std::move(*known));
   book_->Start();
-  spdlog::info("store: {} jobs, {} running attempts awaiting their workers",
-               restored.jobs.size(), restored.running.size());
+  spdlog::info("store: {} jobs, {} running attempts awaiting their workers", restored.jobs.size(),
+               restored.running.size());
   if (auto st = StartServer(); !st.ok()) return st;
-  pool_metrics_.SetStartTime(
-      std::chrono::duration<double>(core::Millis(clock_.WallMs())).count());
+  pool_metrics_.SetStartTime(std::chrono::duration<double>(core::Millis(clock_.WallMs())).count());
   core_->Start();
   predictor_->Start();
   return StartHttp();
@@ -300,9 +296,8 @@ absl::Status CoordinatorImpl::StartHttp() {
   pool_metrics_.registry().SetCollector([this] {
     v1::ListWorkersReply workers;
     (void)job_service_->ListWorkersInternal(&workers);
-    auto jobs = core_->Query<std::vector<core::JobSummary>>([this] {
-      return core_->sched().Jobs();
-    });
+    auto jobs =
+        core_->Query<std::vector<core::JobSummary>>([this] { return core_->sched().Jobs(); });
     pool_metrics_.SetPool(workers, jobs);
   });
   if (options_.http.empty()) return absl::OkStatus();

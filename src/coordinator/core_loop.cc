@@ -115,8 +115,8 @@ class CoreLoop::SessionTarget final : public DecisionTarget {
     auto ckpt = deps_.store.GetCheckpoint(a.task);
     if (!ckpt.ok()) {
       // Starting from scratch loses work but nothing else: say so and go on.
-      spdlog::warn("attempt {}: cannot read the checkpoint of task {}: {}", a.attempt,
-                   a.task.index, std::string(ckpt.status().message()));
+      spdlog::warn("attempt {}: cannot read the checkpoint of task {}: {}", a.attempt, a.task.index,
+                   std::string(ckpt.status().message()));
       return;
     }
     for (const auto& f : *ckpt) {
@@ -145,7 +145,9 @@ void CoreLoop::Restore(const core::RestoredState& state, std::map<core::JobId, J
   sched_.Restore(state, deps_.clock.Now());
 }
 
-void CoreLoop::Start() { thread_ = std::thread([this] { Loop(); }); }
+void CoreLoop::Start() {
+  thread_ = std::thread([this] { Loop(); });
+}
 
 void CoreLoop::Stop() {
   {
@@ -198,8 +200,7 @@ void CoreLoop::Loop() {
     decisions.clear();
     std::vector<int64_t> queued_ns;  // of the batch's events (idlepool_scheduling_seconds)
     bool visible = false;            // an event a dashboard shows even without records
-    std::vector<std::function<void()>> committed =
-        ApplyItems(batch, decisions, queued_ns, visible);
+    std::vector<std::function<void()>> committed = ApplyItems(batch, decisions, queued_ns, visible);
     auto now = deps_.clock.Now();
     if (now >= next_tick) {
       auto d = sched_.Apply(core::Tick{}, now);

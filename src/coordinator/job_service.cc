@@ -206,9 +206,8 @@ grpc::Status JobService::ListJobs(grpc::ServerContext* ctx, const v1::ListJobsRe
 }
 
 grpc::Status JobService::ListJobsInternal(v1::ListJobsReply* reply) {
-  auto jobs = d_.core.Query<std::vector<core::JobSummary>>([this] {
-    return d_.core.sched().Jobs();
-  });
+  auto jobs =
+      d_.core.Query<std::vector<core::JobSummary>>([this] { return d_.core.sched().Jobs(); });
   for (const auto& s : jobs) {
     auto st = FillJobStatus(s.job, false, reply->add_jobs());
     if (!st.ok()) return st;
@@ -260,9 +259,8 @@ grpc::Status JobService::ListWorkers(grpc::ServerContext* ctx, const v1::ListWor
 
 grpc::Status JobService::ListWorkersInternal(v1::ListWorkersReply* reply) {
   auto now = d_.clock.Now();
-  auto workers = d_.core.Query<std::vector<core::WorkerView>>([this] {
-    return d_.core.sched().Workers();
-  });
+  auto workers =
+      d_.core.Query<std::vector<core::WorkerView>>([this] { return d_.core.sched().Workers(); });
   for (const auto& w : workers) {
     auto* out = reply->add_workers();
     out->set_worker(w.worker);
@@ -275,8 +273,8 @@ grpc::Status JobService::ListWorkersInternal(v1::ListWorkersReply* reply) {
     out->set_owner_state(w.owner_state);
     out->set_owner_reason(w.owner_reason);
     out->set_owner_cause(w.owner_cause);
-    out->set_activity(WorkerActivity({out->state(), w.owner_state, w.owner_cause,
-                                      w.attempts_running}));
+    out->set_activity(
+        WorkerActivity({out->state(), w.owner_state, w.owner_cause, w.attempts_running}));
     for (uint32_t i : w.gpus_busy) out->add_gpus_busy(i);
     out->set_cache_bytes(w.cache_bytes);
     out->set_cache_blobs(w.cache_blobs);
@@ -290,9 +288,8 @@ grpc::Status JobService::ListWorkersInternal(v1::ListWorkersReply* reply) {
 grpc::Status JobService::CancelJob(grpc::ServerContext* ctx, const v1::JobRef* req,
                                    v1::CancelJobReply* reply) {
   if (auto st = d_.check_token(ctx); !st.ok()) return st;
-  auto known = d_.core.Query<bool>([this, id = req->job()] {
-    return d_.core.sched().Job(id).has_value();
-  });
+  auto known =
+      d_.core.Query<bool>([this, id = req->job()] { return d_.core.sched().Job(id).has_value(); });
   if (!known) {
     return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("no job ", req->job()));
   }
@@ -450,8 +447,7 @@ grpc::Status JobService::AddTimelineEvents(const std::set<std::string>& workers,
   q.limit = kTimelineMaxEvents + 1;
   auto events = d_.store.ListWorkerEvents(q);
   if (!events.ok()) return wire::ToGrpc(events.status());
-  const size_t skip =
-      events->size() > kTimelineMaxEvents ? events->size() - kTimelineMaxEvents : 0;
+  const size_t skip = events->size() > kTimelineMaxEvents ? events->size() - kTimelineMaxEvents : 0;
   if (skip > 0) reply->set_truncated(true);
   for (size_t i = skip; i < events->size(); ++i) {
     const store::WorkerEvent& e = (*events)[i];
@@ -467,9 +463,8 @@ grpc::Status JobService::AddTimelineEvents(const std::set<std::string>& workers,
 }
 
 grpc::Status JobService::FillJobStatus(core::JobId id, bool with_failures, v1::JobStatus* out) {
-  auto summary = d_.core.Query<std::optional<core::JobSummary>>([this, id] {
-    return d_.core.sched().Job(id);
-  });
+  auto summary = d_.core.Query<std::optional<core::JobSummary>>(
+      [this, id] { return d_.core.sched().Job(id); });
   if (!summary) return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("no job ", id));
   auto rec = d_.store.GetJobHeader(id);  // never the spec: this runs on every poll
   if (!rec.ok()) return wire::ToGrpc(rec.status());

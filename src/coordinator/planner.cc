@@ -197,7 +197,6 @@ absl::StatusOr<v1::Prediction> Predict(const PlanJobFacts& job,
   return out;
 }
 
-
 LinkProbe BestOfRecentProbes(std::vector<LinkProbe>& probes, int64_t now_ms) {
   if (probes.empty()) return {};
   // Oldest first: drop what is past the window, always keeping the newest.

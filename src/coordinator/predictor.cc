@@ -48,7 +48,9 @@ std::string HistoryBasis(const std::vector<store::AttemptRecord>& samples, core:
                       jobs.size() == 1 ? " job" : " jobs", " with this profile");
 }
 
-void Predictor::Start() { thread_ = std::thread([this] { Loop(); }); }
+void Predictor::Start() {
+  thread_ = std::thread([this] { Loop(); });
+}
 
 void Predictor::Stop() {
   {
@@ -68,9 +70,8 @@ void Predictor::Await(core::JobId id, const v1::JobSpec& spec, uint64_t tasks) {
 std::vector<PlanWorker> Predictor::GatherPlanWorkers(const v1::JobSpec& proto,
                                                      const std::vector<std::string>& only,
                                                      std::string* unknown) {
-  auto views = core_.Query<std::vector<core::WorkerView>>([this] {
-    return core_.sched().Workers();
-  });
+  auto views =
+      core_.Query<std::vector<core::WorkerView>>([this] { return core_.sched().Workers(); });
   std::vector<PlanWorker> out;
   std::set<std::string> wanted(only.begin(), only.end());
   for (const auto& v : views) {
@@ -83,8 +84,8 @@ std::vector<PlanWorker> Predictor::GatherPlanWorkers(const v1::JobSpec& proto,
   }
   if (unknown) {
     for (const auto& name : only) {
-      bool found = std::any_of(out.begin(), out.end(),
-                               [&](const PlanWorker& w) { return w.name == name; });
+      bool found =
+          std::any_of(out.begin(), out.end(), [&](const PlanWorker& w) { return w.name == name; });
       if (!found) {
         *unknown = name;
         break;
@@ -94,10 +95,9 @@ std::vector<PlanWorker> Predictor::GatherPlanWorkers(const v1::JobSpec& proto,
   book_.FillPlanWorkers(clock_.Now(), out);
   std::lock_guard lock(tracker_.mu);
   for (PlanWorker& w : out) {
-    w.holds_assets = std::all_of(proto.inputs().begin(), proto.inputs().end(),
-                                 [&](const v1::Input& in) {
-                                   return tracker_.tracker.IsHolder(w.name, in.sha256());
-                                 });
+    w.holds_assets = std::all_of(
+        proto.inputs().begin(), proto.inputs().end(),
+        [&](const v1::Input& in) { return tracker_.tracker.IsHolder(w.name, in.sha256()); });
   }
   return out;
 }
@@ -141,9 +141,8 @@ bool Predictor::Try(core::JobId id, const AwaitingPrediction& job) {
     if (made) return true;
     if (auto it = awaiting_.find(id); it != awaiting_.end()) it->second.history_tried = true;
   }
-  auto s = core_.Query<std::optional<core::JobSummary>>([this, id] {
-    return core_.sched().Job(id);
-  });
+  auto s =
+      core_.Query<std::optional<core::JobSummary>>([this, id] { return core_.sched().Job(id); });
   bool done = !s || s->state != core::JobState::kRunning ||
               s->succeeded >= s->tasks;  // too late to predict
   if (!done && s->succeeded >= std::min<uint32_t>(kPredictAfter, s->tasks)) {

@@ -72,8 +72,7 @@ class Predictor {
   bool Try(core::JobId id, const AwaitingPrediction& job);
   // Predicts job `id` from the history of its profile key (with its own attempts unless
   // `history_only`) and keeps the prediction. Returns whether one was made.
-  bool PredictAndKeep(core::JobId id, const v1::JobSpec& proto, uint64_t tasks,
-                      bool history_only);
+  bool PredictAndKeep(core::JobId id, const v1::JobSpec& proto, uint64_t tasks, bool history_only);
 
   store::Store& store_;
   const platform::Clock& clock_;

@@ -125,12 +125,11 @@ void SessionService::PostHello(const SessionPtr& session, const v1::Hello& hello
   d_.core.Post(std::move(ev));
   // Welcome only a session the core accepted (a name clash is refused instead), so a worker
   // never reads "joined" and then a refusal.
-  d_.core.PostItem(CoreItem{std::nullopt, [this, session, peer_address, cpu_score, cores,
-                                           cached = std::move(cached),
-                                           gpus = std::move(gpus)]() mutable {
-                              Welcome(session, peer_address, cpu_score, cores, cached,
-                                      std::move(gpus));
-                            }});
+  d_.core.PostItem(
+      CoreItem{std::nullopt, [this, session, peer_address, cpu_score, cores,
+                              cached = std::move(cached), gpus = std::move(gpus)]() mutable {
+                 Welcome(session, peer_address, cpu_score, cores, cached, std::move(gpus));
+               }});
 }
 
 void SessionService::Welcome(const SessionPtr& session, const std::string& peer_address,
@@ -208,9 +207,9 @@ void SessionService::HandleOwner(const SessionPtr& session, const v1::OwnerState
   // On the core thread, in session order after the hello's welcome.
   std::optional<v1::SensorReadings> sensors;
   if (o.has_sensors()) sensors = CleanSensors(o.sensors());
-  d_.core.PostItem(CoreItem{core::Event(ev), [this, worker = session->worker, id = session->id,
-                                              state = ev.state, cause = ev.cause,
-                                              reason = ev.reason, sensors = std::move(sensors)] {
+  d_.core.PostItem(CoreItem{core::Event(ev),
+                            [this, worker = session->worker, id = session->id, state = ev.state,
+                             cause = ev.cause, reason = ev.reason, sensors = std::move(sensors)] {
                               d_.book.NoteOwner(worker, id, state, cause, reason, sensors);
                             }});
 }
@@ -247,14 +246,12 @@ void SessionService::HandleGpus(const SessionPtr& session, const v1::GpuReadings
     if (!d.unavailable().empty()) ev.held.push_back(d.index());
     live.push_back(std::move(d));
   }
-  d_.core.PostItem(CoreItem{core::Event(ev), [this, worker = session->worker, id = session->id,
-                                              live = std::move(live)] {
-                              NoteGpus(worker, id, live);
-                            }});
+  d_.core.PostItem(
+      CoreItem{core::Event(ev), [this, worker = session->worker, id = session->id,
+                                 live = std::move(live)] { NoteGpus(worker, id, live); }});
 }
 
-void SessionService::HandleCheckpoint(const SessionPtr& session,
-                                      const v1::Checkpoint& checkpoint) {
+void SessionService::HandleCheckpoint(const SessionPtr& session, const v1::Checkpoint& checkpoint) {
   core::CheckpointSaved ev;
   ev.worker = session->worker;
   ev.session = session->id;

@@ -38,8 +38,8 @@ struct Session {
   std::condition_variable cv;
   std::deque<v1::CoordinatorMessage> outbox ABSL_GUARDED_BY(mu);
   bool end_after_flush ABSL_GUARDED_BY(mu) = false;  // set after a Refused message
-  bool done ABSL_GUARDED_BY(mu) = false;  // the handler is leaving; the writer must stop
-  bool left = false;                      // it said Leaving (handler thread only)
+  bool done ABSL_GUARDED_BY(mu) = false;             // the handler is leaving; the writer must stop
+  bool left = false;                                 // it said Leaving (handler thread only)
 
   // Queues `m` (dropped once the handler is leaving); `end`: close the stream after it. Any
   // thread.

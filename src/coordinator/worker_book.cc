@@ -26,13 +26,15 @@ constexpr size_t kEventMaxRows = 1'000'000;
 void WorkerBook::Restore(std::vector<store::WorkerRecord> rows) {
   std::lock_guard lock(mu_);
   for (auto& r : rows) {
-    availability_.Restore(r.worker, AvailabilityTotals{r.up_ms, r.down_ms, r.up_periods,
-                                                       r.down_periods});
+    availability_.Restore(r.worker,
+                          AvailabilityTotals{r.up_ms, r.down_ms, r.up_periods, r.down_periods});
     records_[r.worker] = std::move(r);
   }
 }
 
-void WorkerBook::Start() { thread_ = std::thread([this] { Loop(); }); }
+void WorkerBook::Start() {
+  thread_ = std::thread([this] { Loop(); });
+}
 
 void WorkerBook::Stop() {
   {
@@ -71,12 +73,12 @@ void WorkerBook::Hello(const std::string& worker, core::SessionId session,
   }
 }
 
-void WorkerBook::Link(const std::string& worker, core::SessionId session,
-                      const v1::LinkMeasured& m, uint64_t max_probe_bytes) {
+void WorkerBook::Link(const std::string& worker, core::SessionId session, const v1::LinkMeasured& m,
+                      uint64_t max_probe_bytes) {
   constexpr uint64_t kMaxRate = uint64_t{1} << 40;  // 1 TB/s
   constexpr uint64_t kMaxRttUs = std::chrono::microseconds(std::chrono::hours(1)).count();
-  if (m.rtt_us() > kMaxRttUs || m.down_bytes_per_s() > kMaxRate ||
-      m.up_bytes_per_s() > kMaxRate || m.probe_bytes() > max_probe_bytes) {
+  if (m.rtt_us() > kMaxRttUs || m.down_bytes_per_s() > kMaxRate || m.up_bytes_per_s() > kMaxRate ||
+      m.probe_bytes() > max_probe_bytes) {
     spdlog::warn("worker {}: link measurement out of range, ignored", worker);
     return;
   }
@@ -102,8 +104,8 @@ void WorkerBook::Link(const std::string& worker, core::SessionId session,
   r.probe_bytes = static_cast<int64_t>(m.probe_bytes());
   MarkDirty(worker);
   spdlog::info("worker {}: link round trip {:.2f} ms, down {:.1f} MB/s, up {:.1f} MB/s", worker,
-               MillisD(std::chrono::microseconds(m.rtt_us())).count(),
-               m.down_bytes_per_s() / 1e6, m.up_bytes_per_s() / 1e6);
+               MillisD(std::chrono::microseconds(m.rtt_us())).count(), m.down_bytes_per_s() / 1e6,
+               m.up_bytes_per_s() / 1e6);
 }
 
 void WorkerBook::ObserveAvailability(const std::vector<core::WorkerView>& views,
@@ -135,8 +137,8 @@ store::WorkerRecord WorkerBook::Snapshot(const store::WorkerRecord& r, int64_t n
 
 void WorkerBook::AddEvent(const std::string& worker, const char* kind, const std::string& state,
                           const std::string& cause, const std::string& reason) {
-  pending_events_.push_back(store::WorkerEvent{worker, clock_.WallMs(), kind, state, cause,
-                                               reason});
+  pending_events_.push_back(
+      store::WorkerEvent{worker, clock_.WallMs(), kind, state, cause, reason});
   cv_.notify_all();
 }
 

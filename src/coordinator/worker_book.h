@@ -23,10 +23,10 @@
 #include "absl/base/thread_annotations.h"
 #include "coordinator/availability.h"
 #include "coordinator/planner.h"
+#include "coordinator/sessions.h"
 #include "core/scheduler.h"
 #include "idlepool.pb.h"
 #include "platform/clock.h"
-#include "coordinator/sessions.h"
 #include "store/store.h"
 
 namespace idlepool::coordinator {

@@ -24,11 +24,16 @@ constexpr uint64_t kYearMs = core::Millis(std::chrono::days(365)).count();
 
 core::ReportResult ResultOf(v1::AttemptReport::Result r) {
   switch (r) {
-    case v1::AttemptReport::SUCCEEDED: return core::ReportResult::kSucceeded;
-    case v1::AttemptReport::TIMED_OUT: return core::ReportResult::kTimedOut;
-    case v1::AttemptReport::PREEMPTED: return core::ReportResult::kPreempted;
-    case v1::AttemptReport::MACHINE_FAULT: return core::ReportResult::kMachineFault;
-    default: return core::ReportResult::kFailed;
+    case v1::AttemptReport::SUCCEEDED:
+      return core::ReportResult::kSucceeded;
+    case v1::AttemptReport::TIMED_OUT:
+      return core::ReportResult::kTimedOut;
+    case v1::AttemptReport::PREEMPTED:
+      return core::ReportResult::kPreempted;
+    case v1::AttemptReport::MACHINE_FAULT:
+      return core::ReportResult::kMachineFault;
+    default:
+      return core::ReportResult::kFailed;
   }
 }
 
@@ -36,9 +41,8 @@ core::ReportResult ResultOf(v1::AttemptReport::Result r) {
 core::Transfer BoundedTransfer(const v1::Transfer& t) {
   auto b = [](uint64_t v) { return std::min<uint64_t>(v, 1ull << 50); };
   auto n = [](uint64_t v) { return std::min<uint64_t>(v, 1ull << 30); };
-  return core::Transfer{b(t.input_bytes()),       b(t.cached_bytes()),
-                        b(t.coordinator_bytes()), b(t.peer_bytes()),
-                        b(t.output_bytes()),      n(t.cache_hits()),
+  return core::Transfer{b(t.input_bytes()), b(t.cached_bytes()), b(t.coordinator_bytes()),
+                        b(t.peer_bytes()),  b(t.output_bytes()), n(t.cache_hits()),
                         n(t.cache_misses())};
 }
 
@@ -60,8 +64,8 @@ v1::SensorReadings CleanSensors(const v1::SensorReadings& in) {
   return out;
 }
 
-std::vector<core::BlobRef> CachedBlobs(
-    const google::protobuf::RepeatedPtrField<v1::CachedBlob>& in, size_t max) {
+std::vector<core::BlobRef> CachedBlobs(const google::protobuf::RepeatedPtrField<v1::CachedBlob>& in,
+                                       size_t max) {
   std::vector<core::BlobRef> out;
   for (const auto& b : in) {
     if (out.size() >= max) break;
@@ -136,8 +140,7 @@ core::AttemptReport ToCoreReport(const blob::BlobStore& blobs, const std::string
   if (r.has_timing()) {
     const v1::AttemptTiming& t = r.timing();
     auto y = [](uint64_t v) { return std::min<uint64_t>(v, kYearMs); };
-    ev.timing = core::AttemptTiming{y(t.stage_ms()), y(t.run_ms()), y(t.upload_ms()),
-                                    t.resumed()};
+    ev.timing = core::AttemptTiming{y(t.stage_ms()), y(t.run_ms()), y(t.upload_ms()), t.resumed()};
   }
   if (ev.result == core::ReportResult::kPreempted) {
     // Work lost is bounded by what could plausibly have run: a year.
@@ -148,8 +151,8 @@ core::AttemptReport ToCoreReport(const blob::BlobStore& blobs, const std::string
       if (problem.empty()) {
         ev.checkpoint = std::move(files);
       } else {
-        spdlog::warn("worker {}: final checkpoint of attempt {} ignored: {}", worker,
-                     r.attempt(), problem);
+        spdlog::warn("worker {}: final checkpoint of attempt {} ignored: {}", worker, r.attempt(),
+                     problem);
       }
     }
   }

@@ -21,8 +21,8 @@ inline constexpr size_t kMaxCachedBlobs = 20000;
 v1::SensorReadings CleanSensors(const v1::SensorReadings& in);
 
 // Cache entries as a worker lists them: well-formed hashes only, at most `max`.
-std::vector<core::BlobRef> CachedBlobs(
-    const google::protobuf::RepeatedPtrField<v1::CachedBlob>& in, size_t max);
+std::vector<core::BlobRef> CachedBlobs(const google::protobuf::RepeatedPtrField<v1::CachedBlob>& in,
+                                       size_t max);
 
 // Where other workers reach a worker's Peer service: its announced host:port, with a wildcard
 // or missing host replaced by the address its session comes from (gRPC's "ipv4:1.2.3.4:5" or

@@ -15,8 +15,8 @@
 #include "httplib.h"
 #include "nlohmann/json.hpp"
 #include "report/timeline_svg.h"
-#include "text/host_port.h"
 #include "spdlog/spdlog.h"
+#include "text/host_port.h"
 
 namespace idlepool::http {
 

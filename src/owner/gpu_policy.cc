@@ -53,18 +53,24 @@ std::optional<std::vector<int64_t>> OwnerProcesses(
 
 const char* ToString(GpuOwnerUse use) {
   switch (use) {
-    case GpuOwnerUse::kSuspend: return "suspend";
-    case GpuOwnerUse::kVacate: return "vacate";
-    case GpuOwnerUse::kIgnore: return "ignore";
+    case GpuOwnerUse::kSuspend:
+      return "suspend";
+    case GpuOwnerUse::kVacate:
+      return "vacate";
+    case GpuOwnerUse::kIgnore:
+      return "ignore";
   }
   return "?";
 }
 
 const char* ToString(GpuCause cause) {
   switch (cause) {
-    case GpuCause::kNone: return "none";
-    case GpuCause::kOwnerUse: return "gpu_owner";
-    case GpuCause::kTemperature: return "gpu_temperature";
+    case GpuCause::kNone:
+      return "none";
+    case GpuCause::kOwnerUse:
+      return "gpu_owner";
+    case GpuCause::kTemperature:
+      return "gpu_temperature";
   }
   return "?";
 }

@@ -52,8 +52,7 @@ std::string Num(double v) {
 bool InWindow(const TimeWindow& window, LocalTime local) {
   const int m = local.minute_of_day;
   if (window.start_minute < window.end_minute) {
-    return DayIn(window.days, local.weekday) && m >= window.start_minute &&
-           m < window.end_minute;
+    return DayIn(window.days, local.weekday) && m >= window.start_minute && m < window.end_minute;
   }
   // Wraps past midnight: the evening part on its own day, the morning part on the next day.
   return (DayIn(window.days, local.weekday) && m >= window.start_minute) ||
@@ -92,14 +91,13 @@ Decision Decide(const Readings& r, const PolicyConfig& config, const PolicyState
       (suspended && prev.cause == Cause::kTemperature ? kTemperatureHysteresisC : 0.0);
   if (Above(r.temperature_c, max_temp)) {
     // Above the limit, or (suspended for heat) not yet cooled to where work resumes.
-    const std::string why =
-        Above(r.temperature_c, config.max_temperature_c)
-            ? "temperature " + Num(*r.temperature_c) + " C above " +
-                  Num(config.max_temperature_c) + " C"
-            : "temperature " + Num(*r.temperature_c) + " C, not yet down to " + Num(max_temp) +
-                  " C (limit " + Num(config.max_temperature_c) + " C)";
-    return Suspend(config, prev, now_s, why,
-                   Cause::kTemperature);
+    const std::string why = Above(r.temperature_c, config.max_temperature_c)
+                                ? "temperature " + Num(*r.temperature_c) + " C above " +
+                                      Num(config.max_temperature_c) + " C"
+                                : "temperature " + Num(*r.temperature_c) + " C, not yet down to " +
+                                      Num(max_temp) + " C (limit " + Num(config.max_temperature_c) +
+                                      " C)";
+    return Suspend(config, prev, now_s, why, Cause::kTemperature);
   }
 
   // 5. The owner is using the CPU. Suspended, their load must fall to kLoadResumeFraction of
@@ -109,25 +107,23 @@ Decision Decide(const Readings& r, const PolicyConfig& config, const PolicyState
       config.max_owner_cpu_load *
       (suspended && prev.cause == Cause::kOwnerLoad ? kLoadResumeFraction : 1.0);
   if (config.max_owner_cpu_load < 1 && Above(r.owner_cpu_load, max_load)) {
-    const std::string why =
-        Above(r.owner_cpu_load, config.max_owner_cpu_load)
-            ? "owner cpu load " + Num(*r.owner_cpu_load) + " above " +
-                  Num(config.max_owner_cpu_load)
-            : "owner cpu load " + Num(*r.owner_cpu_load) + ", not yet down to " +
-                  Num(max_load) + " (limit " + Num(config.max_owner_cpu_load) + ")";
-    return Suspend(config, prev, now_s, why,
-                   Cause::kOwnerLoad);
+    const std::string why = Above(r.owner_cpu_load, config.max_owner_cpu_load)
+                                ? "owner cpu load " + Num(*r.owner_cpu_load) + " above " +
+                                      Num(config.max_owner_cpu_load)
+                                : "owner cpu load " + Num(*r.owner_cpu_load) +
+                                      ", not yet down to " + Num(max_load) + " (limit " +
+                                      Num(config.max_owner_cpu_load) + ")";
+    return Suspend(config, prev, now_s, why, Cause::kOwnerLoad);
   }
 
   // 6. The owner is at the machine. start_idle_s == 0 marks a dedicated machine.
   if (config.start_idle_s > 0) {
-    const double threshold =
-        prev.mode == Mode::kIdle ? config.start_idle_s : config.resume_idle_s;
+    const double threshold = prev.mode == Mode::kIdle ? config.start_idle_s : config.resume_idle_s;
     if (Below(r.idle_seconds, threshold)) {
-      return Suspend(config, prev, now_s,
-                     "owner active (idle " + Num(*r.idle_seconds) + " s < " + Num(threshold) +
-                         " s)",
-                     Cause::kOwnerInput);
+      return Suspend(
+          config, prev, now_s,
+          "owner active (idle " + Num(*r.idle_seconds) + " s < " + Num(threshold) + " s)",
+          Cause::kOwnerInput);
     }
   }
 
@@ -212,41 +208,58 @@ std::string DefaultConfigToml() {
 
 const char* ToString(Action action) {
   switch (action) {
-    case Action::kRun: return "run";
-    case Action::kSuspend: return "suspend";
-    case Action::kVacate: return "vacate";
+    case Action::kRun:
+      return "run";
+    case Action::kSuspend:
+      return "suspend";
+    case Action::kVacate:
+      return "vacate";
   }
   return "?";
 }
 
 const char* ToString(BatteryAction action) {
   switch (action) {
-    case BatteryAction::kRun: return "run";
-    case BatteryAction::kSuspend: return "suspend";
-    case BatteryAction::kVacate: return "vacate";
+    case BatteryAction::kRun:
+      return "run";
+    case BatteryAction::kSuspend:
+      return "suspend";
+    case BatteryAction::kVacate:
+      return "vacate";
   }
   return "?";
 }
 
 const char* ToString(Mode mode) {
   switch (mode) {
-    case Mode::kIdle: return "idle";
-    case Mode::kRunning: return "running";
-    case Mode::kSuspended: return "suspended";
+    case Mode::kIdle:
+      return "idle";
+    case Mode::kRunning:
+      return "running";
+    case Mode::kSuspended:
+      return "suspended";
   }
   return "?";
 }
 
 const char* ToString(Cause cause) {
   switch (cause) {
-    case Cause::kNone: return "none";
-    case Cause::kBattery: return "battery";
-    case Cause::kTemperature: return "temperature";
-    case Cause::kOwnerLoad: return "owner_load";
-    case Cause::kOwnerInput: return "owner_input";
-    case Cause::kLid: return "lid";
-    case Cause::kSleep: return "sleep";
-    case Cause::kWindow: return "window";
+    case Cause::kNone:
+      return "none";
+    case Cause::kBattery:
+      return "battery";
+    case Cause::kTemperature:
+      return "temperature";
+    case Cause::kOwnerLoad:
+      return "owner_load";
+    case Cause::kOwnerInput:
+      return "owner_input";
+    case Cause::kLid:
+      return "lid";
+    case Cause::kSleep:
+      return "sleep";
+    case Cause::kWindow:
+      return "window";
   }
   return "?";
 }

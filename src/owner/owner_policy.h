@@ -19,9 +19,9 @@
 //   7. otherwise                                   -> run
 // Hysteresis: while suspended by rule 4, it needs the temperature to drop kTemperatureHysteresisC
 // below max_temperature_c, and while suspended by rule 5 the owner's load to drop to
-// kLoadResumeFraction of max_owner_cpu_load, before work resumes (HTCondor's desktop policy suspends above a load of
-// 0.5 and continues below 0.3: the same 0.6).
-// A suspend result (rules 3-6) from a worker that has been suspended for
+// kLoadResumeFraction of max_owner_cpu_load, before work resumes (HTCondor's desktop policy
+// suspends above a load of 0.5 and continues below 0.3: the same 0.6). A suspend result (rules 3-6)
+// from a worker that has been suspended for
 // >= vacate_after_suspend_s is escalated to vacate. When no suspend rule holds, a suspended
 // task resumes, whatever the time it spent suspended.
 //
@@ -49,8 +49,8 @@ struct Readings {
   std::optional<double> battery_percent;  // 0..100; informational, no rule reads it yet
   std::optional<double> temperature_c;    // hottest CPU package sensor
   std::optional<bool> lid_closed;
-  std::optional<double> owner_cpu_load;   // 0..1: machine load minus the pool's own tasks
-  std::optional<bool> sleep_imminent;     // the OS announced suspend/hibernate
+  std::optional<double> owner_cpu_load;  // 0..1: machine load minus the pool's own tasks
+  std::optional<bool> sleep_imminent;    // the OS announced suspend/hibernate
 };
 
 enum class Action { kRun, kSuspend, kVacate };
@@ -58,12 +58,12 @@ enum class BatteryAction { kRun, kSuspend, kVacate };
 
 // A weekly time window in the owner's local time.
 struct TimeWindow {
-  uint8_t days = 0;       // bit 0 = Monday .. bit 6 = Sunday
-  int start_minute = 0;   // minutes since local midnight, 0..1439, inclusive
-  int end_minute = 0;     // 0..1439, exclusive; end <= start wraps past midnight, and the
-                          // early-morning part belongs to the day the window started
-                          // (mon-fri 19:00-07:00 covers Friday night until Saturday 07:00,
-                          // but not Monday 00:00-07:00). end == start: 24 hours from start.
+  uint8_t days = 0;      // bit 0 = Monday .. bit 6 = Sunday
+  int start_minute = 0;  // minutes since local midnight, 0..1439, inclusive
+  int end_minute = 0;    // 0..1439, exclusive; end <= start wraps past midnight, and the
+                         // early-morning part belongs to the day the window started
+                         // (mon-fri 19:00-07:00 covers Friday night until Saturday 07:00,
+                         // but not Monday 00:00-07:00). end == start: 24 hours from start.
 };
 
 inline constexpr uint8_t kMonday = 1u << 0;
@@ -132,8 +132,8 @@ enum class Cause { kNone, kBattery, kTemperature, kOwnerLoad, kOwnerInput, kLid,
 
 // The previous decision, carried by the caller between calls.
 struct PolicyState {
-  Mode mode = Mode::kIdle;  // kIdle: no task, none accepted; kRunning; kSuspended
-  double since_s = 0;       // when `mode` was entered, on the same monotonic scale as now_s
+  Mode mode = Mode::kIdle;     // kIdle: no task, none accepted; kRunning; kSuspended
+  double since_s = 0;          // when `mode` was entered, on the same monotonic scale as now_s
   Cause cause = Cause::kNone;  // why it is suspended (kNone unless mode == kSuspended)
 };
 
@@ -145,7 +145,7 @@ struct LocalTime {
 struct Decision {
   Action action = Action::kRun;
   Mode next_mode = Mode::kIdle;
-  std::string reason;  // short, human-readable: which rule decided
+  std::string reason;          // short, human-readable: which rule decided
   Cause cause = Cause::kNone;  // for suspend- and vacate-class decisions (kNone for kRun)
 };
 

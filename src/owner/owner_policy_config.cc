@@ -39,15 +39,11 @@ constexpr std::string_view kWindowKeys[] = {"days", "start", "end"};
 constexpr std::string_view kDayNames[] = {"mon", "tue", "wed", "thu", "fri", "sat", "sun"};
 constexpr size_t kMaxFileBytes = 1 << 20;
 
-
 absl::Status KeyError(const std::string& file, const toml::source_region& where,
                       std::string_view key, std::string_view message) {
   return absl::InvalidArgumentError(
       absl::StrCat(Where(file, where), ": key '", A(key), "': ", A(message)));
 }
-
-
-
 
 // Refuses keys not in `allowed`, reporting the first one in file order; an owner key at the
 // top level is told where it belongs.
@@ -57,8 +53,7 @@ absl::Status CheckKeys(const std::string& file, const toml::table& t, std::strin
   return toml_util::CheckKeys(file, t, prefix, allowed, [prefix](std::string_view name) {
     const bool owner_key =
         std::find(std::begin(kOwnerKeys), std::end(kOwnerKeys), name) != std::end(kOwnerKeys);
-    return prefix.empty() && owner_key ? std::string(" (it belongs under [owner])")
-                                       : std::string();
+    return prefix.empty() && owner_key ? std::string(" (it belongs under [owner])") : std::string();
   });
 }
 
@@ -69,15 +64,14 @@ absl::Status ReadNumber(const std::string& file, const toml::table& t, std::stri
   const toml::node* n = t.get(key);
   if (n == nullptr) return absl::OkStatus();
   const std::string full = absl::StrCat(A(table), ".", A(key));
-  const std::string range =
-      std::isinf(max) ? absl::StrCat("a number >= ", min)
-                      : absl::StrCat("a number between ", min, " and ", max);
+  const std::string range = std::isinf(max) ? absl::StrCat("a number >= ", min)
+                                            : absl::StrCat("a number between ", min, " and ", max);
   if (!n->is_number()) {
     return KeyError(file, n->source(), full,
                     absl::StrCat("must be ", range, ", got ", Describe(*n)));
   }
-  const double v = n->is_integer() ? static_cast<double>(n->as_integer()->get())
-                                   : n->as_floating_point()->get();
+  const double v =
+      n->is_integer() ? static_cast<double>(n->as_integer()->get()) : n->as_floating_point()->get();
   if (!std::isfinite(v) || v < min || v > max) {
     return KeyError(file, n->source(), full,
                     absl::StrCat("must be ", range, ", got ", Describe(*n)));
@@ -113,8 +107,7 @@ bool ParseDays(std::string_view s, uint8_t& out, std::string& why) {
         Trim(s.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos));
     const size_t dash = part.find('-');
     const std::string_view a = Trim(part.substr(0, dash));
-    const std::string_view b =
-        dash == std::string_view::npos ? a : Trim(part.substr(dash + 1));
+    const std::string_view b = dash == std::string_view::npos ? a : Trim(part.substr(dash + 1));
     const int ia = DayIndex(a);
     const int ib = DayIndex(b);
     if (part.empty() || ia < 0 || ib < 0) {
@@ -173,8 +166,9 @@ absl::Status ReadWindow(const std::string& file, const toml::node& el, size_t in
       std::string why;
       if (!ParseDays(v, out.days, why)) {
         return KeyError(file, n->source(), full,
-                        absl::StrCat(why, "; write \"daily\", a range like \"mon-fri\" or a "
-                                          "list like \"sat,sun\" (mon tue wed thu fri sat sun)"));
+                        absl::StrCat(why,
+                                     "; write \"daily\", a range like \"mon-fri\" or a "
+                                     "list like \"sat,sun\" (mon tue wed thu fri sat sun)"));
       }
     } else {
       int& minute = key == "start" ? out.start_minute : out.end_minute;
@@ -218,12 +212,11 @@ absl::StatusOr<PolicyConfig> ReadOwner(const std::string& file, const toml::tabl
   if (config.start_idle_s > 0 && config.resume_idle_s > config.start_idle_s) {
     const toml::node* n = owner->get("resume_idle_seconds");
     if (n == nullptr) n = owner->get("start_idle_minutes");
-    return KeyError(file, n->source(), n == owner->get("resume_idle_seconds")
-                                           ? "owner.resume_idle_seconds"
-                                           : "owner.start_idle_minutes",
+    return KeyError(file, n->source(),
+                    n == owner->get("resume_idle_seconds") ? "owner.resume_idle_seconds"
+                                                           : "owner.start_idle_minutes",
                     absl::StrCat("resume_idle_seconds (", config.resume_idle_s,
-                                 ") must not exceed start_idle_minutes x 60 (",
-                                 config.start_idle_s,
+                                 ") must not exceed start_idle_minutes x 60 (", config.start_idle_s,
                                  " s), or work would be frozen the moment it starts"));
   }
   if (s = ReadNumber(file, *owner, "max_temperature_c", 30, 150, 1, config.max_temperature_c);
@@ -243,8 +236,7 @@ absl::StatusOr<PolicyConfig> ReadOwner(const std::string& file, const toml::tabl
   if (const toml::node* n = owner->get("on_battery")) {
     constexpr std::string_view kWant = "must be \"run\", \"suspend\" or \"vacate\", got ";
     if (!n->is_string()) {
-      return KeyError(file, n->source(), "owner.on_battery",
-                      absl::StrCat(A(kWant), Describe(*n)));
+      return KeyError(file, n->source(), "owner.on_battery", absl::StrCat(A(kWant), Describe(*n)));
     }
     const std::string_view v = *n->value<std::string_view>();
     if (v == "run") {
@@ -254,8 +246,7 @@ absl::StatusOr<PolicyConfig> ReadOwner(const std::string& file, const toml::tabl
     } else if (v == "vacate") {
       config.on_battery = BatteryAction::kVacate;
     } else {
-      return KeyError(file, n->source(), "owner.on_battery",
-                      absl::StrCat(A(kWant), Describe(*n)));
+      return KeyError(file, n->source(), "owner.on_battery", absl::StrCat(A(kWant), Describe(*n)));
     }
   }
 

@@ -29,8 +29,7 @@
 namespace idlepool::worker {
 
 // Parses `toml`; `file_name` is used only in messages.
-absl::StatusOr<PolicyConfig> ParsePolicyConfig(std::string_view toml,
-                                               const std::string& file_name);
+absl::StatusOr<PolicyConfig> ParsePolicyConfig(std::string_view toml, const std::string& file_name);
 
 // Reads and parses the file at `path`: kNotFound (naming the path) when it does not exist.
 absl::StatusOr<PolicyConfig> LoadPolicyConfig(const std::string& path);

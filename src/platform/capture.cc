@@ -72,7 +72,8 @@ bool ReadUntilEof(int fd, Steady::time_point deadline, size_t max_bytes, std::st
     const ssize_t n = ::read(fd, buf, sizeof buf);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (n <= 0) return true;  // EOF, or an error that no later read would undo
-    const size_t keep = std::min(static_cast<size_t>(n), max_bytes - std::min(max_bytes, out->size()));
+    const size_t keep =
+        std::min(static_cast<size_t>(n), max_bytes - std::min(max_bytes, out->size()));
     out->append(buf, keep);
   }
 }

@@ -30,8 +30,8 @@ struct CapturedRun {
   int signal = 0;          // the terminating signal, 0 when it exited
 };
 
-[[nodiscard]] absl::StatusOr<CapturedRun> RunCapturingStdout(
-    const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
-    size_t max_bytes = size_t{1} << 20);
+[[nodiscard]] absl::StatusOr<CapturedRun> RunCapturingStdout(const std::vector<std::string>& argv,
+                                                             std::chrono::milliseconds timeout,
+                                                             size_t max_bytes = size_t{1} << 20);
 
 }  // namespace idlepool::platform

@@ -90,8 +90,8 @@ class ProbeSource final : public GpuSource {
     if (!run.ok()) return run.status();
     const std::string what = absl::StrCat("`", absl::StrJoin(argv_, " "), "`");
     if (run->timed_out) {
-      return absl::DeadlineExceededError(absl::StrFormat(
-          "%s still running after %g s: killed", what, timeout_.count() / 1000.0));
+      return absl::DeadlineExceededError(
+          absl::StrFormat("%s still running after %g s: killed", what, timeout_.count() / 1000.0));
     }
     if (run->signal != 0) {
       return absl::InternalError(absl::StrCat(what, " was killed by signal ", run->signal));
@@ -122,10 +122,11 @@ std::vector<std::string> SelfGpuProbeCommand() { return {"/proc/self/exe", kGpuP
 
 std::string ProbeResultJson(const GpuProbeResult& result) {
   const GpuBackendReport& r = result.report;
-  Json j = {{"probe", 1},
-            {"report", {{"backend", r.backend}, {"supported", r.supported}, {"message", r.message}}},
-            {"devices", Json::array()},
-            {"log", Json::array()}};
+  Json j = {
+      {"probe", 1},
+      {"report", {{"backend", r.backend}, {"supported", r.supported}, {"message", r.message}}},
+      {"devices", Json::array()},
+      {"log", Json::array()}};
   for (const auto& d : result.devices) j["devices"].push_back(DeviceJson(d));
   for (const auto& l : result.log) j["log"].push_back({{"level", l.level}, {"msg", l.message}});
   // A driver's name that is not UTF-8 must not make the probe fail.
@@ -135,9 +136,8 @@ std::string ProbeResultJson(const GpuProbeResult& result) {
 absl::StatusOr<GpuProbeResult> ParseProbeResult(const std::string& json) {
   const Json j = Json::parse(json, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object() || j.value("probe", 0) != 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("not a probe result: '",
-                     absl::StripTrailingAsciiWhitespace(json.substr(0, 200)), "'"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "not a probe result: '", absl::StripTrailingAsciiWhitespace(json.substr(0, 200)), "'"));
   }
   GpuProbeResult out;
   try {
@@ -189,8 +189,8 @@ absl::StatusOr<GpuProbeResult> ParseProbeResult(const std::string& json) {
                           std::string(m.payload.data(), m.payload.size())});
   }
   const std::string out = ProbeResultJson(result) + "\n";
-  const bool written = std::fwrite(out.data(), 1, out.size(), stdout) == out.size() &&
-                       std::fflush(stdout) == 0;
+  const bool written =
+      std::fwrite(out.data(), 1, out.size(), stdout) == out.size() && std::fflush(stdout) == 0;
   // No exit handlers: the drivers' (PoCL's, LLVM's) cost time and protect nothing here.
   std::_Exit(written ? 0 : 1);
 }

@@ -55,8 +55,8 @@
 #include <optional>
 #include <string>
 
-#include "platform/sensors.h"
 #include "owner/owner_policy.h"
+#include "platform/sensors.h"
 
 namespace idlepool::platform {
 

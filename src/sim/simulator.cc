@@ -439,8 +439,8 @@ void Simulation::AttemptCreated(const core::AttemptCreated& a) {
     ++first_attempts_;
   }
   if (tracing_) {
-    Trace("attempt " + std::to_string(a.attempt) + " of task " + std::to_string(a.task.job) +
-          "/" + std::to_string(a.task.index) + " on " + a.worker);
+    Trace("attempt " + std::to_string(a.attempt) + " of task " + std::to_string(a.task.job) + "/" +
+          std::to_string(a.task.index) + " on " + a.worker);
   }
 }
 

@@ -78,7 +78,8 @@ std::string Shorten(absl::string_view s) {
 }
 
 std::string Rest(absl::string_view s) {
-  return s.empty() ? "nothing" : absl::StrCat("'", text::TruncateUtf8(internal::ToStd(s), s.size()), "'");
+  return s.empty() ? "nothing"
+                   : absl::StrCat("'", text::TruncateUtf8(internal::ToStd(s), s.size()), "'");
 }
 
 absl::Status TermError(absl::string_view spec, absl::string_view term, absl::string_view why) {

@@ -8,16 +8,15 @@ namespace idlepool::text {
 namespace {
 
 absl::Status NotAnAddress(std::string_view address, bool port_alone) {
-  return absl::InvalidArgumentError(absl::StrCat(
-      "'", std::string(address.substr(0, 100)), "' is not HOST:PORT, [IPV6]:PORT", port_alone ? " or PORT" : "",
-      " with a port of 0 to 65535"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("'", std::string(address.substr(0, 100)), "' is not HOST:PORT, [IPV6]:PORT",
+                   port_alone ? " or PORT" : "", " with a port of 0 to 65535"));
 }
 
 bool ParsePort(std::string_view text, int* port) {
   if (text.empty() || text.size() > 5) return false;
   auto r = std::from_chars(text.data(), text.data() + text.size(), *port);
-  return r.ec == std::errc() && r.ptr == text.data() + text.size() && *port >= 0 &&
-         *port <= 65535;
+  return r.ec == std::errc() && r.ptr == text.data() + text.size() && *port >= 0 && *port <= 65535;
 }
 
 }  // namespace
@@ -45,7 +44,8 @@ absl::StatusOr<HostPort> SplitHostPort(std::string_view address, std::string_vie
 }
 
 std::string JoinHostPort(std::string_view host, int port) {
-  if (host.find(':') != std::string_view::npos) return absl::StrCat("[", std::string(host), "]:", port);
+  if (host.find(':') != std::string_view::npos)
+    return absl::StrCat("[", std::string(host), "]:", port);
   return absl::StrCat(std::string(host), ":", port);
 }
 

@@ -12,7 +12,8 @@ namespace idlepool::text {
 absl::StatusOr<uint64_t> ParseByteSize(const std::string& text) {
   auto bad = [&] {
     return absl::InvalidArgumentError(absl::StrCat(
-        "'", text.substr(0, 40), "' is not a size (bytes, or a number with K, M, G or T, all binary: 512M = 512Mi "
+        "'", text.substr(0, 40),
+        "' is not a size (bytes, or a number with K, M, G or T, all binary: 512M = 512Mi "
         "= 512MiB, 10G, 1.5GiB)"));
   };
   size_t i = 0;
@@ -21,7 +22,8 @@ absl::StatusOr<uint64_t> ParseByteSize(const std::string& text) {
   }
   const std::string number = text.substr(0, i);
   std::string unit;
-  for (char c : text.substr(i)) unit.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  for (char c : text.substr(i))
+    unit.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
   if (number.empty() || number == "." || std::count(number.begin(), number.end(), '.') > 1) {
     return bad();
   }
@@ -35,8 +37,8 @@ absl::StatusOr<uint64_t> ParseByteSize(const std::string& text) {
   if (shift < 0) return bad();
   const long double value = std::strtold(number.c_str(), nullptr) * std::ldexp(1.0L, shift);
   if (!(value >= 1) || value > std::ldexp(1.0L, 60)) {
-    return absl::InvalidArgumentError(absl::StrCat("'", text.substr(0, 40),
-                                                   "' is out of range (1 byte to 1 EiB)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", text.substr(0, 40), "' is out of range (1 byte to 1 EiB)"));
   }
   if (shift == 0 && number.find('.') != std::string::npos) return bad();
   return static_cast<uint64_t>(std::llround(value));
@@ -47,11 +49,16 @@ absl::StatusOr<std::chrono::milliseconds> ParseDuration(const std::string& text)
   while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
   const std::string num = text.substr(0, i), unit = text.substr(i);
   int64_t per = 0;
-  if (unit.empty() || unit == "s") per = 1000;
-  else if (unit == "ms") per = 1;
-  else if (unit == "m" || unit == "min") per = 60 * 1000;
-  else if (unit == "h") per = 3600 * 1000;
-  else if (unit == "d") per = 24 * 3600 * 1000;
+  if (unit.empty() || unit == "s")
+    per = 1000;
+  else if (unit == "ms")
+    per = 1;
+  else if (unit == "m" || unit == "min")
+    per = 60 * 1000;
+  else if (unit == "h")
+    per = 3600 * 1000;
+  else if (unit == "d")
+    per = 24 * 3600 * 1000;
   if (num.empty() || num.size() > 9 || per == 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "'", text, "' is not a duration (a whole number with ms, s, m, h or d: 500ms, 30s, 10m)"));

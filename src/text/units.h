@@ -12,7 +12,8 @@ namespace idlepool::text {
 
 // Parses a size (a cache size, a disk reserve, an output estimate): plain bytes ("1048576"),
 // or a number (decimals allowed) with a suffix K, M, G, T (powers of 1024; "KB", "KiB",
-// "MiB"... alike, case-insensitive): "512M", "10G", "1.5GiB". kInvalidArgument for anything else, zero, or more than 2^60 bytes.
+// "MiB"... alike, case-insensitive): "512M", "10G", "1.5GiB". kInvalidArgument for anything else,
+// zero, or more than 2^60 bytes.
 [[nodiscard]] absl::StatusOr<uint64_t> ParseByteSize(const std::string& text);
 
 // "0", "90" (seconds), "500ms", "30s", "10m", "2h", "1d"; kInvalidArgument otherwise.

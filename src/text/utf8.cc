@@ -1,12 +1,12 @@
 // Strict UTF-8 checks (RFC 3629): what protobuf accepts in a proto3 `string` field.
 
+#include "text/utf8.h"
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
-
-#include "text/utf8.h"
 
 namespace idlepool::text {
 namespace {
@@ -76,7 +76,9 @@ std::string TruncateUtf8(std::string_view s, size_t max_bytes) {
 namespace {
 // The code point of the well-formed sequence of `n` bytes at s[i].
 uint32_t CodePoint(std::string_view s, size_t i, size_t n) {
-  const auto b = [&](size_t k) { return static_cast<uint32_t>(static_cast<unsigned char>(s[i + k])); };
+  const auto b = [&](size_t k) {
+    return static_cast<uint32_t>(static_cast<unsigned char>(s[i + k]));
+  };
   if (n == 1) return b(0);
   if (n == 2) return ((b(0) & 0x1F) << 6) | (b(1) & 0x3F);
   if (n == 3) return ((b(0) & 0x0F) << 12) | ((b(1) & 0x3F) << 6) | (b(2) & 0x3F);

@@ -47,8 +47,10 @@ std::vector<core::GpuDevice> GpusFromProto(
     const google::protobuf::RepeatedPtrField<v1::GpuDevice>& gpus) {
   std::vector<core::GpuDevice> out;
   for (const v1::GpuDevice& g : gpus) {
-    out.push_back(core::GpuDevice{g.index(), g.memory_mb(), {g.apis().begin(), g.apis().end()},
-                                   /*held=*/!g.unavailable().empty()});
+    out.push_back(core::GpuDevice{g.index(),
+                                  g.memory_mb(),
+                                  {g.apis().begin(), g.apis().end()},
+                                  /*held=*/!g.unavailable().empty()});
   }
   return out;
 }

@@ -51,9 +51,9 @@ struct Attempt {
   std::vector<uint32_t> gpus;  // its devices (Assignment.gpus)
   std::mutex mu;
   std::unique_ptr<TaskProcess> process;  // set while the command runs
-  bool killed = false;    // killed by the coordinator: no report
-  bool finished = false;  // report built, awaiting acknowledgement
-  bool filed = false;     // its outputs are in the outbox: a stale kill no longer drops them
+  bool killed = false;                   // killed by the coordinator: no report
+  bool finished = false;                 // report built, awaiting acknowledgement
+  bool filed = false;        // its outputs are in the outbox: a stale kill no longer drops them
   bool undelivered = false;  // filed, but the worker stopped before it was uploaded
   v1::AttemptReport report;
   std::unique_ptr<platform::TaskCgroup> cgroup;  // outlives `process`

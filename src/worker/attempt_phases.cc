@@ -87,16 +87,16 @@ PhaseResult AttemptRunner::StageInputs(Attempt& a, std::set<std::string>* input_
 PhaseResult AttemptRunner::RestoreCheckpoint(Attempt& a) {
   for (const auto& f : a.assignment.checkpoint()) {
     if (auto why = spec::RelativePathError(f.path())) {
-      return Failed(absl::StrCat("checkpoint file '", text::TruncateUtf8(f.path(), 256), "' ",
-                                 *why));
+      return Failed(
+          absl::StrCat("checkpoint file '", text::TruncateUtf8(f.path(), 256), "' ", *why));
     }
     const std::string dst = a.paths.checkpoint_dir + "/" + f.path();
     std::error_code ec;
     fs::create_directories(fs::path(dst).parent_path(), ec);
-    if (PhaseResult end = StageBlob(a, f.sha256(), f.size(), dst,
-                                    absl::StrCat("cannot restore checkpoint file '", f.path(),
-                                                 "': "),
-                                    /*check_disk=*/true)) {
+    if (PhaseResult end =
+            StageBlob(a, f.sha256(), f.size(), dst,
+                      absl::StrCat("cannot restore checkpoint file '", f.path(), "': "),
+                      /*check_disk=*/true)) {
       return end;
     }
     ::chmod(dst.c_str(), 0644);
@@ -216,8 +216,7 @@ PhaseResult AttemptRunner::AwaitExit(Attempt& a, v1::AttemptReport* report) {
   report->set_exit_code(exit.exit_code);
   report->set_log_tail(text::TailUtf8(exit.stderr_tail, 2048));
   if (vacating) return Preempted();
-  return ClassifyExit(exit, a.assignment.timeout_s(), d_.hooks.low_on_disk,
-                      d_.hooks.disk_reason);
+  return ClassifyExit(exit, a.assignment.timeout_s(), d_.hooks.low_on_disk, d_.hooks.disk_reason);
 }
 
 // --- Collect -------------------------------------------------------------------------------
@@ -240,8 +239,7 @@ PhaseResult AttemptRunner::CollectOutputs(Attempt& a, const std::set<std::string
 PhaseResult AttemptRunner::CollectPattern(Attempt& a, const std::string& pattern,
                                           const std::set<std::string>& input_paths,
                                           const std::string& real_task_dir,
-                                          std::set<std::string>* seen,
-                                          v1::AttemptReport* report) {
+                                          std::set<std::string>* seen, v1::AttemptReport* report) {
   const std::string& task_dir = a.paths.task_dir;
   const std::string full = task_dir + "/" + pattern;
   glob_t g{};
@@ -276,7 +274,8 @@ PhaseResult AttemptRunner::CollectPattern(Attempt& a, const std::string& pattern
     if (!digest.ok()) return Failed(std::string(digest.status().message()));
     if (digest->size == 0 && !a.assignment.allow_empty_outputs()) {
       report->clear_outputs();
-      return Failed(absl::StrCat("output '", rel, "' is empty (0 bytes); set "
+      return Failed(absl::StrCat("output '", rel,
+                                 "' is empty (0 bytes); set "
                                  "allow_empty_outputs = true if that is a result"));
     }
     auto* o = report->add_outputs();

@@ -149,9 +149,9 @@ absl::Status AttemptRunner::DeliverOutputs(Attempt& a, const v1::AttemptReport& 
                                              /*follow_symlinks=*/true, sent);
       if (st.ok()) break;
       if (OutputDamaged(st)) {
-        return absl::Status(st.code(), absl::StrCat("output '", o.path(),
-                                                    "' changed after the task ended (",
-                                                    st.message(), ")"));
+        return absl::Status(st.code(),
+                            absl::StrCat("output '", o.path(), "' changed after the task ended (",
+                                         st.message(), ")"));
       }
       spdlog::warn("attempt {}: upload of {} failed ({}); retrying in {} ms", a.id, o.path(),
                    std::string(st.message()), backoff.count());

@@ -50,8 +50,8 @@ struct AttemptRunnerConfig {
 
 // What the runner asks of the rest of the worker (the owner monitor, the disk, the table).
 struct AttemptHooks {
-  std::function<bool()> owner_suspended;                       // the owner policy suspends
-  std::function<bool(const std::vector<uint32_t>&)> gpu_held;  // any of these GPUs is held
+  std::function<bool()> owner_suspended;                             // the owner policy suspends
+  std::function<bool(const std::vector<uint32_t>&)> gpu_held;        // any of these GPUs is held
   std::function<void(const std::vector<uint64_t>&)> tell_suspended;  // frozen at start
   std::function<bool()> low_on_disk;
   std::function<std::string()> disk_reason;
@@ -105,8 +105,7 @@ class AttemptRunner {
   [[nodiscard]] PhaseResult CollectPattern(Attempt& a, const std::string& pattern,
                                            const std::set<std::string>& input_paths,
                                            const std::string& real_task_dir,
-                                           std::set<std::string>* seen,
-                                           v1::AttemptReport* report);
+                                           std::set<std::string>* seen, v1::AttemptReport* report);
   [[nodiscard]] PhaseResult FileAndUpload(Attempt& a, v1::AttemptReport* report);
   // Helpers.
   [[nodiscard]] PhaseResult StageBlob(Attempt& a, const std::string& sha256, uint64_t size,

@@ -266,5 +266,4 @@ CacheStats BlobCache::stats() const {
   return CacheStats{bytes_, entries_.size(), hits_, misses_};
 }
 
-
 }  // namespace idlepool::worker

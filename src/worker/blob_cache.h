@@ -120,5 +120,4 @@ class BlobCache {
   v1::CacheChange changes_ ABSL_GUARDED_BY(mu_);
 };
 
-
 }  // namespace idlepool::worker

@@ -89,15 +89,15 @@ CheckpointUpload Checkpointer::Upload(Attempt& a, bool force) {
   std::vector<DirEntry> entries = ListFiles(dir);
   const std::string fp = Fingerprint(entries);
   if (fp == a.ckpt_fingerprint) {
-    return CheckpointUpload{CheckpointResult::kUnchanged, force ? a.ckpt_files
-                                                                : std::vector<v1::OutputFile>{},
-                            absl::OkStatus()};
+    return CheckpointUpload{CheckpointResult::kUnchanged,
+                            force ? a.ckpt_files : std::vector<v1::OutputFile>{}, absl::OkStatus()};
   }
   if (entries.size() > spec::kMaxCheckpointFiles) {
     if (a.ckpt_fingerprint != "too many") {
-      spdlog::warn("attempt {}: its checkpoint dir holds {} files, more than the {} a checkpoint "
-                   "may have: not saved (keep state in fewer files)",
-                   a.id, entries.size(), spec::kMaxCheckpointFiles);
+      spdlog::warn(
+          "attempt {}: its checkpoint dir holds {} files, more than the {} a checkpoint "
+          "may have: not saved (keep state in fewer files)",
+          a.id, entries.size(), spec::kMaxCheckpointFiles);
     }
     a.ckpt_fingerprint = "too many";
     return Failed(absl::ResourceExhaustedError("too many files in the checkpoint dir"));
@@ -151,18 +151,18 @@ void Checkpointer::Round(const AttemptList& all, std::chrono::milliseconds inter
   }
 }
 
-void Checkpointer::Start(std::chrono::milliseconds interval,
-                         std::function<AttemptList()> attempts, Sender send, StopSignal& stop) {
-  thread_ = std::thread([this, interval, attempts = std::move(attempts), send = std::move(send),
-                         &stop] {
-    const std::chrono::milliseconds pass(
-        std::min<int64_t>(1000, std::max<int64_t>(interval.count() / 4, 50)));
-    while (!stop.stopping()) {
-      stop.WaitFor(pass);
-      if (stop.stopping()) break;
-      Round(attempts(), interval, send);
-    }
-  });
+void Checkpointer::Start(std::chrono::milliseconds interval, std::function<AttemptList()> attempts,
+                         Sender send, StopSignal& stop) {
+  thread_ =
+      std::thread([this, interval, attempts = std::move(attempts), send = std::move(send), &stop] {
+        const std::chrono::milliseconds pass(
+            std::min<int64_t>(1000, std::max<int64_t>(interval.count() / 4, 50)));
+        while (!stop.stopping()) {
+          stop.WaitFor(pass);
+          if (stop.stopping()) break;
+          Round(attempts(), interval, send);
+        }
+      });
 }
 
 void Checkpointer::Join() {

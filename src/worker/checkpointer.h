@@ -43,8 +43,7 @@ class Checkpointer {
  public:
   // Uploads the file at `path` as blob `file` unless the coordinator has it (never following
   // symlinks); adds the bytes sent to `*sent`.
-  using UploadFn = std::function<absl::Status(const std::string& path,
-                                              const v1::OutputFile& file,
+  using UploadFn = std::function<absl::Status(const std::string& path, const v1::OutputFile& file,
                                               std::atomic<uint64_t>* sent)>;
 
   Checkpointer(const platform::Clock& clock, UploadFn upload)
@@ -64,8 +63,8 @@ class Checkpointer {
   void Round(const AttemptList& all, std::chrono::milliseconds interval, const Sender& send);
 
   // Starts the periodic thread: a Round every interval/4 (between 50 ms and 1 s) until `stop`.
-  void Start(std::chrono::milliseconds interval, std::function<AttemptList()> attempts,
-             Sender send, StopSignal& stop);
+  void Start(std::chrono::milliseconds interval, std::function<AttemptList()> attempts, Sender send,
+             StopSignal& stop);
   void Join();
 
   // The newest mtime (ns since the epoch) of a regular file under `dir`; 0 when none.

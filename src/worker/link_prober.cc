@@ -71,7 +71,7 @@ void LinkProber::Loop() {
   std::optional<core::MonoTime> due;
   bool deferring = false;           // inputs or outputs were moving at the last due time
   core::MonoTime deferred_since{};  // since when, while deferring
-  int failures = 0;  // probes failed in a row
+  int failures = 0;                 // probes failed in a row
   while (true) {
     bool joined = false;
     if (!Wait(due, &joined)) return;
@@ -119,14 +119,14 @@ void LinkProber::Loop() {
     }
     last = *m;
     SendLink(*m);
-    spdlog::info("link to {}: round trip {:.2f} ms, down {:.1f} MB/s, up {:.1f} MB/s "
-                 "(probes of {} KiB)",
-                 config_.coordinator,
-                 std::chrono::duration<double, std::milli>(
-                     std::chrono::duration<double, std::micro>(m->rtt_us))
-                     .count(),
-                 m->down_bytes_per_s / 1e6,
-                 m->up_bytes_per_s / 1e6, m->probe_bytes >> 10);
+    spdlog::info(
+        "link to {}: round trip {:.2f} ms, down {:.1f} MB/s, up {:.1f} MB/s "
+        "(probes of {} KiB)",
+        config_.coordinator,
+        std::chrono::duration<double, std::milli>(
+            std::chrono::duration<double, std::micro>(m->rtt_us))
+            .count(),
+        m->down_bytes_per_s / 1e6, m->up_bytes_per_s / 1e6, m->probe_bytes >> 10);
     failures = 0;
     if (interval.count() > 0) {
       due = clock_.Now() + interval;

@@ -62,7 +62,6 @@ bool ProbeCanceller::Track(grpc::ClientContext* ctx) {
   return !cancelled_;
 }
 
-
 Calibration Calibrate(const CalibrationOptions& options) {
   const auto cpu = options.cpu_nanos ? options.cpu_nanos : platform::ThreadCpuNanos;
   Calibration c;
@@ -106,9 +105,9 @@ absl::StatusOr<int64_t> MinRoundTripUs(v1::Probes::StubInterface* stub, const Li
     const int64_t t1 = now_ns();
     if (!st.ok()) return FromGrpc(st, "Probe");
     if (i > 0) {
-      rtts.push_back(std::chrono::duration_cast<std::chrono::microseconds>(
-                         std::chrono::nanoseconds(t1 - t0))
-                         .count());
+      rtts.push_back(
+          std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::nanoseconds(t1 - t0))
+              .count());
     }
   }
   return *std::min_element(rtts.begin(), rtts.end());
@@ -145,8 +144,8 @@ absl::Status ProbeDown(v1::Probes::StubInterface* stub, const LinkProbeOptions& 
 
 // Up: after the coordinator's go, the bytes; it times go-to-last-byte (plus one round trip).
 // Sets m->up_bytes_per_s (m->rtt_us must be set); *last_bytes: the size of the last transfer.
-absl::Status ProbeUp(v1::Probes::StubInterface* stub, const LinkProbeOptions& o,
-                     LinkMeasurement* m, uint64_t* last_bytes) {
+absl::Status ProbeUp(v1::Probes::StubInterface* stub, const LinkProbeOptions& o, LinkMeasurement* m,
+                     uint64_t* last_bytes) {
   const std::string payload = blob::PseudoRandomBytes(kPayloadChunk);
   for (uint64_t bytes = o.start_bytes; bytes != 0;) {
     auto ctx = Context(o);
@@ -176,8 +175,8 @@ absl::Status ProbeUp(v1::Probes::StubInterface* stub, const LinkProbeOptions& o,
     using Us = std::chrono::duration<double, std::micro>;
     const Us elapsed(static_cast<double>(r.elapsed_us()));
     const Us busy = std::max({Us(1.0), elapsed - Us(static_cast<double>(m->rtt_us)), elapsed / 2});
-    m->up_bytes_per_s = static_cast<uint64_t>(
-        static_cast<double>(bytes) / std::chrono::duration<double>(busy).count());
+    m->up_bytes_per_s = static_cast<uint64_t>(static_cast<double>(bytes) /
+                                              std::chrono::duration<double>(busy).count());
     *last_bytes = bytes;
     bytes = NextProbeBytes(bytes, std::chrono::duration<double>(elapsed).count(), o);
   }

@@ -29,7 +29,6 @@
 
 namespace idlepool::worker {
 
-
 struct CalibrationOptions {
   uint64_t bytes = uint64_t{64} << 20;   // hashed in total
   std::function<int64_t()> cpu_nanos;    // default: platform::ThreadCpuNanos

@@ -106,8 +106,7 @@ bool OwnerMonitor::UpdateGpuHolds(const std::vector<platform::GpuDevice>& device
     if (next != gpu_holds_[i]) {
       changed = true;
       if (next.held) {
-        spdlog::info("GPU {}: held ({}): its GPU tasks wait, it takes no new GPU work", i,
-                     reason);
+        spdlog::info("GPU {}: held ({}): its GPU tasks wait, it takes no new GPU work", i, reason);
       } else {
         spdlog::info("GPU {}: free again", i);
       }
@@ -118,8 +117,8 @@ bool OwnerMonitor::UpdateGpuHolds(const std::vector<platform::GpuDevice>& device
   return changed;
 }
 
-void OwnerMonitor::ApplyGpuHold(Attempt& a, const std::vector<GpuHold>& holds,
-                                core::MonoTime now, std::vector<uint64_t>* frozen_now) {
+void OwnerMonitor::ApplyGpuHold(Attempt& a, const std::vector<GpuHold>& holds, core::MonoTime now,
+                                std::vector<uint64_t>* frozen_now) {
   GpuCause cause = GpuCause::kNone;
   const bool is_held = Held(a, holds, &cause);
   // Held by the owner with owner_use = "vacate", or frozen for its GPU for as long as the policy

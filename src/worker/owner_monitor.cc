@@ -177,8 +177,8 @@ void OwnerMonitor::Tell(const Decision& d, const std::vector<uint64_t>& frozen_n
   bool told_otherwise;  // the coordinator was last told otherwise (DiskFull() tells it too)
   {
     std::lock_guard lock(mu_);
-    told_otherwise = owner_sent_.has_owner_state() &&
-                     owner_sent_.owner_state().accepting() != accepting_.load();
+    told_otherwise =
+        owner_sent_.has_owner_state() && owner_sent_.owner_state().accepting() != accepting_.load();
   }
   const bool disk_full = disk_full_;
   // A vacate that is new was told before the hand-backs; a vacate whose cause changed (the lid
@@ -190,9 +190,9 @@ void OwnerMonitor::Tell(const Decision& d, const std::vector<uint64_t>& frozen_n
   last_disk_full_ = disk_full;
   if (!changed && frozen_now.empty()) return;
   if (changed) {
-    spdlog::info("owner policy: {} ({}){}", ToString(d.action), d.reason,
-                 frozen_now.empty() ? ""
-                                    : absl::StrCat("; froze ", frozen_now.size(), " attempts"));
+    spdlog::info(
+        "owner policy: {} ({}){}", ToString(d.action), d.reason,
+        frozen_now.empty() ? "" : absl::StrCat("; froze ", frozen_now.size(), " attempts"));
   }
   if (!told_above) SendOwnerState(d, frozen_now, r);
   last_action_ = d.action;
@@ -223,8 +223,8 @@ void OwnerMonitor::SendOwnerState(const Decision& d, const std::vector<uint64_t>
   o->set_cause(d.action == Action::kRun ? ToString(Cause::kNone) : ToString(d.cause));
   *o->mutable_sensors() = ToProto(r);
   sensors_sent_ = r;
-  o->set_reason(text::TruncateUtf8(
-      disk_full_ && d.action == Action::kRun ? DiskReason() : d.reason, 200));
+  o->set_reason(
+      text::TruncateUtf8(disk_full_ && d.action == Action::kRun ? DiskReason() : d.reason, 200));
   {
     std::lock_guard lock(mu_);
     owner_sent_ = m;
@@ -272,8 +272,8 @@ std::optional<v1::WorkerMessage> OwnerMonitor::OwnerStateToResend() {
 void OwnerMonitor::DiskFull(const std::string& why) {
   if (disk_full_.exchange(true)) return;
   accepting_ = false;
-  spdlog::warn("disk full under {} ({}): taking no work until {} MiB are free",
-               config_.work_dir, why, config_.min_free_disk_bytes >> 20);
+  spdlog::warn("disk full under {} ({}): taking no work until {} MiB are free", config_.work_dir,
+               why, config_.min_free_disk_bytes >> 20);
   v1::WorkerMessage m;
   {
     std::lock_guard lock(mu_);
@@ -299,8 +299,7 @@ std::string OwnerMonitor::DiskReason() const {
   }
   auto free = FreeDiskBytes(config_.work_dir);
   return absl::StrCat("disk full: ", free ? absl::StrCat(*free >> 20, " MiB") : "?",
-                      " free under the work dir, need ", config_.min_free_disk_bytes >> 20,
-                      " MiB");
+                      " free under the work dir, need ", config_.min_free_disk_bytes >> 20, " MiB");
 }
 
 // A task that creates many small files runs out of inodes first.

@@ -106,8 +106,7 @@ class OwnerMonitor {
   void ApplyGpuHold(Attempt& a, const std::vector<GpuHold>& holds, core::MonoTime now,
                     std::vector<uint64_t>* frozen_now);
   void SendGpuReadings(const std::vector<platform::GpuDevice>& devices,
-                       const std::vector<GpuHold>& holds, bool holds_changed,
-                       core::MonoTime now);
+                       const std::vector<GpuHold>& holds, bool holds_changed, core::MonoTime now);
   [[nodiscard]] std::chrono::milliseconds VacateGrace() const;
 
   const OwnerMonitorConfig config_;
@@ -119,7 +118,7 @@ class OwnerMonitor {
   std::thread thread_;
   bool trust_owner_load_ = true;  // set before the owner thread starts
 
-  std::atomic<bool> accepting_{true};  // the owner policy allows new work
+  std::atomic<bool> accepting_{true};   // the owner policy allows new work
   std::atomic<bool> suspended_{false};  // the owner policy says suspend
   std::atomic<bool> sleep_pending_{false};
   std::atomic<bool> disk_full_{false};  // see DiskFull()
@@ -129,7 +128,7 @@ class OwnerMonitor {
   std::optional<Action> last_action_;  // none before the first step
   Cause last_cause_ = Cause::kNone;
   bool last_disk_full_ = false;
-  Readings sensors_sent_;  // the readings last sent
+  Readings sensors_sent_;                          // the readings last sent
   std::optional<core::MonoTime> sensors_sent_at_;  // last sent alone
   std::optional<core::MonoTime> gpu_read_at_;      // GPUs last read
   std::vector<v1::GpuDevice> gpus_sent_;           // GpuReadings last sent
@@ -137,7 +136,7 @@ class OwnerMonitor {
 
   std::mutex mu_;
   std::vector<GpuHold> gpu_holds_ ABSL_GUARDED_BY(mu_);  // per offered GPU index
-  v1::WorkerMessage owner_sent_ ABSL_GUARDED_BY(mu_);   // the last OwnerState sent
+  v1::WorkerMessage owner_sent_ ABSL_GUARDED_BY(mu_);    // the last OwnerState sent
 };
 
 }  // namespace idlepool::worker

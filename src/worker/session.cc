@@ -41,16 +41,16 @@ void Session::Connect(bool probe) {
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  channel_ = grpc::CreateCustomChannel(config_.coordinator, grpc::InsecureChannelCredentials(),
-                                       args);
+  channel_ =
+      grpc::CreateCustomChannel(config_.coordinator, grpc::InsecureChannelCredentials(), args);
   session_ = v1::WorkerSession::NewStub(channel_);
   blobs_ = v1::Blobs::NewStub(channel_);
   if (!probe) return;
   // Its own connection (a local subchannel pool), so probe bytes never queue in front of the
   // session's heartbeats.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  probes_ = v1::Probes::NewStub(grpc::CreateCustomChannel(
-      config_.coordinator, grpc::InsecureChannelCredentials(), args));
+  probes_ = v1::Probes::NewStub(
+      grpc::CreateCustomChannel(config_.coordinator, grpc::InsecureChannelCredentials(), args));
 }
 
 absl::Status Session::Serve() {
@@ -59,8 +59,8 @@ absl::Status Session::Serve() {
     bool welcomed = false;
     grpc::Status st = RunOnce(&welcomed);
     if (st.error_code() == grpc::StatusCode::PERMISSION_DENIED) {
-      return absl::PermissionDeniedError(absl::StrCat(
-          "coordinator ", config_.coordinator, " refused the token: ", st.error_message()));
+      return absl::PermissionDeniedError(absl::StrCat("coordinator ", config_.coordinator,
+                                                      " refused the token: ", st.error_message()));
     }
     if (st.error_code() == grpc::StatusCode::FAILED_PRECONDITION ||
         st.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {

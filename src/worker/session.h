@@ -58,7 +58,7 @@ struct SessionConfig {
   std::string token;
   std::string name;  // the worker's
   std::string boot_id;
-  uint32_t slots = 0;  // for the log line on joining
+  uint32_t slots = 0;                                  // for the log line on joining
   std::optional<std::chrono::milliseconds> heartbeat;  // unset: the coordinator's
 };
 

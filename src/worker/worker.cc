@@ -139,7 +139,7 @@ class Worker::Impl final : public SessionHandler {
   std::unique_ptr<BlobTransfers> transfers_;
   std::unique_ptr<AttemptRunner> runner_;
   Calibration calibration_;
-  std::thread outbox_thread_;  // Redeliver
+  std::thread outbox_thread_;   // Redeliver
   AttemptList hello_finished_;  // Run thread: reports resent after the Hello being built
 
   std::mutex mu_;
@@ -165,10 +165,11 @@ Worker::Impl::Impl(Options options, const platform::Clock& clock)
       session_(SessionConfig{options_.coordinator, options_.token, options_.name, boot_id_,
                              options_.slots, options_.heartbeat},
                stop_, *this),
-      owner_(OwnerMonitorConfig{options_.policy, options_.gpus, options_.work_dir,
-                                options_.min_free_disk_bytes},
-             clock_, stop_, [this] { return Snapshot(); },
-             [this](const v1::WorkerMessage& m) { Send(m); }),
+      owner_(
+          OwnerMonitorConfig{options_.policy, options_.gpus, options_.work_dir,
+                             options_.min_free_disk_bytes},
+          clock_, stop_, [this] { return Snapshot(); },
+          [this](const v1::WorkerMessage& m) { Send(m); }),
       checkpointer_(clock_, [this](const std::string& path, const v1::OutputFile& f,
                                    std::atomic<uint64_t>* sent) {
         return transfers_->Upload(path, f, /*follow_symlinks=*/false, sent);
@@ -177,8 +178,7 @@ Worker::Impl::Impl(Options options, const platform::Clock& clock)
   if (options_.probe) {
     prober_ = std::make_unique<LinkProber>(
         LinkProberConfig{options_.coordinator, options_.token, options_.probe_interval},
-        session_.probes(), clock_, gauge_, stop_,
-        [this](const v1::WorkerMessage& m) { Send(m); });
+        session_.probes(), clock_, gauge_, stop_, [this](const v1::WorkerMessage& m) { Send(m); });
   }
 }
 
@@ -278,11 +278,12 @@ absl::StatusOr<std::vector<v1::AttemptReport>> Worker::Impl::ReopenOutbox() {
 void Worker::Impl::OpenCgroups() {
   std::string why;
   cgroups_ = platform::TaskCgroups::Open(
-      absl::StrCat(std::hash<std::string>{}(work_dir_real_) & 0xffffffffffffull), &why);
+      absl::StrCat(std::hash<std::string>{}(work_dir_real_)&0xffffffffffffull), &why);
   if (!cgroups_) {
-    spdlog::warn("no cgroups for tasks ({}): a task's child that leaves its process group "
-                 "(setsid) can survive a kill; owner CPU load is unknown",
-                 why);
+    spdlog::warn(
+        "no cgroups for tasks ({}): a task's child that leaves its process group "
+        "(setsid) can survive a kill; owner CPU load is unknown",
+        why);
     return;
   }
   if (int n = cgroups_->KillLeftovers(); n > 0) {
@@ -306,11 +307,11 @@ absl::Status Worker::Impl::OpenSensors() {
   // The pool's own CPU: its tasks (their cgroups) and this worker itself. Without cgroups the
   // pool's own load cannot be told apart from the owner's: a real owner CPU load reading would
   // count our tasks and suspend them for their own work.
-  owner_.SetSensors(platform::OpenDefaultSensors(
-      groups ? std::function<double()>(
-                   [groups] { return groups->CpuSeconds() + platform::SelfCpuSeconds(); })
-             : std::function<double()>()),
-      /*trust_owner_load=*/groups != nullptr);
+  owner_.SetSensors(platform::OpenDefaultSensors(groups ? std::function<double()>([groups] {
+                      return groups->CpuSeconds() + platform::SelfCpuSeconds();
+                    })
+                                                        : std::function<double()>()),
+                    /*trust_owner_load=*/groups != nullptr);
   return absl::OkStatus();
 }
 
@@ -329,14 +330,14 @@ void Worker::Impl::StartUnits(std::vector<v1::AttemptReport> to_redeliver) {
   runner_ = std::make_unique<AttemptRunner>(
       AttemptRunnerConfig{options_.name, work_dir_real_, options_.low_priority,
                           options_.kill_grace},
-      AttemptRunnerDeps{&clock_, &launcher_, transfers_.get(), &outbox_, &dirs_,
-                        cgroup_pool_.get(), &checkpointer_, &stop_,
-                        [this](const v1::WorkerMessage& m) { Send(m); }, std::move(hooks)});
+      AttemptRunnerDeps{&clock_, &launcher_, transfers_.get(), &outbox_, &dirs_, cgroup_pool_.get(),
+                        &checkpointer_, &stop_, [this](const v1::WorkerMessage& m) { Send(m); },
+                        std::move(hooks)});
   owner_.Step();  // the first hello already says whether this worker accepts work
   owner_.Start();
-  checkpointer_.Start(FromSeconds(options_.policy.checkpoint_interval_s),
-                      [this] { return Snapshot(); },
-                      [this](const v1::WorkerMessage& m) { Send(m); }, stop_);
+  checkpointer_.Start(
+      FromSeconds(options_.policy.checkpoint_interval_s), [this] { return Snapshot(); },
+      [this](const v1::WorkerMessage& m) { Send(m); }, stop_);
   if (options_.calibrate) {
     calibration_ = Calibrate();
     spdlog::info("calibration: {:.0f} MB/s of SHA-256 per core, {} cores", calibration_.cpu_score,
@@ -346,8 +347,7 @@ void Worker::Impl::StartUnits(std::vector<v1::AttemptReport> to_redeliver) {
   if (!to_redeliver.empty()) {
     spdlog::info("outbox: {} finished attempts from an earlier run to deliver",
                  to_redeliver.size());
-    outbox_thread_ =
-        std::thread([this, reports = std::move(to_redeliver)] { Redeliver(reports); });
+    outbox_thread_ = std::thread([this, reports = std::move(to_redeliver)] { Redeliver(reports); });
   }
 }
 
@@ -454,9 +454,9 @@ void Worker::Impl::HandBack(const v1::Assignment& as, v1::AttemptReport::Result 
 
 void Worker::Impl::OnAssign(const v1::Assignment& as) {
   if (stop_.stopping() || !owner_.accepting()) {
-    return HandBack(as, v1::AttemptReport::PREEMPTED,
-                    stop_.stopping() ? "worker is leaving"
-                                     : "the machine's owner policy accepts no work now");
+    return HandBack(
+        as, v1::AttemptReport::PREEMPTED,
+        stop_.stopping() ? "worker is leaving" : "the machine's owner policy accepts no work now");
   }
   auto a = std::make_shared<Attempt>();
   a->id = as.attempt();
@@ -544,8 +544,7 @@ void Worker::Impl::OnKill(const v1::Kill& kill) {
 
 void Worker::Impl::OnAck(const v1::ReportAck& ack) {
   if (!ack.accepted()) {
-    spdlog::warn("attempt {}: report refused by the coordinator: {}", ack.attempt(),
-                 ack.reason());
+    spdlog::warn("attempt {}: report refused by the coordinator: {}", ack.attempt(), ack.reason());
   }
   Forget(ack.attempt());
 }

@@ -38,9 +38,9 @@
 #include "absl/status/status.h"
 #include "core/defaults.h"
 #include "core/types.h"
+#include "owner/owner_policy.h"
 #include "platform/clock.h"
 #include "platform/gpu.h"
-#include "owner/owner_policy.h"
 
 namespace idlepool::worker {
 

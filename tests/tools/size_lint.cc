@@ -196,8 +196,8 @@ std::vector<FunctionSpan> FunctionsIn(std::string_view source) {
   const std::string code = BlankNonCode(source);
   std::vector<FunctionSpan> out;
   std::vector<Scope> stack;
-  size_t segment = 0;       // where the current declaration starts (its first non-space)
-  bool started = false;     // whether it has started since the last ; { or }
+  size_t segment = 0;    // where the current declaration starts (its first non-space)
+  bool started = false;  // whether it has started since the last ; { or }
   int line = 1, segment_line = 1;
   auto skipping = [&] {
     return !stack.empty() && (stack.back().skipped || stack.back().kind == Kind::kFunction ||

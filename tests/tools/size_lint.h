@@ -19,7 +19,7 @@
 namespace idlepool::lint {
 
 struct FunctionSpan {
-  std::string name;  // as written, qualified by the enclosing classes: "Worker::Impl::Execute"
+  std::string name;    // as written, qualified by the enclosing classes: "Worker::Impl::Execute"
   int first_line = 0;  // 1-based line where the declaration starts
   int lines = 0;       // from the declaration's first line to the closing brace, inclusive
 };

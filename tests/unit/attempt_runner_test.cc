@@ -79,9 +79,12 @@ class FakeLauncher final : public ProcessLauncher {
     ++starts;
     spawned = options;
     if (!start_error.ok()) return start_error;
-    auto p = std::make_unique<FakeProcess>(exit, [this, cwd = options.cwd] {
-      if (during) during(cwd);
-    }, &waited_timeout);
+    auto p = std::make_unique<FakeProcess>(
+        exit,
+        [this, cwd = options.cwd] {
+          if (during) during(cwd);
+        },
+        &waited_timeout);
     return std::unique_ptr<TaskProcess>(std::move(p));
   }
   int starts = 0;
@@ -89,7 +92,7 @@ class FakeLauncher final : public ProcessLauncher {
   absl::Status start_error;
   platform::ExitInfo exit = Exit(0);
   std::function<void(const std::string& cwd)> during;  // the task's work, in its task dir
-  milliseconds waited_timeout{-1};  // the timeout the runner waited with
+  milliseconds waited_timeout{-1};                     // the timeout the runner waited with
 };
 
 // Blobs by hash, "fetched" into a cache dir; uploads recorded.
@@ -151,10 +154,9 @@ class AttemptRunnerTest : public ::testing::Test {
     hooks.forget = [this](uint64_t id) { forgotten_.push_back(id); };
     runner_ = std::make_unique<AttemptRunner>(
         AttemptRunnerConfig{"w1", work_dir_.string(), false, milliseconds(100)},
-        AttemptRunnerDeps{&clock_, &launcher_, &transfers_, &outbox_, &dirs_, nullptr,
-                          &checkpointer_, &stop_,
-                          [this](const v1::WorkerMessage& m) { sent_.push_back(m); },
-                          std::move(hooks)});
+        AttemptRunnerDeps{
+            &clock_, &launcher_, &transfers_, &outbox_, &dirs_, nullptr, &checkpointer_, &stop_,
+            [this](const v1::WorkerMessage& m) { sent_.push_back(m); }, std::move(hooks)});
   }
   ~AttemptRunnerTest() override { fs::remove_all(work_dir_); }
 
@@ -449,15 +451,13 @@ TEST_F(AttemptRunnerTest, CheckpointerSaysUnchangedUntilTheDirChanges) {
 }
 
 TEST(ClassifyTest, OneClassifierForPhaseFailures) {
-  EXPECT_EQ(Classify(absl::ResourceExhaustedError("x"), "m", false).ending,
-            Ending::kMachineFault);
+  EXPECT_EQ(Classify(absl::ResourceExhaustedError("x"), "m", false).ending, Ending::kMachineFault);
   EXPECT_EQ(Classify(absl::InternalError("x"), "m", true).ending, Ending::kMachineFault);
   EXPECT_EQ(Classify(absl::InternalError("x"), "m", false).ending, Ending::kFailed);
   auto never = [] { return false; };
   auto reason = [] { return std::string(); };
   EXPECT_FALSE(ClassifyExit(Exit(0), 1, never, reason));
-  EXPECT_EQ(ClassifyExit(Exit(-1, 11), 1, never, reason)->message,
-            "killed by signal 11");
+  EXPECT_EQ(ClassifyExit(Exit(-1, 11), 1, never, reason)->message, "killed by signal 11");
 }
 
 }  // namespace

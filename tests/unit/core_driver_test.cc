@@ -73,8 +73,8 @@ TEST(CoreDriver, CommitsTheRecordsThenHandsOverEveryDecisionInOrder) {
   std::vector<core::Decision> batch{created, assign, core::TaskChanged{}, kill,
                                     core::JobChanged{2, core::JobState::kRunning}};
   ASSERT_TRUE(driver.Apply(batch).ok());
-  EXPECT_EQ(log.lines, (std::vector<std::string>{"commit 5", "committed 5", "created 7",
-                                                 "assign 7", "kill 3", "job 2"}));
+  EXPECT_EQ(log.lines, (std::vector<std::string>{"commit 5", "committed 5", "created 7", "assign 7",
+                                                 "kill 3", "job 2"}));
   EXPECT_EQ(target.each, 5);
 }
 
@@ -88,8 +88,7 @@ TEST(CoreDriver, ABatchOfMessagesOnlyCommitsNothing) {
   core::RefuseSession refuse;
   refuse.session = 9;
   ASSERT_TRUE(driver.Apply({ack, refuse}).ok());
-  EXPECT_EQ(log.lines,
-            (std::vector<std::string>{"committed 2", "ack 4", "refuse 9"}));
+  EXPECT_EQ(log.lines, (std::vector<std::string>{"committed 2", "ack 4", "refuse 9"}));
 }
 
 TEST(CoreDriver, AFailedCommitSendsNothing) {

@@ -1,5 +1,7 @@
 // The worker's GPU binding (worker/gpu_binding.h) and the coordinator's check of the GPUs a
 // Hello lists (coordinator/wire.h): pure functions.
+#include "worker/gpu_binding.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -7,9 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "wire/wire.h"
 #include "idlepool.pb.h"
-#include "worker/gpu_binding.h"
+#include "wire/wire.h"
 
 namespace idlepool {
 namespace {

@@ -3,8 +3,8 @@
 #include "platform/gpu.h"
 
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>

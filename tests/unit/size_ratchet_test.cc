@@ -39,26 +39,26 @@ const std::map<std::string, int> kFunctionExceptions = {
 
 std::vector<std::string> Names(const std::vector<FunctionSpan>& spans) {
   std::vector<std::string> out;
-  for (const auto& f : spans) out.push_back(f.name + "@" + std::to_string(f.first_line) + "+" +
-                                            std::to_string(f.lines));
+  for (const auto& f : spans)
+    out.push_back(f.name + "@" + std::to_string(f.first_line) + "+" + std::to_string(f.lines));
   return out;
 }
 
 TEST(SizeLint, FindsFunctionsMembersAndTestMacros) {
   const char* src =
-      "namespace a {\n"                       // 1
-      "int Free(int x) {\n"                   // 2
-      "  if (x) { return 1; }\n"              // 3
-      "  return 0;\n"                         // 4
-      "}\n"                                   // 5
-      "class Box final : public Base {\n"     // 6
-      " public:\n"                            // 7
-      "  int Get() const { return v_; }\n"    // 8
-      "  int v_{3};\n"                        // 9
-      "};\n"                                  // 10
-      "TEST(Suite, Case) {\n"                 // 11
+      "namespace a {\n"                        // 1
+      "int Free(int x) {\n"                    // 2
+      "  if (x) { return 1; }\n"               // 3
+      "  return 0;\n"                          // 4
+      "}\n"                                    // 5
+      "class Box final : public Base {\n"      // 6
+      " public:\n"                             // 7
+      "  int Get() const { return v_; }\n"     // 8
+      "  int v_{3};\n"                         // 9
+      "};\n"                                   // 10
+      "TEST(Suite, Case) {\n"                  // 11
       "  auto f = [](int y) { return y; };\n"  // 12
-      "}\n"                                   // 13
+      "}\n"                                    // 13
       "}  // namespace a\n";
   EXPECT_EQ(Names(FunctionsIn(src)),
             (std::vector<std::string>{"Free@2+4", "Box::Get@8+1", "TEST(Suite, Case)@11+3"}));
@@ -91,8 +91,7 @@ TEST(SizeLint, SkipsEnumsAndInitializersAndQualifiesOutOfClassDefinitions) {
       "absl::StatusOr<std::pair<int, int>> Foo::Parse(const std::string& s) {\n"
       "  return {};\n"
       "}\n";
-  EXPECT_EQ(Names(FunctionsIn(src)),
-            (std::vector<std::string>{"Foo::Foo@3+3", "Foo::Parse@6+3"}));
+  EXPECT_EQ(Names(FunctionsIn(src)), (std::vector<std::string>{"Foo::Foo@3+3", "Foo::Parse@6+3"}));
   EXPECT_EQ(LineCount("a\nb\n"), 2);
   EXPECT_EQ(LineCount("a\nb"), 2);
   EXPECT_EQ(LineCount(""), 0);
@@ -127,8 +126,7 @@ TEST(SizeRatchet, NoRoomOverItsLimitExceptTheListedOnes) {
     if (p.extension() != ".cc" && p.extension() != ".h") continue;
     const std::string rel = fs::relative(p, root).generic_string();
     const std::string text = Read(p);
-    std::string why =
-        Judge(kFileExceptions, rel, LineCount(text), kMaxFileLines, &files_seen);
+    std::string why = Judge(kFileExceptions, rel, LineCount(text), kMaxFileLines, &files_seen);
     if (!why.empty()) problems.push_back(why);
     for (const FunctionSpan& f : FunctionsIn(text)) {
       why = Judge(kFunctionExceptions, rel + ":" + f.name, f.lines, kMaxFunctionLines,

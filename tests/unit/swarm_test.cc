@@ -156,9 +156,8 @@ TEST_F(SwarmTest, ConcurrentDownloadersExchangeChunksAndTheCoordinatorSendsEachA
     auto s = PeerServer::Start(*nodes[i].store, po);
     ASSERT_TRUE(s.ok()) << s.status();
     nodes[i].server = std::move(*s);
-    nodes[i].session = std::make_unique<FakeSession>(session_stub_.get(), coord_->token(),
-                                                     "w" + std::to_string(i),
-                                                     nodes[i].server->address());
+    nodes[i].session = std::make_unique<FakeSession>(
+        session_stub_.get(), coord_->token(), "w" + std::to_string(i), nodes[i].server->address());
     ASSERT_TRUE(nodes[i].session->welcomed());
   }
   std::vector<absl::StatusOr<SwarmStats>> results(kNodes, absl::UnknownError("not run"));

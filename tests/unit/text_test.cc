@@ -94,12 +94,16 @@ TEST(Utf8, PrintableTextKeepsTextAndReplacesControls) {
   EXPECT_TRUE(IsPrintableUtf8("laptop-1 ünïcode ✓"));
   EXPECT_FALSE(IsPrintableUtf8("w3\x1b]0;PWNED\a"));
   EXPECT_FALSE(IsPrintableUtf8("a\nb"));
-  EXPECT_FALSE(IsPrintableUtf8("\xC2\x9B" "31m"));  // C1 CSI
+  EXPECT_FALSE(
+      IsPrintableUtf8("\xC2\x9B"
+                      "31m"));  // C1 CSI
   EXPECT_FALSE(IsPrintableUtf8("\x7F"));
   EXPECT_FALSE(IsPrintableUtf8("\xFF"));
   EXPECT_EQ(PrintableText("laptop ✓"), "laptop ✓");
   EXPECT_EQ(PrintableText("w3\x1b]0;PWNED\a\x1b[2J"), "w3?]0;PWNED??[2J");
-  EXPECT_EQ(PrintableText("\xC2\x9B" "31mred\xFF"), "?31mred?");
+  EXPECT_EQ(PrintableText("\xC2\x9B"
+                          "31mred\xFF"),
+            "?31mred?");
   EXPECT_EQ(PrintableText("line 1\n\tline 2\r\n", /*keep_newlines=*/true), "line 1\n line 2?\n");
   EXPECT_EQ(PrintableText("line 1\nline 2"), "line 1?line 2");
 }
@@ -110,7 +114,10 @@ TEST(Utf8, TailUtf8KeepsTheEndAndNeverSplitsACharacter) {
   EXPECT_EQ(TailUtf8("abc", 0), "");
   EXPECT_EQ(TailUtf8("\xC3\xA9t\xC3\xA9", 2), "\xC3\xA9");
   EXPECT_EQ(TailUtf8("\xC3\xA9t\xC3\xA9", 4), "t\xC3\xA9");  // starts after the cut 'é'
-  EXPECT_EQ(TailUtf8("ab\xFF" "cd", 3), "?cd");                    // invalid bytes replaced
+  EXPECT_EQ(TailUtf8("ab\xFF"
+                     "cd",
+                     3),
+            "?cd");  // invalid bytes replaced
 }
 
 TEST(ParseDuration, AcceptsWholeNumbersWithUnits) {
