@@ -99,7 +99,8 @@ Command AddCoordinatorCommand(CLI::App& app, Common&) {
   coord
       ->add_option("--heartbeat-ms", f->heartbeat_ms,
                    "heartbeat interval of the workers (one given its own --heartbeat-ms keeps it)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{10}, int64_t{600'000}));
   f->http_opt = coord->add_option(
       "--http", f->http,
       "dashboard, JSON API and /metrics: HOST:PORT or PORT (host 127.0.0.1), port 0 = a free "

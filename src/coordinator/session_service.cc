@@ -16,14 +16,13 @@
 namespace idlepool::coordinator {
 namespace {
 
-constexpr uint32_t kProtocolVersion = 1;
 
 // Why a Hello cannot open a session, or OK.
 grpc::Status CheckHello(const v1::Hello& hello) {
-  if (hello.protocol_version() != kProtocolVersion) {
+  if (hello.protocol_version() != wire::kProtocolVersion) {
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                         absl::StrCat("worker speaks protocol version ", hello.protocol_version(),
-                                     ", this coordinator speaks ", kProtocolVersion,
+                                     ", this coordinator speaks ", wire::kProtocolVersion,
                                      "; run the same idlepool version on both"));
   }
   if (hello.worker().empty() || hello.worker().size() > 256) {

@@ -12,6 +12,11 @@
 
 namespace idlepool::wire {
 
+// The session protocol's version (Hello.protocol_version). A coordinator refuses a worker that
+// speaks another (FAILED_PRECONDITION: run the same idlepool version everywhere). 2: the
+// services split by caller (WorkerSession, Blobs, Probes, Jobs) and Kill.code.
+inline constexpr uint32_t kProtocolVersion = 2;
+
 // spec -> wire. Input blobs are not known here: the caller fills Input.sha256/size/mode.
 v1::JobSpec ToProto(const spec::JobSpec& spec);
 // wire -> spec, for validation on the coordinator. Inputs' `source` is left empty.

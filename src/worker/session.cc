@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/defaults.h"
 #include "spdlog/spdlog.h"
+#include "wire/wire.h"
 
 namespace idlepool::worker {
 namespace {
@@ -62,6 +63,12 @@ absl::Status Session::Serve() {
       return absl::PermissionDeniedError(absl::StrCat("coordinator ", config_.coordinator,
                                                       " refused the token: ", st.error_message()));
     }
+    if (st.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "coordinator ", config_.coordinator, " does not serve this worker's protocol (version ",
+          wire::kProtocolVersion, "): run the same idlepool version on the coordinator and ",
+          "every worker"));
+    }
     if (st.error_code() == grpc::StatusCode::FAILED_PRECONDITION ||
         st.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {
       return absl::FailedPreconditionError(absl::StrCat(
@@ -85,7 +92,7 @@ absl::Status Session::Serve() {
 v1::WorkerMessage Session::Hello() {
   v1::WorkerMessage m;
   auto* hello = m.mutable_hello();
-  hello->set_protocol_version(1);
+  hello->set_protocol_version(wire::kProtocolVersion);
   hello->set_version(IDLEPOOL_VERSION);
   hello->set_worker(config_.name);
   hello->set_boot_id(config_.boot_id);
@@ -168,14 +175,12 @@ void Session::Welcomed(const v1::Welcome& welcome) {
                config_.boot_id.substr(0, 8), config_.slots);
   // The coordinator's heartbeat unless this worker was given its own; at least three per lease
   // either way: a worker slower than its lease would be lost while healthy.
-  milliseconds beat = config_.heartbeat.value_or(
-      welcome.heartbeat_ms() > 0 ? milliseconds(welcome.heartbeat_ms()) : core::kDefaultHeartbeat);
-  const milliseconds lease(welcome.lease_timeout_ms());
-  if (lease.count() > 0 && beat > lease / 3) {
+  const Heartbeat hb = HeartbeatFor(config_.heartbeat, welcome);
+  if (hb.capped_from) {
     spdlog::warn("heartbeat {} ms is too slow for the coordinator's {} ms lease; using {} ms",
-                 beat.count(), lease.count(), (lease / 3).count());
-    beat = lease / 3;
+                 hb.capped_from->count(), welcome.lease_timeout_ms(), hb.period.count());
   }
+  const milliseconds beat = hb.period;
   if (beat != heartbeat_.load()) {
     heartbeat_ = beat;
     std::lock_guard lock(hb_mu_);
@@ -198,6 +203,18 @@ void Session::Leave(const v1::WorkerMessage& leaving) {
     stream_cv_.wait_for(lock, std::chrono::seconds(2), [&] { return stream_ == nullptr; });
   }
   if (ctx_) ctx_->TryCancel();
+}
+
+Heartbeat HeartbeatFor(std::optional<milliseconds> own, const v1::Welcome& welcome) {
+  Heartbeat hb;
+  hb.period = own.value_or(welcome.heartbeat_ms() > 0 ? milliseconds(welcome.heartbeat_ms())
+                                                      : core::kDefaultHeartbeat);
+  const milliseconds lease(welcome.lease_timeout_ms());
+  if (lease.count() > 0 && hb.period > lease / 3) {
+    hb.capped_from = hb.period;
+    hb.period = lease / 3;
+  }
+  return hb;
 }
 
 }  // namespace idlepool::worker

@@ -62,6 +62,17 @@ struct SessionConfig {
   std::optional<std::chrono::milliseconds> heartbeat;  // unset: the coordinator's
 };
 
+// The heartbeat period of a welcomed worker: its own (--heartbeat-ms) when given, else the
+// coordinator's (Welcome.heartbeat_ms; core::kDefaultHeartbeat when 0), and never more than a
+// third of the coordinator's lease timeout: a worker slower than its lease would be lost while
+// healthy. `capped_from`: what was asked, when the lease cut it down. Pure.
+struct Heartbeat {
+  std::chrono::milliseconds period{0};
+  std::optional<std::chrono::milliseconds> capped_from;
+};
+[[nodiscard]] Heartbeat HeartbeatFor(std::optional<std::chrono::milliseconds> own,
+                                     const v1::Welcome& welcome);
+
 class Session {
  public:
   Session(SessionConfig config, StopSignal& stop, SessionHandler& handler);

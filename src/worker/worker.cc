@@ -111,6 +111,7 @@ class Worker::Impl final : public SessionHandler {
   AttemptList Snapshot();
   void RunnerLoop();
   void JoinAttemptThreads();
+  void VacateAndLeave();  // Stop's work, done by its first caller
   void JoinThreads();
   void Forget(uint64_t id);
   void Redeliver(std::vector<v1::AttemptReport> reports);
@@ -153,6 +154,15 @@ class Worker::Impl final : public SessionHandler {
   std::deque<std::shared_ptr<Attempt>> run_queue_ ABSL_GUARDED_BY(mu_);
   int idle_runners_ ABSL_GUARDED_BY(mu_) = 0;
   bool runners_exit_ ABSL_GUARDED_BY(mu_) = false;
+
+  // Stop and the Run thread's end both join the runner threads; the second caller waits for
+  // the first (a runner told to exit must never be left waiting, nor reports left unsent).
+  std::mutex join_mu_;  // taken before mu_
+  // Stop may be called from several threads (a signal, the destructor): each caller returns
+  // only once the first one has finished, so nothing is destroyed under a Stop still running.
+  std::mutex stop_mu_;
+  std::condition_variable stop_cv_;
+  bool stopped_ ABSL_GUARDED_BY(stop_mu_) = false;
 };
 
 Worker::Impl::Impl(Options options, const platform::Clock& clock)
@@ -352,7 +362,18 @@ void Worker::Impl::StartUnits(std::vector<v1::AttemptReport> to_redeliver) {
 }
 
 void Worker::Impl::Stop() {
-  if (stop_.Raise()) return;
+  if (stop_.Raise()) {
+    std::unique_lock lock(stop_mu_);
+    stop_cv_.wait(lock, [&] { return stopped_; });
+    return;
+  }
+  VacateAndLeave();
+  std::lock_guard lock(stop_mu_);
+  stopped_ = true;
+  stop_cv_.notify_all();
+}
+
+void Worker::Impl::VacateAndLeave() {
   if (prober_) prober_->Stop();
   stop_.Notify();
   AttemptList all = Snapshot();
@@ -500,6 +521,7 @@ void Worker::Impl::RunnerLoop() {
 }
 
 void Worker::Impl::JoinAttemptThreads() {
+  std::lock_guard join(join_mu_);
   std::vector<std::thread> threads;
   {
     std::lock_guard lock(mu_);
@@ -510,8 +532,10 @@ void Worker::Impl::JoinAttemptThreads() {
   for (auto& t : threads) {
     if (t.joinable()) t.join();
   }
+  // Once stopping, runners stay told to exit: no attempt is taken any more (OnAssign hands
+  // them back).
   std::lock_guard lock(mu_);
-  runners_exit_ = false;
+  if (!stop_.stopping()) runners_exit_ = false;
 }
 
 void Worker::Impl::OnKill(const v1::Kill& kill) {

@@ -15,6 +15,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "idlepool.grpc.pb.h"
+#include "wire/wire.h"
 
 namespace idlepool::blob {
 namespace {
@@ -47,7 +48,7 @@ class FakeSession {
     stream_ = stub->Session(&ctx_);
     v1::WorkerMessage m;
     auto* h = m.mutable_hello();
-    h->set_protocol_version(1);
+    h->set_protocol_version(wire::kProtocolVersion);
     h->set_worker(name);
     h->set_boot_id(name + "-boot");
     h->mutable_capacity()->set_cpus(1);
