@@ -16,7 +16,6 @@
 namespace idlepool::coordinator {
 namespace {
 
-
 // Why a Hello cannot open a session, or OK.
 grpc::Status CheckHello(const v1::Hello& hello) {
   if (hello.protocol_version() != wire::kProtocolVersion) {

@@ -64,10 +64,10 @@ absl::Status Session::Serve() {
                                                       " refused the token: ", st.error_message()));
     }
     if (st.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "coordinator ", config_.coordinator, " does not serve this worker's protocol (version ",
-          wire::kProtocolVersion, "): run the same idlepool version on the coordinator and ",
-          "every worker"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("coordinator ", config_.coordinator,
+                       " does not serve this worker's protocol (version ", wire::kProtocolVersion,
+                       "): run the same idlepool version on the coordinator and every worker"));
     }
     if (st.error_code() == grpc::StatusCode::FAILED_PRECONDITION ||
         st.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {
