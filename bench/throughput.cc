@@ -68,7 +68,7 @@ double RunPool(int tasks, int slots, const std::string& dir) {
     o.work_dir = absl::StrCat(dir, "/worker-", i);
     // The coordinator shares this process and this machine: on a lent desktop its load would
     // read as the owner's. The bench measures the pool, so the machine is dedicated.
-    idlepool::worker::MakeDedicated(&o.policy);
+    idlepool::owner::MakeDedicated(&o.policy);
     o.probe = false;  // a loopback link probe would only compete with the measured work
     ws.push_back(std::make_unique<idlepool::worker::Worker>(o));
     threads.emplace_back([w = ws.back().get()] { (void)w->Run(); });

@@ -49,8 +49,8 @@ worker::Options LocalWorker(const RunFlags& f, const coordinator::Coordinator& c
   o.work_dir = absl::StrCat(f.data_dir, "/worker-", i + 1);
   // Your own job on your own machine: your typing and the charger do not stop it (the lid,
   // sleep and heat rules still do); Ctrl-C gives tasks 1 s to save a checkpoint.
-  worker::MakeDedicated(&o.policy);
-  o.policy.on_battery = worker::BatteryAction::kRun;
+  owner::MakeDedicated(&o.policy);
+  o.policy.on_battery = owner::BatteryAction::kRun;
   o.policy.vacate_grace_s = 1;
   o.probe = false;  // a loopback link tells the planner nothing
   return o;

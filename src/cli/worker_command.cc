@@ -156,11 +156,11 @@ int CheckFlags(WorkerFlags& f) {
     o.cache_bytes = *bytes;
   }
   if (!f.config.empty()) {
-    auto policy = worker::LoadPolicyConfig(f.config);
+    auto policy = owner::LoadPolicyConfig(f.config);
     if (!policy.ok()) return BadSpec(policy.status());  // missing, too large or wrong: exit 2
     o.policy = *policy;
   }
-  if (f.dedicated) worker::MakeDedicated(&o.policy);
+  if (f.dedicated) owner::MakeDedicated(&o.policy);
   if (!o.sensors_dir.empty() && !fs::is_directory(o.sensors_dir)) {
     std::fprintf(stderr, "idlepool worker: --sensors-dir %s is not a directory\n",
                  o.sensors_dir.c_str());
@@ -180,7 +180,7 @@ int CheckFlags(WorkerFlags& f) {
 int RunWorker(WorkerFlags& f, const Common& common) {
   platform::KeepLargeBlocksOutOfTheHeap();  // a light idle worker: platform/memory.h
   if (f.print_default_config) {
-    std::printf("%s", worker::DefaultConfigToml().c_str());
+    std::printf("%s", owner::DefaultConfigToml().c_str());
     return 0;
   }
   if (!f.options.name.empty() && !text::IsPrintableUtf8(f.options.name)) {

@@ -5,7 +5,7 @@
 
 #include "owner/owner_policy.h"
 
-namespace idlepool::worker {
+namespace idlepool::owner {
 
 GpuHold DecideGpu(const GpuReading& reading, const GpuPolicyConfig& config, const GpuHold& prev,
                   std::string* reason) {
@@ -75,4 +75,4 @@ const char* ToString(GpuCause cause) {
   return "?";
 }
 
-}  // namespace idlepool::worker
+}  // namespace idlepool::owner

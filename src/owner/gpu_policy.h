@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-namespace idlepool::worker {
+namespace idlepool::owner {
 
 // What to do with the GPU work on a device the owner uses.
 enum class GpuOwnerUse {
@@ -71,4 +71,4 @@ std::optional<std::vector<int64_t>> OwnerProcesses(
 const char* ToString(GpuOwnerUse use);
 const char* ToString(GpuCause cause);
 
-}  // namespace idlepool::worker
+}  // namespace idlepool::owner

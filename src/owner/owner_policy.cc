@@ -4,7 +4,7 @@
 #include <sstream>
 #include <utility>
 
-namespace idlepool::worker {
+namespace idlepool::owner {
 namespace {
 
 bool Is(const std::optional<bool>& v, bool want) { return v.has_value() && *v == want; }
@@ -264,4 +264,4 @@ const char* ToString(Cause cause) {
   return "?";
 }
 
-}  // namespace idlepool::worker
+}  // namespace idlepool::owner

@@ -40,7 +40,7 @@
 
 #include "owner/gpu_policy.h"
 
-namespace idlepool::worker {
+namespace idlepool::owner {
 
 // One sample of the machine's sensors. nullopt = the sensor is unknown on this machine.
 struct Readings {
@@ -178,4 +178,4 @@ const char* ToString(Mode mode);
 // "owner_input", "lid", "sleep", "window".
 const char* ToString(Cause cause);
 
-}  // namespace idlepool::worker
+}  // namespace idlepool::owner

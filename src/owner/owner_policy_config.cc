@@ -14,7 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "spec/toml_util.h"
 
-namespace idlepool::worker {
+namespace idlepool::owner {
 namespace {
 
 using spec::toml_util::Describe;
@@ -314,4 +314,4 @@ absl::StatusOr<PolicyConfig> LoadPolicyConfig(const std::string& path) {
   return ParsePolicyConfig(*text, path);
 }
 
-}  // namespace idlepool::worker
+}  // namespace idlepool::owner

@@ -26,7 +26,7 @@
 #include "absl/status/statusor.h"
 #include "owner/owner_policy.h"
 
-namespace idlepool::worker {
+namespace idlepool::owner {
 
 // Parses `toml`; `file_name` is used only in messages.
 absl::StatusOr<PolicyConfig> ParsePolicyConfig(std::string_view toml, const std::string& file_name);
@@ -34,4 +34,4 @@ absl::StatusOr<PolicyConfig> ParsePolicyConfig(std::string_view toml, const std:
 // Reads and parses the file at `path`: kNotFound (naming the path) when it does not exist.
 absl::StatusOr<PolicyConfig> LoadPolicyConfig(const std::string& path);
 
-}  // namespace idlepool::worker
+}  // namespace idlepool::owner

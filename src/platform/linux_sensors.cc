@@ -538,8 +538,8 @@ std::optional<double> LinuxSensors::OwnerCpuLoad() {
   return last_load_;
 }
 
-worker::Readings LinuxSensors::Read() {
-  worker::Readings r;
+owner::Readings LinuxSensors::Read() {
+  owner::Readings r;
   Power power = ReadPower(options_.sys_root);
   r.on_ac_power = power.on_ac_power;
   r.battery_percent = power.battery_percent;

@@ -82,7 +82,7 @@ class LinuxSensors : public SensorSource {
   LinuxSensors(const LinuxSensors&) = delete;
   LinuxSensors& operator=(const LinuxSensors&) = delete;
 
-  worker::Readings Read() override;
+  owner::Readings Read() override;
   // Waits on the bus up to `timeout`; true as soon as a PrepareForSleep signal arrives (also
   // one that arrived since the previous call) or the logind connection is lost; false after
   // the timeout. Without logind it just waits out the timeout.

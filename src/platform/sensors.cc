@@ -81,8 +81,8 @@ absl::StatusOr<std::unique_ptr<FakeSensorDir>> FakeSensorDir::Open(const std::st
 
 FakeSensorDir::~FakeSensorDir() { ::close(fd_); }
 
-worker::Readings FakeSensorDir::Read() {
-  worker::Readings r;
+owner::Readings FakeSensorDir::Read() {
+  owner::Readings r;
   r.idle_seconds = ReadNumber(dir_, "idle_seconds", 0, HUGE_VAL);
   r.on_ac_power = ReadBool(dir_, "on_ac_power");
   r.battery_percent = ReadNumber(dir_, "battery_percent", 0, 100);

@@ -1,6 +1,6 @@
 // Sensors of the lent machine: what the owner policy (worker/owner_policy.h) reads.
 //
-// SensorSource is the interface the worker samples: Read() returns one worker::Readings, and
+// SensorSource is the interface the worker samples: Read() returns one owner::Readings, and
 // WaitForChange() blocks until something may have changed (or a timeout passes), so the worker
 // reacts to a change at once instead of polling at a fixed rate.
 //
@@ -48,7 +48,7 @@ class SensorSource {
  public:
   virtual ~SensorSource() = default;
   // One sample of every sensor; unknown sensors are nullopt.
-  virtual worker::Readings Read() = 0;
+  virtual owner::Readings Read() = 0;
   // Blocks up to `timeout` for a change; true if something may have changed.
   virtual bool WaitForChange(std::chrono::milliseconds timeout) = 0;
   // The worker has vacated after sleep_imminent: a source that delays the machine's sleep
@@ -66,7 +66,7 @@ class FakeSensorDir : public SensorSource {
   FakeSensorDir(const FakeSensorDir&) = delete;
   FakeSensorDir& operator=(const FakeSensorDir&) = delete;
 
-  worker::Readings Read() override;
+  owner::Readings Read() override;
   // Returns true as soon as any file in the directory is created, written, renamed into it or
   // deleted (also for changes made since the previous call); false after `timeout` without one.
   bool WaitForChange(std::chrono::milliseconds timeout) override;

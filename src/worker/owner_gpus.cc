@@ -40,7 +40,7 @@ bool GpusChanged(const std::vector<v1::GpuDevice>& sent, const std::vector<v1::G
 }
 
 // Whether one of `a`'s devices is held; *cause: why.
-bool Held(const Attempt& a, const std::vector<GpuHold>& holds, GpuCause* cause) {
+bool Held(const Attempt& a, const std::vector<owner::GpuHold>& holds, owner::GpuCause* cause) {
   for (uint32_t i : a.gpus) {
     if (i < holds.size() && holds[i].held) {
       *cause = holds[i].cause;
@@ -77,7 +77,7 @@ void OwnerMonitor::GpuStep(core::MonoTime now) {
   const std::vector<platform::GpuDevice> devices = config_.gpus->ReadLive();
   if (devices.empty()) return;
   const AttemptList all = Snapshot();
-  std::vector<GpuHold> holds;
+  std::vector<owner::GpuHold> holds;
   const bool holds_changed = UpdateGpuHolds(devices, all, &holds);
   std::vector<uint64_t> frozen_now;
   for (auto& a : all) ApplyGpuHold(*a, holds, now, &frozen_now);
@@ -87,7 +87,7 @@ void OwnerMonitor::GpuStep(core::MonoTime now) {
 
 // Decides each device's hold; true when one changed. *holds: the new holds.
 bool OwnerMonitor::UpdateGpuHolds(const std::vector<platform::GpuDevice>& devices,
-                                  const AttemptList& all, std::vector<GpuHold>* holds) {
+                                  const AttemptList& all, std::vector<owner::GpuHold>* holds) {
   // The pool's own processes: every attempt's process tree (its cgroup, else its process
   // group), and this worker.
   std::vector<int64_t> pool = {static_cast<int64_t>(::getpid())};
@@ -100,9 +100,9 @@ bool OwnerMonitor::UpdateGpuHolds(const std::vector<platform::GpuDevice>& device
   std::lock_guard lock(mu_);
   gpu_holds_.resize(devices.size());
   for (size_t i = 0; i < devices.size(); ++i) {
-    const GpuReading reading{devices[i].temperature_c, OwnerProcesses(devices[i].pids, pool)};
+    const owner::GpuReading reading{devices[i].temperature_c, owner::OwnerProcesses(devices[i].pids, pool)};
     std::string reason;
-    const GpuHold next = DecideGpu(reading, config_.policy.gpu, gpu_holds_[i], &reason);
+    const owner::GpuHold next = DecideGpu(reading, config_.policy.gpu, gpu_holds_[i], &reason);
     if (next != gpu_holds_[i]) {
       changed = true;
       if (next.held) {
@@ -117,9 +117,9 @@ bool OwnerMonitor::UpdateGpuHolds(const std::vector<platform::GpuDevice>& device
   return changed;
 }
 
-void OwnerMonitor::ApplyGpuHold(Attempt& a, const std::vector<GpuHold>& holds, core::MonoTime now,
+void OwnerMonitor::ApplyGpuHold(Attempt& a, const std::vector<owner::GpuHold>& holds, core::MonoTime now,
                                 std::vector<uint64_t>* frozen_now) {
-  GpuCause cause = GpuCause::kNone;
+  owner::GpuCause cause = owner::GpuCause::kNone;
   const bool is_held = Held(a, holds, &cause);
   // Held by the owner with owner_use = "vacate", or frozen for its GPU for as long as the policy
   // lets any suspension last (vacate_after_suspend_s): give the task back, so it goes on
@@ -132,8 +132,8 @@ void OwnerMonitor::ApplyGpuHold(Attempt& a, const std::vector<GpuHold>& holds, c
                    std::chrono::duration_cast<std::chrono::milliseconds>(
                        std::chrono::duration<double>(config_.policy.vacate_after_suspend_s));
   }
-  if (is_held && (too_long || (cause == GpuCause::kOwnerUse &&
-                               config_.policy.gpu.owner_use == GpuOwnerUse::kVacate))) {
+  if (is_held && (too_long || (cause == owner::GpuCause::kOwnerUse &&
+                               config_.policy.gpu.owner_use == owner::GpuOwnerUse::kVacate))) {
     bool running;
     {
       std::lock_guard lock(a.mu);
@@ -168,7 +168,7 @@ void OwnerMonitor::ApplyGpuHold(Attempt& a, const std::vector<GpuHold>& holds, c
 }
 
 void OwnerMonitor::SendGpuReadings(const std::vector<platform::GpuDevice>& devices,
-                                   const std::vector<GpuHold>& holds, bool holds_changed,
+                                   const std::vector<owner::GpuHold>& holds, bool holds_changed,
                                    core::MonoTime now) {
   std::vector<v1::GpuDevice> readings;
   for (const auto& d : devices) {

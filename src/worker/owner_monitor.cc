@@ -27,7 +27,7 @@ std::chrono::milliseconds FromSeconds(double s) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::duration<double>(s));
 }
 
-v1::SensorReadings ToProto(const Readings& r) {
+v1::SensorReadings ToProto(const owner::Readings& r) {
   v1::SensorReadings out;
   if (r.temperature_c) out.set_temperature_c(*r.temperature_c);
   if (r.battery_percent) out.set_battery_percent(*r.battery_percent);
@@ -41,7 +41,7 @@ v1::SensorReadings ToProto(const Readings& r) {
 // True when `now` differs from `sent` enough to tell the coordinator (proto: SensorReadings):
 // temperature by >= 1 C, battery by >= 1 point, a boolean flipped, or a sensor appeared or went.
 // Idle time and owner load change all the time: they go with owner states only.
-bool SensorsChanged(const Readings& sent, const Readings& now) {
+bool SensorsChanged(const owner::Readings& sent, const owner::Readings& now) {
   auto moved = [](const std::optional<double>& a, const std::optional<double>& b, double by) {
     if (a.has_value() != b.has_value()) return true;
     if (!a) return false;
@@ -67,7 +67,7 @@ void OwnerMonitor::SetSensors(std::unique_ptr<platform::SensorSource> sensors,
                               bool trust_owner_load) {
   sensors_ = std::move(sensors);
   trust_owner_load_ = trust_owner_load;
-  policy_state_ = PolicyState{Mode::kIdle, Seconds(clock_.Now())};
+  policy_state_ = owner::PolicyState{owner::Mode::kIdle, Seconds(clock_.Now())};
 }
 
 void OwnerMonitor::Start() {
@@ -94,22 +94,22 @@ std::chrono::milliseconds OwnerMonitor::VacateGrace() const {
 }
 
 void OwnerMonitor::Step() {
-  Readings r = sensors_->Read();
+  owner::Readings r = sensors_->Read();
   if (!trust_owner_load_) r.owner_cpu_load.reset();
   const core::MonoTime now = clock_.Now();
   const platform::WeekTime wt = platform::LocalWeekTime();
-  const Decision d = Decide(r, config_.policy, policy_state_, Seconds(now),
-                            LocalTime{wt.weekday, wt.minute_of_day});
+  const owner::Decision d = Decide(r, config_.policy, policy_state_, Seconds(now),
+                            owner::LocalTime{wt.weekday, wt.minute_of_day});
   policy_state_ = Advance(policy_state_, d, Seconds(now));
   const bool sleep = r.sleep_imminent.value_or(false);
   const AttemptList all = Snapshot();
   std::vector<uint64_t> frozen_now;
-  suspended_ = d.action == Action::kSuspend;
+  suspended_ = d.action == owner::Action::kSuspend;
   UpdateDiskFull();
-  accepting_ = d.action == Action::kRun && !stop_.stopping() && !disk_full_;
-  if (d.action == Action::kSuspend) {
+  accepting_ = d.action == owner::Action::kRun && !stop_.stopping() && !disk_full_;
+  if (d.action == owner::Action::kSuspend) {
     frozen_now = FreezeAll(all, now);
-  } else if (d.action == Action::kRun) {
+  } else if (d.action == owner::Action::kRun) {
     ThawAll(all, now);
   } else {
     VacateAll(all, d, r, sleep);
@@ -159,11 +159,11 @@ void OwnerMonitor::ThawAll(const AttemptList& all, core::MonoTime now) {
   }
 }
 
-void OwnerMonitor::VacateAll(const AttemptList& all, const Decision& d, const Readings& r,
+void OwnerMonitor::VacateAll(const AttemptList& all, const owner::Decision& d, const owner::Readings& r,
                              bool sleep) {
   // Tell the coordinator before any attempt is handed back, or it would assign it here again.
   if (d.action != last_action_) SendOwnerState(d, {}, r);
-  const double grace_s = sleep ? std::min(config_.policy.vacate_grace_s, kSleepVacateGraceS)
+  const double grace_s = sleep ? std::min(config_.policy.vacate_grace_s, owner::kSleepVacateGraceS)
                                : config_.policy.vacate_grace_s;
   for (auto& a : all) {
     Vacate(*a, FromSeconds(grace_s), absl::StrCat("vacated: ", d.reason), clock_.Now());
@@ -172,8 +172,8 @@ void OwnerMonitor::VacateAll(const AttemptList& all, const Decision& d, const Re
 
 // Told again when the rule behind it changes too (a keypress, then the heat), so the
 // coordinator never shows a stale reason.
-void OwnerMonitor::Tell(const Decision& d, const std::vector<uint64_t>& frozen_now,
-                        const Readings& r) {
+void OwnerMonitor::Tell(const owner::Decision& d, const std::vector<uint64_t>& frozen_now,
+                        const owner::Readings& r) {
   bool told_otherwise;  // the coordinator was last told otherwise (DiskFull() tells it too)
   {
     std::lock_guard lock(mu_);
@@ -183,7 +183,7 @@ void OwnerMonitor::Tell(const Decision& d, const std::vector<uint64_t>& frozen_n
   const bool disk_full = disk_full_;
   // A vacate that is new was told before the hand-backs; a vacate whose cause changed (the lid
   // closed, then the charger was pulled) is told here.
-  const bool told_above = d.action == Action::kVacate && d.action != last_action_;
+  const bool told_above = d.action == owner::Action::kVacate && d.action != last_action_;
   const bool changed = d.action != last_action_ || d.cause != last_cause_ ||
                        disk_full != last_disk_full_ || told_otherwise;
   last_cause_ = d.cause;
@@ -214,17 +214,17 @@ void OwnerMonitor::LetSleep(const AttemptList& all, bool sleep) {
 }
 
 // `r`: the readings the decision was made from.
-void OwnerMonitor::SendOwnerState(const Decision& d, const std::vector<uint64_t>& frozen_now,
-                                  const Readings& r) {
+void OwnerMonitor::SendOwnerState(const owner::Decision& d, const std::vector<uint64_t>& frozen_now,
+                                  const owner::Readings& r) {
   v1::WorkerMessage m;
   auto* o = m.mutable_owner_state();
   o->set_accepting(accepting_);
   o->set_state(ToString(d.action));
-  o->set_cause(d.action == Action::kRun ? ToString(Cause::kNone) : ToString(d.cause));
+  o->set_cause(d.action == owner::Action::kRun ? ToString(owner::Cause::kNone) : ToString(d.cause));
   *o->mutable_sensors() = ToProto(r);
   sensors_sent_ = r;
   o->set_reason(
-      text::TruncateUtf8(disk_full_ && d.action == Action::kRun ? DiskReason() : d.reason, 200));
+      text::TruncateUtf8(disk_full_ && d.action == owner::Action::kRun ? DiskReason() : d.reason, 200));
   {
     std::lock_guard lock(mu_);
     owner_sent_ = m;
@@ -236,7 +236,7 @@ void OwnerMonitor::SendOwnerState(const Decision& d, const std::vector<uint64_t>
 // The readings alone when they changed noticeably since last sent (with an owner state or
 // alone), at most every kSensorsGap. They also replace those of the owner state resent after
 // each hello.
-void OwnerMonitor::SendSensorsIfChanged(const Readings& r, core::MonoTime now) {
+void OwnerMonitor::SendSensorsIfChanged(const owner::Readings& r, core::MonoTime now) {
   if (!SensorsChanged(sensors_sent_, r)) return;
   if (sensors_sent_at_ && now - *sensors_sent_at_ < kSensorsGap) return;
   sensors_sent_ = r;

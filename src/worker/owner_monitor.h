@@ -17,7 +17,7 @@
 // DiskReason) and DiskFull/SendSuspended/StopAccepting: any thread. Locking: mu_ guards what
 // other threads read (the GPU holds, the last owner state sent); the rest is the owner thread's
 // alone; flags are atomic. Ownership: owns the sensor source; attempts are shared (attempt.h).
-// Units: milliseconds; the policy's own settings are in seconds (PolicyConfig).
+// Units: milliseconds; the policy's own settings are in seconds (owner::PolicyConfig).
 #pragma once
 
 #include <atomic>
@@ -44,7 +44,7 @@
 namespace idlepool::worker {
 
 struct OwnerMonitorConfig {
-  PolicyConfig policy;
+  owner::PolicyConfig policy;
   std::shared_ptr<platform::GpuInventory> gpus;  // null: no GPUs offered
   std::string work_dir;
   uint64_t min_free_disk_bytes = 0;
@@ -93,20 +93,20 @@ class OwnerMonitor {
   void UpdateDiskFull();
   std::vector<uint64_t> FreezeAll(const AttemptList& all, core::MonoTime now);
   void ThawAll(const AttemptList& all, core::MonoTime now);
-  void VacateAll(const AttemptList& all, const Decision& d, const Readings& r, bool sleep);
-  void Tell(const Decision& d, const std::vector<uint64_t>& frozen_now, const Readings& r);
+  void VacateAll(const AttemptList& all, const owner::Decision& d, const owner::Readings& r, bool sleep);
+  void Tell(const owner::Decision& d, const std::vector<uint64_t>& frozen_now, const owner::Readings& r);
   void LetSleep(const AttemptList& all, bool sleep);
-  void SendOwnerState(const Decision& d, const std::vector<uint64_t>& frozen_now,
-                      const Readings& r);
-  void SendSensorsIfChanged(const Readings& r, core::MonoTime now);
+  void SendOwnerState(const owner::Decision& d, const std::vector<uint64_t>& frozen_now,
+                      const owner::Readings& r);
+  void SendSensorsIfChanged(const owner::Readings& r, core::MonoTime now);
   // GPUs.
   void GpuStep(core::MonoTime now);
   bool UpdateGpuHolds(const std::vector<platform::GpuDevice>& devices, const AttemptList& all,
-                      std::vector<GpuHold>* holds);
-  void ApplyGpuHold(Attempt& a, const std::vector<GpuHold>& holds, core::MonoTime now,
+                      std::vector<owner::GpuHold>* holds);
+  void ApplyGpuHold(Attempt& a, const std::vector<owner::GpuHold>& holds, core::MonoTime now,
                     std::vector<uint64_t>* frozen_now);
   void SendGpuReadings(const std::vector<platform::GpuDevice>& devices,
-                       const std::vector<GpuHold>& holds, bool holds_changed, core::MonoTime now);
+                       const std::vector<owner::GpuHold>& holds, bool holds_changed, core::MonoTime now);
   [[nodiscard]] std::chrono::milliseconds VacateGrace() const;
 
   const OwnerMonitorConfig config_;
@@ -124,18 +124,18 @@ class OwnerMonitor {
   std::atomic<bool> disk_full_{false};  // see DiskFull()
 
   // Owner thread only.
-  PolicyState policy_state_;
-  std::optional<Action> last_action_;  // none before the first step
-  Cause last_cause_ = Cause::kNone;
+  owner::PolicyState policy_state_;
+  std::optional<owner::Action> last_action_;  // none before the first step
+  owner::Cause last_cause_ = owner::Cause::kNone;
   bool last_disk_full_ = false;
-  Readings sensors_sent_;                          // the readings last sent
+  owner::Readings sensors_sent_;                          // the readings last sent
   std::optional<core::MonoTime> sensors_sent_at_;  // last sent alone
   std::optional<core::MonoTime> gpu_read_at_;      // GPUs last read
   std::vector<v1::GpuDevice> gpus_sent_;           // GpuReadings last sent
   std::optional<core::MonoTime> gpus_sent_at_;
 
   std::mutex mu_;
-  std::vector<GpuHold> gpu_holds_ ABSL_GUARDED_BY(mu_);  // per offered GPU index
+  std::vector<owner::GpuHold> gpu_holds_ ABSL_GUARDED_BY(mu_);  // per offered GPU index
   v1::WorkerMessage owner_sent_ ABSL_GUARDED_BY(mu_);    // the last OwnerState sent
 };
 

@@ -6,7 +6,7 @@
 
 #include "owner/owner_policy.h"
 
-namespace idlepool::worker {
+namespace idlepool::owner {
 namespace {
 
 GpuReading Hot(double t) { return GpuReading{t, std::vector<int64_t>{}}; }
@@ -93,4 +93,4 @@ TEST(GpuPolicy, WireNames) {
 }
 
 }  // namespace
-}  // namespace idlepool::worker
+}  // namespace idlepool::owner

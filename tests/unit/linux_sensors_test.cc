@@ -106,7 +106,7 @@ TEST_F(LinuxSensorsTest, DesktopWithMainsAndNoBatteryIsOnAc) {
   Write("sys/class/power_supply/AC/type", "Mains\n");
   Write("sys/class/power_supply/AC/online", "1\n");
   LinuxSensors s(Options());
-  worker::Readings r = s.Read();
+  owner::Readings r = s.Read();
   EXPECT_EQ(r.on_ac_power, true);
   EXPECT_EQ(r.battery_percent, std::nullopt);
 
@@ -128,7 +128,7 @@ TEST_F(LinuxSensorsTest, LaptopDischargingIsOnBatteryWithMeanPercent) {
   Write("sys/class/power_supply/BAT1/energy_now", "45000000\n");  // no capacity: energy ratio
   Write("sys/class/power_supply/BAT1/energy_full", "50000000\n");
   LinuxSensors s(Options());
-  worker::Readings r = s.Read();
+  owner::Readings r = s.Read();
   EXPECT_EQ(r.on_ac_power, false);
   ASSERT_TRUE(r.battery_percent.has_value());
   EXPECT_DOUBLE_EQ(*r.battery_percent, (40.0 + 90.0) / 2);
@@ -143,7 +143,7 @@ TEST_F(LinuxSensorsTest, WithoutAdaptersTheBatteryStatusDecides) {
   Write("sys/class/power_supply/BAT0/status", "Discharging\n");
   Write("sys/class/power_supply/BAT0/capacity", "75\n");
   LinuxSensors s(Options());
-  worker::Readings r = s.Read();
+  owner::Readings r = s.Read();
   EXPECT_EQ(r.on_ac_power, false);
   EXPECT_EQ(r.battery_percent, 75.0);
 
@@ -161,7 +161,7 @@ TEST_F(LinuxSensorsTest, DeviceScopeBatteryIsIgnored) {
   Write("sys/class/power_supply/hid-mouse-battery/status", "Discharging\n");
   Write("sys/class/power_supply/hid-mouse-battery/capacity", "10\n");
   LinuxSensors s(Options());
-  worker::Readings r = s.Read();
+  owner::Readings r = s.Read();
   EXPECT_EQ(r.on_ac_power, true);
   EXPECT_EQ(r.battery_percent, std::nullopt);
 
@@ -175,7 +175,7 @@ TEST_F(LinuxSensorsTest, DeviceScopeBatteryIsIgnored) {
 TEST_F(LinuxSensorsTest, EmptyTreeReadsAllUnknown) {
   LinuxSensors s(Options());
   for (int i = 0; i < 2; ++i) {
-    worker::Readings r = s.Read();
+    owner::Readings r = s.Read();
     EXPECT_EQ(r.idle_seconds, std::nullopt);
     EXPECT_EQ(r.on_ac_power, std::nullopt);
     EXPECT_EQ(r.battery_percent, std::nullopt);
@@ -197,7 +197,7 @@ TEST_F(LinuxSensorsTest, GarbageFilesReadUnknown) {
   Write("proc/stat", "intr 1 2 3\n");
   LinuxSensors s(Options());
   for (int i = 0; i < 2; ++i) {
-    worker::Readings r = s.Read();
+    owner::Readings r = s.Read();
     EXPECT_EQ(r.on_ac_power, std::nullopt);  // a battery, but no status and no adapter
     EXPECT_EQ(r.battery_percent, std::nullopt);
     EXPECT_EQ(r.temperature_c, std::nullopt);
@@ -287,7 +287,7 @@ TEST_F(LinuxSensorsTest, LogindWithoutBusIsUnknownNotAnError) {
   LinuxSensorOptions o = Options();
   o.use_logind = true;
   LinuxSensors s(o);
-  worker::Readings r = s.Read();
+  owner::Readings r = s.Read();
   EXPECT_EQ(r.idle_seconds, std::nullopt);
   EXPECT_EQ(r.sleep_imminent, std::nullopt);
   EXPECT_FALSE(s.SleepDelayHeld());
@@ -305,7 +305,7 @@ TEST_F(LinuxSensorsTest, DefaultSensorsReadTheRealMachine) {
   ScopedEnv env("DBUS_SYSTEM_BUS_ADDRESS", "unix:path=" + (base_ / "no-such-bus").string());
   std::unique_ptr<SensorSource> s = OpenDefaultSensors([] { return 0.0; });
   ASSERT_NE(s, nullptr);
-  worker::Readings r = s->Read();
+  owner::Readings r = s->Read();
   EXPECT_EQ(r.owner_cpu_load, std::nullopt);  // first sample
   EXPECT_EQ(r.sleep_imminent, std::nullopt);  // no bus
   if (r.temperature_c) {
@@ -516,7 +516,7 @@ class LinuxSensorsLogindTest : public LinuxSensorsTest {
     return o;
   }
   // Reads and waits on the bus until `done` holds for a reading; false after 10 s.
-  static bool ReadUntil(LinuxSensors& s, const std::function<bool(const worker::Readings&)>& done) {
+  static bool ReadUntil(LinuxSensors& s, const std::function<bool(const owner::Readings&)>& done) {
     for (int i = 0; i < 500; ++i) {
       if (done(s.Read())) return true;
       s.WaitForChange(milliseconds(20));
@@ -535,19 +535,19 @@ TEST_F(LinuxSensorsLogindTest, IdleSleepSignalAndDelayLock) {
   LinuxSensors s(LogindOptions());
 
   // The first Read() already has logind's idle state.
-  worker::Readings r = s.Read();
+  owner::Readings r = s.Read();
   ASSERT_TRUE(r.idle_seconds.has_value());
   EXPECT_GE(*r.idle_seconds, 600.0 - 0.001);
   EXPECT_LT(*r.idle_seconds, 660.0);
   EXPECT_EQ(r.sleep_imminent, false);
 
-  ASSERT_TRUE(ReadUntil(s, [&](const worker::Readings&) { return s.SleepDelayHeld(); }));
+  ASSERT_TRUE(ReadUntil(s, [&](const owner::Readings&) { return s.SleepDelayHeld(); }));
   EXPECT_EQ(logind.inhibit_args(), "sleep|idlepool|vacating pool tasks before sleep|delay");
   EXPECT_TRUE(logind.LockHeld());
 
   // The owner is active: IdleHint false.
   logind.SetIdle(false, RealtimeUsAgo(5));
-  EXPECT_TRUE(ReadUntil(s, [](const worker::Readings& r) { return r.idle_seconds == 0.0; }));
+  EXPECT_TRUE(ReadUntil(s, [](const owner::Readings& r) { return r.idle_seconds == 0.0; }));
 
   // Sleep announced: WaitForChange wakes, the lock is still held until released.
   logind.EmitPrepareForSleep(true);
@@ -564,14 +564,14 @@ TEST_F(LinuxSensorsLogindTest, IdleSleepSignalAndDelayLock) {
   logind.EmitPrepareForSleep(false);
   EXPECT_TRUE(s.WaitForChange(milliseconds(10'000)));
   EXPECT_EQ(s.Read().sleep_imminent, false);
-  ASSERT_TRUE(ReadUntil(s, [&](const worker::Readings&) { return s.SleepDelayHeld(); }));
+  ASSERT_TRUE(ReadUntil(s, [&](const owner::Readings&) { return s.SleepDelayHeld(); }));
   EXPECT_EQ(logind.inhibit_calls(), 2);
   EXPECT_TRUE(logind.LockHeld());
 
   // IdleSinceHint 0: logind cannot tell, the input devices do.
   InputNode("event3", 70, 70);
   logind.SetIdle(true, 0);
-  EXPECT_TRUE(ReadUntil(s, [](const worker::Readings& r) {
+  EXPECT_TRUE(ReadUntil(s, [](const owner::Readings& r) {
     return r.idle_seconds && *r.idle_seconds >= 70.0 - 0.001 && *r.idle_seconds < 80.0;
   }));
 
@@ -587,7 +587,7 @@ TEST_F(LinuxSensorsLogindTest, RefusedLockStillWatchesSleep) {
   LinuxSensors s(LogindOptions());
   // Replies come in order: once a later property answer is seen, the refusal was handled.
   logind.SetIdle(false, RealtimeUsAgo(1));
-  ASSERT_TRUE(ReadUntil(s, [](const worker::Readings& r) { return r.idle_seconds == 0.0; }));
+  ASSERT_TRUE(ReadUntil(s, [](const owner::Readings& r) { return r.idle_seconds == 0.0; }));
   EXPECT_EQ(logind.inhibit_calls(), 1);
   EXPECT_FALSE(s.SleepDelayHeld());
 
@@ -599,7 +599,7 @@ TEST_F(LinuxSensorsLogindTest, RefusedLockStillWatchesSleep) {
 TEST_F(LinuxSensorsLogindTest, BusWithoutLogindFallsBackToInputDevices) {
   InputNode("event0", 42, 42);
   LinuxSensors s(LogindOptions());
-  worker::Readings r = s.Read();
+  owner::Readings r = s.Read();
   ASSERT_TRUE(r.idle_seconds.has_value());
   EXPECT_NEAR(*r.idle_seconds, 42.0, 10.0);
   EXPECT_EQ(r.sleep_imminent, std::nullopt);
@@ -611,11 +611,11 @@ TEST_F(LinuxSensorsLogindTest, LostBusMakesLogindSensorsUnknown) {
   ASSERT_TRUE(logind.Start(daemon_.address()));
   logind.SetIdle(true, RealtimeUsAgo(600));
   LinuxSensors s(LogindOptions());
-  ASSERT_TRUE(ReadUntil(s, [&](const worker::Readings&) { return s.SleepDelayHeld(); }));
+  ASSERT_TRUE(ReadUntil(s, [&](const owner::Readings&) { return s.SleepDelayHeld(); }));
 
   daemon_.Stop();
   EXPECT_TRUE(s.WaitForChange(milliseconds(10'000)));
-  worker::Readings r = s.Read();
+  owner::Readings r = s.Read();
   EXPECT_EQ(r.sleep_imminent, std::nullopt);
   EXPECT_EQ(r.idle_seconds, std::nullopt);
   EXPECT_FALSE(s.SleepDelayHeld());  // a lock nobody watches would only delay sleep

@@ -10,7 +10,7 @@
 
 #include "owner/owner_policy.h"
 
-namespace idlepool::worker {
+namespace idlepool::owner {
 namespace {
 
 using ::testing::HasSubstr;
@@ -366,9 +366,9 @@ TEST(PolicyConfigLoad, ReadsFileAndNamesItInErrors) {
 }
 
 }  // namespace
-}  // namespace idlepool::worker
+}  // namespace idlepool::owner
 
-namespace idlepool::worker {
+namespace idlepool::owner {
 namespace {
 
 TEST(PolicyConfigParse, GpuTable) {
@@ -398,4 +398,4 @@ TEST(PolicyConfigParse, GpuTableErrors) {
 }
 
 }  // namespace
-}  // namespace idlepool::worker
+}  // namespace idlepool::owner

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace idlepool::worker {
+namespace idlepool::owner {
 
 // Readable gtest failure messages for the enums.
 void PrintTo(Action a, std::ostream* os) { *os << ToString(a); }
@@ -758,4 +758,4 @@ TEST(OwnerPolicySweep, AnySubsetOfKnownGoodSensorsRuns) {
 }
 
 }  // namespace
-}  // namespace idlepool::worker
+}  // namespace idlepool::owner

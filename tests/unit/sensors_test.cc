@@ -73,7 +73,7 @@ TEST_F(SensorsTest, AllFilesPresentParse) {
   WriteAll();
   auto s = Open();
   ASSERT_NE(s, nullptr);
-  worker::Readings r = s->Read();
+  owner::Readings r = s->Read();
   EXPECT_EQ(r.idle_seconds, 120.0);
   EXPECT_EQ(r.on_ac_power, true);
   EXPECT_EQ(r.battery_percent, 87.5);
@@ -86,7 +86,7 @@ TEST_F(SensorsTest, AllFilesPresentParse) {
 TEST_F(SensorsTest, EmptyDirAllUnknown) {
   auto s = Open();
   ASSERT_NE(s, nullptr);
-  worker::Readings r = s->Read();
+  owner::Readings r = s->Read();
   EXPECT_FALSE(r.idle_seconds);
   EXPECT_FALSE(r.on_ac_power);
   EXPECT_FALSE(r.battery_percent);
@@ -105,7 +105,7 @@ TEST_F(SensorsTest, EachMissingFileIsUnknownAlone) {
     fs::remove(dir_ / name);
     auto s = Open();
     ASSERT_NE(s, nullptr);
-    worker::Readings r = s->Read();
+    owner::Readings r = s->Read();
     std::string n = name;
     EXPECT_EQ(r.idle_seconds.has_value(), n != "idle_seconds");
     EXPECT_EQ(r.on_ac_power.has_value(), n != "on_ac_power");
@@ -128,7 +128,7 @@ TEST_F(SensorsTest, GarbageOutOfRangeAndEmptyAreUnknown) {
     Write("battery_percent", v);
     Write("temperature_c", v);
     Write("owner_cpu_load", v);
-    worker::Readings r = s->Read();
+    owner::Readings r = s->Read();
     EXPECT_FALSE(r.idle_seconds);
     EXPECT_FALSE(r.battery_percent);
     EXPECT_FALSE(r.temperature_c);
@@ -141,7 +141,7 @@ TEST_F(SensorsTest, GarbageOutOfRangeAndEmptyAreUnknown) {
   Write("battery_percent", "100.5");
   Write("temperature_c", "1000");
   Write("owner_cpu_load", "1.01");
-  worker::Readings r = s->Read();
+  owner::Readings r = s->Read();
   EXPECT_FALSE(r.idle_seconds);
   EXPECT_FALSE(r.battery_percent);
   EXPECT_FALSE(r.temperature_c);
@@ -185,7 +185,7 @@ TEST_F(SensorsTest, WhitespaceAndBoundsTolerated) {
   Write("sleep_imminent", "1");
   auto s = Open();
   ASSERT_NE(s, nullptr);
-  worker::Readings r = s->Read();
+  owner::Readings r = s->Read();
   EXPECT_EQ(r.idle_seconds, 42.5);
   EXPECT_EQ(r.on_ac_power, false);
   EXPECT_EQ(r.battery_percent, 100.0);
