@@ -100,7 +100,8 @@ bool OwnerMonitor::UpdateGpuHolds(const std::vector<platform::GpuDevice>& device
   std::lock_guard lock(mu_);
   gpu_holds_.resize(devices.size());
   for (size_t i = 0; i < devices.size(); ++i) {
-    const owner::GpuReading reading{devices[i].temperature_c, owner::OwnerProcesses(devices[i].pids, pool)};
+    const owner::GpuReading reading{devices[i].temperature_c,
+                                    owner::OwnerProcesses(devices[i].pids, pool)};
     std::string reason;
     const owner::GpuHold next = DecideGpu(reading, config_.policy.gpu, gpu_holds_[i], &reason);
     if (next != gpu_holds_[i]) {
@@ -117,8 +118,8 @@ bool OwnerMonitor::UpdateGpuHolds(const std::vector<platform::GpuDevice>& device
   return changed;
 }
 
-void OwnerMonitor::ApplyGpuHold(Attempt& a, const std::vector<owner::GpuHold>& holds, core::MonoTime now,
-                                std::vector<uint64_t>* frozen_now) {
+void OwnerMonitor::ApplyGpuHold(Attempt& a, const std::vector<owner::GpuHold>& holds,
+                                core::MonoTime now, std::vector<uint64_t>* frozen_now) {
   owner::GpuCause cause = owner::GpuCause::kNone;
   const bool is_held = Held(a, holds, &cause);
   // Held by the owner with owner_use = "vacate", or frozen for its GPU for as long as the policy

@@ -99,7 +99,7 @@ void OwnerMonitor::Step() {
   const core::MonoTime now = clock_.Now();
   const platform::WeekTime wt = platform::LocalWeekTime();
   const owner::Decision d = Decide(r, config_.policy, policy_state_, Seconds(now),
-                            owner::LocalTime{wt.weekday, wt.minute_of_day});
+                                   owner::LocalTime{wt.weekday, wt.minute_of_day});
   policy_state_ = Advance(policy_state_, d, Seconds(now));
   const bool sleep = r.sleep_imminent.value_or(false);
   const AttemptList all = Snapshot();
@@ -159,8 +159,8 @@ void OwnerMonitor::ThawAll(const AttemptList& all, core::MonoTime now) {
   }
 }
 
-void OwnerMonitor::VacateAll(const AttemptList& all, const owner::Decision& d, const owner::Readings& r,
-                             bool sleep) {
+void OwnerMonitor::VacateAll(const AttemptList& all, const owner::Decision& d,
+                             const owner::Readings& r, bool sleep) {
   // Tell the coordinator before any attempt is handed back, or it would assign it here again.
   if (d.action != last_action_) SendOwnerState(d, {}, r);
   const double grace_s = sleep ? std::min(config_.policy.vacate_grace_s, owner::kSleepVacateGraceS)
@@ -223,8 +223,8 @@ void OwnerMonitor::SendOwnerState(const owner::Decision& d, const std::vector<ui
   o->set_cause(d.action == owner::Action::kRun ? ToString(owner::Cause::kNone) : ToString(d.cause));
   *o->mutable_sensors() = ToProto(r);
   sensors_sent_ = r;
-  o->set_reason(
-      text::TruncateUtf8(disk_full_ && d.action == owner::Action::kRun ? DiskReason() : d.reason, 200));
+  o->set_reason(text::TruncateUtf8(
+      disk_full_ && d.action == owner::Action::kRun ? DiskReason() : d.reason, 200));
   {
     std::lock_guard lock(mu_);
     owner_sent_ = m;

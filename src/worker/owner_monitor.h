@@ -93,8 +93,10 @@ class OwnerMonitor {
   void UpdateDiskFull();
   std::vector<uint64_t> FreezeAll(const AttemptList& all, core::MonoTime now);
   void ThawAll(const AttemptList& all, core::MonoTime now);
-  void VacateAll(const AttemptList& all, const owner::Decision& d, const owner::Readings& r, bool sleep);
-  void Tell(const owner::Decision& d, const std::vector<uint64_t>& frozen_now, const owner::Readings& r);
+  void VacateAll(const AttemptList& all, const owner::Decision& d, const owner::Readings& r,
+                 bool sleep);
+  void Tell(const owner::Decision& d, const std::vector<uint64_t>& frozen_now,
+            const owner::Readings& r);
   void LetSleep(const AttemptList& all, bool sleep);
   void SendOwnerState(const owner::Decision& d, const std::vector<uint64_t>& frozen_now,
                       const owner::Readings& r);
@@ -106,7 +108,8 @@ class OwnerMonitor {
   void ApplyGpuHold(Attempt& a, const std::vector<owner::GpuHold>& holds, core::MonoTime now,
                     std::vector<uint64_t>* frozen_now);
   void SendGpuReadings(const std::vector<platform::GpuDevice>& devices,
-                       const std::vector<owner::GpuHold>& holds, bool holds_changed, core::MonoTime now);
+                       const std::vector<owner::GpuHold>& holds, bool holds_changed,
+                       core::MonoTime now);
   [[nodiscard]] std::chrono::milliseconds VacateGrace() const;
 
   const OwnerMonitorConfig config_;
@@ -128,7 +131,7 @@ class OwnerMonitor {
   std::optional<owner::Action> last_action_;  // none before the first step
   owner::Cause last_cause_ = owner::Cause::kNone;
   bool last_disk_full_ = false;
-  owner::Readings sensors_sent_;                          // the readings last sent
+  owner::Readings sensors_sent_;                   // the readings last sent
   std::optional<core::MonoTime> sensors_sent_at_;  // last sent alone
   std::optional<core::MonoTime> gpu_read_at_;      // GPUs last read
   std::vector<v1::GpuDevice> gpus_sent_;           // GpuReadings last sent

@@ -59,7 +59,7 @@ struct Options {
   std::optional<core::Millis> heartbeat;
   // SIGTERM -> SIGKILL on timeout (HTCondor's default is 10 s).
   core::Millis kill_grace{std::chrono::seconds(10)};
-  owner::PolicyConfig policy;             // the owner policy, vacate grace and checkpoint interval
+  owner::PolicyConfig policy;  // the owner policy, vacate grace and checkpoint interval
   // Non-empty: read the owner's sensors from one-value files in this dir (platform/sensors.h);
   // empty: the machine's own sensors (platform/linux_sensors.h).
   std::string sensors_dir;
