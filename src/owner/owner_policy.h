@@ -33,6 +33,7 @@
 // (kSuspend: the machine may become usable soon; kVacate: not until the condition ends).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -113,9 +114,15 @@ struct PolicyConfig {
   // "checkpoint at most every 60 s" is the same bound, but its checkpoints stay on the machine).
   double checkpoint_interval_s = 60;
 
-  // GPUs (worker/gpu_policy.h): not read by Decide(); the worker decides per device.
+  // GPUs (owner/gpu_policy.h): not read by Decide(); the worker decides per device.
   GpuPolicyConfig gpu;
 };
+
+// A policy setting in seconds (vacate_grace_s, checkpoint_interval_s) as the shells' durations.
+inline std::chrono::milliseconds SecondsToMillis(double seconds) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::duration<double>(seconds));
+}
 
 // Vacate grace when sleep is imminent: logind's default InhibitDelayMaxSec is 5 s, and the
 // checkpoint upload must fit in it too.

@@ -23,10 +23,6 @@ double Seconds(core::MonoTime t) {
   return std::chrono::duration<double>(t.time_since_epoch()).count();
 }
 
-std::chrono::milliseconds FromSeconds(double s) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::duration<double>(s));
-}
-
 v1::SensorReadings ToProto(const owner::Readings& r) {
   v1::SensorReadings out;
   if (r.temperature_c) out.set_temperature_c(*r.temperature_c);
@@ -90,7 +86,7 @@ void OwnerMonitor::Loop() {
 }
 
 std::chrono::milliseconds OwnerMonitor::VacateGrace() const {
-  return FromSeconds(config_.policy.vacate_grace_s);
+  return owner::SecondsToMillis(config_.policy.vacate_grace_s);
 }
 
 void OwnerMonitor::Step() {
@@ -166,7 +162,7 @@ void OwnerMonitor::VacateAll(const AttemptList& all, const owner::Decision& d,
   const double grace_s = sleep ? std::min(config_.policy.vacate_grace_s, owner::kSleepVacateGraceS)
                                : config_.policy.vacate_grace_s;
   for (auto& a : all) {
-    Vacate(*a, FromSeconds(grace_s), absl::StrCat("vacated: ", d.reason), clock_.Now());
+    Vacate(*a, owner::SecondsToMillis(grace_s), absl::StrCat("vacated: ", d.reason), clock_.Now());
   }
 }
 

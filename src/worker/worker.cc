@@ -51,10 +51,6 @@ namespace idlepool::worker {
 namespace fs = std::filesystem;
 namespace {
 
-std::chrono::milliseconds FromSeconds(double s) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::duration<double>(s));
-}
-
 // Hello.gpus: one discovered device (platform/gpu.h) as the protocol states it.
 void GpuToProto(const platform::GpuDevice& g, v1::GpuDevice* out) {
   out->set_index(g.index);
@@ -346,7 +342,7 @@ void Worker::Impl::StartUnits(std::vector<v1::AttemptReport> to_redeliver) {
   owner_.Step();  // the first hello already says whether this worker accepts work
   owner_.Start();
   checkpointer_.Start(
-      FromSeconds(options_.policy.checkpoint_interval_s), [this] { return Snapshot(); },
+      owner::SecondsToMillis(options_.policy.checkpoint_interval_s), [this] { return Snapshot(); },
       [this](const v1::WorkerMessage& m) { Send(m); }, stop_);
   if (options_.calibrate) {
     calibration_ = Calibrate();
@@ -395,7 +391,7 @@ void Worker::Impl::VacateAndLeave() {
   }
   v1::WorkerMessage leaving;
   leaving.mutable_leaving();
-  const auto grace = FromSeconds(options_.policy.vacate_grace_s);
+  const auto grace = owner::SecondsToMillis(options_.policy.vacate_grace_s);
   for (auto& a : all) {
     if (Vacate(*a, grace, "worker stopped (SIGTERM or shutdown)", clock_.Now())) {
       leaving.mutable_leaving()->add_vacated_attempts(a->id);
