@@ -2,8 +2,8 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -18,6 +18,7 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "absl/status/status.h"
@@ -510,6 +511,30 @@ std::vector<pid_t> ProcessGroupPids(pid_t pgid) {
   }
   std::sort(out.begin(), out.end());
   return out;
+}
+
+std::vector<pid_t> ProcessGroupsWithEnv(const std::string& entry) {
+  std::set<pid_t> groups;
+  std::error_code ec;
+  for (const auto& it : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = it.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(name));
+    if (pid == ::getpid()) continue;
+    std::ifstream env(it.path() / "environ", std::ios::binary);
+    std::string var;
+    while (std::getline(env, var, '\0')) {
+      if (var != entry) continue;
+      const pid_t pgid = ::getpgid(pid);
+      if (pgid > 1 && pgid != ::getpgrp()) groups.insert(pgid);
+      break;
+    }
+  }
+  return std::vector<pid_t>(groups.begin(), groups.end());
+}
+
+void KillProcessGroup(pid_t pgid) {
+  if (pgid > 1) ::kill(-pgid, SIGKILL);
 }
 
 }  // namespace idlepool::platform

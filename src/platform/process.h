@@ -133,4 +133,12 @@ void BlockTerminationSignals();
 // The processes whose process group is `pgid` (from /proc/PID/stat), ascending.
 std::vector<pid_t> ProcessGroupPids(pid_t pgid);
 
+// The process groups of every process whose environment holds exactly `entry` ("NAME=value"),
+// ascending, without this process's own group or groups 0 and 1. Reads /proc/PID/environ;
+// processes it may not read (other users') are skipped.
+std::vector<pid_t> ProcessGroupsWithEnv(const std::string& entry);
+
+// SIGKILL to every process of group `pgid` (> 1).
+void KillProcessGroup(pid_t pgid);
+
 }  // namespace idlepool::platform

@@ -15,10 +15,8 @@
 #include <condition_variable>
 #include <deque>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <mutex>
-#include <set>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
@@ -26,6 +24,7 @@
 #include "blob/peer_server.h"
 #include "platform/cgroup.h"
 #include "platform/linux_sensors.h"
+#include "platform/process.h"
 #include "platform/random.h"
 #include "platform/sensors.h"
 #include "spdlog/spdlog.h"
@@ -632,26 +631,9 @@ void Worker::Impl::Redeliver(std::vector<v1::AttemptReport> reports) {
 // can find and kill what its SIGKILLed predecessor left running (the tasks are in their own
 // process groups and outlive it). Costs nothing per task: no pid files.
 void Worker::Impl::KillLeftoverProcessGroups() {
-  const std::string want = "IDLEPOOL_WORK_DIR=" + work_dir_real_;
-  std::set<pid_t> groups;
-  std::error_code ec;
-  for (fs::directory_iterator it("/proc", ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (name.empty() || !std::all_of(name.begin(), name.end(), ::isdigit)) continue;
-    pid_t pid = std::stoi(name);
-    if (pid == ::getpid()) continue;
-    std::ifstream env(it->path() / "environ", std::ios::binary);
-    std::string var;
-    while (std::getline(env, var, '\0')) {
-      if (var != want) continue;
-      pid_t pgid = ::getpgid(pid);
-      if (pgid > 1 && pgid != ::getpgrp()) groups.insert(pgid);
-      break;
-    }
-  }
-  for (pid_t g : groups) {
+  for (pid_t g : platform::ProcessGroupsWithEnv("IDLEPOOL_WORK_DIR=" + work_dir_real_)) {
     spdlog::warn("killing process group {} left running by an earlier run of this worker", g);
-    ::kill(-g, SIGKILL);
+    platform::KillProcessGroup(g);
   }
 }
 

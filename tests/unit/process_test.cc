@@ -393,5 +393,26 @@ TEST_F(ProcessTest, TimeSpentSuspendedDoesNotCountTowardTheTimeout) {
   EXPECT_EQ(e.exit_code, 0);
 }
 
+// What a restarted worker uses to find the tasks its predecessor left running: the groups of
+// the processes whose environment holds its work dir, and a SIGKILL to each.
+TEST_F(ProcessTest, ProcessGroupsWithEnvFindsAGroupByItsEnvironmentAndKillsIt) {
+  const std::string mark = "IDLEPOOL_TEST_MARK=" + RandomHex(8);
+  SpawnOptions o = Opts({"sh", "-c", "sleep 30 & wait"});
+  o.env.push_back(mark);
+  auto p = Process::Start(o);
+  ASSERT_TRUE(p.ok()) << p.status();
+  std::vector<pid_t> groups;
+  for (int i = 0; i < 1000 && groups.empty(); ++i) {  // until the child has exec'd: a bound
+    groups = ProcessGroupsWithEnv(mark);
+    if (groups.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(groups, std::vector<pid_t>{(*p)->pid()});
+  EXPECT_TRUE(ProcessGroupsWithEnv(mark + "0").empty());  // the whole entry, not a prefix
+  KillProcessGroup((*p)->pid());
+  ExitInfo e = (*p)->Wait(std::chrono::milliseconds(0), std::chrono::milliseconds(1000));
+  EXPECT_EQ(e.signal, SIGKILL);  // from outside: not Process::Kill
+  EXPECT_FALSE(e.timed_out);
+}
+
 }  // namespace
 }  // namespace idlepool::platform
