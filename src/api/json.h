@@ -10,7 +10,8 @@
 
 namespace idlepool::api {
 
-// A job as `idlepool status N --json` prints it (fields documented in README "JSON output").
+// A job as `idlepool status N --json` prints it (fields documented in docs/guide/cli.md and
+// docs/guide/http-api.md).
 nlohmann::json JobJson(const v1::JobStatus& s);
 
 // {"jobs": [JobJson...]}: `idlepool status --json` and GET /api/v1/jobs.

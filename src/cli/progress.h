@@ -42,7 +42,7 @@ Terminal TerminalFor(int fd);
 // million still shows. 0 tasks: all pending.
 std::string ProgressBar(const v1::JobStatus& s, int cols, const TermStyle& style);
 
-// A running job's time left. The rule (the dashboard's app.js eta() is the same; README
+// A running job's time left. The rule (the dashboard's app.js eta() is the same; docs/guide/cli.md
 // "Terminal output"): the prediction until a first round of tasks has finished, then the
 // observed rate.
 //   - finished = succeeded + failed + cancelled; a round = the tasks running now (at least 1),

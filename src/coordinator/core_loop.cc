@@ -206,7 +206,7 @@ void CoreLoop::Loop() {
       auto d = sched_.Apply(core::Tick{}, now);
       std::move(d.begin(), d.end(), std::back_inserter(decisions));
       // Sessions end because the coordinator stops, not because workers went away: not down
-      // time (README: time the coordinator is not running counts neither way).
+      // time (docs/guide/data.md: time the coordinator is not running counts neither way).
       if (!deps_.shutting_down.load()) deps_.book.ObserveAvailability(sched_.Workers(), now);
       next_tick = now + deps_.options.tick;
     }

@@ -1,5 +1,6 @@
-// The coordinator's Prometheus metrics (README "Prometheus metrics"): a metrics::Registry with
-// the pool's families, fed by the coordinator shell (never by the pure core).
+// The coordinator's Prometheus metrics (docs/operations.md "Prometheus metrics"): a
+// metrics::Registry with the pool's families, fed by the coordinator shell (never by the pure
+// core).
 //
 //   idlepool_workers{state}               gauge: workers by activity (WorkerInfo.activity words)
 //   idlepool_slots, idlepool_slots_busy   gauge: CPU slots of connected workers, and in use

@@ -14,7 +14,7 @@
 //   - sends the messages (AssignAttempt, KillAttempt, AckReport, RefuseSession), so nothing a
 //     worker is told can be forgotten by a coordinator crash.
 //
-// Protocol rules implemented here (DESIGN.md, "Protocol essentials"):
+// Protocol rules implemented here (docs/design.md, "Protocol essentials"):
 //   - Fencing: every assignment gets a fresh AttemptId. A report for an attempt that is not the
 //     task's current running attempt on that worker, arriving on that worker's current session,
 //     is refused (AckReport{accepted=false}) and the attempt is killed (KillAttempt{kStale}).
@@ -126,7 +126,7 @@ struct CacheChanged {
 };
 
 // The worker's owner policy now holds exactly these of its GPUs (GpuDevice::index; the owner
-// uses them, or they are too hot; worker/gpu_policy.h): no new attempt gets a held device until
+// uses them, or they are too hot; owner/gpu_policy.h): no new attempt gets a held device until
 // a later GpusHeld frees it. The attempts that own one keep it (the worker suspends or vacates
 // them itself, and reports those suspensions through OwnerStateChanged). Indexes the worker
 // does not offer are ignored; ignored unless from its current session.
@@ -158,7 +158,7 @@ struct WorkerLeaving {
   std::vector<AttemptId> vacated;
 };
 
-// The worker's owner policy changed its decision (worker/owner_policy.h). A worker that is not
+// The worker's owner policy changed its decision (owner/owner_policy.h). A worker that is not
 // accepting gets no new attempts; those it runs keep their leases (it still heartbeats). Each
 // attempt in `suspended` (frozen by this change) counts one suspension for its job; ids the
 // worker does not run are ignored. A frozen attempt's timeout clock (the backstop below) stops
@@ -170,7 +170,7 @@ struct OwnerStateChanged {
   std::string state;   // "run", "suspend", "vacate": for display
   std::string reason;  // for display
   std::vector<AttemptId> suspended;
-  std::string cause;  // which rule decided (worker/owner_policy.h Cause names): for display
+  std::string cause;  // which rule decided (owner/owner_policy.h Cause names): for display
 };
 
 // A running attempt saved a checkpoint (blobs already stored by the shell). It replaces the

@@ -1,5 +1,5 @@
 // The coordinator's HTTP server (--http): the dashboard's static files, a read-only JSON API,
-// server-sent events when the pool changes, and Prometheus /metrics. See README "HTTP API".
+// server-sent events when the pool changes, and Prometheus /metrics. See docs/guide/http-api.md.
 //
 // Every path except /login needs the pool token: "Authorization: Bearer TOKEN", or the cookie
 // that GET /login?token=TOKEN sets (HttpOnly, SameSite=Strict, Path=/; then a redirect to /, so

@@ -1,5 +1,5 @@
 // A small metrics registry in the Prometheus text exposition format 0.0.4 (served by the
-// coordinator at /metrics; see README "Prometheus metrics").
+// coordinator at /metrics; see docs/operations.md "Prometheus metrics").
 //
 // Counters only go up (since the process started), gauges are set, histograms count
 // observations in fixed cumulative buckets (upper bounds given at registration, +Inf added).

@@ -13,7 +13,7 @@
 //   windows                      array of tables {days, start, end}:
 //       days  = "daily" | "mon-fri" | "sat,sun" | "mon-wed,fri" (ranges go forward)
 //       start = "HH:MM", end = "HH:MM" (two digits each, 00:00..23:59)
-// and an optional table [gpu] (PolicyConfig::gpu, worker/gpu_policy.h):
+// and an optional table [gpu] (PolicyConfig::gpu, owner/gpu_policy.h):
 //   owner_use                    "suspend" | "vacate" | "ignore"
 //   max_temperature_c            number in 30..150
 // Unknown keys, wrong types and out-of-range values are errors of the form

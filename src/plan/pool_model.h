@@ -32,11 +32,11 @@
 //     taken per fetching worker i (its own downlink term: a slow worker does not delay the
 //     others, which is how the swarm behaves, each peer pulling at its own pace), divided by
 //     swarm_efficiency when n >= 2 or seeds exist. swarm_efficiency's default 0.8 comes from
-//     bench/distribute on this codebase (README "Distributing assets", 512 MiB at 100 Mbit/s:
-//     1.14x, 1.21x, 1.46x of S/B at n = 2, 4, 8, i.e. 0.88 to 0.68 of the bound; 0.8 is within
-//     15% of each). A worker whose first task comes later fetches alone, from the coordinator and
-//     every worker that already holds the assets. Peer serving is not subtracted from the
-//     workers' uplinks used for outputs.
+//     bench/distribute on this codebase (docs/guide/data.md "Distributing assets", 512 MiB at 100
+//     Mbit/s: 1.14x, 1.21x, 1.46x of S/B at n = 2, 4, 8, i.e. 0.88 to 0.68 of the bound; 0.8 is
+//     within 15% of each). A worker whose first task comes later fetches alone, from the
+//     coordinator and every worker that already holds the assets. Peer serving is not subtracted
+//     from the workers' uplinks used for outputs.
 //   - Churn. A worker is up a fraction f of the time; up periods are exponential with mean U.
 //     A task of t seconds (overhead + compute) that restarts from zero when preempted needs an
 //     expected U (e^{t/U} - 1) seconds of up time and suffers e^{t/U} - 1 preemptions (the
@@ -122,8 +122,8 @@ struct JobModel {
   // model adds round_trips_per_task x rtt_s itself). Measured by the caller.
   double per_task_overhead_s = 0.05;
   double checkpoint_interval_s = 0;  // 0 = the task never checkpoints
-  // Copying the assets into each task dir (README: inputs are copied, reflinked where the file
-  // system can). Default 1 GB/s, an assumption for an ext4 copy from the page cache; +inf for
+  // Copying the assets into each task dir (docs/limits.md: inputs are copied, reflinked where the
+  // file system can). Default 1 GB/s, an assumption for an ext4 copy from the page cache; +inf for
   // reflinks. > 0.
   double stage_copy_bytes_per_s = 1e9;
 };

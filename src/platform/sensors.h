@@ -1,4 +1,4 @@
-// Sensors of the lent machine: what the owner policy (worker/owner_policy.h) reads.
+// Sensors of the lent machine: what the owner policy (owner/owner_policy.h) reads.
 //
 // SensorSource is the interface the worker samples: Read() returns one owner::Readings, and
 // WaitForChange() blocks until something may have changed (or a timeout passes), so the worker

@@ -77,7 +77,7 @@ struct Input {
 
 enum class TaskKind : uint8_t { kFrames, kItems, kCount };
 
-// A parsed and validated job spec. Field meanings follow DESIGN.md "Job spec".
+// A parsed and validated job spec. Field meanings follow docs/guide/job-spec.md.
 struct JobSpec {
   std::string name;                  // [A-Za-z0-9._-]{1,128}; default: the file's stem
   std::vector<std::string> command;  // argv template, no shell

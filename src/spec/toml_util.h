@@ -1,5 +1,5 @@
 // Shared pieces for reading TOML files with messages that name the place: the job spec
-// (spec/job_spec.cc) and the worker's owner policy config (worker/owner_policy_config.cc).
+// (spec/job_spec.cc) and the worker's owner policy config (owner/owner_policy_config.cc).
 //
 // Pure functions over toml++ nodes, except ReadSmallFile, which reads a file. Thread-safe.
 // Messages are valid UTF-8 (quoted text goes through TruncateUtf8).

@@ -1,7 +1,7 @@
 // Which GPUs an attempt's process sees: the environment that binds it to the devices its
 // Assignment gives it (Assignment.gpus, chosen by the coordinator), and nothing else.
 //
-// Pure function; thread-safe. The variables (README, "Job spec"):
+// Pure function; thread-safe. The variables (docs/guide/job-spec.md):
 //   IDLEPOOL_GPUS            the devices' GpuDevice.index values, comma-separated ("" for none)
 //   CUDA_VISIBLE_DEVICES     cuda_id (else uuid) of those that offer "cuda"; "" hides every GPU
 //                            from CUDA, which is what a task that asked for none must get

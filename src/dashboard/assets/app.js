@@ -1,5 +1,5 @@
 // idlepool dashboard: a small single-page app over the coordinator's HTTP API (/api/v1, see the
-// README "HTTP API"). No framework, no external files: it is served from the coordinator binary.
+// docs/guide/http-api.md). No framework, no external files: it is served from the coordinator binary.
 // Every value from the API is put into the page as text (never as HTML); the timeline SVG is
 // rendered and escaped by the coordinator and parsed as XML here, with scripts stripped.
 'use strict';
@@ -62,7 +62,7 @@ function progressBar(j) {
     seg('ok', j.succeeded, 'succeeded'), seg('run', j.running, 'running'), seg('fail', j.failed, 'failed'));
 }
 // A running job's time left, the same rule as the terminal's (src/cli/progress.h EstimateEta;
-// README "Terminal output"): the prediction until a first round of tasks has finished (as many as
+// docs/guide/cli.md "Terminal output"): the prediction until a first round of tasks has finished (as many as
 // are running, at most 10% of the tasks), its end pushed back by lost work beyond what it
 // expected spread over the running tasks, and "overdue" once that end is passed; then the
 // observed rate, tasks left × elapsed / tasks finished. {kind: 'rate'|'predicted'|'overdue', s}
