@@ -491,13 +491,31 @@ std::vector<pid_t> Process::TreePids() const {
   return ProcessGroupPids(pid_);
 }
 
-std::vector<pid_t> ProcessGroupPids(pid_t pgid) {
+namespace {
+
+// Every process now: the numeric entries of /proc, ascending.
+std::vector<pid_t> AllPids() {
   std::vector<pid_t> out;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
     const std::string name = entry.path().filename().string();
     if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(entry.path() / "stat");
+    out.push_back(static_cast<pid_t>(std::stol(name)));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string ProcPath(pid_t pid, const char* file) {
+  return "/proc/" + std::to_string(pid) + "/" + file;
+}
+
+}  // namespace
+
+std::vector<pid_t> ProcessGroupPids(pid_t pgid) {
+  std::vector<pid_t> out;
+  for (pid_t pid : AllPids()) {
+    std::ifstream in(ProcPath(pid, "stat"));
     std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     // "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
     const size_t close = stat.rfind(')');
@@ -505,23 +523,16 @@ std::vector<pid_t> ProcessGroupPids(pid_t pgid) {
     std::istringstream rest(stat.substr(close + 1));
     std::string state;
     long ppid = 0, pgrp = 0;
-    if (rest >> state >> ppid >> pgrp && pgrp == pgid) {
-      out.push_back(static_cast<pid_t>(std::stol(name)));
-    }
+    if (rest >> state >> ppid >> pgrp && pgrp == pgid) out.push_back(pid);
   }
-  std::sort(out.begin(), out.end());
   return out;
 }
 
 std::vector<pid_t> ProcessGroupsWithEnv(const std::string& entry) {
   std::set<pid_t> groups;
-  std::error_code ec;
-  for (const auto& it : std::filesystem::directory_iterator("/proc", ec)) {
-    const std::string name = it.path().filename().string();
-    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    const pid_t pid = static_cast<pid_t>(std::stol(name));
+  for (pid_t pid : AllPids()) {
     if (pid == ::getpid()) continue;
-    std::ifstream env(it.path() / "environ", std::ios::binary);
+    std::ifstream env(ProcPath(pid, "environ"), std::ios::binary);
     std::string var;
     while (std::getline(env, var, '\0')) {
       if (var != entry) continue;

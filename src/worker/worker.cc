@@ -527,10 +527,8 @@ void Worker::Impl::JoinAttemptThreads() {
   for (auto& t : threads) {
     if (t.joinable()) t.join();
   }
-  // Once stopping, runners stay told to exit: no attempt is taken any more (OnAssign hands
-  // them back).
-  std::lock_guard lock(mu_);
-  if (!stop_.stopping()) runners_exit_ = false;
+  // Only ever called once stopping, so the runners stay told to exit: no attempt is taken any
+  // more (OnAssign hands them back).
 }
 
 void Worker::Impl::OnKill(const v1::Kill& kill) {
