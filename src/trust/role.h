@@ -1,0 +1,50 @@
+// Who may do what in a pool: the four roles every RPC and HTTP route is mapped to (see
+// src/coordinator/authz.h), and the principal a call was authenticated as.
+//
+//   worker  a lent machine, authenticated by its certificate (mTLS); its name is the
+//           certificate's common name and nothing else.
+//   submit  a person or script that submits, cancels and reads jobs (a bearer token).
+//   read    reads jobs, workers and metrics only (a bearer token).
+//   admin   creates and revokes tokens and workers; only over the Unix socket in the data dir.
+//
+// Pure values; thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace idlepool::trust {
+
+enum class Role : uint8_t { kWorker = 1, kSubmit = 2, kRead = 4, kAdmin = 8 };
+
+// A set of roles (bit i = Role value), e.g. RoleSet(Role::kSubmit) | Role::kRead.
+class RoleSet {
+ public:
+  constexpr RoleSet() = default;
+  constexpr RoleSet(Role r) : bits_(static_cast<uint8_t>(r)) {}  // NOLINT: implicit by design
+  constexpr RoleSet operator|(Role r) const { return RoleSet(bits_ | static_cast<uint8_t>(r)); }
+  constexpr bool Has(Role r) const { return (bits_ & static_cast<uint8_t>(r)) != 0; }
+  constexpr bool empty() const { return bits_ == 0; }
+  constexpr uint8_t bits() const { return bits_; }
+
+ private:
+  constexpr explicit RoleSet(int bits) : bits_(static_cast<uint8_t>(bits)) {}
+  uint8_t bits_ = 0;
+};
+
+// "worker", "submit", "read", "admin".
+std::string_view RoleName(Role role);
+// The inverse of RoleName; nullopt for anything else.
+std::optional<Role> ParseRole(std::string_view name);
+
+// Who a call is from: a worker (name = its certificate's common name), a token holder (name =
+// the token's id, or its --name when it has one), or the admin socket (name "admin").
+struct Principal {
+  Role role = Role::kRead;
+  std::string name;
+  std::string token_id;  // the token's id for token holders; empty for workers and admin
+};
+
+}  // namespace idlepool::trust
