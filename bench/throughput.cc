@@ -28,6 +28,7 @@
 #include "platform/random.h"
 #include "spdlog/spdlog.h"
 #include "spec/spec.h"
+#include "worker/identity.h"
 #include "worker/worker.h"
 
 extern char** environ;
@@ -59,13 +60,23 @@ double RunPool(int tasks, int slots, const std::string& dir) {
   std::string addr = absl::StrCat("127.0.0.1:", (*c)->port());
   std::vector<std::unique_ptr<idlepool::worker::Worker>> ws;
   std::vector<std::thread> threads;
+  auto join = (*c)->CreateToken("worker", 600, 2, "");
+  auto submit = (*c)->CreateToken("submit", 600, -1, "bench");
+  if (!join.ok() || !submit.ok()) {
+    std::fprintf(stderr, "tokens: %s\n", join.status().ToString().c_str());
+    std::exit(1);
+  }
   for (int i = 0; i < 2; ++i) {
     idlepool::worker::Options o;
     o.coordinator = addr;
-    o.token = (*c)->token();
     o.name = absl::StrCat("bench-", i);
     o.slots = static_cast<uint32_t>(slots);
     o.work_dir = absl::StrCat(dir, "/worker-", i);
+    o.identity_dir = idlepool::worker::IdentityDir(o.work_dir);
+    if (auto id = idlepool::worker::Join(addr, *join, o.name, o.identity_dir); !id.ok()) {
+      std::fprintf(stderr, "join: %s\n", id.status().ToString().c_str());
+      std::exit(1);
+    }
     // The coordinator shares this process and this machine: on a lent desktop its load would
     // read as the owner's. The bench measures the pool, so the machine is dedicated.
     idlepool::owner::MakeDedicated(&o.policy);
@@ -73,7 +84,7 @@ double RunPool(int tasks, int slots, const std::string& dir) {
     ws.push_back(std::make_unique<idlepool::worker::Worker>(o));
     threads.emplace_back([w = ws.back().get()] { (void)w->Run(); });
   }
-  idlepool::cli::PoolClient client(addr, (*c)->token());
+  idlepool::cli::PoolClient client(addr, *submit, (*c)->ca_pem());
   // Wait until both workers are connected, so the figure is the pool's, not its start-up.
   for (int i = 0; i < 400; ++i) {
     auto w = client.ListWorkers();

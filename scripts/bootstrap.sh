@@ -13,6 +13,8 @@ PACKAGES=(
   nlohmann-json3-dev libssl-dev libsystemd-dev dbus-daemon libcpp-httplib-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev parallel procps jq sqlite3 curl
+  # trust tests: a stand-in TLS server (openssl s_server), a loopback capture (tcpdump)
+  openssl tcpdump
   clang-format  # format_check_test: the lines a commit changes are clang-formatted
   prometheus  # promtool checks the coordinator's /metrics
   # xmllint: the job timeline SVG is checked to be well-formed XML

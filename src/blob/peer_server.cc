@@ -1,8 +1,7 @@
 #include "blob/peer_server.h"
 
-#include <openssl/crypto.h>
-
 #include "absl/strings/str_cat.h"
+#include "grpc/grpc_security_constants.h"
 #include "grpcpp/grpcpp.h"
 #include "idlepool.grpc.pb.h"
 #include "platform/clock.h"
@@ -12,13 +11,24 @@
 namespace idlepool::blob {
 
 namespace {
-constexpr const char* kTokenKey = "x-idlepool-token";
+
+// The caller's certificate was verified against the pool CA by TLS (a client certificate is
+// required on this port); it must also be a worker's (OU=worker), not the coordinator's.
+bool IsPoolWorker(const grpc::ServerContext* ctx) {
+  auto ac = ctx->auth_context();
+  if (!ac || !ac->IsPeerAuthenticated()) return false;
+  for (const auto& subject : ac->FindPropertyValues(GRPC_X509_SUBJECT_PROPERTY_NAME)) {
+    const std::string s(subject.data(), subject.size());
+    if (s.find("OU=worker") != std::string::npos) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 class PeerServer::Service final : public v1::Peer::Service {
  public:
-  Service(BlobStore& store, const PeerServerOptions& o)
-      : store_(store), token_(o.token), max_(o.max_concurrent) {}
+  Service(BlobStore& store, const PeerServerOptions& o) : store_(store), max_(o.max_concurrent) {}
 
   grpc::Status GetChunk(grpc::ServerContext* ctx, const v1::GetChunkRequest* req,
                         v1::ChunkData* reply) override {
@@ -55,14 +65,9 @@ class PeerServer::Service final : public v1::Peer::Service {
   };
 
   grpc::Status Admit(grpc::ServerContext* ctx, const Slot&) const {
-    const auto& md = ctx->client_metadata();
-    auto it = md.find(kTokenKey);
-    if (it == md.end()) {
-      return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, "no pool token");
-    }
-    const auto& got = it->second;
-    if (got.size() != token_.size() || CRYPTO_memcmp(got.data(), token_.data(), got.size()) != 0) {
-      return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, "wrong pool token");
+    if (!IsPoolWorker(ctx)) {
+      return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                          "the peer port serves only workers of this pool");
     }
     if (active_.load() > max_) {
       return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
@@ -72,7 +77,6 @@ class PeerServer::Service final : public v1::Peer::Service {
   }
 
   BlobStore& store_;
-  const std::string token_;
   const int max_;
   std::atomic<int> active_{0};
   std::atomic<uint64_t> served_{0};
@@ -80,7 +84,9 @@ class PeerServer::Service final : public v1::Peer::Service {
 
 absl::StatusOr<std::unique_ptr<PeerServer>> PeerServer::Start(BlobStore& store,
                                                               const PeerServerOptions& options) {
-  if (options.token.empty()) return absl::InvalidArgumentError("the peer service needs a token");
+  if (!options.credentials) {
+    return absl::InvalidArgumentError("the peer service needs the worker's TLS credentials");
+  }
   auto listen = text::SplitHostPort(options.listen);
   if (!listen.ok()) {
     return absl::InvalidArgumentError(
@@ -90,7 +96,7 @@ absl::StatusOr<std::unique_ptr<PeerServer>> PeerServer::Start(BlobStore& store,
   s->host_ = listen->host;
   s->service_ = std::make_unique<Service>(store, options);
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &s->port_);
+  builder.AddListeningPort(options.listen, options.credentials, &s->port_);
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.RegisterService(s->service_.get());
   builder.SetMaxReceiveMessageSize(64 << 10);  // requests are tiny

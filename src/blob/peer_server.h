@@ -1,7 +1,8 @@
 // The Peer service (proto: service Peer): serves the chunks of a BlobStore to the other workers
 // of the pool: chunks of complete blobs, and verified chunks of partial transfers in use in this
-// process (a worker passes on chunks while it is still downloading). Every call must carry the
-// pool token ("x-idlepool-token", compared in constant time), else PERMISSION_DENIED.
+// process (a worker passes on chunks while it is still downloading). The port speaks only TLS
+// and serves only callers with a verified worker certificate of the pool, else
+// PERMISSION_DENIED (a caller without any certificate fails the handshake).
 //
 // Serving never pins or opens a blob for longer than one read: an evicted blob, or a chunk not
 // held yet, is NOT_FOUND. At most `max_concurrent` calls are served at once; more get
@@ -23,7 +24,8 @@
 
 namespace grpc {
 class Server;
-}
+class ServerCredentials;
+}  // namespace grpc
 
 namespace idlepool::blob {
 
@@ -31,14 +33,16 @@ struct PeerServerOptions {
   // host:port to listen on; port 0 picks a free one. 0.0.0.0: every interface (the coordinator
   // tells other workers the address this worker connects from).
   std::string listen = "0.0.0.0:0";
-  std::string token;        // the pool token
+  // TLS with the worker's certificate, requiring a verified client certificate of the pool
+  // (trust::PeerServerCredentials); Admit also checks the caller is a worker (OU=worker).
+  std::shared_ptr<grpc::ServerCredentials> credentials;
   int max_concurrent = 8;   // calls served at once (a few peers' worth of pipelined requests)
 };
 
 class PeerServer {
  public:
   // Starts serving `store` (which must outlive the server). kUnavailable when it cannot listen;
-  // kInvalidArgument for an empty token.
+  // kInvalidArgument without credentials.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<PeerServer>> Start(
       BlobStore& store, const PeerServerOptions& options);
   ~PeerServer();

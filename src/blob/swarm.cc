@@ -18,6 +18,9 @@ namespace idlepool::blob {
 namespace {
 
 constexpr const char* kTokenKey = "x-idlepool-token";
+// Every worker certificate names it (trust/ca.h: kWorkerSanName); a peer's address is not in
+// its certificate.
+constexpr const char* kPeerName = "worker.idlepool";
 constexpr core::Millis kLocateDeadline{30000};
 constexpr core::Millis kHaveDeadline{2000};
 constexpr core::Millis kBusyPenalty{300};  // a peer at its serving limit
@@ -105,9 +108,13 @@ class Swarm {
     bool no_usable_peer = false;  // coordinator jobs: every known peer is being skipped
   };
 
+  std::shared_ptr<grpc::ChannelCredentials> PeerCreds() const {
+    return o_.peer_credentials ? o_.peer_credentials : grpc::InsecureChannelCredentials();
+  }
+
   absl::Status Locate(const std::string& sha256, v1::LocateBlobReply* reply) {
     grpc::ClientContext ctx;
-    ctx.AddMetadata(kTokenKey, o_.token);
+    if (!o_.token.empty()) ctx.AddMetadata(kTokenKey, o_.token);
     ctx.set_deadline(platform::DeadlineAfter(kLocateDeadline));
     v1::LocateBlobRequest req;
     req.set_sha256(sha256);
@@ -125,8 +132,8 @@ class Swarm {
       if (!peer.stub) {
         grpc::ChannelArguments args;
         args.SetMaxReceiveMessageSize(8 << 20);
-        peer.stub = v1::Peer::NewStub(
-            grpc::CreateCustomChannel(p.address(), grpc::InsecureChannelCredentials(), args));
+        args.SetSslTargetNameOverride(kPeerName);
+        peer.stub = v1::Peer::NewStub(grpc::CreateCustomChannel(p.address(), PeerCreds(), args));
       }
       peer.worker = p.worker();
       if (p.complete()) {
@@ -222,7 +229,8 @@ class Swarm {
       }
       v1::ChunkData chunk;
       grpc::ClientContext ctx;
-      ctx.AddMetadata(kTokenKey, o_.token);
+      // Only the coordinator sees a token; peers know each other by certificate.
+      if (job->from_coordinator && !o_.token.empty()) ctx.AddMetadata(kTokenKey, o_.token);
       calls_.insert(&ctx);
       grpc::Status st;
       lock.unlock();
@@ -395,7 +403,6 @@ class Swarm {
       auto c = std::make_unique<Call>();
       c->address = addr;
       c->stub = p.stub.get();
-      c->ctx.AddMetadata(kTokenKey, o_.token);
       c->ctx.set_deadline(platform::DeadlineAfter(kHaveDeadline));
       c->req.set_sha256(manifest_.sha256);
       calls.push_back(std::move(c));

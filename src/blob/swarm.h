@@ -39,6 +39,7 @@
 #include "blob/store.h"
 #include "blob/transfer.h"
 #include "core/types.h"
+#include "grpcpp/security/credentials.h"
 #include "idlepool.grpc.pb.h"
 #include "platform/clock.h"
 
@@ -46,7 +47,10 @@ namespace idlepool::blob {
 
 struct SwarmOptions {
   std::string worker;  // this worker's name, as the coordinator knows it
-  std::string token;   // the pool token, sent to the coordinator and to peers
+  std::string token;   // an access token for the coordinator; empty for a worker (mTLS)
+  // This worker's mTLS credentials for peers (trust::WorkerChannelCredentials); peers are
+  // verified by the name every worker certificate carries (trust::kWorkerSanName).
+  std::shared_ptr<grpc::ChannelCredentials> peer_credentials;
   int max_in_flight = 6;
   int max_per_peer = 2;
   int max_coordinator = 2;

@@ -25,7 +25,7 @@ absl::Status UploadOnce(v1::Blobs::Stub* stub, const std::string& token, const s
   uint64_t resume = 0;
   {
     grpc::ClientContext ctx;
-    ctx.AddMetadata(kTokenKey, token);
+    if (!token.empty()) ctx.AddMetadata(kTokenKey, token);
     ctx.set_deadline(platform::DeadlineAfter(kUnaryDeadline));
     v1::HasBlobsRequest req;
     req.add_sha256(m.sha256);
@@ -46,7 +46,7 @@ absl::Status UploadOnce(v1::Blobs::Stub* stub, const std::string& token, const s
   if (!opened.ok()) return opened.status();
   const int fd = *opened;
   grpc::ClientContext ctx;
-  ctx.AddMetadata(kTokenKey, token);
+  if (!token.empty()) ctx.AddMetadata(kTokenKey, token);
   v1::PutBlobReply reply;
   ++stats->calls;
   auto writer = stub->PutBlob(&ctx, &reply);
@@ -106,7 +106,7 @@ absl::Status FetchMissing(v1::Blobs::Stub* stub, const std::string& token, Parti
     const uint64_t begin = m.ChunkOffset(*first);
     const uint64_t end = last == m.chunk_count() ? m.size : m.ChunkOffset(last);
     grpc::ClientContext ctx;
-    ctx.AddMetadata(kTokenKey, token);
+    if (!token.empty()) ctx.AddMetadata(kTokenKey, token);
     v1::GetBlobRequest req;
     req.set_sha256(m.sha256);
     req.set_offset(begin);
@@ -190,7 +190,7 @@ absl::Status RetryUnavailable(const RetryPolicy& policy, const std::function<boo
 absl::StatusOr<Manifest> FetchManifest(v1::Blobs::Stub* stub, const std::string& token,
                                        const std::string& sha256) {
   grpc::ClientContext ctx;
-  ctx.AddMetadata(kTokenKey, token);
+  if (!token.empty()) ctx.AddMetadata(kTokenKey, token);
   ctx.set_deadline(platform::DeadlineAfter(kUnaryDeadline));
   v1::GetManifestRequest req;
   req.set_sha256(sha256);

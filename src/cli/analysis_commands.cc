@@ -16,10 +16,10 @@ namespace idlepool::cli {
 
 // A client subcommand that needs only a PoolClient and its options.
 template <typename Options>
-Command ClientCommand(CLI::App* sub, std::shared_ptr<Options> o, const Common& common,
+Command ClientCommand(CLI::App* sub, std::shared_ptr<Options> o, Common& common,
                       int (*run)(PoolClient&, const Options&)) {
   return {sub, [o, &common, run] {
-            if (!NeedToken(common)) return 2;
+            if (int rc = NeedCredentials(common); rc != 0) return rc;
             PoolClient client = MakeClient(common);
             return run(client, *o);
           }};
@@ -118,7 +118,7 @@ Command AddPlanCommand(CLI::App& app, Common& common) {
               po->json = pj->json;
               return RunPlanPattern(*po);
             }
-            if (!NeedToken(common)) return 2;
+            if (int rc = NeedCredentials(common); rc != 0) return rc;
             PoolClient client = MakeClient(common);
             return RunPlanJob(client, *pj);
           }};

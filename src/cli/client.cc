@@ -15,17 +15,18 @@
 #include "spec/profile_key.h"
 #include "status_convert.h"
 #include "text/utf8.h"
+#include "trust/grpc_tls.h"
 #include "wire/wire.h"
 
 namespace idlepool::cli {
 namespace fs = std::filesystem;
 
-
-PoolClient::PoolClient(const std::string& address, std::string token) : token_(std::move(token)) {
+PoolClient::PoolClient(const std::string& address, std::string token, const std::string& ca_pem)
+    : token_(std::move(token)) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(128 << 20);
   args.SetMaxSendMessageSize(128 << 20);
-  channel_ = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  channel_ = grpc::CreateCustomChannel(address, trust::CaOnlyChannelCredentials(ca_pem), args);
   stub_ = v1::Jobs::NewStub(channel_);
   blobs_ = v1::Blobs::NewStub(channel_);
 }

@@ -23,7 +23,9 @@ namespace idlepool::cli {
 
 class PoolClient {
  public:
-  PoolClient(const std::string& address, std::string token);
+  // TLS verified against `ca_pem` (the pool CA, checked against the token's pin by
+  // credentials.h); every call carries the access token.
+  PoolClient(const std::string& address, std::string token, const std::string& ca_pem);
 
   // Hashes and uploads the spec's inputs (skipping blobs the coordinator already has), then
   // submits. The job is durable when this returns OK.

@@ -4,30 +4,36 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "cli/credentials.h"
 
 namespace idlepool::cli {
 
 void AddClientOptions(CLI::App* sub, Common& common) {
   sub->add_option("--coordinator", common.coordinator,
-                  "coordinator address host:port (env IDLEPOOL_COORDINATOR)")
-      ->capture_default_str();
+                  "coordinator address host:port (env IDLEPOOL_COORDINATOR; default: the one "
+                  "`idlepool login` saved, else 127.0.0.1:7878)");
   sub->add_option("--token", common.token,
-                  "pool token (env IDLEPOOL_TOKEN; visible to other users in `ps`, prefer the "
-                  "environment or --token-file)");
-  sub->add_option("--token-file", common.token_file, "read the pool token from this file")
+                  "access token (env IDLEPOOL_TOKEN; visible to other users in `ps`, prefer "
+                  "`idlepool login`, the environment or --token-file)");
+  sub->add_option("--token-file", common.token_file, "read the access token from this file")
       ->check(CLI::ExistingFile);
 }
 
-bool NeedToken(const Common& common) {
-  if (!common.token.empty()) return true;
-  std::fprintf(stderr,
-               "idlepool: no pool token: pass --token, --token-file FILE or set "
-               "IDLEPOOL_TOKEN (the coordinator printed it at its first start; it is in "
-               "DATA_DIR/pool.token)\n");
-  return false;
+int NeedCredentials(Common& common) {
+  auto c = ResolveCredentials(common.coordinator, common.token);
+  if (!c.ok()) {
+    std::fprintf(stderr, "idlepool: %s\n", std::string(c.status().message()).c_str());
+    return absl::IsUnavailable(c.status()) || absl::IsDeadlineExceeded(c.status()) ? 1 : 2;
+  }
+  common.coordinator = c->coordinator;
+  common.token = c->token;
+  common.ca_pem = c->ca_pem;
+  return 0;
 }
 
-PoolClient MakeClient(const Common& common) { return PoolClient(common.coordinator, common.token); }
+PoolClient MakeClient(const Common& common) {
+  return PoolClient(common.coordinator, common.token, common.ca_pem);
+}
 
 int Fail(const absl::Status& st) {
   std::fprintf(stderr, "idlepool: %s\n", std::string(st.message()).c_str());

@@ -20,9 +20,10 @@ namespace idlepool::cli {
 
 // What every client subcommand shares; filled from the environment, then the command line.
 struct Common {
-  std::string coordinator;  // host:port (IDLEPOOL_COORDINATOR, --coordinator)
-  std::string token;        // the pool secret (IDLEPOOL_TOKEN, --token, --token-file)
+  std::string coordinator;  // host:port (IDLEPOOL_COORDINATOR, --coordinator; else the login's)
+  std::string token;        // an access token (IDLEPOOL_TOKEN, --token, --token-file)
   std::string token_file;   // read into `token` after parsing, when given
+  std::string ca_pem;       // the pool CA, once NeedCredentials checked it (credentials.h)
   std::string log_level = "info";
   std::string log_format = "text";
 };
@@ -34,9 +35,16 @@ struct Command {
 
 // --coordinator, --token, --token-file on `sub`, stored in `common`.
 void AddClientOptions(CLI::App* sub, Common& common);
-// False, after saying how to give one, when `common` has no token.
-[[nodiscard]] bool NeedToken(const Common& common);
+// Resolves the coordinator, the token and the pinned CA (credentials.h) into `common`; 0, or
+// the exit code after saying what is wrong (2 bad or missing token, 1 unreachable).
+[[nodiscard]] int NeedCredentials(Common& common);
 PoolClient MakeClient(const Common& common);
+
+// --data-dir (env IDLEPOOL_DATA_DIR) of an administration command: it talks to the coordinator
+// over DATA_DIR/admin.sock (trust_commands.cc).
+void AddDataDirOption(CLI::App* sub, std::string& data_dir);
+// `idlepool workers revoke NAME`.
+int RevokeWorker(const std::string& data_dir, const std::string& name);
 
 // Prints the error; returns 2 for kInvalidArgument (bad input), else 1.
 int Fail(const absl::Status& st);
@@ -61,5 +69,7 @@ Command AddTimelineCommand(CLI::App& app, Common& common);     // analysis_comma
 Command AddRunCommand(CLI::App& app);                          // run_command.cc
 Command AddPlanCommand(CLI::App& app, Common& common);         // analysis_commands.cc
 Command AddSimCommand(CLI::App& app);                          // analysis_commands.cc
+Command AddLoginCommand(CLI::App& app, Common& common);        // trust_commands.cc
+Command AddTokenCommand(CLI::App& app);                        // trust_commands.cc
 
 }  // namespace idlepool::cli

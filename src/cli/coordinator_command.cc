@@ -10,6 +10,7 @@
 #include "cli/command.h"
 #include "coordinator/coordinator.h"
 #include "core/defaults.h"
+#include "platform/harden.h"
 #include "platform/process.h"
 #include "spdlog/spdlog.h"
 #include "text/host_port.h"
@@ -25,8 +26,9 @@ struct CoordinatorFlags {
   CLI::Option* http_opt = nullptr;
 };
 
-// What to tell the user at start: where it listens, how to join a machine, the dashboard and
-// how to submit. A wildcard host is replaced by this machine's name in the commands.
+// What to tell the user at start: where it listens, the pool CA, a ready join command (a join
+// token made now: an hour, any number of machines), how people log in, the dashboard. A
+// wildcard host is replaced by this machine's name in the commands.
 void PrintWelcome(const coordinator::Options& options, coordinator::Coordinator& c) {
   auto listen = text::SplitHostPort(options.listen);
   std::string host = listen.ok() ? listen->host : "";
@@ -37,31 +39,33 @@ void PrintWelcome(const coordinator::Options& options, coordinator::Coordinator&
     host = buf;
   }
   const std::string addr = text::JoinHostPort(host, c.port());
-  std::printf("idlepool coordinator listening on %s (data dir %s)\n", listened.c_str(),
+  std::printf("idlepool coordinator listening on %s, TLS only (data dir %s)\n", listened.c_str(),
               options.data_dir.c_str());
-  if (c.token_created()) {
-    std::printf("created a new pool secret in %s/pool.token\n", options.data_dir.c_str());
+  std::printf("pool CA sha256:%s (%s %s/ca.pem)\n", c.ca_pin().c_str(),
+              c.ca_created() ? "created now in" : "from", options.data_dir.c_str());
+  auto join = c.CreateToken("worker", 3600, -1, "");
+  if (join.ok()) {
+    std::printf(
+        "join a machine (this join token works for an hour, for any number of machines):\n"
+        "  IDLEPOOL_JOIN_TOKEN=%s idlepool worker --join %s --work-dir "
+        "/var/tmp/idlepool-worker\n",
+        join->c_str(), addr.c_str());
   }
   std::printf(
-      "join a machine to this pool with:\n  IDLEPOOL_TOKEN=%s idlepool worker "
-      "--coordinator %s --work-dir /var/tmp/idlepool-worker\n",
-      c.token().c_str(), addr.c_str());
-  std::printf("(or copy %s/pool.token to the machine and pass --token-file)\n",
-              options.data_dir.c_str());
+      "people and scripts: make an access token here, then log in once where you work:\n"
+      "  idlepool token create --role submit --data-dir %s\n  idlepool login %s\n",
+      options.data_dir.c_str(), addr.c_str());
   if (c.http_port() != 0) {
     std::string web = c.http_host();
     if (text::IsWildcardHost(web)) web = host;
-    std::printf("dashboard (the link logs you in):\n  http://%s/login?token=%s\n",
-                text::JoinHostPort(web, c.http_port()).c_str(), c.token().c_str());
+    std::printf("dashboard (log in with an access token): https://%s/\n",
+                text::JoinHostPort(web, c.http_port()).c_str());
   }
-  std::printf(
-      "submit with:\n  IDLEPOOL_COORDINATOR=%s IDLEPOOL_TOKEN=%s idlepool submit "
-      "JOB.toml\n",
-      addr.c_str(), c.token().c_str());
   std::fflush(stdout);
 }
 
 int RunCoordinator(CoordinatorFlags& f) {
+  platform::MakeNonDumpable();  // its memory holds the CA key
   platform::BlockTerminationSignals();
   f.options.lease_timeout = core::Millis(f.lease_ms);
   f.options.heartbeat = core::Millis(f.heartbeat_ms);
@@ -92,7 +96,15 @@ Command AddCoordinatorCommand(CLI::App& app, Common&) {
   auto* coord = app.add_subcommand("coordinator", "run the coordinator");
   coord->add_option("--listen", f->options.listen, "address to listen on (host:port)")
       ->capture_default_str();
-  coord->add_option("--data-dir", f->options.data_dir, "store, blobs and pool token")->required();
+  coord
+      ->add_option("--data-dir", f->options.data_dir,
+                   "store, blobs, the pool CA and credentials (made 0700)")
+      ->required();
+  coord
+      ->add_option("--advertise", f->options.advertise,
+                   "names and addresses workers and people use to reach this coordinator, for "
+                   "its certificate (default: host name and this machine's addresses)")
+      ->delimiter(',');
   coord->add_option("--lease-timeout-ms", f->lease_ms, "a worker silent this long is lost")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{100}, int64_t{3'600'000}));

@@ -26,8 +26,8 @@ struct JobFlags {
   bool json = false, quiet = false;
 };
 
-int Submit(const JobFlags& f, const Common& common) {
-  if (!NeedToken(common)) return 2;
+int Submit(const JobFlags& f, Common& common) {
+  if (int rc = NeedCredentials(common); rc != 0) return rc;
   auto spec = spec::ParseJobFile(f.job_file);
   if (!spec.ok()) return BadSpec(spec.status());
   PoolClient client = MakeClient(common);
@@ -87,8 +87,8 @@ int ShowJobs(PoolClient& client, bool json) {
   return 0;
 }
 
-int Wait(const JobFlags& f, const Common& common) {
-  if (!NeedToken(common)) return 2;
+int Wait(const JobFlags& f, Common& common) {
+  if (int rc = NeedCredentials(common); rc != 0) return rc;
   PoolClient client = MakeClient(common);
   Progress progress(f.quiet || f.json, &client);
   auto s = client.Wait(
@@ -104,8 +104,8 @@ int Wait(const JobFlags& f, const Common& common) {
   return s->state() == "succeeded" ? 0 : 1;
 }
 
-int Fetch(const JobFlags& f, const Common& common) {
-  if (!NeedToken(common)) return 2;
+int Fetch(const JobFlags& f, Common& common) {
+  if (int rc = NeedCredentials(common); rc != 0) return rc;
   PoolClient client = MakeClient(common);
   auto status = client.GetJob(f.job);
   if (!status.ok()) return Fail(status.status());
@@ -137,7 +137,7 @@ Command AddStatusCommand(CLI::App& app, Common& common) {
   status->add_option("JOB", f->maybe_job, "job id");
   status->add_flag("--json", f->json, "print JSON");
   return {status, [f, &common] {
-            if (!NeedToken(common)) return 2;
+            if (int rc = NeedCredentials(common); rc != 0) return rc;
             PoolClient client = MakeClient(common);
             return f->maybe_job ? ShowJob(client, *f->maybe_job, f->json)
                                 : ShowJobs(client, f->json);
@@ -169,7 +169,7 @@ Command AddCancelCommand(CLI::App& app, Common& common) {
   AddClientOptions(cancel, common);
   cancel->add_option("JOB", f->job, "job id")->required();
   return {cancel, [f, &common] {
-            if (!NeedToken(common)) return 2;
+            if (int rc = NeedCredentials(common); rc != 0) return rc;
             PoolClient client = MakeClient(common);
             auto st = client.Cancel(f->job);
             if (!st.ok()) return Fail(st.status());

@@ -34,7 +34,9 @@ std::vector<idlepool::cli::Command> AddCommands(CLI::App& app, idlepool::cli::Co
           AddTimelineCommand(app, common),
           AddRunCommand(app),
           AddPlanCommand(app, common),
-          AddSimCommand(app)};
+          AddSimCommand(app),
+          AddLoginCommand(app, common),
+          AddTokenCommand(app)};
 }
 
 void SetUpLogging(const idlepool::cli::Common& common) {
@@ -59,7 +61,7 @@ int main(int argc, char** argv) {
   // subcommands created below inherit this and pass options they do not know up to the app.
   app.fallthrough();
   idlepool::cli::Common common;
-  common.coordinator = idlepool::cli::EnvOr("IDLEPOOL_COORDINATOR", "127.0.0.1:7878");
+  common.coordinator = idlepool::cli::EnvOr("IDLEPOOL_COORDINATOR", "");
   common.token = idlepool::cli::EnvOr("IDLEPOOL_TOKEN", "");
   app.add_option("--log-level", common.log_level, "trace, debug, info, warn, error")
       ->capture_default_str();

@@ -17,6 +17,7 @@
 #include "platform/random.h"
 #include "spdlog/spdlog.h"
 #include "spec/spec.h"
+#include "worker/identity.h"
 #include "worker/worker.h"
 
 namespace idlepool::cli {
@@ -37,16 +38,26 @@ struct LocalPool {
   std::vector<std::unique_ptr<worker::Worker>> workers;
   std::vector<std::thread> threads;
   std::string address;
+  std::string token;  // an access token (role submit) for run's own client
 };
 
-worker::Options LocalWorker(const RunFlags& f, const coordinator::Coordinator& c, uint32_t i) {
+// Local worker `i`, joined to the pool (the normal join: pinned CA, its own key and
+// certificate) with `join_token`, or with the identity an earlier run with --data-dir kept.
+absl::StatusOr<worker::Options> LocalWorker(const RunFlags& f, const LocalPool& pool,
+                                            const std::string& join_token, uint32_t i) {
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   worker::Options o;
-  o.coordinator = absl::StrCat("127.0.0.1:", c.port());
-  o.token = c.token();
+  o.coordinator = pool.address;
   o.name = absl::StrCat("local-", i + 1);
   o.slots = std::max(1u, cores / f.local_workers);
   o.work_dir = absl::StrCat(f.data_dir, "/worker-", i + 1);
+  o.identity_dir = worker::IdentityDir(o.work_dir);
+  auto kept = worker::LoadIdentity(o.identity_dir);
+  if (!kept.ok()) return kept.status();
+  if (!kept->has_value()) {
+    auto joined = worker::Join(pool.address, join_token, o.name, o.identity_dir);
+    if (!joined.ok()) return joined.status();
+  }
   // Your own job on your own machine: your typing and the charger do not stop it (the lid,
   // sleep and heat rules still do); Ctrl-C gives tasks 1 s to save a checkpoint.
   owner::MakeDedicated(&o.policy);
@@ -65,14 +76,22 @@ absl::Status StartPool(const RunFlags& f, LocalPool* pool) {
   if (!c.ok()) return c.status();
   pool->coordinator = *std::move(c);
   pool->address = absl::StrCat("127.0.0.1:", pool->coordinator->port());
+  auto submit = pool->coordinator->CreateToken("submit", 86400, -1, "idlepool run");
+  if (!submit.ok()) return submit.status();
+  pool->token = *submit;
   if (pool->coordinator->http_port() != 0) {
-    std::fprintf(stderr, "idlepool: dashboard at http://%s:%d/login?token=%s\n",
+    std::fprintf(stderr,
+                 "idlepool: dashboard at https://%s:%d/ (log in with an access token: "
+                 "`idlepool token create --role read --data-dir %s`)\n",
                  pool->coordinator->http_host().c_str(), pool->coordinator->http_port(),
-                 pool->coordinator->token().c_str());
+                 ro.data_dir.c_str());
   }
+  auto join = pool->coordinator->CreateToken("worker", 600, f.local_workers, "");
+  if (!join.ok()) return join.status();
   for (uint32_t i = 0; i < f.local_workers; ++i) {
-    pool->workers.push_back(
-        std::make_unique<worker::Worker>(LocalWorker(f, *pool->coordinator, i)));
+    auto o = LocalWorker(f, *pool, *join, i);
+    if (!o.ok()) return o.status();
+    pool->workers.push_back(std::make_unique<worker::Worker>(*std::move(o)));
     pool->threads.emplace_back([w = pool->workers.back().get()] { (void)w->Run(); });
   }
   return absl::OkStatus();
@@ -86,7 +105,7 @@ void RemoveDataDir(const RunFlags& f) {
 
 // Submits, waits with progress, fetches; the exit code.
 int SubmitWaitFetch(const RunFlags& f, const spec::JobSpec& spec, LocalPool& pool) {
-  PoolClient client(pool.address, pool.coordinator->token());
+  PoolClient client(pool.address, pool.token, pool.coordinator->ca_pem());
   auto reply = client.Submit(spec, fs::absolute(f.job_file).string());
   if (!reply.ok()) return Fail(reply.status());
   Progress progress(f.json, &client);

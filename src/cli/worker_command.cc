@@ -1,11 +1,13 @@
 // `idlepool worker`: lends this machine to a pool until SIGTERM or Ctrl-C (which vacate).
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cli/command.h"
 #include "cli/resources_command.h"
@@ -13,12 +15,15 @@
 #include "owner/owner_policy_config.h"
 #include "platform/gpu.h"
 #include "platform/gpu_probe.h"
+#include "platform/harden.h"
 #include "platform/memory.h"
 #include "platform/process.h"
 #include "spdlog/spdlog.h"
 #include "text/host_port.h"
 #include "text/units.h"
 #include "text/utf8.h"
+#include "worker/identity.h"
+#include "worker/session.h"
 #include "worker/worker.h"
 
 namespace idlepool::cli {
@@ -34,7 +39,68 @@ struct WorkerFlags {
   bool print_default_config = false, dedicated = false, normal_priority = false;
   bool opencl_cpu = false, print_resources = false, resources_json = false;
   bool no_peer = false, no_probe = false, no_calibrate = false;
+  std::string join, token_file;  // --join HOST:PORT, --token-file (else IDLEPOOL_JOIN_TOKEN)
 };
+
+// The join token: --token-file, else IDLEPOOL_JOIN_TOKEN (scrubbed from this process's
+// environment either way, so tasks never inherit it).
+absl::StatusOr<std::string> JoinToken(const WorkerFlags& f) {
+  std::string env = platform::TakeSecretFromEnv("IDLEPOOL_JOIN_TOKEN");
+  (void)platform::TakeSecretFromEnv("IDLEPOOL_TOKEN");  // not the worker's; never passed on
+  if (!f.token_file.empty()) {
+    std::ifstream in(f.token_file);
+    std::string line;
+    if (!std::getline(in, line) || line.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("--token-file ", f.token_file, " is empty"));
+    }
+    return line;
+  }
+  if (env.empty()) {
+    return absl::InvalidArgumentError(
+        "this worker has not joined a pool yet: pass --join HOST:PORT with a join token in "
+        "--token-file FILE or IDLEPOOL_JOIN_TOKEN (`idlepool token create --role worker` on the "
+        "coordinator; the coordinator prints a ready command at start)");
+  }
+  return env;
+}
+
+// The identity kept in the work dir, or a new one from joining. Prints one line and returns
+// the exit code on failure (2: a token or pool problem, 1: unreachable).
+std::optional<int> EnsureIdentity(WorkerFlags& f, const std::string& address) {
+  const std::string dir = worker::IdentityDir(f.options.work_dir);
+  auto loaded = worker::LoadIdentity(dir);
+  if (!loaded.ok()) return Fail(loaded.status());
+  worker::Identity id;
+  if (loaded->has_value()) {
+    id = std::move(**loaded);
+    (void)platform::TakeSecretFromEnv("IDLEPOOL_JOIN_TOKEN");
+    (void)platform::TakeSecretFromEnv("IDLEPOOL_TOKEN");
+  } else {
+    if (address.empty()) return Fail(absl::InvalidArgumentError("--join HOST:PORT is required"));
+    auto token = JoinToken(f);
+    if (!token.ok()) return Fail(token.status());
+    auto joined = worker::Join(address, *token,
+                               f.options.name.empty() ? worker::HostName() : f.options.name, dir);
+    if (!joined.ok()) {
+      std::fprintf(stderr, "idlepool worker: %s\n", std::string(joined.status().message()).c_str());
+      return absl::IsUnavailable(joined.status()) ? 1 : 2;
+    }
+    id = std::move(*joined);
+    std::printf("joined the pool at %s as %s; the join token is spent (identity in %s)\n",
+                address.c_str(), id.name.c_str(), dir.c_str());
+  }
+  if (!f.options.name.empty() && f.options.name != id.name) {
+    std::fprintf(stderr,
+                 "idlepool worker: this work dir's identity is worker %s, not %s; use another "
+                 "--work-dir to join as another worker\n",
+                 id.name.c_str(), f.options.name.c_str());
+    return 2;
+  }
+  f.options.name = id.name;
+  f.options.coordinator = address.empty() ? id.coordinator : address;
+  f.options.identity_dir = dir;
+  return std::nullopt;
+}
 
 void AddOwnerFlags(CLI::App* work, WorkerFlags& f) {
   work->add_option("--config", f.config,
@@ -178,6 +244,7 @@ int CheckFlags(WorkerFlags& f) {
 }
 
 int RunWorker(WorkerFlags& f, const Common& common) {
+  platform::MakeNonDumpable();  // a same-user task cannot read this process through /proc
   platform::KeepLargeBlocksOutOfTheHeap();  // a light idle worker: platform/memory.h
   if (f.print_default_config) {
     std::printf("%s", owner::DefaultConfigToml().c_str());
@@ -191,10 +258,9 @@ int RunWorker(WorkerFlags& f, const Common& common) {
   }
   if (auto rc = DiscoverGpus(f)) return *rc;
   if (int rc = CheckFlags(f); rc != 0) return rc;
-  if (!NeedToken(common)) return 2;
+  const std::string address = !f.join.empty() ? f.join : common.coordinator;
+  if (auto rc = EnsureIdentity(f, address)) return *rc;
   platform::BlockTerminationSignals();
-  f.options.coordinator = common.coordinator;
-  f.options.token = common.token;
   worker::Worker w(f.options);
   std::thread waiter([&] {
     platform::WaitForTerminationSignal();
@@ -211,7 +277,13 @@ int RunWorker(WorkerFlags& f, const Common& common) {
 Command AddWorkerCommand(CLI::App& app, Common& common) {
   auto f = std::make_shared<WorkerFlags>();
   auto* work = app.add_subcommand("worker", "lend this machine to a pool");
-  AddClientOptions(work, common);
+  work->add_option("--join", f->join,
+                   "the coordinator to join, HOST:PORT (the first start; later starts reuse the "
+                   "identity in the work dir)");
+  work->add_option("--coordinator", common.coordinator, "the coordinator, HOST:PORT (as --join)");
+  work->add_option("--token-file", f->token_file,
+                   "join token file (else env IDLEPOOL_JOIN_TOKEN); only the first start needs it")
+      ->check(CLI::ExistingFile);
   work->add_option("--slots", f->options.slots, "CPU slots offered (default: number of cores)");
   work->add_option("--work-dir", f->options.work_dir,
                    "task dirs, logs and the blob cache (required)");

@@ -83,8 +83,8 @@ std::string Pad(const std::string& s, size_t width) {
   return cols >= width ? s : s + std::string(width - cols, ' ');
 }
 
-int ListWorkers(const Common& common, bool json) {
-  if (!NeedToken(common)) return 2;
+int ListWorkers(Common& common, bool json) {
+  if (int rc = NeedCredentials(common); rc != 0) return rc;
   PoolClient client = MakeClient(common);
   auto w = client.ListWorkers();
   if (!w.ok()) return Fail(w.status());
@@ -119,10 +119,21 @@ int ListWorkers(const Common& common, bool json) {
 
 Command AddWorkersCommand(CLI::App& app, Common& common) {
   auto json = std::make_shared<bool>(false);
-  auto* workers = app.add_subcommand("workers", "list the pool's workers");
+  auto* workers = app.add_subcommand("workers", "list the pool's workers (or revoke one)");
   AddClientOptions(workers, common);
   workers->add_flag("--json", *json, "print JSON");
-  return {workers, [json, &common] { return ListWorkers(common, *json); }};
+  struct Revoke {
+    std::string name, data_dir;
+  };
+  auto r = std::make_shared<Revoke>();
+  auto* revoke = workers->add_subcommand(
+      "revoke", "cut a worker's session at once and refuse its certificate from now on");
+  revoke->add_option("name", r->name, "the worker's name")->required();
+  AddDataDirOption(revoke, r->data_dir);
+  return {workers, [json, r, revoke, &common] {
+            if (*revoke) return RevokeWorker(r->data_dir, r->name);
+            return ListWorkers(common, *json);
+          }};
 }
 
 }  // namespace idlepool::cli

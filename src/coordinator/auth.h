@@ -1,30 +1,64 @@
-// The pool token check every coordinator RPC starts with: the call's metadata
-// "x-idlepool-token" must hold the pool token (compared in constant time), else
-// PERMISSION_DENIED. Shared by the gRPC services (session, blob, probe, job).
+// Who is calling, and may they: every coordinator RPC starts with Authorizer::Check(ctx, method).
 //
-// Thread-safe: immutable after construction; holds a copy of the token.
+// A call is from
+//   - a worker, when its TLS connection presented a client certificate that gRPC verified against
+//     the pool CA, whose OU is "worker", and whose serial is one the CA issued to that name and
+//     not revoked since (workers are listed in the credential store; this class keeps them in
+//     memory). The worker's name is the certificate's CN and nothing else.
+//   - a token holder, when the metadata "x-idlepool-token" holds a live access token (ipt1_...).
+// Then the method's rule (method_roles.h) decides. Errors: UNAUTHENTICATED (no credential, an
+// unknown, expired or revoked token, a revoked worker), PERMISSION_DENIED (the role may not call
+// this method), each with one line saying what to do. A pre-step-9 pool token gets a message
+// naming the upgrade.
+//
+// Thread-safe: gRPC handler threads call Check concurrently; the worker table has its own lock.
+// Holds references to the credential store and the clock (both must outlive it).
 #pragma once
 
+#include <map>
+#include <mutex>
 #include <string>
-#include <utility>
+#include <string_view>
 
+#include "absl/base/thread_annotations.h"
 #include "grpcpp/grpcpp.h"
+#include "platform/clock.h"
+#include "trust/ca.h"
+#include "trust/credential_store.h"
+#include "trust/role.h"
 
 namespace idlepool::coordinator {
 
 inline constexpr const char* kTokenKey = "x-idlepool-token";
 
-class TokenCheck {
+class Authorizer {
  public:
-  explicit TokenCheck(std::string token) : token_(std::move(token)) {}
+  Authorizer(trust::CredentialStore& store, const platform::Clock& clock);
 
-  // OK, or PERMISSION_DENIED: "no pool token; ..." (no metadata) or "wrong pool token".
-  [[nodiscard]] grpc::Status operator()(const grpc::ServerContext* ctx) const;
+  // OK and `*who` (when given) filled, or the refusal. `full_method` as in method_roles.h.
+  [[nodiscard]] grpc::Status Check(const grpc::ServerContext* ctx, std::string_view full_method,
+                                   trust::Principal* who = nullptr) const;
 
-  const std::string& token() const { return token_; }
+  // The CA issued `serial_hex` to `name` (join or renewal): it is accepted from now on, along
+  // with the one it replaces (a worker renews while its old certificate is still in use).
+  void CertIssued(const std::string& name, const std::string& serial_hex);
+  // Refuses every certificate issued to `name` so far.
+  void Revoke(const std::string& name);
 
  private:
-  const std::string token_;
+  grpc::Status Identify(const grpc::ServerContext* ctx, trust::Principal* who) const;
+  grpc::Status IdentifyWorker(const std::string& cert_pem, trust::Principal* who) const;
+  grpc::Status IdentifyToken(const std::string& token, trust::Principal* who) const;
+
+  struct Serials {
+    std::string current, previous;
+  };
+  trust::CredentialStore& store_;
+  const platform::Clock& clock_;
+  mutable std::mutex mu_;
+  std::map<std::string, Serials> workers_ ABSL_GUARDED_BY(mu_);
+  // Certificates already parsed (PEM -> CN, OU, serial): a worker's calls present the same one.
+  mutable std::map<std::string, trust::CertInfo> parsed_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace idlepool::coordinator

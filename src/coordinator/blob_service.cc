@@ -10,13 +10,19 @@
 namespace idlepool::coordinator {
 namespace {
 
-grpc::Status CheckPeerRequest(const std::string& sha256, const std::string& worker) {
+// `caller`: the name in the worker's certificate; a worker speaks only for itself.
+grpc::Status CheckPeerRequest(const std::string& sha256, const std::string& worker,
+                              const std::string& caller) {
   if (!blob::IsSha256Hex(sha256)) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "sha256 must be 64 lowercase hex");
   }
   if (worker.empty() || worker.size() > 256) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         "worker must be a name of 1 to 256 bytes");
+  }
+  if (worker != caller) {
+    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                        absl::StrCat("worker ", caller, " cannot ask for blobs as another worker"));
   }
   return grpc::Status::OK;
 }
@@ -26,7 +32,7 @@ grpc::Status CheckPeerRequest(const std::string& sha256, const std::string& work
 grpc::Status BlobService::PutBlob(grpc::ServerContext* ctx,
                                   grpc::ServerReader<v1::BlobChunk>* reader,
                                   v1::PutBlobReply* reply) {
-  if (auto st = check_token_(ctx); !st.ok()) return st;
+  if (auto st = authz_.Check(ctx, "/idlepool.v1.Blobs/PutBlob"); !st.ok()) return st;
   auto got = blobs_.ReceiveUpload([&](v1::BlobChunk* m) {
     if (!reader->Read(m)) return false;
     metrics_.BytesReceived(m->data().size());
@@ -39,7 +45,7 @@ grpc::Status BlobService::PutBlob(grpc::ServerContext* ctx,
 
 grpc::Status BlobService::GetBlob(grpc::ServerContext* ctx, const v1::GetBlobRequest* req,
                                   grpc::ServerWriter<v1::BlobChunk>* writer) {
-  if (auto st = check_token_(ctx); !st.ok()) return st;
+  if (auto st = authz_.Check(ctx, "/idlepool.v1.Blobs/GetBlob"); !st.ok()) return st;
   return wire::ToGrpc(blobs_.ServeRange(*req, [&](const v1::BlobChunk& m) {
     metrics_.BytesServed(m.data().size());
     return writer->Write(m);
@@ -48,14 +54,14 @@ grpc::Status BlobService::GetBlob(grpc::ServerContext* ctx, const v1::GetBlobReq
 
 grpc::Status BlobService::HasBlobs(grpc::ServerContext* ctx, const v1::HasBlobsRequest* req,
                                    v1::HasBlobsReply* reply) {
-  if (auto st = check_token_(ctx); !st.ok()) return st;
+  if (auto st = authz_.Check(ctx, "/idlepool.v1.Blobs/HasBlobs"); !st.ok()) return st;
   *reply = blobs_.Query(*req);
   return grpc::Status::OK;
 }
 
 grpc::Status BlobService::GetManifest(grpc::ServerContext* ctx, const v1::GetManifestRequest* req,
                                       v1::BlobManifest* reply) {
-  if (auto st = check_token_(ctx); !st.ok()) return st;
+  if (auto st = authz_.Check(ctx, "/idlepool.v1.Blobs/GetManifest"); !st.ok()) return st;
   auto m = blobs_.GetManifest(req->sha256());
   if (!m.ok()) return wire::ToGrpc(m.status());
   *reply = blob::ToProto(*m);
@@ -64,8 +70,9 @@ grpc::Status BlobService::GetManifest(grpc::ServerContext* ctx, const v1::GetMan
 
 grpc::Status BlobService::LocateBlob(grpc::ServerContext* ctx, const v1::LocateBlobRequest* req,
                                      v1::LocateBlobReply* reply) {
-  if (auto st = check_token_(ctx); !st.ok()) return st;
-  if (auto st = CheckPeerRequest(req->sha256(), req->worker()); !st.ok()) return st;
+  trust::Principal who;
+  if (auto st = authz_.Check(ctx, "/idlepool.v1.Blobs/LocateBlob", &who); !st.ok()) return st;
+  if (auto st = CheckPeerRequest(req->sha256(), req->worker(), who.name); !st.ok()) return st;
   auto m = blobs_.GetManifest(req->sha256());
   if (!m.ok()) return wire::ToGrpc(m.status());
   std::vector<PeerRef> peers;
@@ -85,8 +92,9 @@ grpc::Status BlobService::LocateBlob(grpc::ServerContext* ctx, const v1::LocateB
 
 grpc::Status BlobService::FetchChunk(grpc::ServerContext* ctx, const v1::FetchChunkRequest* req,
                                      v1::ChunkData* reply) {
-  if (auto st = check_token_(ctx); !st.ok()) return st;
-  if (auto st = CheckPeerRequest(req->sha256(), req->worker()); !st.ok()) return st;
+  trust::Principal who;
+  if (auto st = authz_.Check(ctx, "/idlepool.v1.Blobs/FetchChunk", &who); !st.ok()) return st;
+  if (auto st = CheckPeerRequest(req->sha256(), req->worker(), who.name); !st.ok()) return st;
   auto size = blobs_.SizeOf(req->sha256());
   if (!size.ok()) return wire::ToGrpc(size.status());
   const uint64_t chunks = blob::ChunkCountFor(*size);

@@ -20,13 +20,9 @@ namespace idlepool::coordinator {
 
 class BlobService final : public v1::Blobs::Service {
  public:
-  BlobService(const TokenCheck& check_token, blob::BlobStore& blobs, SharedTracker& tracker,
+  BlobService(const Authorizer& authz, blob::BlobStore& blobs, SharedTracker& tracker,
               PoolMetrics& metrics, const platform::Clock& clock)
-      : check_token_(check_token),
-        blobs_(blobs),
-        tracker_(tracker),
-        metrics_(metrics),
-        clock_(clock) {}
+      : authz_(authz), blobs_(blobs), tracker_(tracker), metrics_(metrics), clock_(clock) {}
 
   grpc::Status PutBlob(grpc::ServerContext* ctx, grpc::ServerReader<v1::BlobChunk>* reader,
                        v1::PutBlobReply* reply) override;
@@ -42,7 +38,7 @@ class BlobService final : public v1::Blobs::Service {
                           v1::ChunkData* reply) override;
 
  private:
-  const TokenCheck& check_token_;
+  const Authorizer& authz_;
   blob::BlobStore& blobs_;
   SharedTracker& tracker_;
   PoolMetrics& metrics_;

@@ -1,6 +1,5 @@
 #include "coordinator/coordinator.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -8,7 +7,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -17,13 +15,16 @@
 
 #include "absl/strings/str_cat.h"
 #include "blob/store.h"
+#include "coordinator/admin_service.h"
 #include "coordinator/auth.h"
 #include "coordinator/blob_service.h"
 #include "coordinator/core_loop.h"
 #include "coordinator/job_service.h"
+#include "coordinator/join_service.h"
 #include "coordinator/pool_metrics.h"
 #include "coordinator/predictor.h"
 #include "coordinator/probe_service.h"
+#include "coordinator/server_identity.h"
 #include "coordinator/session_service.h"
 #include "coordinator/sessions.h"
 #include "coordinator/shared_tracker.h"
@@ -36,6 +37,8 @@
 #include "spdlog/spdlog.h"
 #include "spec/spec.h"
 #include "store/store.h"
+#include "text/host_port.h"
+#include "trust/credential_store.h"
 #include "wire/wire.h"
 
 namespace idlepool::coordinator {
@@ -125,8 +128,15 @@ class CoordinatorImpl final : public Coordinator {
   absl::Status Init();
 
   int port() const override { return port_; }
-  const std::string& token() const override { return token_; }
-  bool token_created() const override { return token_created_; }
+  const std::string& ca_pin() const override { return identity_.ca->pin(); }
+  const std::string& ca_pem() const override { return identity_.ca->cert_pem(); }
+  bool ca_created() const override { return identity_.ca_created; }
+  const std::vector<std::string>& server_names() const override { return identity_.names; }
+  absl::StatusOr<std::string> CreateToken(const std::string& role, int64_t ttl_s, int64_t uses,
+                                          const std::string& name) override;
+  std::string admin_socket() const override {
+    return (fs::path(options_.data_dir) / "admin.sock").string();
+  }
   int http_port() const override { return http_ ? http_->port() : 0; }
   std::string http_host() const override { return http_ ? http_->host() : ""; }
 
@@ -139,8 +149,11 @@ class CoordinatorImpl final : public Coordinator {
   }
 
  private:
-  // The data dir, its lock, the token, the blob store and the store, restored.
+  // The data dir, its lock, the TLS identity, the credentials, the blob store and the store,
+  // restored.
   absl::Status OpenDataDir(core::RestoredState* restored);
+  absl::Status OpenTrust();
+  absl::Status StartAdmin();
   // The core loop, book and predictor around the opened store, and the gRPC services.
   void MakeParts();
   absl::Status StartServer();
@@ -156,8 +169,8 @@ class CoordinatorImpl final : public Coordinator {
   std::unique_ptr<platform::FileLock> lock_;
   blob::BlobStore blobs_;
   std::unique_ptr<store::Store> store_;
-  std::string token_;
-  bool token_created_ = false;
+  ServerIdentity identity_;
+  std::unique_ptr<trust::CredentialStore> credentials_;
   int port_ = 0;
   PoolMetrics pool_metrics_;
   http::ChangeFeed feed_;
@@ -165,7 +178,7 @@ class CoordinatorImpl final : public Coordinator {
   SharedTracker tracker_;
   std::atomic<bool> shutting_down_{false};  // Shutdown began: availability is no longer observed
 
-  std::unique_ptr<TokenCheck> check_token_;
+  std::unique_ptr<Authorizer> authz_;
   std::unique_ptr<WorkerBook> book_;
   std::unique_ptr<CoreLoop> core_;
   std::unique_ptr<Predictor> predictor_;
@@ -173,8 +186,11 @@ class CoordinatorImpl final : public Coordinator {
   std::unique_ptr<BlobService> blob_service_;
   std::unique_ptr<ProbeService> probe_service_;
   std::unique_ptr<JobService> job_service_;
+  std::unique_ptr<JoinService> join_service_;
+  std::unique_ptr<AdminService> admin_service_;
   std::unique_ptr<HttpReads> http_reads_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<grpc::Server> admin_server_;  // DATA_DIR/admin.sock
   std::unique_ptr<http::Server> http_;
 
   std::mutex shutdown_mu_;
@@ -200,9 +216,7 @@ absl::Status CoordinatorImpl::OpenDataDir(core::RestoredState* restored) {
         absl::StrCat("another coordinator is using this data dir: ", lock.status().message()));
   }
   lock_ = std::move(*lock);
-  auto token = LoadOrCreateToken(options_.data_dir, &token_created_);
-  if (!token.ok()) return token.status();
-  token_ = *token;
+  if (auto st = OpenTrust(); !st.ok()) return st;
   if (auto st = blobs_.Init(clock_.WallMs()); !st.ok()) return st;
   auto store = store::OpenSqliteStore((fs::path(options_.data_dir) / "pool.db").string());
   if (!store.ok()) return store.status();
@@ -214,19 +228,21 @@ absl::Status CoordinatorImpl::OpenDataDir(core::RestoredState* restored) {
 }
 
 void CoordinatorImpl::MakeParts() {
-  check_token_ = std::make_unique<TokenCheck>(token_);
+  authz_ = std::make_unique<Authorizer>(*credentials_, clock_);
   book_ = std::make_unique<WorkerBook>(*store_, clock_);
   core_ = std::make_unique<CoreLoop>(
       CoreLoopDeps{options_, clock_, *store_, pool_metrics_, sessions_, *book_, feed_,
                    shutting_down_, [this](absl::Status st) { Fatal(std::move(st)); }});
   predictor_ = std::make_unique<Predictor>(*store_, clock_, *core_, *book_, tracker_);
   session_service_ = std::make_unique<SessionService>(SessionServiceDeps{
-      *check_token_, options_, *core_, sessions_, tracker_, *book_, blobs_, feed_, shutting_down_});
-  blob_service_ =
-      std::make_unique<BlobService>(*check_token_, blobs_, tracker_, pool_metrics_, clock_);
-  probe_service_ = std::make_unique<ProbeService>(*check_token_, clock_);
-  job_service_ = std::make_unique<JobService>(JobServiceDeps{
-      *check_token_, *core_, *store_, blobs_, *predictor_, *book_, sessions_, clock_});
+      *authz_, options_, *core_, sessions_, tracker_, *book_, blobs_, feed_, shutting_down_});
+  blob_service_ = std::make_unique<BlobService>(*authz_, blobs_, tracker_, pool_metrics_, clock_);
+  probe_service_ = std::make_unique<ProbeService>(*authz_, clock_);
+  job_service_ = std::make_unique<JobService>(
+      JobServiceDeps{*authz_, *core_, *store_, blobs_, *predictor_, *book_, sessions_, clock_});
+  join_service_ = std::make_unique<JoinService>(*authz_, *credentials_, *identity_.ca, clock_);
+  admin_service_ = std::make_unique<AdminService>(*authz_, *credentials_, sessions_,
+                                                  identity_.ca->pin(), clock_);
   http_reads_ = std::make_unique<HttpReads>(*job_service_, pool_metrics_);
 }
 
@@ -244,6 +260,7 @@ absl::Status CoordinatorImpl::Init() {
   spdlog::info("store: {} jobs, {} running attempts awaiting their workers", restored.jobs.size(),
                restored.running.size());
   if (auto st = StartServer(); !st.ok()) return st;
+  if (auto st = StartAdmin(); !st.ok()) return st;
   pool_metrics_.SetStartTime(std::chrono::duration<double>(core::Millis(clock_.WallMs())).count());
   core_->Start();
   predictor_->Start();
@@ -252,7 +269,8 @@ absl::Status CoordinatorImpl::Init() {
 
 absl::Status CoordinatorImpl::StartServer() {
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options_.listen, grpc::InsecureServerCredentials(), &port_);
+  builder.AddListeningPort(options_.listen, trust::CoordinatorServerCredentials(identity_.tls),
+                           &port_);
   // gRPC sets SO_REUSEPORT by default, which lets a second coordinator bind the same port and
   // steal half the connections. A port in use must be an error.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
@@ -260,6 +278,7 @@ absl::Status CoordinatorImpl::StartServer() {
   builder.RegisterService(blob_service_.get());
   builder.RegisterService(probe_service_.get());
   builder.RegisterService(job_service_.get());
+  builder.RegisterService(join_service_.get());
   builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
   builder.SetMaxSendMessageSize(kMaxMessageBytes);
   // Keep dead TCP connections from holding a session open for long.
@@ -283,6 +302,7 @@ void CoordinatorImpl::Shutdown() {
   // First: its handlers ask the core thread, and its event streams must end.
   if (http_) http_->Shutdown();
   shutting_down_.store(true);
+  if (admin_server_) admin_server_->Shutdown(platform::DeadlineAfter(std::chrono::seconds(1)));
   if (server_) server_->Shutdown(platform::DeadlineAfter(std::chrono::seconds(1)));
   if (predictor_) predictor_->Stop();  // before the core thread: it queries it
   if (core_) core_->Stop();
@@ -303,7 +323,7 @@ absl::Status CoordinatorImpl::StartHttp() {
   if (options_.http.empty()) return absl::OkStatus();
   http::ServerOptions o;
   o.address = options_.http;
-  o.token = token_;
+  o.token = platform::RandomHex(32);  // TODO(step 9): the HTTPS server and its authenticator
   auto server = http::Server::Start(o, *http_reads_, feed_);
   if (!server.ok()) {
     if (options_.http_required || absl::IsInvalidArgument(server.status())) {
@@ -317,34 +337,53 @@ absl::Status CoordinatorImpl::StartHttp() {
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::StatusOr<std::string> LoadOrCreateToken(const std::string& data_dir, bool* created) {
-  *created = false;
-  std::string path = (fs::path(data_dir) / "pool.token").string();
-  std::ifstream in(path);
-  if (in) {
-    std::string token;
-    std::getline(in, token);
-    if (token.size() < 32) {
-      return absl::DataLossError(absl::StrCat(path, ": pool token is too short or empty"));
-    }
-    return token;
+absl::Status CoordinatorImpl::OpenTrust() {
+  ::chmod(options_.data_dir.c_str(), 0700);  // whoever reaches the data dir is the admin
+  const fs::path legacy = fs::path(options_.data_dir) / "pool.token";
+  if (fs::exists(legacy)) {
+    spdlog::warn(
+        "{} is from an idlepool before TLS pools and is no longer used: workers join "
+        "with join tokens, people log in with access tokens (README: upgrading); "
+        "delete it",
+        legacy.string());
   }
-  std::string token = platform::RandomHex(32);
-  std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return absl::FailedPreconditionError(absl::StrCat("cannot create ", tmp));
-  std::string line = token + "\n";
-  bool ok = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) &&
-            ::fsync(fd) == 0;
-  ::close(fd);
-  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::FailedPreconditionError(absl::StrCat("cannot write ", path));
-  }
-  *created = true;
-  return token;
+  auto host = text::SplitHostPort(options_.listen);
+  auto identity = MakeServerIdentity(options_.data_dir, options_.advertise,
+                                     host.ok() ? host->host : "", clock_.WallMs() / 1000);
+  if (!identity.ok()) return identity.status();
+  identity_ = std::move(*identity);
+  auto creds = trust::CredentialStore::Open((fs::path(options_.data_dir) / "trust.db").string());
+  if (!creds.ok()) return creds.status();
+  credentials_ = std::move(*creds);
+  return absl::OkStatus();
 }
+
+absl::Status CoordinatorImpl::StartAdmin() {
+  const std::string path = admin_socket();
+  std::error_code ec;
+  fs::remove(path, ec);  // a stale socket of a coordinator that died (the LOCK is ours now)
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("unix:" + path, grpc::InsecureServerCredentials());
+  builder.RegisterService(admin_service_.get());
+  admin_server_ = builder.BuildAndStart();
+  if (!admin_server_) return absl::UnavailableError(absl::StrCat("cannot listen on ", path));
+  ::chmod(path.c_str(), 0600);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> CoordinatorImpl::CreateToken(const std::string& role, int64_t ttl_s,
+                                                         int64_t uses, const std::string& name) {
+  v1::CreateTokenRequest req;
+  req.set_role(role);
+  req.set_ttl_s(ttl_s);
+  req.set_uses(uses);
+  req.set_name(name);
+  auto reply = admin_service_->Create(req);
+  if (!reply.ok()) return reply.status();
+  return reply->token();
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(const Options& options,
                                                                 const platform::Clock& clock) {

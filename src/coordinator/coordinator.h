@@ -4,13 +4,19 @@
 // Scheduler, applies events in batches, writes each batch's records to the store in one
 // transaction (group commit), and only then sends the resulting messages to worker sessions.
 // Blobs (inputs up, outputs down) live in DATA_DIR/blobs, addressed by SHA-256 and verified on
-// receipt; the store is DATA_DIR/pool.db; the pool token DATA_DIR/pool.token (mode 0600).
+// receipt; the store is DATA_DIR/pool.db.
+//
+// Trust (docs/guide/security.md): the pool CA and the server certificate (server_identity.h),
+// tokens and certified workers in DATA_DIR/trust.db (trust/credential_store.h). The port speaks
+// only TLS; workers present their certificate (mTLS), people and scripts an access token
+// (metadata "x-idlepool-token"); every RPC is checked against its roles (auth.h,
+// method_roles.h). Administration is served on DATA_DIR/admin.sock only (admin_service.h); the
+// data dir is made 0700.
 //
 // It is also the peer-to-peer tracker (tracker.h): LocateBlob tells a worker which workers hold
 // or are fetching a blob, FetchChunk sends the chunk it has sent least (each about once while
 // workers pass chunks on). Its knowledge comes from hellos and CacheChange and is not stored.
 //
-// Every call must carry the pool token (metadata "x-idlepool-token"), else PERMISSION_DENIED.
 // Nothing a client or worker sends can crash the coordinator: malformed input gets an error
 // status. A store write failure stops the coordinator (fail-stop; a restart recovers from the
 // store) rather than let memory and disk disagree.
@@ -20,6 +26,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "core/defaults.h"
@@ -40,11 +47,14 @@ struct Options {
   // false: when `http` cannot be bound, log a warning and run without it (the CLI's default
   // address); true: that is a startup error.
   bool http_required = true;
+  // The names and addresses workers and people will use to reach this coordinator, for its
+  // certificate; empty: this machine's host name and addresses (server_identity.h).
+  std::vector<std::string> advertise;
 };
 
 class Coordinator {
  public:
-  // Opens the store (restoring every job, task and running attempt), creates the pool token on
+  // Opens the store (restoring every job, task and running attempt), creates the pool CA on
   // first start, and starts serving (and the HTTP server when options.http is set; it logs
   // "dashboard at http://HOST:PORT/"). Errors: kFailedPrecondition (data dir unusable),
   // kUnavailable (cannot bind; for options.http only when http_required), kInvalidArgument (a
@@ -54,8 +64,18 @@ class Coordinator {
   virtual ~Coordinator() = default;
 
   virtual int port() const = 0;
-  virtual const std::string& token() const = 0;
-  virtual bool token_created() const = 0;  // true when this start created the pool secret
+  // The pool CA's pin (what tokens carry) and whether this start created the CA.
+  virtual const std::string& ca_pin() const = 0;
+  virtual const std::string& ca_pem() const = 0;
+  virtual bool ca_created() const = 0;
+  // The names in the server certificate (where workers may --join).
+  virtual const std::vector<std::string>& server_names() const = 0;
+  // A new token, as `idlepool token create` makes it (role worker, submit or read; ttl 0 never
+  // expires; uses -1 unlimited): for the join command printed at start and for `idlepool run`.
+  virtual absl::StatusOr<std::string> CreateToken(const std::string& role, int64_t ttl_s,
+                                                  int64_t uses, const std::string& name) = 0;
+  // DATA_DIR/admin.sock.
+  virtual std::string admin_socket() const = 0;
   // Where the HTTP server listens; 0 and "" when there is none (off, or could not bind).
   virtual int http_port() const = 0;
   virtual std::string http_host() const = 0;
@@ -64,9 +84,5 @@ class Coordinator {
   // Blocks until Shutdown() or a fatal store error; returns the fatal error if there was one.
   virtual absl::Status Wait() = 0;
 };
-
-// Reads DATA_DIR/pool.token, creating it (32 random bytes, hex, mode 0600) when absent.
-[[nodiscard]] absl::StatusOr<std::string> LoadOrCreateToken(const std::string& data_dir,
-                                                            bool* created);
 
 }  // namespace idlepool::coordinator

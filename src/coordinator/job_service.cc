@@ -147,7 +147,7 @@ grpc::Status JobService::CheckInputs(const v1::JobSpec& proto) {
 
 grpc::Status JobService::SubmitJob(grpc::ServerContext* ctx, const v1::SubmitJobRequest* req,
                                    v1::SubmitJobReply* reply) {
-  if (auto st = d_.check_token(ctx); !st.ok()) return st;
+  if (auto st = d_.authz.Check(ctx, "/idlepool.v1.Jobs/SubmitJob"); !st.ok()) return st;
   const v1::JobSpec& proto = req->spec();
   spec::JobSpec spec = wire::FromProto(proto);
   if (auto st = spec::Validate(spec); !st.ok()) return wire::ToGrpc(st);
@@ -195,13 +195,13 @@ grpc::Status JobService::SubmitJob(grpc::ServerContext* ctx, const v1::SubmitJob
 
 grpc::Status JobService::GetJob(grpc::ServerContext* ctx, const v1::JobRef* req,
                                 v1::JobStatus* reply) {
-  if (auto st = d_.check_token(ctx); !st.ok()) return st;
+  if (auto st = d_.authz.Check(ctx, "/idlepool.v1.Jobs/GetJob"); !st.ok()) return st;
   return FillJobStatus(req->job(), /*with_failures=*/true, reply);
 }
 
 grpc::Status JobService::ListJobs(grpc::ServerContext* ctx, const v1::ListJobsRequest*,
                                   v1::ListJobsReply* reply) {
-  if (auto st = d_.check_token(ctx); !st.ok()) return st;
+  if (auto st = d_.authz.Check(ctx, "/idlepool.v1.Jobs/ListJobs"); !st.ok()) return st;
   return ListJobsInternal(reply);
 }
 
@@ -217,7 +217,7 @@ grpc::Status JobService::ListJobsInternal(v1::ListJobsReply* reply) {
 
 grpc::Status JobService::ListOutputs(grpc::ServerContext* ctx, const v1::JobRef* req,
                                      grpc::ServerWriter<v1::ListOutputsReply>* writer) {
-  if (auto st = d_.check_token(ctx); !st.ok()) return st;
+  if (auto st = d_.authz.Check(ctx, "/idlepool.v1.Jobs/ListOutputs"); !st.ok()) return st;
   auto job = d_.store.GetJobHeader(req->job());
   if (absl::IsNotFound(job.status())) {
     return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("no job ", req->job()));
@@ -253,7 +253,7 @@ grpc::Status JobService::ListOutputs(grpc::ServerContext* ctx, const v1::JobRef*
 
 grpc::Status JobService::ListWorkers(grpc::ServerContext* ctx, const v1::ListWorkersRequest*,
                                      v1::ListWorkersReply* reply) {
-  if (auto st = d_.check_token(ctx); !st.ok()) return st;
+  if (auto st = d_.authz.Check(ctx, "/idlepool.v1.Jobs/ListWorkers"); !st.ok()) return st;
   return ListWorkersInternal(reply);
 }
 
@@ -287,7 +287,7 @@ grpc::Status JobService::ListWorkersInternal(v1::ListWorkersReply* reply) {
 
 grpc::Status JobService::CancelJob(grpc::ServerContext* ctx, const v1::JobRef* req,
                                    v1::CancelJobReply* reply) {
-  if (auto st = d_.check_token(ctx); !st.ok()) return st;
+  if (auto st = d_.authz.Check(ctx, "/idlepool.v1.Jobs/CancelJob"); !st.ok()) return st;
   auto known =
       d_.core.Query<bool>([this, id = req->job()] { return d_.core.sched().Job(id).has_value(); });
   if (!known) {
@@ -310,7 +310,7 @@ grpc::Status JobService::CancelJob(grpc::ServerContext* ctx, const v1::JobRef* r
 
 grpc::Status JobService::PlanJob(grpc::ServerContext* ctx, const v1::PlanRequest* req,
                                  v1::PlanReply* reply) {
-  if (auto st = d_.check_token(ctx); !st.ok()) return st;
+  if (auto st = d_.authz.Check(ctx, "/idlepool.v1.Jobs/PlanJob"); !st.ok()) return st;
   const v1::JobSpec& proto = req->spec();
   spec::JobSpec spec = wire::FromProto(proto);
   if (auto st = spec::Validate(spec); !st.ok()) return wire::ToGrpc(st);
@@ -362,7 +362,7 @@ grpc::Status JobService::PlanJob(grpc::ServerContext* ctx, const v1::PlanRequest
 
 grpc::Status JobService::GetProfile(grpc::ServerContext* ctx, const v1::ProfileRequest* req,
                                     v1::ProfileReply* reply) {
-  if (auto st = d_.check_token(ctx); !st.ok()) return st;
+  if (auto st = d_.authz.Check(ctx, "/idlepool.v1.Jobs/GetProfile"); !st.ok()) return st;
   constexpr uint32_t kDefaultSamples = 200, kMaxSamples = 5000;
   store::SucceededAttemptsQuery q;
   q.job = req->job();
@@ -407,7 +407,7 @@ grpc::Status JobService::GetProfile(grpc::ServerContext* ctx, const v1::ProfileR
 
 grpc::Status JobService::GetJobTimeline(grpc::ServerContext* ctx, const v1::TimelineRequest* req,
                                         v1::JobTimeline* reply) {
-  if (auto st = d_.check_token(ctx); !st.ok()) return st;
+  if (auto st = d_.authz.Check(ctx, "/idlepool.v1.Jobs/GetJobTimeline"); !st.ok()) return st;
   return GetJobTimelineInternal(*req, reply);
 }
 

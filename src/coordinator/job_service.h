@@ -26,7 +26,7 @@
 namespace idlepool::coordinator {
 
 struct JobServiceDeps {
-  const TokenCheck& check_token;
+  const Authorizer& authz;
   CoreLoop& core;
   store::Store& store;
   blob::BlobStore& blobs;

@@ -47,12 +47,12 @@ void ProbeGate::Leave() {
   cv_.notify_one();
 }
 
-ProbeService::ProbeService(const TokenCheck& check_token, const platform::Clock& clock)
-    : check_token_(check_token), clock_(clock), payload_(blob::PseudoRandomBytes(kProbeChunk)) {}
+ProbeService::ProbeService(const Authorizer& authz, const platform::Clock& clock)
+    : authz_(authz), clock_(clock), payload_(blob::PseudoRandomBytes(kProbeChunk)) {}
 
 grpc::Status ProbeService::Probe(grpc::ServerContext* ctx, const v1::ProbeRequest* req,
                                  v1::ProbeReply*) {
-  if (auto st = check_token_(ctx); !st.ok()) return st;
+  if (auto st = authz_.Check(ctx, "/idlepool.v1.Probes/Probe"); !st.ok()) return st;
   if (req->bytes() != 0) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "Probe.bytes must be 0");
   }
@@ -61,7 +61,7 @@ grpc::Status ProbeService::Probe(grpc::ServerContext* ctx, const v1::ProbeReques
 
 grpc::Status ProbeService::ProbeDown(grpc::ServerContext* ctx, const v1::ProbeRequest* req,
                                      grpc::ServerWriter<v1::ProbeData>* writer) {
-  if (auto st = check_token_(ctx); !st.ok()) return st;
+  if (auto st = authz_.Check(ctx, "/idlepool.v1.Probes/ProbeDown"); !st.ok()) return st;
   if (req->bytes() == 0 || req->bytes() > kMaxProbeBytes) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         absl::StrCat("ProbeDown.bytes must be 1 to ", kMaxProbeBytes));
@@ -79,7 +79,7 @@ grpc::Status ProbeService::ProbeDown(grpc::ServerContext* ctx, const v1::ProbeRe
 
 grpc::Status ProbeService::ProbeUp(
     grpc::ServerContext* ctx, grpc::ServerReaderWriter<v1::ProbeReply, v1::ProbeData>* stream) {
-  if (auto st = check_token_(ctx); !st.ok()) return st;
+  if (auto st = authz_.Check(ctx, "/idlepool.v1.Probes/ProbeUp"); !st.ok()) return st;
   v1::ProbeData head;
   if (!stream->Read(&head)) return grpc::Status::OK;
   const uint64_t want = head.bytes();

@@ -42,7 +42,7 @@ class ProbeGate {
 
 class ProbeService final : public v1::Probes::Service {
  public:
-  ProbeService(const TokenCheck& check_token, const platform::Clock& clock);
+  ProbeService(const Authorizer& authz, const platform::Clock& clock);
 
   // A round trip: nothing to do (Probe.bytes must be 0).
   grpc::Status Probe(grpc::ServerContext* ctx, const v1::ProbeRequest* req,
@@ -55,7 +55,7 @@ class ProbeService final : public v1::Probes::Service {
                        grpc::ServerReaderWriter<v1::ProbeReply, v1::ProbeData>* stream) override;
 
  private:
-  const TokenCheck& check_token_;
+  const Authorizer& authz_;
   const platform::Clock& clock_;
   const std::string payload_;  // kProbeChunk incompressible bytes, sent by ProbeDown
   ProbeGate gate_;

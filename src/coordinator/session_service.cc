@@ -81,7 +81,10 @@ v1::GpuDevice LiveReading(const v1::GpuDevice& g) {
 grpc::Status SessionService::Session(
     grpc::ServerContext* ctx,
     grpc::ServerReaderWriter<v1::CoordinatorMessage, v1::WorkerMessage>* stream) {
-  if (auto st = d_.check_token(ctx); !st.ok()) return st;
+  trust::Principal who;
+  if (auto st = d_.authz.Check(ctx, "/idlepool.v1.WorkerSession/Session", &who); !st.ok()) {
+    return st;
+  }
   v1::WorkerMessage first;
   if (!stream->Read(&first)) return grpc::Status::OK;
   if (!first.has_hello()) {
@@ -89,6 +92,14 @@ grpc::Status SessionService::Session(
   }
   const v1::Hello& hello = first.hello();
   if (auto st = CheckHello(hello); !st.ok()) return st;
+  // A worker's name is its certificate's: it cannot open a session (and so report, hold or
+  // deliver attempts) as another worker.
+  if (hello.worker() != who.name) {
+    return grpc::Status(
+        grpc::StatusCode::PERMISSION_DENIED,
+        absl::StrCat("Hello.worker \"", text::PrintableText(hello.worker()),
+                     "\" is not the name in this worker's certificate (\"", who.name, "\")"));
+  }
   auto session = std::make_shared<struct Session>();
   session->id = next_session_.fetch_add(1);
   session->worker = hello.worker();

@@ -30,7 +30,7 @@
 namespace idlepool::coordinator {
 
 struct SessionServiceDeps {
-  const TokenCheck& check_token;
+  const Authorizer& authz;
   const Options& options;  // heartbeat and lease timeout, told in Welcome
   CoreLoop& core;
   SessionRegistry& sessions;

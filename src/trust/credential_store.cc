@@ -424,12 +424,12 @@ absl::StatusOr<TokenParts> CredentialStore::CreateToken(TokenKind kind, const st
 }
 
 absl::StatusOr<TokenRecord> CredentialStore::CheckToken(const std::string& id,
-                                                        const std::string& secret,
-                                                        int64_t now) const {
+                                                        const std::string& secret, int64_t now,
+                                                        TokenKind kind) const {
   return db_->InTransaction(false, [&]() -> absl::StatusOr<TokenRecord> {
     absl::StatusOr<StoredToken> t = db_->LookupToken(id);
     if (!t.ok()) return t.status();
-    if (absl::Status s = CheckLive(*t, secret, TokenKind::kAccess, now); !s.ok()) return s;
+    if (absl::Status s = CheckLive(*t, secret, kind, now); !s.ok()) return s;
     return t->record;
   });
 }

@@ -48,9 +48,10 @@ class CredentialStore {
   absl::StatusOr<TokenParts> CreateToken(TokenKind kind, const std::string& pin, Role role,
                                          int64_t ttl, int64_t uses, const std::string& name,
                                          int64_t now);
-  // An access token's record when id and secret match and it is live (not revoked or expired).
+  // A token's record when id and secret match and it is live (not revoked, expired or spent)
+  // and of `kind` (a join token is checked this way before its use is spent).
   absl::StatusOr<TokenRecord> CheckToken(const std::string& id, const std::string& secret,
-                                         int64_t now) const;
+                                         int64_t now, TokenKind kind = TokenKind::kAccess) const;
   // Spends one use of a join token atomically (checks as CheckToken, then uses_left - 1; a token
   // with no uses left is "spent").
   absl::StatusOr<TokenRecord> SpendToken(const std::string& id, const std::string& secret,

@@ -24,7 +24,7 @@ double SecondsOf(int64_t ns) {
 
 std::unique_ptr<grpc::ClientContext> Context(const LinkProbeOptions& o) {
   auto ctx = std::make_unique<grpc::ClientContext>();
-  ctx->AddMetadata(kTokenKey, o.token);
+  if (!o.token.empty()) ctx->AddMetadata(kTokenKey, o.token);
   ctx->set_deadline(platform::DeadlineAfter(o.rpc_timeout));
   return ctx;
 }

@@ -42,8 +42,7 @@ void Session::Connect(bool probe) {
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  channel_ =
-      grpc::CreateCustomChannel(config_.coordinator, grpc::InsecureChannelCredentials(), args);
+  channel_ = grpc::CreateCustomChannel(config_.coordinator, config_.credentials, args);
   session_ = v1::WorkerSession::NewStub(channel_);
   blobs_ = v1::Blobs::NewStub(channel_);
   if (!probe) return;
@@ -51,7 +50,7 @@ void Session::Connect(bool probe) {
   // session's heartbeats.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   probes_ = v1::Probes::NewStub(
-      grpc::CreateCustomChannel(config_.coordinator, grpc::InsecureChannelCredentials(), args));
+      grpc::CreateCustomChannel(config_.coordinator, config_.credentials, args));
 }
 
 absl::Status Session::Serve() {
@@ -59,10 +58,12 @@ absl::Status Session::Serve() {
   while (!stop_.stopping()) {
     bool welcomed = false;
     grpc::Status st = RunOnce(&welcomed);
-    if (st.error_code() == grpc::StatusCode::PERMISSION_DENIED) {
-      return absl::PermissionDeniedError(absl::StrCat("coordinator ", config_.coordinator,
-                                                      " refused the token: ", st.error_message()));
+    if (st.error_code() == grpc::StatusCode::PERMISSION_DENIED ||
+        st.error_code() == grpc::StatusCode::UNAUTHENTICATED) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "coordinator ", config_.coordinator, " refused this worker: ", st.error_message()));
     }
+    RenewIfDue();
     if (st.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
       return absl::FailedPreconditionError(
           absl::StrCat("coordinator ", config_.coordinator,
@@ -87,6 +88,16 @@ absl::Status Session::Serve() {
     backoff = std::min(backoff * 2, milliseconds(1000));
   }
   return absl::OkStatus();
+}
+
+void Session::RenewIfDue() {
+  if (!config_.renewal_due || !config_.renew || !config_.renewal_due()) return;
+  if (auto st = config_.renew(); !st.ok()) {
+    spdlog::warn("renewing this worker's certificate failed (will retry): {}",
+                 std::string(st.message()));
+  } else {
+    spdlog::info("renewed this worker's certificate");
+  }
 }
 
 v1::WorkerMessage Session::Hello() {
@@ -115,7 +126,6 @@ bool Session::Open(Stream* stream, grpc::ClientContext* ctx, const v1::WorkerMes
 
 grpc::Status Session::RunOnce(bool* welcomed) {
   auto ctx = std::make_unique<grpc::ClientContext>();
-  ctx->AddMetadata(kTokenKey, config_.token);
   auto stream = session_->Session(ctx.get());
   if (!Open(stream.get(), ctx.get(), Hello())) return grpc::Status::CANCELLED;
   {
@@ -150,6 +160,11 @@ void Session::Heartbeats() {
     if (session_over_) break;
     hb_changed_ = false;
     std::lock_guard slock(mu_);
+    // A certificate due for renewal: end this session; Serve renews before the next one.
+    if (config_.renewal_due && config_.renewal_due()) {
+      if (ctx_) ctx_->TryCancel();
+      break;
+    }
     if (stream_ && !stream_->Write(hb)) break;
   }
 }

@@ -15,13 +15,14 @@
 // Threads: Serve() on the worker's Run thread (its reads run there; a heartbeat thread per
 // session); Send() from any thread (serialised by mu_); Leave() from Worker::Stop. Handler
 // calls come from the Run thread, one at a time. Ownership: the handler and stop signal are the
-// worker's. Errors: Serve returns kPermissionDenied (token refused), kFailedPrecondition
-// (this worker refused: protocol, capacity), OK once the worker stops.
+// worker's. Errors: Serve returns kPermissionDenied (certificate refused or revoked),
+// kFailedPrecondition (this worker refused: protocol, capacity), OK once the worker stops.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -55,7 +56,13 @@ class SessionHandler {
 
 struct SessionConfig {
   std::string coordinator;  // host:port
-  std::string token;
+  // The worker's mTLS credentials (trust/grpc_tls.h), re-read from its identity files, so a
+  // renewed certificate is used from the next connection on.
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
+  // True when the certificate is due for renewal (identity.h): the session ends, Serve calls
+  // `renew` and reconnects. Either may be empty (no renewal).
+  std::function<bool()> renewal_due;
+  std::function<absl::Status()> renew;
   std::string name;  // the worker's
   std::string boot_id;
   uint32_t slots = 0;                                  // for the log line on joining
@@ -104,6 +111,7 @@ class Session {
   void Dispatch(const v1::CoordinatorMessage& msg, bool* welcomed);
   void Welcomed(const v1::Welcome& welcome);
   void Heartbeats();
+  void RenewIfDue();
 
   const SessionConfig config_;
   StopSignal& stop_;

@@ -21,6 +21,7 @@ absl::StatusOr<uint64_t> BlobTransfers::Fetch(const std::string& sha256, uint64_
   blob::SwarmOptions so;
   so.worker = c_.worker;
   so.token = c_.token;
+  so.peer_credentials = c_.peer_credentials;
   so.cancelled = opts.cancelled;
   so.retry = opts.retry;
   so.clock = c_.clock;

@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "blob/peer_server.h"
 #include "blob/transfer.h"
+#include "grpcpp/security/credentials.h"
 #include "idlepool.grpc.pb.h"
 #include "platform/clock.h"
 #include "worker/attempt.h"
@@ -73,6 +74,7 @@ struct BlobTransfersConfig {
   std::string boot_id;  // seeds the swarm's tie-breaks
   BlobCache* cache = nullptr;
   blob::PeerServer* peer_server = nullptr;  // null: fetch from the coordinator alone
+  std::shared_ptr<grpc::ChannelCredentials> peer_credentials;  // this worker's, to call peers
   const platform::Clock* clock = nullptr;
   StopSignal* stop = nullptr;
   TransferGauge* gauge = nullptr;

@@ -36,6 +36,7 @@
 #include "worker/cgroup_pool.h"
 #include "worker/checkpointer.h"
 #include "worker/gpu_binding.h"
+#include "worker/identity.h"
 #include "worker/launcher.h"
 #include "worker/link_prober.h"
 #include "worker/measure.h"
@@ -66,7 +67,10 @@ void GpuToProto(const platform::GpuDevice& g, v1::GpuDevice* out) {
 }
 
 Options Defaulted(Options o) {
-  if (o.name.empty()) o.name = HostName();
+  if (o.name.empty()) {
+    auto id = LoadIdentity(o.identity_dir);
+    o.name = id.ok() && id->has_value() ? (*id)->name : HostName();
+  }
   if (o.slots == 0) o.slots = std::max(1u, std::thread::hardware_concurrency());
   return o;
 }
@@ -152,6 +156,13 @@ class Worker::Impl final : public SessionHandler {
 
   // Stop and the Run thread's end both join the runner threads; the second caller waits for
   // the first (a runner told to exit must never be left waiting, nor reports left unsent).
+  // The certificate and its renewal (identity.h): the heartbeat thread asks, Serve renews.
+  trust::TlsFiles TlsFilesOf() const;
+  bool RenewalDue();
+  absl::Status Renew();
+  std::mutex identity_mu_;
+  std::optional<Identity> identity_ ABSL_GUARDED_BY(identity_mu_);
+
   std::mutex join_mu_;  // taken before mu_
   // Stop may be called from several threads (a signal, the destructor): each caller returns
   // only once the first one has finished, so nothing is destroyed under a Stop still running.
@@ -167,8 +178,9 @@ Worker::Impl::Impl(Options options, const platform::Clock& clock)
       cache_((fs::path(options_.work_dir) / "cache").string(), options_.cache_bytes),
       outbox_((fs::path(options_.work_dir) / "outbox").string()),
       dirs_(options_.work_dir),
-      session_(SessionConfig{options_.coordinator, options_.token, options_.name, boot_id_,
-                             options_.slots, options_.heartbeat},
+      session_(SessionConfig{options_.coordinator, trust::WorkerChannelCredentials(TlsFilesOf()),
+                             [this] { return RenewalDue(); }, [this] { return Renew(); },
+                             options_.name, boot_id_, options_.slots, options_.heartbeat},
                stop_, *this),
       owner_(
           OwnerMonitorConfig{options_.policy, options_.gpus, options_.work_dir,
@@ -182,9 +194,31 @@ Worker::Impl::Impl(Options options, const platform::Clock& clock)
   session_.Connect(options_.probe);
   if (options_.probe) {
     prober_ = std::make_unique<LinkProber>(
-        LinkProberConfig{options_.coordinator, options_.token, options_.probe_interval},
-        session_.probes(), clock_, gauge_, stop_, [this](const v1::WorkerMessage& m) { Send(m); });
+        LinkProberConfig{options_.coordinator, "", options_.probe_interval}, session_.probes(),
+        clock_, gauge_, stop_, [this](const v1::WorkerMessage& m) { Send(m); });
   }
+}
+
+trust::TlsFiles Worker::Impl::TlsFilesOf() const {
+  const fs::path d(options_.identity_dir);
+  return trust::TlsFiles{(d / "key.pem").string(), (d / "cert.pem").string(),
+                         (d / "ca.pem").string()};
+}
+
+bool Worker::Impl::RenewalDue() {
+  std::lock_guard lock(identity_mu_);
+  if (!identity_) {
+    auto id = LoadIdentity(options_.identity_dir);
+    if (!id.ok() || !id->has_value()) return false;
+    identity_ = std::move(**id);
+  }
+  return worker::RenewalDue(*identity_, clock_.WallMs() / 1000);
+}
+
+absl::Status Worker::Impl::Renew() {
+  std::lock_guard lock(identity_mu_);
+  if (!identity_) return absl::FailedPreconditionError("no identity loaded");
+  return worker::Renew(&*identity_, options_.identity_dir);
 }
 
 Worker::Impl::~Impl() {
@@ -246,7 +280,7 @@ absl::Status Worker::Impl::StartPeerServer() {
   if (!options_.peers) return absl::OkStatus();
   blob::PeerServerOptions po;
   po.listen = options_.peer_listen;
-  po.token = options_.token;
+  po.credentials = trust::PeerServerCredentials(TlsFilesOf());
   auto server = blob::PeerServer::Start(cache_.store(), po);
   if (!server.ok()) {
     return absl::FailedPreconditionError(
@@ -322,8 +356,9 @@ absl::Status Worker::Impl::OpenSensors() {
 
 void Worker::Impl::StartUnits(std::vector<v1::AttemptReport> to_redeliver) {
   transfers_ = std::make_unique<BlobTransfers>(BlobTransfersConfig{
-      session_.blobs(), options_.token, options_.name, boot_id_, &cache_, peer_server_.get(),
-      &clock_, &stop_, &gauge_, [this](const v1::WorkerMessage& m) { Send(m); }});
+      session_.blobs(), "", options_.name, boot_id_, &cache_, peer_server_.get(),
+      trust::WorkerChannelCredentials(TlsFilesOf()), &clock_, &stop_, &gauge_,
+      [this](const v1::WorkerMessage& m) { Send(m); }});
   AttemptHooks hooks;
   hooks.owner_suspended = [this] { return owner_.suspended(); };
   hooks.gpu_held = [this](const std::vector<uint32_t>& g) { return owner_.AnyGpuHeld(g); };

@@ -46,8 +46,10 @@ namespace idlepool::worker {
 
 struct Options {
   std::string coordinator;  // host:port
-  std::string token;        // pool secret
-  std::string name;         // unique in the pool; default: the host name
+  // The worker's identity in the pool (identity.h: key, certificate, CA; made by Join). Every
+  // connection is mTLS with it: to the coordinator, to peers and on the peer port.
+  std::string identity_dir;
+  std::string name;         // the certificate's name (identity.h); default: the identity's
   uint32_t slots = 0;       // CPU slots offered; 0 = number of cores
   uint64_t memory_mb = 0;   // 0 = not stated
   // The GPUs offered (platform/gpu.h; `--gpus`): each Hello lists them with fresh readings and

@@ -3,6 +3,8 @@
 set -euo pipefail
 : "${IDLEPOOL:?set IDLEPOOL to the idlepool binary}"
 T=$(mktemp -d "${TMPDIR:-/tmp}/idlepool-it.XXXXXX")
+# A login saved by `idlepool login` lives here, never in the user's own config.
+export XDG_CONFIG_HOME=$T/config
 PIDS=()
 cleanup() {
   local rc=$?
@@ -42,7 +44,9 @@ wait_until() {
 starts_above() { [ "$(grep -c "listening on" "$T/coordinator.log" 2>/dev/null)" -gt "$1" ]; }
 
 # start_coordinator [extra args]: the first start picks a free port; a restart reuses it. Sets
-# ADDR, TOKEN, COORD_PID and exports IDLEPOOL_COORDINATOR/IDLEPOOL_TOKEN.
+# ADDR, TOKEN (an access token of role submit, made through the admin socket), JOIN_TOKEN_FILE
+# (a join token for any number of workers), COORD_PID; exports IDLEPOOL_COORDINATOR and
+# IDLEPOOL_TOKEN.
 start_coordinator() {
   local listen=127.0.0.1:${PORT:-0} starts
   starts=$(grep -c "listening on" "$T/coordinator.log" 2>/dev/null || true)
@@ -52,18 +56,27 @@ start_coordinator() {
   wait_until 20 starts_above "${starts:-0}"
   PORT=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$T/coordinator.log" | tail -1)
   ADDR=127.0.0.1:$PORT
-  TOKEN=$(cat "$T/coord/pool.token")
+  JOIN_TOKEN_FILE=$T/join.token
+  if [ ! -s "$T/submit.token" ]; then
+    "$IDLEPOOL" token create --role submit --data-dir "$T/coord" >"$T/submit.token" 2>/dev/null
+    "$IDLEPOOL" token create --role worker --ttl 24h --data-dir "$T/coord" >"$JOIN_TOKEN_FILE" 2>/dev/null
+  fi
+  TOKEN=$(cat "$T/submit.token")
   export IDLEPOOL_COORDINATOR=$ADDR IDLEPOOL_TOKEN=$TOKEN
 }
 
-# start_worker NAME [extra args]: sets WPID_<NAME>.
+# start_worker NAME [extra args]: joins (the first time; WORK_DIR $T/NAME keeps its identity) and
+# runs worker NAME; sets WPID_<NAME>.
 # Unless the test passes --sensors-dir, the worker reads an empty one: every owner sensor unknown,
 # so other load on a busy CI machine (read as the owner's) never suspends the test's work.
 start_worker() {
   local name=$1; shift
   local sensors=()
   [[ " $* " == *" --sensors-dir "* ]] || { mkdir -p "$T/no-sensors"; sensors=(--sensors-dir "$T/no-sensors"); }
-  "$IDLEPOOL" worker --name "$name" --work-dir "$T/$name" "${sensors[@]}" "$@" >>"$T/$name.log" 2>&1 &
+  local join=(--join "$ADDR")
+  [[ " $* " == *" --coordinator "* ]] && join=()  # a test's own address (a proxy) wins
+  "$IDLEPOOL" worker --name "$name" --work-dir "$T/$name" "${join[@]}" \
+    --token-file "$JOIN_TOKEN_FILE" "${sensors[@]}" "$@" >>"$T/$name.log" 2>&1 &
   local pid=$!
   PIDS+=($pid)
   printf -v "WPID_${name//-/_}" '%s' "$pid"

@@ -10,6 +10,7 @@
 
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "test_tls.h"
 
 namespace idlepool::cli {
 namespace {
@@ -44,14 +45,16 @@ class Server {
  public:
   explicit Server(grpc::Service* service) {
     grpc::ServerBuilder b;
-    b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
+    b.AddListeningPort("127.0.0.1:0", tls_.ServerCredentials(), &port_);
     b.RegisterService(service);
     server_ = b.BuildAndStart();
   }
   ~Server() { server_->Shutdown(); }
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  const std::string& ca_pem() const { return tls_.ca_pem(); }
 
  private:
+  idlepool::testing::TestTls tls_;
   int port_ = 0;
   std::unique_ptr<grpc::Server> server_;
 };
@@ -75,7 +78,7 @@ class ReportCommand : public ::testing::Test {
 TEST_F(ReportCommand, WritesTheHtmlReportAtomically) {
   TimelinePool pool;
   Server server(&pool);
-  PoolClient client(server.address(), "token");
+  PoolClient client(server.address(), "token", server.ca_pem());
   const fs::path out = dir_ / "r.html";
   std::ofstream(out) << "old";
   ReportCommandOptions o{.job = 7, .out = out.string(), .max_attempts = 500};
@@ -94,7 +97,7 @@ TEST_F(ReportCommand, WritesTheHtmlReportAtomically) {
 TEST_F(ReportCommand, SvgAloneAndStdout) {
   TimelinePool pool;
   Server server(&pool);
-  PoolClient client(server.address(), "token");
+  PoolClient client(server.address(), "token", server.ca_pem());
   const fs::path out = dir_ / "t.svg";
   EXPECT_EQ(RunReport(client, {.job = 7, .out = out.string(), .svg = true}), 0);
   const std::string svg = Slurp(out);
@@ -112,7 +115,7 @@ TEST_F(ReportCommand, SvgAloneAndStdout) {
 TEST_F(ReportCommand, ErrorsAndExitCodes) {
   TimelinePool pool;
   Server server(&pool);
-  PoolClient client(server.address(), "token");
+  PoolClient client(server.address(), "token", server.ca_pem());
   const fs::path out = dir_ / "r.html";
   EXPECT_EQ(RunReport(client, {.job = 9, .out = out.string()}), 1);  // unknown job
   EXPECT_FALSE(fs::exists(out));
@@ -122,7 +125,7 @@ TEST_F(ReportCommand, ErrorsAndExitCodes) {
 
   v1::Jobs::Service bare;  // a coordinator without GetJobTimeline: UNIMPLEMENTED
   Server old(&bare);
-  PoolClient old_client(old.address(), "token");
+  PoolClient old_client(old.address(), "token", old.ca_pem());
   EXPECT_EQ(RunReport(old_client, {.job = 7, .out = out.string()}), 1);
   EXPECT_FALSE(fs::exists(out));
 }

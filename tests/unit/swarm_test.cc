@@ -15,7 +15,10 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "idlepool.grpc.pb.h"
+#include "trust/ca.h"
+#include "trust/grpc_tls.h"
 #include "wire/wire.h"
+#include "worker/identity.h"
 
 namespace idlepool::blob {
 namespace {
@@ -42,9 +45,8 @@ class TempDir {
 // A worker session kept open so the coordinator's tracker knows the worker and its address.
 class FakeSession {
  public:
-  FakeSession(v1::WorkerSession::Stub* stub, const std::string& token, const std::string& name,
+  FakeSession(v1::WorkerSession::Stub* stub, const std::string& name,
               const std::string& peer_address, const std::vector<v1::CachedBlob>& cached = {}) {
-    ctx_.AddMetadata(kTokenKey, token);
     stream_ = stub->Session(&ctx_);
     v1::WorkerMessage m;
     auto* h = m.mutable_hello();
@@ -89,6 +91,13 @@ class LyingPeer final : public v1::Peer::Service {
   std::atomic<int> calls{0};
 };
 
+// A worker of the pool: joined with a join token; its mTLS stubs.
+struct Member {
+  worker::Identity id;
+  std::unique_ptr<v1::Blobs::Stub> blobs;
+  std::unique_ptr<v1::WorkerSession::Stub> session;
+};
+
 class SwarmTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -98,15 +107,28 @@ class SwarmTest : public ::testing::Test {
     auto c = coordinator::Coordinator::Start(o);
     ASSERT_TRUE(c.ok()) << c.status();
     coord_ = std::move(*c);
+    addr_ = absl::StrCat("127.0.0.1:", coord_->port());
+    auto submit = coord_->CreateToken("submit", 0, -1, "test");
+    ASSERT_TRUE(submit.ok()) << submit.status();
+    submit_ = *submit;
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(64 << 20);
-    channel_ = grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", coord_->port()),
-                                         grpc::InsecureChannelCredentials(), args);
-    stub_ = v1::Blobs::NewStub(channel_);
-    session_stub_ = v1::WorkerSession::NewStub(channel_);
+    uploader_ = v1::Blobs::NewStub(
+        grpc::CreateCustomChannel(addr_, trust::CaOnlyChannelCredentials(coord_->ca_pem()), args));
   }
   void TearDown() override {
     if (coord_) coord_->Shutdown();
+  }
+
+  Member JoinAs(const std::string& name) {
+    auto join = coord_->CreateToken("worker", 60, 1, "");
+    EXPECT_TRUE(join.ok()) << join.status();
+    auto id = worker::Join(addr_, *join, name, dir_.path() + "/id-" + name);
+    EXPECT_TRUE(id.ok()) << id.status();
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(64 << 20);
+    auto ch = grpc::CreateCustomChannel(addr_, trust::WorkerChannelCredentials(id->tls), args);
+    return Member{*id, v1::Blobs::NewStub(ch), v1::WorkerSession::NewStub(ch)};
   }
 
   // Uploads `chunks` MiB (plus a short tail) of seeded random bytes; returns its digest.
@@ -118,27 +140,33 @@ class SwarmTest : public ::testing::Test {
     std::ofstream(path, std::ios::binary).write(data.data(), static_cast<long>(data.size()));
     auto d = HashFile(path);
     EXPECT_TRUE(d.ok());
-    auto up = UploadResumable(stub_.get(), coord_->token(), path, *d);
+    auto up = UploadResumable(uploader_.get(), submit_, path, *d);
     EXPECT_TRUE(up.ok()) << up.status();
     return *d;
   }
 
-  SwarmOptions Options(const std::string& worker) {
+  static SwarmOptions Options(const Member& m) {
     SwarmOptions so;
-    so.worker = worker;
-    so.token = coord_->token();
-    so.seed = std::hash<std::string>{}(worker);
+    so.worker = m.id.name;
+    so.peer_credentials = trust::WorkerChannelCredentials(m.id.tls);
+    so.seed = std::hash<std::string>{}(m.id.name);
     return so;
+  }
+  static PeerServerOptions PeerOptions(const Member& m) {
+    PeerServerOptions po;
+    po.listen = "127.0.0.1:0";
+    po.credentials = trust::PeerServerCredentials(m.id.tls);
+    return po;
   }
 
   TempDir dir_;
   std::unique_ptr<coordinator::Coordinator> coord_;
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<v1::Blobs::Stub> stub_;
-  std::unique_ptr<v1::WorkerSession::Stub> session_stub_;
+  std::string addr_, submit_;
+  std::unique_ptr<v1::Blobs::Stub> uploader_;  // the submitter's (an access token)
 };
 
 struct Node {
+  Member member;
   std::unique_ptr<BlobStore> store;
   std::unique_ptr<PeerServer> server;
   std::unique_ptr<FakeSession> session;
@@ -149,24 +177,22 @@ TEST_F(SwarmTest, ConcurrentDownloadersExchangeChunksAndTheCoordinatorSendsEachA
   const FileDigest d = Upload(kChunks, 7);
   std::vector<Node> nodes(kNodes);
   for (int i = 0; i < kNodes; ++i) {
+    nodes[i].member = JoinAs("w" + std::to_string(i));
     nodes[i].store = std::make_unique<BlobStore>(dir_.path() + "/w" + std::to_string(i));
     ASSERT_TRUE(nodes[i].store->Init(0).ok());
-    PeerServerOptions po;
-    po.listen = "127.0.0.1:0";
-    po.token = coord_->token();
-    auto s = PeerServer::Start(*nodes[i].store, po);
+    auto s = PeerServer::Start(*nodes[i].store, PeerOptions(nodes[i].member));
     ASSERT_TRUE(s.ok()) << s.status();
     nodes[i].server = std::move(*s);
     nodes[i].session = std::make_unique<FakeSession>(
-        session_stub_.get(), coord_->token(), "w" + std::to_string(i), nodes[i].server->address());
+        nodes[i].member.session.get(), "w" + std::to_string(i), nodes[i].server->address());
     ASSERT_TRUE(nodes[i].session->welcomed());
   }
   std::vector<absl::StatusOr<SwarmStats>> results(kNodes, absl::UnknownError("not run"));
   std::vector<std::thread> threads;
   for (int i = 0; i < kNodes; ++i) {
     threads.emplace_back([&, i] {
-      results[i] = SwarmDownload(stub_.get(), d.sha256, d.size, *nodes[i].store,
-                                 Options("w" + std::to_string(i)));
+      results[i] = SwarmDownload(nodes[i].member.blobs.get(), d.sha256, d.size, *nodes[i].store,
+                                 Options(nodes[i].member));
     });
   }
   for (auto& t : threads) t.join();
@@ -190,69 +216,63 @@ TEST_F(SwarmTest, ConcurrentDownloadersExchangeChunksAndTheCoordinatorSendsEachA
   EXPECT_EQ(from_peers, served);
 }
 
-TEST_F(SwarmTest, PeersRefuseAWrongTokenAndServeHeldChunksOnly) {
+TEST_F(SwarmTest, PeersServeOnlyWorkersOfThePoolAndHeldChunksOnly) {
   const FileDigest d = Upload(3, 8);
+  Member solo = JoinAs("solo"), asker = JoinAs("asker");
   BlobStore store(dir_.path() + "/w");
   ASSERT_TRUE(store.Init(0).ok());
-  PeerServerOptions po;
-  po.listen = "127.0.0.1:0";
-  po.token = coord_->token();
-  auto server = PeerServer::Start(store, po);
-  ASSERT_TRUE(server.ok());
-  auto peer = v1::Peer::NewStub(grpc::CreateChannel((*server)->address(),
-                                                    grpc::InsecureChannelCredentials()));
-  auto get = [&](const std::string& token, const std::string& sha, uint32_t index,
-                 v1::ChunkData* out) {
+  auto server = PeerServer::Start(store, PeerOptions(solo));
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto stub_with = [&](std::shared_ptr<grpc::ChannelCredentials> creds) {
+    grpc::ChannelArguments args;
+    args.SetSslTargetNameOverride(trust::kWorkerSanName);
+    return v1::Peer::NewStub(grpc::CreateCustomChannel((*server)->address(), creds, args));
+  };
+  auto get = [&](v1::Peer::Stub* peer, const std::string& sha, uint32_t index, v1::ChunkData* out) {
     grpc::ClientContext ctx;
-    if (!token.empty()) ctx.AddMetadata(kTokenKey, token);
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     v1::GetChunkRequest req;
     req.set_sha256(sha);
     req.set_index(index);
     return peer->GetChunk(&ctx, req, out).error_code();
   };
+  auto peer = stub_with(trust::WorkerChannelCredentials(asker.id.tls));
   v1::ChunkData chunk;
-  EXPECT_EQ(get(coord_->token(), d.sha256, 0, &chunk), grpc::StatusCode::NOT_FOUND);
-  ASSERT_TRUE(SwarmDownload(stub_.get(), d.sha256, d.size, store, Options("solo")).ok());
-  EXPECT_EQ(get("", d.sha256, 0, &chunk), grpc::StatusCode::PERMISSION_DENIED);
-  EXPECT_EQ(get(std::string(coord_->token().size(), 'x'), d.sha256, 0, &chunk),
-            grpc::StatusCode::PERMISSION_DENIED);
-  {
-    grpc::ClientContext ctx;
-    ctx.AddMetadata(kTokenKey, "wrong");
-    v1::HaveChunksRequest req;
-    req.set_sha256(d.sha256);
-    v1::HaveChunksReply reply;
-    EXPECT_EQ(peer->HaveChunks(&ctx, req, &reply).error_code(),
-              grpc::StatusCode::PERMISSION_DENIED);
-  }
-  ASSERT_EQ(get(coord_->token(), d.sha256, 3, &chunk), grpc::StatusCode::OK);
+  EXPECT_EQ(get(peer.get(), d.sha256, 0, &chunk), grpc::StatusCode::NOT_FOUND);
+  ASSERT_TRUE(SwarmDownload(solo.blobs.get(), d.sha256, d.size, store, Options(solo)).ok());
+  // Plain text, or TLS without a worker certificate: no handshake, nothing served.
+  auto plain = stub_with(grpc::InsecureChannelCredentials());
+  EXPECT_EQ(get(plain.get(), d.sha256, 0, &chunk), grpc::StatusCode::UNAVAILABLE);
+  auto no_cert = stub_with(trust::CaOnlyChannelCredentials(coord_->ca_pem()));
+  EXPECT_EQ(get(no_cert.get(), d.sha256, 0, &chunk), grpc::StatusCode::UNAVAILABLE);
+  ASSERT_EQ(get(peer.get(), d.sha256, 3, &chunk), grpc::StatusCode::OK);
   EXPECT_EQ(chunk.data().size(), 12345u);  // the short last chunk, nothing past the blob
-  EXPECT_EQ(get(coord_->token(), d.sha256, 4, &chunk), grpc::StatusCode::OUT_OF_RANGE);
-  EXPECT_EQ(get(coord_->token(), "../../etc/passwd", 0, &chunk),
-            grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(get(peer.get(), d.sha256, 4, &chunk), grpc::StatusCode::OUT_OF_RANGE);
+  EXPECT_EQ(get(peer.get(), "../../etc/passwd", 0, &chunk), grpc::StatusCode::INVALID_ARGUMENT);
   // Evicted: simply not found.
   ASSERT_TRUE(store.Remove(d.sha256).ok());
-  EXPECT_EQ(get(coord_->token(), d.sha256, 0, &chunk), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(get(peer.get(), d.sha256, 0, &chunk), grpc::StatusCode::NOT_FOUND);
 }
 
 TEST_F(SwarmTest, ChunksFailingVerificationAreFetchedElsewhere) {
   const FileDigest d = Upload(4, 9);
+  Member liar_member = JoinAs("liar"), honest = JoinAs("honest");
   LyingPeer liar;
   int port = 0;
   grpc::ServerBuilder b;
-  b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  b.AddListeningPort("127.0.0.1:0", trust::PeerServerCredentials(liar_member.id.tls), &port);
   b.RegisterService(&liar);
   auto server = b.BuildAndStart();
   ASSERT_NE(port, 0);
   v1::CachedBlob cached;
   cached.set_sha256(d.sha256);
   cached.set_size(d.size);
-  FakeSession liar_session(session_stub_.get(), coord_->token(), "liar",
-                           absl::StrCat("127.0.0.1:", port), {cached});
+  FakeSession liar_session(liar_member.session.get(), "liar", absl::StrCat("127.0.0.1:", port),
+                           {cached});
   ASSERT_TRUE(liar_session.welcomed());
   BlobStore store(dir_.path() + "/w");
   ASSERT_TRUE(store.Init(0).ok());
-  auto got = SwarmDownload(stub_.get(), d.sha256, d.size, store, Options("honest"));
+  auto got = SwarmDownload(honest.blobs.get(), d.sha256, d.size, store, Options(honest));
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_GT(liar.calls.load(), 0);
   EXPECT_GT(got->chunks_rejected, 0u);
@@ -265,35 +285,39 @@ TEST_F(SwarmTest, ChunksFailingVerificationAreFetchedElsewhere) {
 }
 
 TEST_F(SwarmTest, UnknownBlobAndBadRequestsAreRefusedByTheCoordinator) {
+  Member w = JoinAs("w");
   BlobStore store(dir_.path() + "/w");
   ASSERT_TRUE(store.Init(0).ok());
-  auto got = SwarmDownload(stub_.get(), std::string(64, 'a'), 10, store, Options("w"));
+  auto got = SwarmDownload(w.blobs.get(), std::string(64, 'a'), 10, store, Options(w));
   EXPECT_EQ(got.status().code(), absl::StatusCode::kNotFound) << got.status();
 
   const FileDigest d = Upload(2, 10);
-  auto fetch = [&](const std::string& token, std::vector<uint32_t> wanted, std::string worker) {
+  auto fetch = [&](v1::Blobs::Stub* stub, const std::string& token, std::vector<uint32_t> wanted,
+                   std::string worker) {
     grpc::ClientContext ctx;
-    ctx.AddMetadata(kTokenKey, token);
+    if (!token.empty()) ctx.AddMetadata(kTokenKey, token);
     v1::FetchChunkRequest req;
     req.set_sha256(d.sha256);
     req.set_worker(worker);
     for (uint32_t i : wanted) req.add_wanted(i);
     v1::ChunkData out;
-    return stub_->FetchChunk(&ctx, req, &out).error_code();
+    return stub->FetchChunk(&ctx, req, &out).error_code();
   };
-  EXPECT_EQ(fetch("bad", {0}, "w"), grpc::StatusCode::PERMISSION_DENIED);
-  EXPECT_EQ(fetch(coord_->token(), {}, "w"), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_EQ(fetch(coord_->token(), {3}, "w"), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_EQ(fetch(coord_->token(), {0, 1, 2, 0}, "w"), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_EQ(fetch(coord_->token(), {0}, ""), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_EQ(fetch(coord_->token(), {2}, "w"), grpc::StatusCode::OK);
+  // A submitter's token is not a worker's credential.
+  EXPECT_EQ(fetch(uploader_.get(), submit_, {0}, "w"), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(fetch(w.blobs.get(), "", {}, "w"), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(fetch(w.blobs.get(), "", {3}, "w"), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(fetch(w.blobs.get(), "", {0, 1, 2, 0}, "w"), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(fetch(w.blobs.get(), "", {0}, ""), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(fetch(w.blobs.get(), "", {0}, "someone-else"), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(fetch(w.blobs.get(), "", {2}, "w"), grpc::StatusCode::OK);
   grpc::ClientContext ctx;
-  ctx.AddMetadata(kTokenKey, coord_->token());
   v1::LocateBlobRequest req;
   req.set_sha256("nothex");
   req.set_worker("w");
   v1::LocateBlobReply reply;
-  EXPECT_EQ(stub_->LocateBlob(&ctx, req, &reply).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(w.blobs->LocateBlob(&ctx, req, &reply).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
 }
 
 }  // namespace

@@ -1,0 +1,54 @@
+// The Admin service (proto), served only on the Unix socket DATA_DIR/admin.sock: creating,
+// listing and revoking tokens, and revoking workers. Reaching the socket is the credential (the
+// data dir is 0700), so no admin secret ever crosses the network; each handler also checks that
+// its call came over a Unix socket.
+//
+// RevokeWorker records the revocation in the credential store (it survives restarts), makes the
+// authorizer refuse the worker's certificates at once, and ends its live sessions with a Refused
+// message: the worker's next call is refused and it exits.
+//
+// Threads: gRPC handler threads. Holds references to the authorizer, the credential store, the
+// session registry, the CA (for the pin tokens carry) and the clock.
+#pragma once
+
+#include "coordinator/auth.h"
+#include "coordinator/sessions.h"
+#include "grpcpp/grpcpp.h"
+#include "idlepool.grpc.pb.h"
+#include "platform/clock.h"
+#include "trust/credential_store.h"
+
+namespace idlepool::coordinator {
+
+class AdminService final : public v1::Admin::Service {
+ public:
+  AdminService(Authorizer& authz, trust::CredentialStore& store, SessionRegistry& sessions,
+               std::string ca_pin, const platform::Clock& clock)
+      : authz_(authz),
+        store_(store),
+        sessions_(sessions),
+        ca_pin_(std::move(ca_pin)),
+        clock_(clock) {}
+
+  grpc::Status CreateToken(grpc::ServerContext* ctx, const v1::CreateTokenRequest* req,
+                           v1::CreateTokenReply* reply) override;
+  grpc::Status ListTokens(grpc::ServerContext* ctx, const v1::ListTokensRequest* req,
+                          v1::ListTokensReply* reply) override;
+  grpc::Status RevokeToken(grpc::ServerContext* ctx, const v1::RevokeTokenRequest* req,
+                           v1::RevokeTokenReply* reply) override;
+  grpc::Status RevokeWorker(grpc::ServerContext* ctx, const v1::RevokeWorkerRequest* req,
+                            v1::RevokeWorkerReply* reply) override;
+
+  // What CreateToken does, for the coordinator itself (the join command it prints at start,
+  // and `idlepool run`'s in-process pool).
+  absl::StatusOr<v1::CreateTokenReply> Create(const v1::CreateTokenRequest& req);
+
+ private:
+  Authorizer& authz_;
+  trust::CredentialStore& store_;
+  SessionRegistry& sessions_;
+  const std::string ca_pin_;
+  const platform::Clock& clock_;
+};
+
+}  // namespace idlepool::coordinator

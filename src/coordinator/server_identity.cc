@@ -1,0 +1,104 @@
+#include "coordinator/server_identity.h"
+
+#include <ifaddrs.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "text/host_port.h"
+
+namespace idlepool::coordinator {
+namespace {
+
+namespace fs = std::filesystem;
+
+void AddUnique(std::vector<std::string>* names, std::string name) {
+  if (name.empty()) return;
+  if (std::find(names->begin(), names->end(), name) == names->end()) {
+    names->push_back(std::move(name));
+  }
+}
+
+// Interface addresses, loopback and link-local IPv6 left out.
+void AddInterfaceAddresses(std::vector<std::string>* names) {
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return;
+  for (ifaddrs* a = list; a != nullptr; a = a->ifa_next) {
+    if (a->ifa_addr == nullptr) continue;
+    const int family = a->ifa_addr->sa_family;
+    if (family != AF_INET && family != AF_INET6) continue;
+    char host[NI_MAXHOST];
+    const socklen_t len = family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+    if (::getnameinfo(a->ifa_addr, len, host, sizeof host, nullptr, 0, NI_NUMERICHOST) != 0) {
+      continue;
+    }
+    std::string h = host;
+    if (h.find('%') != std::string::npos) continue;  // link-local with a scope
+    if (h == "127.0.0.1" || h == "::1") continue;
+    AddUnique(names, h);
+  }
+  ::freeifaddrs(list);
+}
+
+absl::Status WriteFile(const std::string& path, const std::string& data, mode_t mode) {
+  const std::string tmp = path + ".tmp";
+  FILE* f = std::fopen(tmp.c_str(), "w");
+  if (f == nullptr) return absl::FailedPreconditionError(absl::StrCat("cannot write ", tmp));
+  ::fchmod(::fileno(f), mode);
+  const bool ok = std::fwrite(data.data(), 1, data.size(), f) == data.size() &&
+                  std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
+  std::fclose(f);
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    return absl::FailedPreconditionError(absl::StrCat("cannot write ", path));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::vector<std::string> DefaultServerNames() {
+  std::vector<std::string> names;
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) == 0) AddUnique(&names, host);
+  AddUnique(&names, "localhost");
+  AddInterfaceAddresses(&names);
+  return names;
+}
+
+absl::StatusOr<ServerIdentity> MakeServerIdentity(const std::string& data_dir,
+                                                  const std::vector<std::string>& advertise,
+                                                  const std::string& listen_host, int64_t now) {
+  ServerIdentity id;
+  auto ca = trust::CertificateAuthority::LoadOrCreate(data_dir, now, &id.ca_created);
+  if (!ca.ok()) return ca.status();
+  id.ca = std::move(*ca);
+  id.names = advertise.empty() ? DefaultServerNames() : advertise;
+  AddUnique(&id.names, "127.0.0.1");
+  AddUnique(&id.names, "::1");
+  if (!text::IsWildcardHost(listen_host)) AddUnique(&id.names, listen_host);
+  auto key = trust::NewPrivateKeyPem();
+  if (!key.ok()) return key.status();
+  auto pub = trust::PublicKeyPemOf(*key);
+  if (!pub.ok()) return pub.status();
+  auto cert = id.ca->IssueServer(*pub, id.names, now);
+  if (!cert.ok()) return cert.status();
+  id.tls = trust::TlsIdentity{*key, cert->cert_pem, id.ca->cert_pem()};
+  const fs::path dir = fs::path(data_dir) / "tls";
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  ::chmod(dir.c_str(), 0700);
+  id.chain_file = (dir / "server.pem").string();
+  id.key_file = (dir / "server.key").string();
+  if (auto st = WriteFile(id.key_file, *key, 0600); !st.ok()) return st;
+  if (auto st = WriteFile(id.chain_file, cert->cert_pem + id.ca->cert_pem(), 0644); !st.ok()) {
+    return st;
+  }
+  return id;
+}
+
+}  // namespace idlepool::coordinator
