@@ -227,9 +227,10 @@ int CheckFlags(WorkerFlags& f) {
     o.policy = *policy;
   }
   if (f.dedicated) owner::MakeDedicated(&o.policy);
-  if (!o.sensors_dir.empty() && !fs::is_directory(o.sensors_dir)) {
-    std::fprintf(stderr, "idlepool worker: --sensors-dir %s is not a directory\n",
-                 o.sensors_dir.c_str());
+  std::error_code ec;
+  if (!o.sensors_dir.empty() && !fs::is_directory(o.sensors_dir, ec)) {
+    std::fprintf(stderr, "idlepool worker: --sensors-dir %s is not a directory%s\n",
+                 o.sensors_dir.c_str(), ec ? (" (" + ec.message() + ")").c_str() : "");
     return 2;
   }
   auto every = text::ParseDuration(f.probe_interval);

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "idlepool.grpc.pb.h"
 #include "nlohmann/json.hpp"
+#include "platform/clock.h"
 #include "trust/ca.h"
 #include "trust/pinned_fetch.h"
 #include "trust/token.h"
@@ -90,7 +91,11 @@ std::string IdentityDir(const std::string& work_dir) {
 
 absl::StatusOr<std::optional<Identity>> LoadIdentity(const std::string& dir) {
   const fs::path d(dir);
-  if (!fs::exists(d / "identity.json")) return std::optional<Identity>();
+  std::error_code ec;
+  if (!fs::exists(d / "identity.json", ec)) {
+    if (ec) return absl::DataLossError(absl::StrCat("cannot read ", dir, ": ", ec.message()));
+    return std::optional<Identity>();
+  }
   Identity id;
   auto meta = ReadAll(d / "identity.json");
   if (!meta.ok()) return meta.status();
@@ -133,7 +138,7 @@ absl::StatusOr<Identity> Join(const std::string& coordinator, const std::string&
   id.tls.key_pem = *key;
   auto stub = v1::Join::NewStub(ChannelTo(coordinator, trust::CaOnlyChannelCredentials(*ca)));
   grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + kJoinTimeout);
+  ctx.set_deadline(platform::DeadlineAfter(kJoinTimeout));
   v1::JoinRequest req;
   req.set_token_id(parts->id);
   req.set_secret(parts->secret);
@@ -163,7 +168,7 @@ absl::Status Renew(Identity* id, const std::string& dir) {
   auto stub =
       v1::Join::NewStub(ChannelTo(id->coordinator, trust::WorkerChannelCredentials(id->tls)));
   grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + kJoinTimeout);
+  ctx.set_deadline(platform::DeadlineAfter(kJoinTimeout));
   v1::RenewRequest req;
   req.set_public_key_pem(*pub);
   v1::JoinReply reply;

@@ -56,12 +56,13 @@ start_coordinator() {
   wait_until 20 starts_above "${starts:-0}"
   PORT=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$T/coordinator.log" | tail -1)
   ADDR=127.0.0.1:$PORT
-  JOIN_TOKEN_FILE=$T/join.token
-  if [ ! -s "$T/submit.token" ]; then
-    "$IDLEPOOL" token create --role submit --data-dir "$T/coord" >"$T/submit.token" 2>/dev/null
+  # Kept in the data dir: a test that wipes it (a new pool, a new CA) gets new tokens.
+  JOIN_TOKEN_FILE=$T/coord/test-join.token
+  if [ ! -s "$T/coord/test-submit.token" ]; then
+    "$IDLEPOOL" token create --role submit --data-dir "$T/coord" >"$T/coord/test-submit.token" 2>/dev/null
     "$IDLEPOOL" token create --role worker --ttl 24h --data-dir "$T/coord" >"$JOIN_TOKEN_FILE" 2>/dev/null
   fi
-  TOKEN=$(cat "$T/submit.token")
+  TOKEN=$(cat "$T/coord/test-submit.token")
   export IDLEPOOL_COORDINATOR=$ADDR IDLEPOOL_TOKEN=$TOKEN
 }
 

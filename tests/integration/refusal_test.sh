@@ -25,16 +25,22 @@ printf 'name = "x"\ncommand = "true"\ncount = 2\n' >"$T/type.toml"
 expect_refused type "type.toml:2:[0-9]+: .*command"
 printf 'name = "x"\ncommand = ["true"\n' >"$T/syntax.toml"
 expect_refused syntax "syntax.toml:[0-9]+:[0-9]+"
-# A valid spec with the wrong token is refused with PERMISSION_DENIED wording.
+# A valid spec with a malformed or a wrong token is refused, each with its own wording.
 printf 'name = "ok"\ncommand = ["true"]\ncount = 2\n' >"$T/ok.toml"
-out=$(IDLEPOOL_TOKEN=not-the-token "$IDLEPOOL" submit "$T/ok.toml" 2>&1) && fail "wrong token accepted"
-echo "$out" | grep -q "wrong pool token" || fail "wrong-token message: $out"
+out=$(IDLEPOOL_TOKEN=not-the-token "$IDLEPOOL" submit "$T/ok.toml" 2>&1) && fail "malformed token accepted"
+echo "$out" | grep -q "not an idlepool token" || fail "malformed-token message: $out"
+WRONG=${TOKEN%.*}.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA
+out=$(IDLEPOOL_TOKEN=$WRONG "$IDLEPOOL" submit "$T/ok.toml" 2>&1) && fail "wrong token accepted"
+echo "$out" | grep -q "wrong secret" || fail "wrong-token message: $out"
 out=$(IDLEPOOL_TOKEN= "$IDLEPOOL" status 2>&1) && fail "no token accepted"
-out=$("$IDLEPOOL" workers --token wrong 2>&1) && fail "workers with a wrong token answered"
-# A worker with a wrong token gives up with a clear error instead of retrying forever.
-rc=0; "$IDLEPOOL" worker --name bad --token wrong --work-dir "$T/bad" >"$T/bad.log" 2>&1 || rc=$?
-[ $rc -ne 0 ] || fail "worker with wrong token exited 0"
-grep -q "refused the token" "$T/bad.log" || fail "worker error: $(cat "$T/bad.log")"
+echo "$out" | grep -q "idlepool login" || fail "no-token message: $out"
+out=$("$IDLEPOOL" workers --token "$WRONG" 2>&1) && fail "workers with a wrong token answered"
+# A worker with a wrong join token gives up with a clear error instead of retrying forever.
+JOIN=$(cat "$JOIN_TOKEN_FILE")
+rc=0; IDLEPOOL_JOIN_TOKEN=${JOIN%.*}.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA "$IDLEPOOL" worker \
+  --name bad --join "$ADDR" --work-dir "$T/bad" >"$T/bad.log" 2>&1 || rc=$?
+[ $rc -eq 2 ] || fail "worker with a wrong join token exited $rc"
+grep -q "wrong secret" "$T/bad.log" || fail "worker error: $(cat "$T/bad.log")"
 # Nothing was submitted by any of the above.
 [ "$("$IDLEPOOL" status --json | jq '.jobs | length')" = 0 ] || fail "a refused spec created a job"
 [ "$(sql 'SELECT COUNT(*) FROM jobs')" = 0 ] || fail "the store holds a job"

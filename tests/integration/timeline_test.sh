@@ -101,10 +101,10 @@ pass "timeline: owner events (owner_input, lid) and log tails"
 # Unknown job, wrong token.
 if "$IDLEPOOL" timeline 999 --json >/dev/null 2>"$T/err"; then fail "unknown job gave a timeline"; fi
 grep -q "no job 999" "$T/err" || fail "unknown job: $(cat "$T/err")"
-if IDLEPOOL_TOKEN=wrong "$IDLEPOOL" timeline "$JOB" --json >/dev/null 2>"$T/err"; then
+if IDLEPOOL_TOKEN=${TOKEN%.*}.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA "$IDLEPOOL" timeline "$JOB" --json >/dev/null 2>"$T/err"; then
   fail "a wrong token read the timeline"
 fi
-grep -q "wrong pool token" "$T/err" || fail "wrong token: $(cat "$T/err")"
+grep -q "wrong secret" "$T/err" || fail "wrong token: $(cat "$T/err")"
 pass "timeline: NOT_FOUND for an unknown job, refused with a wrong token"
 
 # A restart keeps it: events and log tails are stored.

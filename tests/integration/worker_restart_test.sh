@@ -12,7 +12,7 @@ start_coordinator
 start_worker w --slots 1
 wait_until 20 is_connected w
 # The work dir is locked while w runs.
-rc=0; "$IDLEPOOL" worker --name other --work-dir "$T/w" >"$T/other.log" 2>&1 || rc=$?
+rc=0; "$IDLEPOOL" worker --name w --work-dir "$T/w" >"$T/other.log" 2>&1 || rc=$?
 [ $rc -ne 0 ] && grep -q "in use by another worker" "$T/other.log" || fail "work dir shared: rc $rc"
 JOB=$("$IDLEPOOL" submit "$T/job.toml")
 wait_until 30 test -s "$T/task-pids"

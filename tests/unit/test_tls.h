@@ -36,6 +36,12 @@ class TestTls {
   std::shared_ptr<grpc::ServerCredentials> ServerCredentials() const {
     return trust::CoordinatorServerCredentials(server_);
   }
+  // A worker certificate of this CA for `name`, with its key.
+  trust::TlsIdentity WorkerIdentity(const std::string& name) const {
+    const std::string key = trust::NewPrivateKeyPem().value();
+    const auto cert = ca_->IssueWorker(trust::PublicKeyPemOf(key).value(), name, NowUnix()).value();
+    return trust::TlsIdentity{key, cert.cert_pem, ca_->cert_pem()};
+  }
 
  private:
   static int64_t NowUnix() { return static_cast<int64_t>(::time(nullptr)); }
