@@ -51,8 +51,11 @@ void PrintWelcome(const coordinator::Options& options, coordinator::Coordinator&
   if (c.http_port() != 0) {
     std::string web = c.http_host();
     if (text::IsWildcardHost(web)) web = host;
-    std::printf("dashboard (the link logs you in):\n  http://%s/login?token=%s\n",
-                text::JoinHostPort(web, c.http_port()).c_str(), c.token().c_str());
+    // The token never goes into a URL: the login form takes it.
+    std::printf(
+        "dashboard (log in with the pool token; TLS certificate %s/https-ca.pem):\n  "
+        "https://%s/\n",
+        options.data_dir.c_str(), text::JoinHostPort(web, c.http_port()).c_str());
   }
   std::printf(
       "submit with:\n  IDLEPOOL_COORDINATOR=%s IDLEPOOL_TOKEN=%s idlepool submit "

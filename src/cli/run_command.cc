@@ -17,6 +17,7 @@
 #include "platform/random.h"
 #include "spdlog/spdlog.h"
 #include "spec/spec.h"
+#include "text/host_port.h"
 #include "worker/worker.h"
 
 namespace idlepool::cli {
@@ -66,9 +67,12 @@ absl::Status StartPool(const RunFlags& f, LocalPool* pool) {
   pool->coordinator = *std::move(c);
   pool->address = absl::StrCat("127.0.0.1:", pool->coordinator->port());
   if (pool->coordinator->http_port() != 0) {
-    std::fprintf(stderr, "idlepool: dashboard at http://%s:%d/login?token=%s\n",
-                 pool->coordinator->http_host().c_str(), pool->coordinator->http_port(),
-                 pool->coordinator->token().c_str());
+    std::fprintf(
+        stderr,
+        "idlepool: dashboard at https://%s/ (log in with the token in %s/pool.token; "
+        "TLS certificate %s/https-ca.pem)\n",
+        text::JoinHostPort(pool->coordinator->http_host(), pool->coordinator->http_port()).c_str(),
+        ro.data_dir.c_str(), ro.data_dir.c_str());
   }
   for (uint32_t i = 0; i < f.local_workers; ++i) {
     pool->workers.push_back(

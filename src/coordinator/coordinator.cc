@@ -29,13 +29,16 @@
 #include "coordinator/shared_tracker.h"
 #include "coordinator/worker_book.h"
 #include "grpcpp/grpcpp.h"
+#include "http/ephemeral_pki.h"
 #include "http/http_server.h"
+#include "http/request_checks.h"
 #include "platform/clock.h"
 #include "platform/process.h"
 #include "platform/random.h"
 #include "spdlog/spdlog.h"
 #include "spec/spec.h"
 #include "store/store.h"
+#include "text/host_port.h"
 #include "wire/wire.h"
 
 namespace idlepool::coordinator {
@@ -145,6 +148,7 @@ class CoordinatorImpl final : public Coordinator {
   void MakeParts();
   absl::Status StartServer();
   absl::Status StartHttp();
+  absl::StatusOr<http::ServerOptions> HttpOptions() const;
   void Fatal(absl::Status st) {
     std::lock_guard lock(done_mu_);
     fatal_ = std::move(st);
@@ -292,6 +296,27 @@ void CoordinatorImpl::Shutdown() {
   done_cv_.notify_all();
 }
 
+// TODO(step 9, trust): serve the certificate the pool CA issues (trust/ca.h: IssueServer, with
+// the pool CA's certificate after it in the chain file) and authenticate access tokens
+// (trust/token.h) with their roles. Until then: a throwaway CA made at every start
+// (DATA_DIR/https-ca.pem is what clients trust) and the pool token as a submit token.
+absl::StatusOr<http::ServerOptions> CoordinatorImpl::HttpOptions() const {
+  http::ServerOptions o;
+  o.address = options_.http;
+  auto addr = http::ParseAddress(options_.http);
+  if (!addr.ok()) return addr.status();
+  auto pki = http::WriteEphemeralPki(options_.data_dir, http::DefaultAllowedHosts(addr->first),
+                                     clock_.WallMs() / 1000, 365LL * 86400);
+  if (!pki.ok()) return pki.status();
+  o.tls_cert_file = pki->chain_file;
+  o.tls_key_file = pki->key_file;
+  o.authenticate = [token = token_](std::string_view got) -> absl::StatusOr<trust::Principal> {
+    if (!http::SameSecret(got, token)) return absl::UnauthenticatedError("not the pool token");
+    return trust::Principal{trust::Role::kSubmit, "pool token", ""};
+  };
+  return o;
+}
+
 absl::Status CoordinatorImpl::StartHttp() {
   pool_metrics_.registry().SetCollector([this] {
     v1::ListWorkersReply workers;
@@ -301,10 +326,9 @@ absl::Status CoordinatorImpl::StartHttp() {
     pool_metrics_.SetPool(workers, jobs);
   });
   if (options_.http.empty()) return absl::OkStatus();
-  http::ServerOptions o;
-  o.address = options_.http;
-  o.token = token_;
-  auto server = http::Server::Start(o, *http_reads_, feed_);
+  auto o = HttpOptions();
+  if (!o.ok()) return o.status();
+  auto server = http::Server::Start(*o, *http_reads_, feed_);
   if (!server.ok()) {
     if (options_.http_required || absl::IsInvalidArgument(server.status())) {
       return server.status();
@@ -313,7 +337,8 @@ absl::Status CoordinatorImpl::StartHttp() {
     return absl::OkStatus();
   }
   http_ = std::move(*server);
-  spdlog::info("dashboard at http://{}:{}/", http_->host(), http_->port());
+  spdlog::info("dashboard at https://{}/ (TLS certificate: {}/https-ca.pem)",
+               text::JoinHostPort(http_->host(), http_->port()), options_.data_dir);
   return absl::OkStatus();
 }
 
