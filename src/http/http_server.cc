@@ -185,9 +185,19 @@ void KeepOnlyGzip(const Request& req) {
   if (gzip) headers.emplace("Accept-Encoding", "gzip");
 }
 
+// A request without Content-Length or Transfer-Encoding has no body (RFC 9112 6.3), but
+// cpp-httplib 0.11 reads a POST's body until the connection closes (a POST from `curl -X POST`
+// would wait for the request deadline): such a request is given "Content-Length: 0".
+void NoLengthNoBody(const Request& req) {
+  if (req.has_header("Content-Length") || req.has_header("Transfer-Encoding")) return;
+  const_cast<Request&>(req).headers.emplace("Content-Length", "0");
+}
+
 void SetSecurityHeaders(Response& res) {
   res.set_header("X-Content-Type-Options", "nosniff");
-  res.set_header("Referrer-Policy", "no-referrer");
+  // Not "no-referrer": with it a browser sends "Origin: null" on the page's own POSTs (Fetch
+  // standard), which the Origin check must refuse.
+  res.set_header("Referrer-Policy", "same-origin");
   res.set_header("X-Frame-Options", "DENY");
   res.set_header("Content-Security-Policy", "frame-ancestors 'none'");
 }
@@ -270,6 +280,7 @@ class ServerImpl final : public Server {
   // change made with the session cookie. (Its body, if any, is not read yet.)
   Outcome Gate(const Request& req, Response& res) {
     KeepOnlyGzip(req);
+    NoLengthNoBody(req);
     SetSecurityHeaders(res);
     if (!HostAllowed(req.get_header_value("Host"), allowed_)) {
       return Refuse(res, 421, "misdirected request: the Host header does not name this server");

@@ -319,6 +319,8 @@ TEST_F(HttpsServerTest, LoginGivesASessionCookieThatIsNotTheToken) {
   EXPECT_NE(set_cookie.find("; Secure"), std::string::npos);
   EXPECT_NE(set_cookie.find("; SameSite=Strict"), std::string::npos);
   EXPECT_NE(set_cookie.find("; Path=/"), std::string::npos);
+  // Not "no-referrer": with it a browser sends "Origin: null" on the page's own POSTs.
+  EXPECT_EQ(res->get_header_value("Referrer-Policy"), "same-origin");
 
   const std::string cookie = "idlepool_session=" + id;
   res = Client()->Get("/api/v1/workers", {{"Cookie", cookie}});
@@ -388,6 +390,18 @@ TEST_F(HttpsServerTest, TheCookieAloneCannotChangeState) {
   res = Client()->Get("/api/v1/workers", {{"Cookie", cookie}});
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 401);
+}
+
+// RFC 9112: a request without Content-Length or Transfer-Encoding has no body (cpp-httplib 0.11
+// would wait for one until the connection closed: `curl -X POST`).
+TEST_F(HttpsServerTest, APostWithoutALengthHasNoBody) {
+  Start();
+  RawConnection c(port_, true);
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE(c.Send(Head("POST /logout HTTP/1.1") + "\r\n"));
+  const std::string answer = c.ReadToEnd();
+  EXPECT_EQ(answer.rfind("HTTP/1.1 400 ", 0), 0u) << answer.substr(0, 200);  // bearer: no session
+  EXPECT_NE(answer.find("no session to end"), std::string::npos) << answer;
 }
 
 TEST_F(HttpsServerTest, SessionsExpireWhenIdleAndWhenTheirTokenIsRevoked) {
