@@ -18,6 +18,7 @@
 #include "http/tls_stream.h"
 #include "platform/clock.h"
 #include "platform/process.h"
+#include "spdlog/spdlog.h"
 
 namespace idlepool::http {
 
@@ -113,6 +114,26 @@ bool SetUpTls(SSL_CTX& ctx, const std::string& cert, const std::string& key, std
                           ": ", OpenSslError());
   }
   return error->empty();
+}
+
+// accept(2) errors that belong to one connection (Linux passes pending network errors on).
+bool RetryAccept(int err) {
+  switch (err) {
+    case EINTR:
+    case EAGAIN:
+    case ECONNABORTED:
+    case EPROTO:
+    case ENETDOWN:
+    case ENOPROTOOPT:
+    case EHOSTDOWN:
+    case ENONET:
+    case EHOSTUNREACH:
+    case EOPNOTSUPP:
+    case ENETUNREACH:
+      return true;
+    default:
+      return false;
+  }
 }
 
 const char* Reason(int status) {
@@ -237,11 +258,12 @@ void TlsServer::AcceptLoop() {
     if (lfd == INVALID_SOCKET) return;
     const int fd = ::accept4(lfd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
-      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (RetryAccept(errno)) continue;
       if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
         platform::SleepFor(std::chrono::milliseconds(10));  // until a connection ends
         continue;
       }
+      if (!stopped_) spdlog::error("dashboard: accept failed ({}); no more connections", errno);
       return;  // shut down by Stop
     }
     int one = 1;
@@ -256,8 +278,10 @@ void TlsServer::AcceptLoop() {
 }
 
 void TlsServer::Serve(int fd, uint64_t id) {
-  if (SSL* ssl = AcceptTls(ssl_context(), fd, Now() + limits_.request_timeout)) {
-    ServeRequests(ssl, fd, id);
+  // The first request's time counts from here: the handshake is part of it.
+  const core::MonoTime deadline = Now() + limits_.request_timeout;
+  if (SSL* ssl = AcceptTls(ssl_context(), fd, deadline)) {
+    ServeRequests(ssl, fd, id, deadline);
     if ((SSL_get_shutdown(ssl) & SSL_SENT_SHUTDOWN) == 0) {
       ERR_clear_error();
       SSL_shutdown(ssl);  // one close_notify, best effort (non-blocking)
@@ -269,9 +293,7 @@ void TlsServer::Serve(int fd, uint64_t id) {
   ::close(fd);
 }
 
-void TlsServer::ServeRequests(SSL* ssl, int fd, uint64_t id) {
-  // The first request's time counts from the accept: the handshake was part of it.
-  core::MonoTime deadline = Now() + limits_.request_timeout;
+void TlsServer::ServeRequests(SSL* ssl, int fd, uint64_t id, core::MonoTime deadline) {
   for (size_t n = 1; n <= limits_.max_requests_per_connection; ++n) {
     TlsStream strm(ssl, fd, limits_, deadline);
     RequestScope scope{strm, limits_};

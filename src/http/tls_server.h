@@ -59,7 +59,8 @@ class TlsServer final : public httplib::SSLServer {
   bool process_and_close_socket(int sock) override;
   void AcceptLoop();
   void Serve(int fd, uint64_t id);
-  void ServeRequests(SSL* ssl, int fd, uint64_t id);
+  // Requests until the client or a bound ends the connection; the first one by `deadline`.
+  void ServeRequests(SSL* ssl, int fd, uint64_t id, core::MonoTime deadline);
   void Linger(SSL* ssl, int fd, uint64_t id);
 
   const ConnectionLimits limits_;
