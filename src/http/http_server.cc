@@ -193,6 +193,14 @@ void NoLengthNoBody(const Request& req) {
   const_cast<Request&>(req).headers.emplace("Content-Length", "0");
 }
 
+// cpp-httplib inflates a gzip, deflate or brotli request body without a limit (64 KiB of gzip
+// inflate to 64 MB): the server takes no compressed bodies.
+bool CompressedBody(const Request& req) {
+  const size_t n = req.get_header_value_count("Content-Encoding");
+  return n > 1 ||
+         (n == 1 && !absl::EqualsIgnoreCase(req.get_header_value("Content-Encoding"), "identity"));
+}
+
 void SetSecurityHeaders(Response& res) {
   res.set_header("X-Content-Type-Options", "nosniff");
   // Not "no-referrer": with it a browser sends "Origin: null" on the page's own POSTs (Fetch
@@ -284,6 +292,9 @@ class ServerImpl final : public Server {
     SetSecurityHeaders(res);
     if (!HostAllowed(req.get_header_value("Host"), allowed_)) {
       return Refuse(res, 421, "misdirected request: the Host header does not name this server");
+    }
+    if (CompressedBody(req)) {
+      return Refuse(res, 415, "compressed request bodies are not accepted (Content-Encoding)");
     }
     const std::string origin = req.get_header_value("Origin");
     if (!origin.empty() && !OriginAllowed(origin, allowed_)) {

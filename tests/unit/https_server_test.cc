@@ -1,8 +1,8 @@
 // The HTTPS server for real: an http::Server on 127.0.0.1:0 serving a throwaway CA's certificate
 // (ephemeral_pki.h), and clients that are cpp-httplib's SSLClient verifying it, or raw OpenSSL
 // connections for what a well-behaved client would not send. What a user sees: status codes,
-// cookies, closed connections, and the server's memory (VmRSS of this process, which the server
-// runs in) under a flood of header lines. Every wait is bounded by a generous socket timeout (a
+// cookies, closed connections, and the server's memory under floods (the peak resident memory of
+// this process, which the server runs in). Every wait is bounded by a generous socket timeout (a
 // hang bound, not a speed assertion); no test sleeps.
 #include <netinet/in.h>
 #include <openssl/err.h>
@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <atomic>
 #include <cerrno>
@@ -72,14 +73,29 @@ absl::StatusOr<trust::Principal> Authenticate(std::string_view token) {
   return it->second;
 }
 
-long RssKb() {
+long StatusKb(const std::string& field) {  // "VmRSS:", "VmHWM:" of /proc/self/status
   std::ifstream in("/proc/self/status");
   std::string line;
   while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+    if (line.rfind(field, 0) == 0) return std::stol(line.substr(field.size()));
   }
   return -1;
 }
+
+// The process's memory from now on: its peak (VmHWM, reset to the present RSS through
+// /proc/self/clear_refs) minus what it holds now, so that memory taken and given back in between
+// counts too. Call Growth() after.
+class PeakMemory {
+ public:
+  PeakMemory() {
+    std::ofstream("/proc/self/clear_refs") << "5";
+    base_kb_ = StatusKb("VmRSS:");
+  }
+  long GrowthKb() const { return StatusKb("VmHWM:") - base_kb_; }
+
+ private:
+  long base_kb_ = 0;
+};
 
 // A connection that sends whatever it is told: TCP only, or TLS trusting any certificate (it
 // tests the server's bounds, not its identity). Blocking, each wait bounded by kHangBoundSeconds.
@@ -456,7 +472,7 @@ TEST_F(HttpsServerTest, HeaderFloodsAreRefusedWithoutGrowth) {
   const std::string line = "X-Pad: " + std::string(55, 'a') + "\r\n";  // 64 bytes
   std::string lines, endless(64 << 10, 'a');
   while (lines.size() < (64 << 10)) lines += line;
-  const long before = RssKb();
+  const PeakMemory memory;
   for (const std::string* chunk : {&lines, &endless}) {
     RawConnection c(port_, true);
     ASSERT_TRUE(c.ok());
@@ -465,8 +481,8 @@ TEST_F(HttpsServerTest, HeaderFloodsAreRefusedWithoutGrowth) {
     while (sent < kFlood && c.Send(*chunk)) sent += chunk->size();
     EXPECT_LT(sent, kFlood) << "the server read 32 MiB of request head";
   }
-  const long grown_kb = RssKb() - before;
-  EXPECT_LT(grown_kb, 16 << 10) << "the process grew by " << grown_kb << " KiB";
+  const long grown_kb = memory.GrowthKb();
+  EXPECT_LT(grown_kb, 16 << 10) << "the process grew by " << grown_kb << " KiB at its peak";
   EXPECT_EQ(Status("/api/v1/workers"), 200);
   EXPECT_GE(server_->connections().admitted, 4u);
 }
@@ -507,6 +523,43 @@ TEST_F(HttpsServerTest, OverlongBodiesGet413) {
     EXPECT_EQ(answer.rfind("HTTP/1.1 413 ", 0), 0u) << answer.substr(0, 200);
     EXPECT_EQ(answer.find("Set-Cookie"), std::string::npos);
   }
+}
+
+// cpp-httplib inflates a compressed request body without a limit: 47 KiB of gzip (under the
+// 64 KiB body limit) would be 48 MiB in memory. Compressed bodies are refused unread.
+std::string GzipOfZeros(size_t n) {
+  const std::string zeros(n, '0');
+  z_stream z{};
+  if (deflateInit2(&z, 9, Z_DEFLATED, 31, 9, Z_DEFAULT_STRATEGY) != Z_OK) return "";  // 31: gzip
+  std::string gz(deflateBound(&z, zeros.size()), '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(zeros.data()));
+  z.avail_in = static_cast<uInt>(zeros.size());
+  z.next_out = reinterpret_cast<Bytef*>(gz.data());
+  z.avail_out = static_cast<uInt>(gz.size());
+  const bool done = deflate(&z, Z_FINISH) == Z_STREAM_END;
+  gz.resize(done ? z.total_out : 0);
+  deflateEnd(&z);
+  return gz;
+}
+
+TEST_F(HttpsServerTest, CompressedBodiesAreRefusedUnread) {
+  Start();
+  ASSERT_EQ(Status("/api/v1/workers"), 200);
+  const std::string gz = GzipOfZeros(48 << 20);
+  ASSERT_FALSE(gz.empty());
+  ASSERT_LT(gz.size(), options_.limits.max_body_bytes);
+  const PeakMemory memory;
+  RawConnection c(port_, true);
+  ASSERT_TRUE(c.ok());
+  c.Send("POST /login HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port_) +
+         "\r\nOrigin: " + Origin() + "\r\nContent-Type: application/x-www-form-urlencoded\r\n" +
+         "Content-Encoding: gzip\r\nContent-Length: " + std::to_string(gz.size()) + "\r\n\r\n" +
+         gz);
+  c.FinishSending();
+  const std::string answer = c.ReadToEnd();
+  EXPECT_EQ(answer.rfind("HTTP/1.1 415 ", 0), 0u) << answer.substr(0, 200);
+  const long grown_kb = memory.GrowthKb();
+  EXPECT_LT(grown_kb, 16 << 10) << "the process grew by " << grown_kb << " KiB at its peak";
 }
 
 TEST_F(HttpsServerTest, SlowRequestsAndSilentConnectionsAreClosed) {
