@@ -61,7 +61,7 @@ ADDR=$(sed -n 's/.*listening on \([^ ]*\).*/\1/p' "$OUT/logs/coordinator.log" | 
 export IDLEPOOL_COORDINATOR=$ADDR
 IDLEPOOL_TOKEN=$(cat "$OUT/coordinator/pool.token")
 export IDLEPOOL_TOKEN
-grep -A1 -E "listening on|join a machine|dashboard \(the link" "$OUT/logs/coordinator.log" | grep -v -- "^--"
+grep -A1 -E "listening on|join a machine|dashboard \(log in" "$OUT/logs/coordinator.log" | grep -v -- "^--"
 
 say "starting 3 workers (one slot each), their owners away and on AC power"
 # The owner policy, shortened so that the demo moves quickly (see the file's comments).

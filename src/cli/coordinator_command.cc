@@ -58,8 +58,10 @@ void PrintWelcome(const coordinator::Options& options, coordinator::Coordinator&
   if (c.http_port() != 0) {
     std::string web = c.http_host();
     if (text::IsWildcardHost(web)) web = host;
-    std::printf("dashboard (log in with an access token): https://%s/\n",
-                text::JoinHostPort(web, c.http_port()).c_str());
+    std::printf(
+        "dashboard (log in with an access token; it is signed by the pool CA, %s/ca.pem):\n"
+        "  https://%s/\n",
+        options.data_dir.c_str(), text::JoinHostPort(web, c.http_port()).c_str());
   }
   std::fflush(stdout);
 }

@@ -17,6 +17,7 @@
 #include "platform/random.h"
 #include "spdlog/spdlog.h"
 #include "spec/spec.h"
+#include "text/host_port.h"
 #include "worker/identity.h"
 #include "worker/worker.h"
 
@@ -80,11 +81,12 @@ absl::Status StartPool(const RunFlags& f, LocalPool* pool) {
   if (!submit.ok()) return submit.status();
   pool->token = *submit;
   if (pool->coordinator->http_port() != 0) {
-    std::fprintf(stderr,
-                 "idlepool: dashboard at https://%s:%d/ (log in with an access token: "
-                 "`idlepool token create --role read --data-dir %s`)\n",
-                 pool->coordinator->http_host().c_str(), pool->coordinator->http_port(),
-                 ro.data_dir.c_str());
+    std::fprintf(
+        stderr,
+        "idlepool: dashboard at https://%s/ (log in with an access token: "
+        "`idlepool token create --role read --data-dir %s`)\n",
+        text::JoinHostPort(pool->coordinator->http_host(), pool->coordinator->http_port()).c_str(),
+        ro.data_dir.c_str());
   }
   auto join = pool->coordinator->CreateToken("worker", 600, f.local_workers, "");
   if (!join.ok()) return join.status();

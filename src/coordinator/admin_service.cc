@@ -71,6 +71,7 @@ grpc::Status AdminService::RevokeToken(grpc::ServerContext* ctx, const v1::Revok
                                        v1::RevokeTokenReply*) {
   if (auto st = OnlyLocal(ctx); !st.ok()) return st;
   if (auto st = store_.RevokeToken(req->id()); !st.ok()) return wire::ToGrpc(st);
+  if (on_revoked_) on_revoked_(req->id());
   spdlog::info("token {} revoked", req->id());
   return grpc::Status::OK;
 }

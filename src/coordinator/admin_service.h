@@ -11,6 +11,9 @@
 // session registry, the CA (for the pin tokens carry) and the clock.
 #pragma once
 
+#include <functional>
+#include <string>
+
 #include "coordinator/auth.h"
 #include "coordinator/sessions.h"
 #include "grpcpp/grpcpp.h"
@@ -42,6 +45,9 @@ class AdminService final : public v1::Admin::Service {
   // What CreateToken does, for the coordinator itself (the join command it prints at start,
   // and `idlepool run`'s in-process pool).
   absl::StatusOr<v1::CreateTokenReply> Create(const v1::CreateTokenRequest& req);
+  // Called with a token's id once it is revoked (the dashboard ends its sessions). Set before
+  // the admin socket serves, or from the thread that starts the coordinator.
+  void OnTokenRevoked(std::function<void(const std::string&)> f) { on_revoked_ = std::move(f); }
 
  private:
   Authorizer& authz_;
@@ -49,6 +55,7 @@ class AdminService final : public v1::Admin::Service {
   SessionRegistry& sessions_;
   const std::string ca_pin_;
   const platform::Clock& clock_;
+  std::function<void(const std::string&)> on_revoked_;
 };
 
 }  // namespace idlepool::coordinator

@@ -31,6 +31,7 @@
 #include "coordinator/worker_book.h"
 #include "grpcpp/grpcpp.h"
 #include "http/http_server.h"
+#include "http/request_checks.h"
 #include "platform/clock.h"
 #include "platform/process.h"
 #include "platform/random.h"
@@ -39,6 +40,7 @@
 #include "store/store.h"
 #include "text/host_port.h"
 #include "trust/credential_store.h"
+#include "trust/token.h"
 #include "wire/wire.h"
 
 namespace idlepool::coordinator {
@@ -158,6 +160,7 @@ class CoordinatorImpl final : public Coordinator {
   void MakeParts();
   absl::Status StartServer();
   absl::Status StartHttp();
+  absl::StatusOr<http::ServerOptions> HttpOptions() const;
   void Fatal(absl::Status st) {
     std::lock_guard lock(done_mu_);
     fatal_ = std::move(st);
@@ -192,6 +195,8 @@ class CoordinatorImpl final : public Coordinator {
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<grpc::Server> admin_server_;  // DATA_DIR/admin.sock
   std::unique_ptr<http::Server> http_;
+  std::atomic<http::Server*> http_live_{
+      nullptr};  // http_ once it serves (the admin thread reads it)
 
   std::mutex shutdown_mu_;
   bool shut_down_ = false;
@@ -243,6 +248,10 @@ void CoordinatorImpl::MakeParts() {
   join_service_ = std::make_unique<JoinService>(*authz_, *credentials_, *identity_.ca, clock_);
   admin_service_ = std::make_unique<AdminService>(*authz_, *credentials_, sessions_,
                                                   identity_.ca->pin(), clock_);
+  // A revoked token's dashboard sessions end with it.
+  admin_service_->OnTokenRevoked([this](const std::string& id) {
+    if (http::Server* h = http_live_.load()) h->EndSessionsOf(id);
+  });
   http_reads_ = std::make_unique<HttpReads>(*job_service_, pool_metrics_);
 }
 
@@ -300,6 +309,7 @@ void CoordinatorImpl::Shutdown() {
     shut_down_ = true;
   }
   // First: its handlers ask the core thread, and its event streams must end.
+  http_live_.store(nullptr);
   if (http_) http_->Shutdown();
   shutting_down_.store(true);
   if (admin_server_) admin_server_->Shutdown(platform::DeadlineAfter(std::chrono::seconds(1)));
@@ -312,6 +322,29 @@ void CoordinatorImpl::Shutdown() {
   done_cv_.notify_all();
 }
 
+// HTTPS with the coordinator's certificate (signed by the pool CA, for the same names), for the
+// names it answers to; read and submit access tokens log in (trust.db, as on the gRPC port).
+absl::StatusOr<http::ServerOptions> CoordinatorImpl::HttpOptions() const {
+  http::ServerOptions o;
+  o.address = options_.http;
+  auto addr = http::ParseAddress(options_.http);
+  if (!addr.ok()) return addr.status();
+  o.tls_cert_file = identity_.chain_file;
+  o.tls_key_file = identity_.key_file;
+  o.allowed_hosts = http::DefaultAllowedHosts(addr->first);
+  for (const auto& name : identity_.names) o.allowed_hosts.push_back(name);
+  o.authenticate = [this](std::string_view got) -> absl::StatusOr<trust::Principal> {
+    auto parts = trust::ParseToken(got);
+    if (!parts.ok() || parts->kind != trust::TokenKind::kAccess) {
+      return absl::UnauthenticatedError("not an access token (ipt1_...)");
+    }
+    auto rec = credentials_->CheckToken(parts->id, parts->secret, clock_.WallMs() / 1000);
+    if (!rec.ok()) return absl::UnauthenticatedError(rec.status().message());
+    return trust::Principal{rec->role, rec->name.empty() ? rec->id : rec->name, rec->id};
+  };
+  return o;
+}
+
 absl::Status CoordinatorImpl::StartHttp() {
   pool_metrics_.registry().SetCollector([this] {
     v1::ListWorkersReply workers;
@@ -321,10 +354,9 @@ absl::Status CoordinatorImpl::StartHttp() {
     pool_metrics_.SetPool(workers, jobs);
   });
   if (options_.http.empty()) return absl::OkStatus();
-  http::ServerOptions o;
-  o.address = options_.http;
-  o.token = platform::RandomHex(32);  // TODO(step 9): the HTTPS server and its authenticator
-  auto server = http::Server::Start(o, *http_reads_, feed_);
+  auto o = HttpOptions();
+  if (!o.ok()) return o.status();
+  auto server = http::Server::Start(*o, *http_reads_, feed_);
   if (!server.ok()) {
     if (options_.http_required || absl::IsInvalidArgument(server.status())) {
       return server.status();
@@ -333,7 +365,9 @@ absl::Status CoordinatorImpl::StartHttp() {
     return absl::OkStatus();
   }
   http_ = std::move(*server);
-  spdlog::info("dashboard at http://{}:{}/", http_->host(), http_->port());
+  http_live_.store(http_.get());
+  spdlog::info("dashboard at https://{}/ (signed by the pool CA: {}/ca.pem)",
+               text::JoinHostPort(http_->host(), http_->port()), options_.data_dir);
   return absl::OkStatus();
 }
 

@@ -35,37 +35,60 @@ async function atWidths(page, name) {
   }
 }
 
+// The login form, as a person fills it in (POST /login, the token in the body).
+async function logIn(page, token) {
+  await page.goto(`${URL}/login`);
+  await page.fill('input[name="token"]', token);
+  await Promise.all([page.waitForNavigation({ timeout: T }), page.click('button[type="submit"]')]);
+}
+
 (async () => {
   const browser = await chromium.launch({ executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
                                           args: ['--no-sandbox', '--disable-gpu'] });
-  const ctx = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
+  // The coordinator's certificate comes from a CA made at its start: not one Chromium knows.
+  const ctx = await browser.newContext({ viewport: { width: 1400, height: 1000 }, ignoreHTTPSErrors: true });
   const page = await ctx.newPage();
   const errors = [];
   page.on('pageerror', e => errors.push(String(e)));
   try {
-    // 1. A wrong token gets no data: the API answers 401 without job or worker data, and the page
-    //    says it is not signed in.
+    // 1. A wrong token gets no data: the API answers 401 without job or worker data, a wrong
+    //    token in the login form gets the form again, a token in the address is refused, and the
+    //    dashboard without a session is the login form.
     let r = await page.request.get(`${URL}/api/v1/workers`, { headers: { Authorization: 'Bearer wrong' } });
     check(r.status() === 401, `wrong bearer token: status ${r.status()}`);
     let body = await r.text();
     check(!body.includes(WORKER), 'a 401 body names the worker');
     r = await page.request.get(`${URL}/api/v1/jobs/${JOB}`);
     check(r.status() === 401, `no token: status ${r.status()}`);
-    r = await page.goto(`${URL}/login?token=wrong`);
-    check(r.status() === 401, `login with a wrong token: status ${r.status()}`);
+    r = await page.goto(`${URL}/login?token=${encodeURIComponent(TOKEN)}`);
+    check(r.status() === 400, `a token in the address: status ${r.status()}`);
+    check((await ctx.cookies()).length === 0, 'a token in the address set a cookie');
+    await logIn(page, 'wrong');
     await page.waitForSelector('#login-error', { timeout: T });
+    check((await ctx.cookies()).length === 0, 'a wrong token set a cookie');
     r = await page.goto(`${URL}/`);
     check(r.status() === 401, `the dashboard without a session: status ${r.status()}`);
-    await page.waitForSelector('form[action="/login"]', { timeout: T });
+    await page.waitForSelector('form[action="/login"][method="post"]', { timeout: T });
     check(!(await page.content()).includes(WORKER), 'the page without a session shows the worker');
-    ok('a wrong token gets 401 and no data');
+    ok('a wrong token gets 401 and no data; no token in addresses');
 
-    // 2. The right token: the pool page lists the worker (running) and the running job.
-    await page.goto(`${URL}/login?token=${encodeURIComponent(TOKEN)}`);
-    check(!page.url().includes(TOKEN), 'the token stays in the address bar after login');
+    // 2. The right token, typed into the form: a session cookie that is not the token (HttpOnly,
+    //    Secure, SameSite=Strict); the pool page lists the worker (running) and the running job.
+    await logIn(page, TOKEN);
+    await page.waitForURL(`${URL}/`, { timeout: T });
+    const cookies = await ctx.cookies();
+    const session = cookies.find(c => c.name === 'idlepool_session');
+    check(cookies.length === 1 && session, 'cookies after login: ' + JSON.stringify(cookies.map(c => c.name)));
+    check(session.value !== TOKEN && !session.value.includes(TOKEN), 'the cookie carries the token');
+    check(session.httpOnly && session.secure && session.sameSite === 'Strict', 'cookie flags: ' + JSON.stringify(session));
+    check(!page.url().includes(TOKEN), 'the token is in the address bar');
     await page.waitForSelector(`#workers tr[data-worker="${WORKER}"][data-activity="running"]`, { timeout: T });
     await page.waitForSelector(`#jobs tr[data-job="${JOB}"]`, { timeout: T });
     await page.waitForSelector('#live.on', { timeout: T });
+    await page.waitForSelector('#logout:not([hidden])', { timeout: T });
+    // The page's own request with the cookie but without the CSRF header cannot change state.
+    const bare = await page.evaluate(async () => (await fetch('/logout', { method: 'POST' })).status);
+    check(bare === 403, `POST /logout with the cookie alone: status ${bare}`);
     ok('pool page: the worker is running and the job is listed; live updates connected');
     check(await page.locator('link[rel="icon"]').count() === 1, 'no inline favicon');
     // Cards count workers in the pool, pluralized; the one that left is counted apart.
@@ -152,6 +175,13 @@ async function atWidths(page, name) {
     await page.unroute('**/api/v1/events');
     await page.waitForSelector('#live.on', { timeout: T });
     ok('live updates reconnect after 503 answers (with backoff)');
+
+    // 6. Log out: the button ends the session; the cookie no longer reads anything.
+    await page.click('#logout');
+    await page.waitForURL(`${URL}/login`, { timeout: T });
+    r = await page.request.get(`${URL}/api/v1/workers`);
+    check(r.status() === 401, `after logout: status ${r.status()}`);
+    ok('log out ends the session');
     check(errors.length === 0, 'page errors: ' + errors.join('; '));
   } catch (e) {
     try { await page.screenshot({ path: SHOT.replace(/\.png$/, '-failed.png'), fullPage: true }); } catch (_) { /* closed */ }

@@ -45,8 +45,8 @@ count = 2
 outputs = ["out.txt"]
 TOML
 start_coordinator --http 127.0.0.1:0
-wait_until 20 grep -q "dashboard at http://" "$T/coordinator.log"
-URL=$(sed -n 's/.*dashboard at \(http:\/\/[^ ]*\).*/\1/p' "$T/coordinator.log" | tail -1)
+wait_until 20 grep -q "dashboard at https://" "$T/coordinator.log"
+URL=$(sed -n 's/.*dashboard at \(https:\/\/[^ ]*\).*/\1/p' "$T/coordinator.log" | tail -1)
 # A worker that left the pool (SIGTERM): the pool page hides it behind a "show ... left" box.
 start_worker gone --slots 1
 wait_until 20 is_connected gone
@@ -63,4 +63,4 @@ URL=$URL TOKEN=$TOKEN JOB=$JOB RELEASE_DIR=$T/release SENSORS=$S WORKER=laptop G
   node "$HERE/dashboard_test.js" || fail "browser test failed (screenshot: $ARTIFACT_DIR)"
 [ -s "$ARTIFACT_DIR/dashboard.png" ] || fail "no screenshot"
 "$IDLEPOOL" wait "$JOB" --quiet >/dev/null || fail "job did not succeed"
-pass "dashboard in headless Chromium: token, workers, live timeline, preemption; screenshot $ARTIFACT_DIR/dashboard.png"
+pass "dashboard in headless Chromium: login, session cookie, CSRF, workers, live timeline, preemption, logout; screenshot $ARTIFACT_DIR/dashboard.png"

@@ -1,18 +1,26 @@
 #!/usr/bin/env bash
-# The coordinator's HTTP server (--http): the token guards every path (401, no data), the login
-# cookie flow, the JSON API equals the CLI's --json, /metrics passes promtool and its counters
-# move when a job runs, server-sent events announce a submitted job, shutdown with an open event
-# stream exits, a busy default port only warns and a busy explicit port is an error.
+# The coordinator's HTTPS server (--http): TLS only, credentials guard every path (401, no data),
+# Host and Origin are checked, the login form gives a session cookie that is not the token and
+# cannot change state without its CSRF token, the JSON API equals the CLI's --json, /metrics
+# passes promtool and its counters move when a job runs, server-sent events announce a submitted
+# job, hostile clients (a flood of header lines, hundreds of idle connections) neither grow the
+# coordinator nor stop it answering, shutdown with an open event stream exits, a busy default
+# port only warns and a busy explicit port is an error.
 source "$(dirname "$0")/lib.sh"
 command -v curl >/dev/null || { echo "SKIP: no curl"; exit 77; }
 command -v promtool >/dev/null || { echo "SKIP: no promtool (Debian package prometheus)"; exit 77; }
+command -v openssl >/dev/null || { echo "SKIP: no openssl (Debian package openssl)"; exit 77; }
 
 start_coordinator --http 127.0.0.1:0
-wait_until 10 grep -q "dashboard at http://" "$T/coordinator.log"
-HPORT=$(sed -n 's|.*dashboard at http://127.0.0.1:\([0-9]*\)/.*|\1|p' "$T/coordinator.log" | tail -1)
+wait_until 10 grep -q "dashboard at https://" "$T/coordinator.log"
+HPORT=$(sed -n 's|.*dashboard at https://127.0.0.1:\([0-9]*\)/.*|\1|p' "$T/coordinator.log" | tail -1)
 [ -n "$HPORT" ] || fail "no dashboard port in the log"
-URL=http://127.0.0.1:$HPORT
-grep "dashboard at" "$T/coordinator.log" | grep -q "$TOKEN" && fail "the log line carries the token"
+URL=https://127.0.0.1:$HPORT
+grep "dashboard" "$T/coordinator.log" | grep -q "$TOKEN" && fail "a dashboard line carries the token"
+# Every curl here trusts the coordinator's CA (made at its start) and nothing else.
+CA=$T/coord/ca.pem
+[ -s "$CA" ] || fail "no $CA"
+curl() { command curl --cacert "$CA" "$@"; }
 AUTH=(-H "Authorization: Bearer $TOKEN")
 code() { curl -s -o "$T/body" -w '%{http_code}' "$@"; }  # code CURL-ARGS: status, body in $T/body
 
@@ -20,39 +28,69 @@ start_worker w1 --slots 2
 wait_until 20 is_connected w1
 
 # --- no token, a wrong one, a wrong cookie: 401 with a JSON error and nothing else
-WRONG=$(printf '%s' "$TOKEN" | tr '0-9a-f' '1-9a-f0')
+WRONG=${TOKEN%.*}.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA
 for path in /api/v1/workers /api/v1/jobs /api/v1/jobs/1 /metrics /api/v1/events / /assets/app.js; do
-  for args in "" "-H Authorization:Bearer\ $WRONG" "-b idlepool_token=$WRONG"; do
+  for args in "" "-H Authorization:Bearer\ $WRONG" "-b idlepool_session=$WRONG" \
+              "-b idlepool_session=$TOKEN" "-b idlepool_token=$TOKEN"; do
     # shellcheck disable=SC2086
     c=$(eval code --max-time 5 $args "$URL$path")
     [ "$c" = 401 ] || fail "$path with '${args:0:30}' answered $c, want 401"
     if [ "$path" = / ]; then  # a browser gets the login form
-      grep -q '<form method="get" action="/login">' "$T/body" || fail "/: 401 without the login form"
+      grep -q '<form method="post" action="/login">' "$T/body" || fail "/: 401 without the login form"
     else
       jq -e '.error | length > 0' "$T/body" >/dev/null || fail "$path: 401 without a JSON error"
     fi
     ! grep -q '"workers"\|"jobs"\|w1\|idlepool_' "$T/body" || fail "$path: 401 body has data: $(cat "$T/body")"
   done
 done
-pass "no token, a wrong token or cookie: 401, a JSON error, no data"
+pass "no token, a wrong token, the token or a wrong session as a cookie: 401, a JSON error, no data"
 
-# --- login: a wrong token sets no cookie; the right one sets it and redirects to /
-c=$(code -c "$T/bad.jar" "$URL/login?token=$WRONG")
+# --- TLS only; Host and Origin must name this server
+c=$(command curl -s -o /dev/null -w '%{http_code}' --max-time 5 "http://127.0.0.1:$HPORT/") || true
+[ "$c" = 000 ] || fail "plain HTTP to the dashboard port answered $c"
+! command curl -s -o /dev/null --max-time 5 "$URL/" || fail "a client that does not trust the CA connected"
+! curl -s -o /dev/null --max-time 5 --tls-max 1.2 "$URL/" || fail "a TLS 1.2 client connected"
+[ "$(code "${AUTH[@]}" -H "Host: evil.example:$HPORT" "$URL/api/v1/workers")" = 421 ] \
+  || fail "a foreign Host was answered $(cat "$T/body")"
+[ "$(code "${AUTH[@]}" -H "Origin: https://evil.example" "$URL/api/v1/workers")" = 403 ] \
+  || fail "a foreign Origin was answered"
+[ "$(code "${AUTH[@]}" -H "Host: localhost:$HPORT" -H "Origin: https://localhost:$HPORT" \
+        "$URL/api/v1/workers")" = 200 ] || fail "localhost refused: $(cat "$T/body")"
+pass "TLS 1.3 only; a foreign Host gets 421, a foreign Origin 403"
+
+# --- login: the token in a form body, never in an address; a session cookie that is not it
+ORIGIN=(-H "Origin: $URL")
+c=$(code -c "$T/bad.jar" "$URL/login?token=$TOKEN")
+[ "$c" = 400 ] || fail "GET /login?token= answered $c"
+c=$(code -c "$T/bad.jar" --data-urlencode "token=$TOKEN" "$URL/login")
+[ "$c" = 403 ] || fail "POST /login without an Origin answered $c"
+c=$(code -c "$T/bad.jar" "${ORIGIN[@]}" --data-urlencode "token=$WRONG" "$URL/login")
 [ "$c" = 401 ] || fail "login with a wrong token answered $c"
-! grep -q idlepool_token "$T/bad.jar" || fail "a wrong login set a cookie"
-hdr=$(curl -s -D - -o /dev/null -c "$T/jar" "$URL/login?token=$TOKEN")
+! grep -q idlepool_ "$T/bad.jar" || fail "a refused login set a cookie"
+hdr=$(curl -s -D - -o /dev/null -c "$T/jar" "${ORIGIN[@]}" --data-urlencode "token=$TOKEN" "$URL/login")
 echo "$hdr" | grep -qi '^HTTP/1.1 303' || fail "login did not redirect: $hdr"
 echo "$hdr" | grep -qi '^location: /\s*$' || fail "login did not redirect to /: $hdr"
-echo "$hdr" | grep -i '^set-cookie:' | grep -qi 'HttpOnly' || fail "cookie not HttpOnly: $hdr"
-echo "$hdr" | grep -i '^set-cookie:' | grep -qi 'SameSite=Strict' || fail "cookie not SameSite=Strict"
-[ "$(code -b "$T/jar" "$URL/api/v1/workers")" = 200 ] || fail "the login cookie is not accepted"
+cookie=$(echo "$hdr" | tr -d '\r' | grep -i '^set-cookie:')
+for flag in HttpOnly Secure SameSite=Strict Path=/; do
+  echo "$cookie" | grep -qi "; $flag" || fail "cookie without $flag: $cookie"
+done
+echo "$cookie" | grep -q "$TOKEN" && fail "the cookie carries the token"
+grep -q "$TOKEN" "$T/jar" && fail "the cookie jar holds the token"
+[ "$(code -b "$T/jar" "$URL/api/v1/workers")" = 200 ] || fail "the session cookie is not accepted"
 [ "$(code -b "$T/jar" "$URL/")" = 200 ] || fail "/ with the cookie: not 200"
 grep -q '<html' "$T/body" || fail "/ is not the dashboard's index.html"
 ct=$(curl -s -o /dev/null -w '%{content_type}' -b "$T/jar" "$URL/assets/app.js")
 [[ "$ct" == text/javascript* ]] || fail "app.js served as '$ct'"
 [ "$(code -b "$T/jar" "$URL/assets/nope.js")" = 404 ] || fail "a missing asset is not 404"
 [ "$(code "$URL/login")" = 200 ] && grep -q '<form' "$T/body" || fail "/login without a token: no form"
-pass "login cookie flow; assets served with their types"
+# A state change with the cookie alone (even with the right Origin) is refused; with the
+# session's CSRF token it is done.
+[ "$(code -b "$T/jar" "${ORIGIN[@]}" -X POST "$URL/logout")" = 403 ] || fail "cookie-only logout"
+CSRF=$(curl -s -b "$T/jar" "$URL/api/v1/session" | jq -r .csrf)
+[ "${#CSRF}" = 43 ] || fail "no CSRF token in /api/v1/session"
+[ "$(code -b "$T/jar" -H "X-Idlepool-CSRF: $CSRF" -X POST "$URL/logout")" = 200 ] || fail "logout"
+[ "$(code -b "$T/jar" "$URL/api/v1/workers")" = 401 ] || fail "the cookie still works after logout"
+pass "login form flow: session cookie, CSRF for state changes, logout; assets served with their types"
 
 # --- the JSON API
 [ "$(code "${AUTH[@]}" "$URL/api/v1/workers")" = 200 ] || fail "workers: $(cat "$T/body")"
@@ -64,7 +102,7 @@ grep -q "abc" "$T/body" || fail "the 400 does not name the bad id"
 grep -q "987654" "$T/body" || fail "the 404 does not name the job"
 
 # --- events: a submitted job moves the state version
-curl -sN "${AUTH[@]}" --max-time 60 "$URL/api/v1/events" >"$T/sse1.txt" 2>/dev/null &
+command curl --cacert "$CA" -sN "${AUTH[@]}" --max-time 60 "$URL/api/v1/events" >"$T/sse1.txt" 2>/dev/null &
 SSE1=$!
 PIDS+=($SSE1)
 wait_until 10 grep -q "event: hello" "$T/sse1.txt"
@@ -136,6 +174,32 @@ ge "$(metric idlepool_scheduling_seconds_count)" 4 || fail "no scheduling latenc
 ge "$(metric idlepool_start_time_seconds)" "$(( $(date +%s) - 3600 ))" || fail "no start time"
 pass "/metrics passes promtool; counters moved with the job"
 
+# --- hostile clients: 10 MB of header lines, and 300 connections that never send a byte (more
+# than the 128 the server keeps): the coordinator does not grow, and still answers.
+# Its peak memory is measured: VmHWM, reset to the present VmRSS first (clear_refs).
+mem_kb() { awk -v f="$1:" '$1 == f {print $2}' "/proc/$COORD_PID/status"; }
+echo 5 >"/proc/$COORD_PID/clear_refs" || fail "cannot reset the coordinator's peak memory"
+before=$(mem_kb VmRSS)
+# (openssl s_client sends them as they are; curl -H @FILE spends a minute of CPU on 160,000.)
+{
+  printf 'GET /api/v1/workers HTTP/1.1\r\nHost: 127.0.0.1:%s\r\nAuthorization: Bearer %s\r\n' \
+    "$HPORT" "$TOKEN"
+  awk 'BEGIN { for (i = 0; i < 160000; i++) printf "X-Pad-%d: %049d\r\n", i, 0 }'
+  printf '\r\n'
+} >"$T/flood.txt"
+[ "$(stat -c %s "$T/flood.txt")" -gt 10000000 ] || fail "the flood is too small"
+timeout 60 openssl s_client -quiet -verify_quiet -CAfile "$CA" -connect "127.0.0.1:$HPORT" \
+  <"$T/flood.txt" >"$T/flood.out" 2>/dev/null || true
+c=$(head -c 12 "$T/flood.out")
+[ "$c" = "HTTP/1.1 431" ] || [ -z "$c" ] || fail "10 MB of header lines answered: $(head -3 "$T/flood.out")"
+after=$(mem_kb VmHWM)
+[ $((after - before)) -lt $((64 * 1024)) ] || fail "the coordinator grew from $before to $after KiB (peak)"
+IDLE=()
+for i in $(seq 1 300); do exec {fd}<>"/dev/tcp/127.0.0.1/$HPORT"; IDLE+=("$fd"); done
+[ "$(code --max-time 30 "${AUTH[@]}" "$URL/api/v1/workers")" = 200 ] || fail "idle connections stopped the API"
+for fd in "${IDLE[@]}"; do exec {fd}>&-; done
+pass "10 MB of header lines refused (${c:-reset}) without growth ($before -> peak $after KiB); 300 idle connections do not stop the API"
+
 # --- a busy explicit port is a startup error; a busy default port only warns
 if "$IDLEPOOL" coordinator --listen 127.0.0.1:0 --data-dir "$T/c2" --http "127.0.0.1:$HPORT" \
      >"$T/c2.log" 2>&1; then
@@ -146,7 +210,8 @@ grep -q "cannot listen on 127.0.0.1:$HPORT" "$T/c2.log" || fail "no clear error:
 "$IDLEPOOL" coordinator --listen 127.0.0.1:0 --data-dir "$T/c3" --http 127.0.0.1:7879 \
   >"$T/c3.log" 2>&1 &
 PIDS+=($!)
-wait_until 10 curl -s -o /dev/null --max-time 2 http://127.0.0.1:7879/
+port_held() { (exec 3<>/dev/tcp/127.0.0.1/7879) 2>/dev/null; }
+wait_until 10 port_held
 "$IDLEPOOL" coordinator --listen 127.0.0.1:0 --data-dir "$T/c4" >"$T/c4.log" 2>&1 &
 C4=$!
 PIDS+=($C4)
@@ -161,7 +226,7 @@ pass "busy explicit --http port: error; busy default port: a warning"
 kill -0 "$SSE1" || fail "the first event stream ended early"
 STREAMS=()
 for i in $(seq 1 31); do
-  curl -sN "${AUTH[@]}" --max-time 60 "$URL/api/v1/events" >"$T/many$i.txt" 2>/dev/null &
+  command curl --cacert "$CA" -sN "${AUTH[@]}" --max-time 60 "$URL/api/v1/events" >"$T/many$i.txt" 2>/dev/null &
   STREAMS+=($!)
   PIDS+=($!)
 done

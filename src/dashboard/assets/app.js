@@ -6,6 +6,8 @@
 
 const $main = document.getElementById('main');
 const $live = document.getElementById('live');
+const $who = document.getElementById('who');
+const $logout = document.getElementById('logout');
 
 // ---- helpers -------------------------------------------------------------------------------
 function el(tag, attrs, ...children) {
@@ -281,9 +283,10 @@ async function render() {
   } catch (e) {
     if (e instanceof Unauthorized) {
       $main.replaceChildren(el('h1', {}, 'Not signed in'),
-        el('p', {}, 'Open the dashboard link the coordinator printed (it ends in /login?token=…), or use the pool token in DATA_DIR/pool.token: ',
-          el('code', {}, location.origin + '/login?token=TOKEN')));
+        el('p', {}, 'Your session ended (logged out, unused for hours, or the coordinator restarted). ',
+          el('a', { href: '/login' }, 'Log in'), ' again with a read or submit token.'));
       document.body.dataset.unauthorized = '1';
+      $who.textContent = ''; $logout.hidden = true;
     } else {
       $main.replaceChildren(el('p', { class: 'error' }, 'Could not load: ' + e.message));
     }
@@ -319,7 +322,23 @@ function connect() {
     retryMs = Math.min(RETRY_MAX_MS, retryMs * 2);
   });
 }
+// Who is logged in, and the session's CSRF token: every state change made with the session
+// cookie sends it in X-Idlepool-CSRF (the server refuses the cookie alone).
+let csrf = null;
+async function whoAmI() {
+  try {
+    const s = await api('/api/v1/session');
+    csrf = s.csrf || null;
+    $who.textContent = `${s.name} (${s.role})`;
+    $logout.hidden = !csrf;
+  } catch (_) { /* not signed in: render() says so */ }
+}
+$logout.addEventListener('click', async () => {
+  await fetch('/logout', { method: 'POST', credentials: 'same-origin', headers: { 'X-Idlepool-CSRF': csrf || '' } });
+  location.href = '/login';
+});
 window.addEventListener('hashchange', render);
+whoAmI();
 render();
 connect();
 // Running jobs' ETA and elapsed times move without events: refresh every 10 s as well.
