@@ -40,6 +40,7 @@ constexpr NamedBug kBugs[] = {
     {"no-lease-expiry", PlantedBug::kNoLeaseExpiry},
     {"count-preemptions", PlantedBug::kCountPreemptions},
     {"strand-preempted", PlantedBug::kStrandPreempted},
+    {"preemptions-as-losses", PlantedBug::kPreemptionsAsLosses},
 };
 
 bool IsSpot(const std::string& path) {

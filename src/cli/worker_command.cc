@@ -20,6 +20,7 @@
 #include "platform/process.h"
 #include "spdlog/spdlog.h"
 #include "text/host_port.h"
+#include "text/names.h"
 #include "text/units.h"
 #include "text/utf8.h"
 #include "worker/identity.h"
@@ -251,11 +252,14 @@ int RunWorker(WorkerFlags& f, const Common& common) {
     std::printf("%s", owner::DefaultConfigToml().c_str());
     return 0;
   }
-  if (!f.options.name.empty() && !text::IsPrintableUtf8(f.options.name)) {
-    std::fprintf(stderr,
-                 "idlepool worker: --name must be printable UTF-8 (no control "
-                 "characters)\n");
-    return 2;
+  if (const std::string& name = f.options.name; !name.empty()) {
+    if (std::string why = text::NameProblem(name); !why.empty()) {
+      std::fprintf(stderr,
+                   "idlepool worker: --name \"%s\": %s (a worker name must be printable, "
+                   "visible text)\n",
+                   text::VisibleText(name).c_str(), why.c_str());
+      return 2;
+    }
   }
   if (auto rc = DiscoverGpus(f)) return *rc;
   if (int rc = CheckFlags(f); rc != 0) return rc;

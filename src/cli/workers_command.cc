@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "api/json.h"
 #include "cli/command.h"
+#include "text/names.h"
 
 namespace idlepool::cli {
 namespace {
@@ -106,11 +107,14 @@ int ListWorkers(Common& common, bool json) {
     }
     const std::string cpu =
         x.cpu_score() > 0 ? std::to_string(static_cast<int64_t>(x.cpu_score() + 0.5)) : "-";
-    std::printf("%-20s %-20s %-13s %-14s %6u %6u %-16s %10s  %s %6s  %s  %s\n", x.worker().c_str(),
-                x.hostname().c_str(), x.state().c_str(),
-                x.activity().empty() ? "-" : x.activity().c_str(), x.capacity().cpus(),
-                x.slots_busy(), GpusText(x).c_str(), seen, Pad(LinkText(x), 26).c_str(),
-                cpu.c_str(), Pad(UpText(x), 32).c_str(), owner.c_str());
+    // Shown escaped: a row stored before names were checked, or a host name, may hold
+    // what would not show (text/names.h).
+    std::printf("%-20s %-20s %-13s %-14s %6u %6u %-16s %10s  %s %6s  %s  %s\n",
+                text::VisibleText(x.worker()).c_str(), text::VisibleText(x.hostname()).c_str(),
+                x.state().c_str(), x.activity().empty() ? "-" : x.activity().c_str(),
+                x.capacity().cpus(), x.slots_busy(), GpusText(x).c_str(), seen,
+                Pad(LinkText(x), 26).c_str(), cpu.c_str(), Pad(UpText(x), 32).c_str(),
+                owner.c_str());
   }
   return 0;
 }

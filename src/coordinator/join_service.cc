@@ -1,8 +1,8 @@
 #include "coordinator/join_service.h"
 
 #include "absl/strings/str_cat.h"
+#include "coordinator/worker_input.h"
 #include "spdlog/spdlog.h"
-#include "text/utf8.h"
 #include "trust/role.h"
 
 namespace idlepool::coordinator {
@@ -28,16 +28,6 @@ grpc::Status FromAbsl(const absl::Status& st) {
 
 }  // namespace
 
-std::string WorkerNameProblem(const std::string& name) {
-  if (name.empty() || name.size() > kMaxNameBytes) {
-    return absl::StrCat("a worker name is 1 to ", kMaxNameBytes, " bytes");
-  }
-  if (!text::IsPrintableUtf8(name) || name.find(' ') != std::string::npos) {
-    return "a worker name is printable UTF-8 without spaces";
-  }
-  return "";
-}
-
 grpc::Status JoinService::JoinPool(grpc::ServerContext* ctx, const v1::JoinRequest* req,
                                    v1::JoinReply* reply) {
   if (auto st = authz_.Check(ctx, "/idlepool.v1.Join/JoinPool"); !st.ok()) return st;
@@ -55,6 +45,10 @@ grpc::Status JoinService::JoinPool(grpc::ServerContext* ctx, const v1::JoinReque
   const std::string name = token->name.empty() ? req->name() : token->name;
   if (std::string p = WorkerNameProblem(name); !p.empty()) {
     return Refuse(grpc::StatusCode::INVALID_ARGUMENT, p);
+  }
+  if (name.size() > kMaxNameBytes) {  // a certificate's common name holds at most 64
+    return Refuse(grpc::StatusCode::INVALID_ARGUMENT,
+                  absl::StrCat("a worker name that joins has 1 to ", kMaxNameBytes, " bytes"));
   }
   if (auto w = store_.FindWorker(name); w && (w->revoked_at == 0 || w->revoked_at < w->issued)) {
     return Refuse(grpc::StatusCode::ALREADY_EXISTS,

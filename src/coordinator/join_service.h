@@ -47,7 +47,4 @@ class JoinService final : public v1::Join::Service {
   std::mutex join_mu_;
 };
 
-// Why `name` cannot be a worker's name, or "" (1-64 bytes of printable UTF-8, no spaces).
-std::string WorkerNameProblem(const std::string& name);
-
 }  // namespace idlepool::coordinator

@@ -24,14 +24,9 @@ grpc::Status CheckHello(const v1::Hello& hello) {
                                      ", this coordinator speaks ", wire::kProtocolVersion,
                                      "; run the same idlepool version on both"));
   }
-  if (hello.worker().empty() || hello.worker().size() > 256) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        "Hello.worker must be a name of 1 to 256 bytes");
-  }
-  // Names go to terminals, logs and dashboards as they are: no escape sequences in them.
-  if (!text::IsPrintableUtf8(hello.worker())) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        "Hello.worker must be printable UTF-8 (no control characters)");
+  // Names go to terminals, logs and dashboards as they are: nothing there may hide or lie.
+  if (std::string why = WorkerNameProblem(hello.worker()); !why.empty()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, why);
   }
   if (hello.capacity().cpus() == 0 || hello.capacity().cpus() > 4096) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,

@@ -12,6 +12,7 @@
 #include "spdlog/spdlog.h"
 #include "spec/spec.h"
 #include "text/host_port.h"
+#include "text/names.h"
 #include "text/utf8.h"
 
 namespace idlepool::coordinator {
@@ -72,6 +73,17 @@ std::vector<core::BlobRef> CachedBlobs(const google::protobuf::RepeatedPtrField<
     if (blob::IsSha256Hex(b.sha256())) out.push_back(core::BlobRef{b.sha256(), b.size()});
   }
   return out;
+}
+
+std::string WorkerNameProblem(const std::string& name) {
+  if (name.empty() || name.size() > kMaxWorkerNameBytes) {
+    return absl::StrCat("worker name of ", name.size(), " bytes: a name has 1 to ",
+                        kMaxWorkerNameBytes, " bytes");
+  }
+  if (std::string why = text::NameProblem(name); !why.empty()) {
+    return absl::StrCat("worker name \"", text::VisibleText(name), "\": ", why);
+  }
+  return "";
 }
 
 std::string PeerAddress(const std::string& announced, const std::string& grpc_peer) {

@@ -17,6 +17,13 @@ namespace idlepool::coordinator {
 // Most cache entries taken from one Hello or CacheChange (proto: Hello.cached).
 inline constexpr size_t kMaxCachedBlobs = 20000;
 
+// Why `name` cannot name a worker (Hello.worker), as a message that shows the name with what is
+// wrong escaped and names the character, e.g. `worker name "wa\u200b": U+200B (zero width space)
+// is not allowed`; "" when it can. A name goes to terminals, logs and dashboards as it is: 1 to
+// kMaxWorkerNameBytes bytes, nothing invisible or direction-changing (text::NameProblem).
+inline constexpr size_t kMaxWorkerNameBytes = 256;
+std::string WorkerNameProblem(const std::string& name);
+
 // The readings a worker sent, with every non-finite number dropped (unknown).
 v1::SensorReadings CleanSensors(const v1::SensorReadings& in);
 

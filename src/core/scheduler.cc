@@ -103,6 +103,7 @@ void Scheduler::Restore(const RestoredState& state, MonoTime now) {
   lost_attempts_.clear();
   holders_.clear();
   avoid_.clear();
+  lost_in_a_row_.clear();
   now_ = now;
   next_attempt_id_ = std::max<AttemptId>(state.next_attempt_id, 1);
 
@@ -272,6 +273,7 @@ void Scheduler::OnHello(const WorkerHello& e, MonoTime now, std::vector<Decision
     // around its last sign of life).
     const std::set<AttemptId> ids = w.attempts;
     for (AttemptId id : ids) {
+      attempts_.at(id).worker_died = w.state != WorkerState::kLeft;
       EndAttempt(id, AttemptOutcome::kLost, 0, "worker restarted (new boot id)", out);
     }
     UpEnd(w, w.last_seen);
@@ -520,6 +522,7 @@ bool Scheduler::LateSuccess(const AttemptReport& e, std::vector<Decision>& out) 
     return false;
   }
   // It counted as lost, with its work; it is a success now.
+  lost_in_a_row_.erase(key);
   const Millis lost = l->second.lost;
   lost_attempts_.erase(l);
   --job.counters.lost;
@@ -576,6 +579,8 @@ bool Scheduler::Revive(const WorkerName& name, WorkerRec& w, AttemptId id, MonoT
   const Millis lost = l->second.lost;
   std::vector<uint32_t> gpus = l->second.gpus;
   lost_attempts_.erase(l);
+  lost_in_a_row_.erase(key);  // its worker did not die after all
+  if (auto t = avoid_.find(key); t != avoid_.end()) t->second.erase(name);
   auto& ids = job.lost_attempts;
   ids.erase(std::remove(ids.begin(), ids.end(), id), ids.end());
   --job.counters.lost;
@@ -595,6 +600,8 @@ bool Scheduler::Revive(const WorkerName& name, WorkerRec& w, AttemptId id, MonoT
 
 void Scheduler::ForgetLost(JobId id) {
   avoid_.erase(avoid_.lower_bound(TaskKey{id, 0}), avoid_.lower_bound(TaskKey{id + 1, 0}));
+  lost_in_a_row_.erase(lost_in_a_row_.lower_bound(TaskKey{id, 0}),
+                       lost_in_a_row_.lower_bound(TaskKey{id + 1, 0}));
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return;
   for (AttemptId a : it->second.lost_attempts) lost_attempts_.erase(a);
@@ -790,7 +797,9 @@ void Scheduler::EndAttempt(AttemptId id, AttemptOutcome outcome, int exit_code,
   }
 
   job.counters.transfer += transfer;
-  out.push_back(AttemptEnded{id, a.task, a.worker, outcome, exit_code, message, lost, transfer,
+  const std::string crashes = CountLoss(a.task, a, outcome, /*alone=*/other == 0);
+  out.push_back(AttemptEnded{id, a.task, a.worker, outcome, exit_code,
+                             crashes.empty() ? message : message + "; " + crashes, lost, transfer,
                              /*late=*/false, timing, log_tail});
 
   bool failure = false;
@@ -862,6 +871,7 @@ void Scheduler::EndAttempt(AttemptId id, AttemptOutcome outcome, int exit_code,
           task.machine_faults >= options_.max_machine_faults) {
         task.state = TaskState::kFailed;
       }
+      if (!crashes.empty()) task.state = TaskState::kFailed;
       break;
   }
   // A task only goes back to pending while its job runs (a cancelled job's attempts end
@@ -882,15 +892,46 @@ void Scheduler::EndAttempt(AttemptId id, AttemptOutcome outcome, int exit_code,
 
 void Scheduler::LoseWorker(const WorkerName& name, std::vector<Decision>& out) {
   WorkerRec& w = workers_.at(name);
+  // Its session ended without a goodbye before its lease ran out: its process died.
+  const bool died = w.state == WorkerState::kDisconnected;
   out.push_back(WorkerLost{name});
   w.state = WorkerState::kLost;
   w.session_open = false;
   UpEnd(w, w.last_seen);
   Reindex(name);
   const std::set<AttemptId> ids = w.attempts;
-  for (AttemptId id : ids) EndAttempt(id, AttemptOutcome::kLost, 0, "worker lost", out);
+  for (AttemptId id : ids) {
+    attempts_.at(id).worker_died = died;
+    EndAttempt(id, AttemptOutcome::kLost, 0, "worker lost", out);
+  }
   CORE_CHECK(w.slots_busy == 0 && w.gpu_owner.empty() && w.memory_busy_mb == 0,
              "lost worker still has busy capacity");
+}
+
+std::string Scheduler::CountLoss(const TaskKey& key, const AttemptRec& a, AttemptOutcome outcome,
+                                 bool alone) {
+  const bool planted = options_.planted_bug == Options::PlantedBug::kPreemptionsAsLosses &&
+                       outcome == AttemptOutcome::kPreempted;
+  if (outcome == AttemptOutcome::kSucceeded || outcome == AttemptOutcome::kFailed ||
+      outcome == AttemptOutcome::kTimedOut) {
+    lost_in_a_row_.erase(key);  // it ran to an end on a worker that outlived it
+    return "";
+  }
+  if (!(outcome == AttemptOutcome::kLost && a.worker_died) && !planted) return "";
+  const uint32_t limit = options_.max_workers_lost_in_a_row;
+  if (limit == 0) return "";
+  avoid_[key][a.worker] = now_ + options_.machine_fault_avoid;  // not straight back to it
+  std::vector<WorkerName>& died = lost_in_a_row_[key];
+  if (died.size() < limit && std::find(died.begin(), died.end(), a.worker) == died.end()) {
+    died.push_back(a.worker);
+  }
+  if (!alone || died.size() < limit) return "";
+  std::string why =
+      "the task fails: lost with " + std::to_string(died.size()) + " different workers in a row (";
+  for (size_t i = 0; i < died.size(); ++i) why += (i == 0 ? "" : ", ") + died[i];
+  why += "), each of which died while running it: a task that crashes its worker?";
+  lost_in_a_row_.erase(key);
+  return why;
 }
 
 void Scheduler::FinishJobIfDone(JobRec& job, JobId id, std::vector<Decision>& out) {
@@ -1465,67 +1506,6 @@ Scheduler::TaskRec& Scheduler::TaskOf(const TaskKey& key) {
   JobRec& job = JobOf(key);
   CORE_CHECK(key.index < job.tasks.size(), "task index out of range");
   return job.tasks[key.index];
-}
-
-// ---------------------------------------------------------------------------------------------
-// Views
-
-std::optional<JobSummary> Scheduler::Job(JobId id) const {
-  auto it = jobs_.find(id);
-  if (it == jobs_.end()) return std::nullopt;
-  const JobRec& job = it->second;
-  JobSummary s;
-  s.job = id;
-  s.state = job.state;
-  s.tasks = static_cast<uint32_t>(job.tasks.size());
-  for (const TaskRec& t : job.tasks) {
-    switch (t.state) {
-      case TaskState::kPending: ++s.pending; break;
-      case TaskState::kRunning: ++s.running; break;
-      case TaskState::kSucceeded: ++s.succeeded; break;
-      case TaskState::kFailed: ++s.failed; break;
-      case TaskState::kCancelled: ++s.cancelled; break;
-    }
-  }
-  s.counters = job.counters;
-  s.workers_lost = static_cast<uint32_t>(job.workers_lost.size());
-  if (s.pending > 0) {
-    const Resources& need = job.spec.resources;
-    s.fits_no_worker = std::none_of(workers_.begin(), workers_.end(), [&](const auto& kv) {
-      return Connected(kv.second) && CapacityFits(kv.second, need);
-    });
-  }
-  return s;
-}
-
-std::vector<JobSummary> Scheduler::Jobs() const {
-  std::vector<JobSummary> all;
-  all.reserve(jobs_.size());
-  for (const auto& [id, job] : jobs_) all.push_back(*Job(id));
-  return all;
-}
-
-std::vector<WorkerView> Scheduler::Workers() const {
-  std::vector<WorkerView> all;
-  all.reserve(workers_.size());
-  for (const auto& [name, w] : workers_) {
-    WorkerView v{name, w.state, w.session, w.boot_id, w.capacity, w.slots_busy,
-                 static_cast<uint32_t>(w.attempts.size()), w.last_seen, w.accepting,
-                 w.owner_state, w.owner_reason, Speed(w), w.up_ends, w.cache_bytes,
-                 w.cache_blobs, w.owner_cause};
-    v.gpus = w.gpus;
-    for (const auto& [index, attempt] : w.gpu_owner) v.gpus_busy.push_back(index);
-    all.push_back(std::move(v));
-  }
-  return all;
-}
-
-std::optional<AttemptId> Scheduler::CurrentAttempt(TaskKey key) const {
-  auto it = jobs_.find(key.job);
-  if (it == jobs_.end() || key.index >= it->second.tasks.size()) return std::nullopt;
-  const AttemptId id = it->second.tasks[key.index].current;
-  if (id == 0) return std::nullopt;
-  return id;
 }
 
 }  // namespace idlepool::core

@@ -35,7 +35,18 @@
 //     id re-adopts the attempts it still holds that are current; anything else it holds is
 //     killed. A new boot id means its processes are gone: its attempts are requeued at once.
 //   - Failures: only kFailed and kTimedOut count toward max_attempts; preemptions and losses
-//     never do.
+//     never do. One exception: a task whose worker died while running it on
+//     Options::max_workers_lost_in_a_row different workers in a row fails (its last AttemptEnded,
+//     kLost, says why), since it most likely crashes its workers and would crash every one that
+//     takes it; meanwhile it is kept off the workers it killed (see "Placement"), so a worker
+//     restarted at once does not get it straight back. A worker died when its session ended without
+//     a goodbye and its lease then ran out (SessionClosed, no WorkerLeaving), or when it said hello
+//     with a new boot id before that; silence with the session still open (a machine asleep or cut
+//     off) does not count, nor do losses at a coordinator restart or a dropped assignment. "In a
+//     row": a success, a failure or a timeout of the task starts the count over, as does a revival
+//     of a lost attempt (its worker was alive after all); preemptions, machine faults and losses
+//     that do not count neither count nor break the run. The count is not kept in the store: it
+//     starts over at a coordinator restart.
 //   - Owners: a worker whose owner policy does not accept work (OwnerStateChanged) gets no new
 //     attempts; a vacated attempt reported kPreempted is requeued at once, never a failure.
 //   - Placement: pending tasks in (job id, task index) order, each on the free worker that fits
@@ -44,7 +55,8 @@
 //     job with inputs, free workers that hold (or were just sent) some of them compete with that
 //     pick on expected finish = missing input bytes / Options::link_bytes_per_ms + the job's
 //     mean runtime / rank; the lowest wins (ties keep the order above). A task is not placed on
-//     a worker where it ended kMachineFault within Options::machine_fault_avoid.
+//     a worker where it ended kMachineFault, or whose process died running it (see "Failures"),
+//     within Options::machine_fault_avoid.
 //   - GPUs: an attempt of a task with gpus = N gets N of its worker's free devices that have the
 //     task's gpu_memory_mb and gpu_api, best fit (the smallest memory that fits, then the lowest
 //     index; AttemptCreated/AssignAttempt::gpus). A device belongs to one running attempt at a
@@ -510,11 +522,12 @@ struct Options {
   // outside tests; the coordinator has no way to set it.
   enum class PlantedBug : uint8_t {
     kNone,
-    kNoFencing,          // a succeeded report of a no-longer-current attempt commits outputs
-    kForgetLostTasks,    // a lost worker's tasks are neither requeued nor ended (task lost)
-    kNoLeaseExpiry,      // silent workers are never declared lost (leases held forever)
-    kCountPreemptions,   // preemptions count toward max_attempts
-    kStrandPreempted,    // a preempted task is marked pending but never placed again
+    kNoFencing,            // a succeeded report of a no-longer-current attempt commits outputs
+    kForgetLostTasks,      // a lost worker's tasks are neither requeued nor ended (task lost)
+    kNoLeaseExpiry,        // silent workers are never declared lost (leases held forever)
+    kCountPreemptions,     // preemptions count toward max_attempts
+    kStrandPreempted,      // a preempted task is marked pending but never placed again
+    kPreemptionsAsLosses,  // a preemption counts as a worker that died (max_workers_lost_in_a_row)
   };
   PlantedBug planted_bug = PlantedBug::kNone;
 
@@ -524,6 +537,10 @@ struct Options {
   // A task whose attempts ended kMachineFault this many times fails (its last message says why):
   // it needs more disk than the machines that tried it had, and would otherwise wait forever.
   uint32_t max_machine_faults = 5;
+
+  // A task whose worker died while running it on this many different workers in a row fails
+  // (see "Failures" above; core/defaults.h). 0: never.
+  uint32_t max_workers_lost_in_a_row = kDefaultMaxWorkersLostInARow;
 
   // Locality: the link rate assumed to move a job's inputs to a worker that lacks them, in bytes
   // per ms (12,500 = 100 Mbit/s, Fast Ethernet or ordinary office Wi-Fi), until links are
@@ -535,7 +552,8 @@ struct Options {
   // for this long, so a task that needs more disk than a machine has goes elsewhere instead of
   // failing there over and over; the worker still takes other work once it has space. 10 min:
   // long enough for the other workers to take the task, short enough that a pool whose every
-  // machine faulted retries.
+  // machine faulted retries. The same holds for a worker that died running the task (see
+  // "Failures"): restarted at once, it would otherwise get the task straight back.
   Millis machine_fault_avoid{600000};
 };
 
@@ -591,6 +609,7 @@ class Scheduler {
     bool fresh = true;  // ran from the task's start (no checkpoint, not restored): learn from it
     bool restored = false;  // started before a coordinator restart: its progress is unknown
     std::vector<uint32_t> gpus{};  // the worker's devices it owns (charged while on its worker)
+    bool worker_died = false;      // set just before it ends kLost when its worker died
   };
   struct WorkerRec {
     WorkerState state = WorkerState::kConnected;
@@ -710,6 +729,11 @@ class Scheduler {
   // KillAttempt{kSuperseded} when its worker holds it.
   void Supersede(AttemptId id, AttemptId winner, std::vector<Decision>& out);
   void LoseWorker(const WorkerName& name, std::vector<Decision>& out);
+  // The rule of max_workers_lost_in_a_row for attempt `a` of task `key` ending with `outcome`
+  // (`alone`: the task has no other running attempt): counts or clears the task's run of losses,
+  // and returns why the task fails now, or "".
+  std::string CountLoss(const TaskKey& key, const AttemptRec& a, AttemptOutcome outcome,
+                        bool alone);
   // Puts `name` in free_index_ at its current rank and free slots, or takes it out, and keeps
   // ranked_, the rank bins and schedulable_slots_ in step; call after any change to a worker's
   // state, session, acceptance, capacity, busy slots or estimates.
@@ -815,7 +839,11 @@ class Scheduler {
     std::vector<uint32_t> gpus{};
   };
   std::map<AttemptId, LostRec> lost_attempts_;
-  // Tasks kept off workers where they ended kMachineFault, until the given time.
+  // The workers that died running each task since its last success, failure or timeout, in the
+  // order they died (CountLoss); only tasks with such a run.
+  std::map<TaskKey, std::vector<WorkerName>> lost_in_a_row_;
+  // Tasks kept off workers where they ended kMachineFault or their worker died, until the given
+  // time.
   std::map<TaskKey, std::map<WorkerName, MonoTime>> avoid_;
   bool Avoided(const TaskKey& key, const WorkerName& name, MonoTime now) const;
   // Locality: blob -> workers that hold it (or were sent it), for placement.

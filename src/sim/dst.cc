@@ -1,5 +1,6 @@
 #include "sim/dst.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <variant>
@@ -63,6 +64,7 @@ void InvariantChecker::OnBatch(const std::vector<core::Decision>& batch, core::M
         lost_.erase(l);
       }
       TaskTruth* t = Task(c->task);
+      if (t != nullptr && c->revived) t->lost_with.clear();  // its worker was alive after all
       if (t == nullptr) {
         Violation(now, "attempt " + std::to_string(c->attempt) + " created for unknown " + Key(c->task));
         continue;
@@ -85,6 +87,7 @@ void InvariantChecker::OnBatch(const std::vector<core::Decision>& batch, core::M
         } else {
           lost_.erase(l);
         }
+        if (TaskTruth* t = Task(e->task)) t->lost_with.clear();
         touched.insert(e->task);
         continue;
       }
@@ -101,6 +104,15 @@ void InvariantChecker::OnBatch(const std::vector<core::Decision>& batch, core::M
       --t->live;
       if (e->outcome == core::AttemptOutcome::kFailed || e->outcome == core::AttemptOutcome::kTimedOut) {
         ++t->failures;
+      }
+      if (e->outcome == core::AttemptOutcome::kFailed ||
+          e->outcome == core::AttemptOutcome::kTimedOut ||
+          e->outcome == core::AttemptOutcome::kSucceeded) {
+        t->lost_with.clear();
+      } else if (e->outcome == core::AttemptOutcome::kLost &&
+                 std::find(t->lost_with.begin(), t->lost_with.end(), e->worker) ==
+                     t->lost_with.end()) {
+        t->lost_with.push_back(e->worker);
       }
       if (e->outcome == core::AttemptOutcome::kFailed && failed_.count(e->attempt) == 0) {
         Violation(now, "attempt " + std::to_string(e->attempt) + " of " + Key(e->task) +
@@ -120,10 +132,14 @@ void InvariantChecker::OnBatch(const std::vector<core::Decision>& batch, core::M
                            " failures, but " + std::to_string(t->failures) +
                            " of its attempts failed (preemptions and losses never count)");
       }
-      if (c->state == core::TaskState::kFailed && t->failures < max_attempts_[c->task.job]) {
+      const bool crashes = lost_in_a_row_ > 0 && t->lost_with.size() >= lost_in_a_row_;
+      if (c->state == core::TaskState::kFailed && t->failures < max_attempts_[c->task.job] &&
+          !crashes) {
         Violation(now, Key(c->task) + " failed after only " + std::to_string(t->failures) +
-                           " failures (max_attempts " +
-                           std::to_string(max_attempts_[c->task.job]) + ")");
+                           " failures (max_attempts " + std::to_string(max_attempts_[c->task.job]) +
+                           ") and losses with " + std::to_string(t->lost_with.size()) +
+                           " different workers in a row (the limit is " +
+                           std::to_string(lost_in_a_row_) + ")");
       }
       if (c->state == core::TaskState::kSucceeded) {
         if (++t->commits > 1) {

@@ -11,7 +11,10 @@
 //      heard from it for longer than lease_timeout + one tick period;
 //   4. failures: a task's failure count is exactly its attempts that ended kFailed or kTimedOut
 //      (preemptions and losses never count), kFailed only for attempts whose worker reported a
-//      failure, and a task fails only once it has max_attempts failures.
+//      failure, and a task fails only once it has max_attempts failures, or once it was lost
+//      with `lost_in_a_row` different workers since its last success, failure or timeout (the
+//      core's Options::max_workers_lost_in_a_row; the core counts only workers that died, a
+//      subset of these, so this holds whenever the core is right).
 // And at the end of a run whose faults stopped: 5. liveness: every job reached a final state.
 //
 // Thread safety: one thread. Memory: a few words per task and per running attempt.
@@ -32,7 +35,8 @@ class InvariantChecker {
   // Stops collecting after this many violations (the first ones are the interesting ones).
   static constexpr size_t kMaxViolations = 20;
 
-  InvariantChecker(core::Millis lease_timeout, core::Millis tick) : lease_(lease_timeout), tick_(tick) {}
+  InvariantChecker(core::Millis lease_timeout, core::Millis tick, uint32_t lost_in_a_row)
+      : lease_(lease_timeout), tick_(tick), lost_in_a_row_(lost_in_a_row) {}
 
   void OnJob(core::JobId job, uint32_t tasks, uint32_t max_attempts);
   // Ground truth from the simulated workers, before the report is sent.
@@ -59,6 +63,8 @@ class InvariantChecker {
     uint32_t live = 0;       // running attempts
     uint32_t failures = 0;   // attempts ended kFailed or kTimedOut
     uint32_t commits = 0;
+    // Workers its attempts were lost with since its last success, failure or timeout, each once.
+    std::vector<core::WorkerName> lost_with;
   };
   struct AttemptTruth {
     core::TaskKey task;
@@ -68,6 +74,7 @@ class InvariantChecker {
   TaskTruth* Task(core::TaskKey key);
 
   core::Millis lease_, tick_;
+  uint32_t lost_in_a_row_ = 0;
   std::map<core::JobId, std::vector<TaskTruth>> tasks_;
   std::map<core::JobId, uint32_t> max_attempts_;
   std::map<core::JobId, bool> job_final_;

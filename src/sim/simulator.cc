@@ -136,7 +136,9 @@ std::string Hex64(uint64_t v) {
 class Simulation final : coordinator::RecordSink, coordinator::DecisionTarget {
  public:
   explicit Simulation(const SimConfig& c)
-      : c_(c), rng_(c.seed), checker_(c.core.lease_timeout, Millis(ToMs(c.tick_s))) {}
+      : c_(c),
+        rng_(c.seed),
+        checker_(c.core.lease_timeout, Millis(ToMs(c.tick_s)), c.core.max_workers_lost_in_a_row) {}
 
   SimResult Run();
 

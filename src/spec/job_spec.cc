@@ -29,6 +29,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "spec/command_internal.h"
 #include "spec/frames_internal.h"
 #include "spec/spec.h"
 #include "spec/toml_util.h"
@@ -41,6 +42,9 @@ using toml_util::Describe;
 using toml_util::Shorten;
 
 namespace fs = std::filesystem;
+using internal::Element;
+using internal::Piece;
+using internal::ScanTemplate;
 using internal::ToAbsl;
 using internal::ToStd;
 
@@ -66,66 +70,6 @@ constexpr std::string_view kKindKeys[] = {"frames", "items", "items_file", "coun
 constexpr std::string_view kNotUtf8 = "is not valid UTF-8 (invalid bytes are shown as '?')";
 
 // ------------------------------------------------------------------------------------------
-// Command templates.
-
-constexpr std::string_view kPlaceholders[] = {"frame",      "frame_start", "frame_end",
-                                              "frame_step", "frames",      "item",
-                                              "index",      "task_dir",    "checkpoint_dir"};
-
-// A run of literal text (escapes already undone) or a placeholder name.
-struct Piece {
-  bool placeholder = false;
-  std::string_view text;
-};
-
-// Splits an argv template into pieces. "{{" and "}}" are literal braces.
-absl::Status ScanTemplate(std::string_view s, std::vector<Piece>& out) {
-  out.clear();
-  size_t literal_start = 0;
-  auto flush = [&](size_t end) {
-    if (end > literal_start) out.push_back({false, s.substr(literal_start, end - literal_start)});
-  };
-  size_t i = 0;
-  while (i < s.size()) {
-    const char c = s[i];
-    if (c != '{' && c != '}') {
-      ++i;
-      continue;
-    }
-    flush(i);
-    if (i + 1 < s.size() && s[i + 1] == c) {  // "{{" or "}}": one literal brace
-      out.push_back({false, s.substr(i, 1)});
-      i += 2;
-      literal_start = i;
-      continue;
-    }
-    if (c == '}') {
-      return absl::InvalidArgumentError(
-          absl::StrCat("unbalanced '}' at offset ", i, " (write '}}' for a literal brace)"));
-    }
-    const size_t close = s.find_first_of("{}", i + 1);
-    if (close == std::string_view::npos || s[close] != '}') {
-      return absl::InvalidArgumentError(
-          absl::StrCat("unbalanced '{' at offset ", i, " (write '{{' for a literal brace)"));
-    }
-    const std::string_view name = s.substr(i + 1, close - i - 1);
-    if (std::find(std::begin(kPlaceholders), std::end(kPlaceholders), name) ==
-        std::end(kPlaceholders)) {
-      std::vector<std::string> known;
-      for (std::string_view p : kPlaceholders) known.push_back(absl::StrCat("{", ToAbsl(p), "}"));
-      return absl::InvalidArgumentError(absl::StrCat("unknown placeholder '{", Shorten(name),
-                                                     "}'; known: ", absl::StrJoin(known, " "),
-                                                     " (write '{{' for a literal brace)"));
-    }
-    out.push_back({true, name});
-    i = close + 1;
-    literal_start = i;
-  }
-  flush(s.size());
-  return absl::OkStatus();
-}
-
-// ------------------------------------------------------------------------------------------
 // Semantic checks shared by Validate and ParseJobToml.
 
 struct Problem {
@@ -140,10 +84,6 @@ using MaybeProblem = std::optional<Problem>;
 Problem Bad(std::string field, std::string message, int64_t element = -1,
             absl::StatusCode code = absl::StatusCode::kInvalidArgument) {
   return Problem{code, std::move(field), element, std::move(message)};
-}
-
-std::string Element(size_t i, std::string_view value) {
-  return absl::StrCat("element [", i, "] '", Shorten(value), "'");
 }
 
 bool ValidNameChar(char c) {
@@ -329,6 +269,9 @@ MaybeProblem CheckCommand(const JobSpec& spec) {
                               "pass {frame_step} too, or set chunk = 1"),
                  bounds_element);
     }
+  }
+  if (std::optional<internal::SizeProblem> p = internal::CommandSizeProblem(spec)) {
+    return Bad(p->field, p->message, p->element, absl::StatusCode::kResourceExhausted);
   }
   return std::nullopt;
 }
@@ -988,63 +931,6 @@ absl::StatusOr<std::vector<TaskParams>> ExpandTasks(const JobSpec& spec) {
       break;
   }
   return tasks;
-}
-
-absl::StatusOr<std::vector<std::string>> RenderCommand(const std::vector<std::string>& command,
-                                                       const TaskParams& task,
-                                                       std::string_view task_dir,
-                                                       std::string_view checkpoint_dir) {
-  std::vector<std::string> out;
-  out.reserve(command.size());
-  std::vector<Piece> pieces;
-  const FrameChunk& c = task.chunk;
-  for (size_t i = 0; i < command.size(); ++i) {
-    if (absl::Status s = ScanTemplate(command[i], pieces); !s.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("command ", Element(i, command[i]), ": ", s.message()));
-    }
-    std::string arg;
-    for (const Piece& p : pieces) {
-      if (!p.placeholder) {
-        arg.append(p.text);
-        continue;
-      }
-      const std::string_view name = p.text;
-      const bool frame_placeholder =
-          name == "frame" || name == "frames" || name.starts_with("frame_");
-      if (frame_placeholder && c.frames.empty()) {
-        return absl::InvalidArgumentError(absl::StrCat("command ", Element(i, command[i]), ": {",
-                                                       ToAbsl(name), "} needs a task with frames"));
-      }
-      if (name == "frame") {
-        if (c.frames.size() != 1) {
-          return absl::InvalidArgumentError(absl::StrCat("command ", Element(i, command[i]),
-                                                         ": {frame} needs a one-frame "
-                                                         "chunk, this task has ",
-                                                         c.frames.size()));
-        }
-        absl::StrAppend(&arg, c.frames[0]);
-      } else if (name == "frame_start") {
-        absl::StrAppend(&arg, c.start);
-      } else if (name == "frame_end") {
-        absl::StrAppend(&arg, c.end);
-      } else if (name == "frame_step") {
-        absl::StrAppend(&arg, c.step);
-      } else if (name == "frames") {
-        arg.append(JoinFrames(c.frames));
-      } else if (name == "item") {
-        arg.append(task.item);
-      } else if (name == "index") {
-        absl::StrAppend(&arg, task.index);
-      } else if (name == "task_dir") {
-        arg.append(task_dir);
-      } else if (name == "checkpoint_dir") {
-        arg.append(checkpoint_dir);
-      }
-    }
-    out.push_back(std::move(arg));
-  }
-  return out;
 }
 
 }  // namespace idlepool::spec

@@ -36,6 +36,18 @@ inline constexpr uint64_t kMaxItemBytes = 64 * 1024;           // one item
 inline constexpr uint64_t kMaxInputFiles = 100'000;
 inline constexpr uint32_t kMaxAttempts = 100;                  // retry.max_attempts
 
+// What a task may start with. Linux's execve takes each argument or environment string up to
+// MAX_ARG_STRLEN (32 pages: 128 KiB, its NUL included) and all of them, with a pointer each, up
+// to a quarter of the stack limit (2 MiB under the usual 8 MiB). A task's own part, its rendered
+// arguments and the variables that carry its values (IDLEPOOL_FRAMES, IDLEPOOL_ITEM), may take
+// kMaxTaskExecBytes of that; the rest is left to the worker's environment and the fixed IDLEPOOL_
+// variables. {task_dir} and {checkpoint_dir} are the worker's paths, unknown when a spec is
+// checked: they count kAssumedDirBytes each there, and at their real length on the worker.
+inline constexpr uint64_t kMaxArgBytes = 128 * 1024;
+inline constexpr uint64_t kMaxExecBytes = 2 * 1024 * 1024;
+inline constexpr uint64_t kMaxTaskExecBytes = kMaxExecBytes - 256 * 1024;
+inline constexpr uint64_t kAssumedDirBytes = 256;
+
 // Why `path` is not a normalized path relative to a task (or checkpoint) dir, or nullopt when it
 // is: staged inputs, outputs and checkpoint files must be valid UTF-8, at most 4096 bytes, not
 // absolute, without NUL or line breaks, and without empty, "." or ".." components, so a path
@@ -110,6 +122,11 @@ struct JobSpec {
 
 // Checks a spec that did not come from a file (e.g. one received over the wire): every rule
 // ParseJobToml enforces that does not need the file (placeholders, sizes, paths, resources).
+// Among the sizes: every task's command must fit what a process can start with (kMaxArgBytes,
+// kMaxTaskExecBytes), counted task by task from lengths, without rendering anything:
+// kResourceExhausted "job spec: field 'command': task 0 would start with 1.1 GiB of arguments
+// and variables, the longest (element [1]) 575.09 KiB; the kernel allows 128 KiB per argument
+// ...". A frame list too long for IDLEPOOL_FRAMES is the field 'chunk'.
 // Among them: every string that travels in the wire form (name, command, frames, items,
 // outputs, staged input paths) is valid UTF-8; staged paths and outputs globs are normalized
 // relative paths without NUL or line breaks; no staged path lies under another (a file cannot
@@ -133,7 +150,10 @@ struct TaskParams {
 // Substitutes placeholders in every argv element: {frame} {frame_start} {frame_end}
 // {frame_step} {frames} (comma-separated) {item} {index} {task_dir} {checkpoint_dir};
 // "{{" and "}}" are literal braces. Validate() has already refused unknown placeholders and ones
-// that do not fit the job's kind, so this only fails on a malformed template.
+// that do not fit the job's kind, so this fails on a malformed template, and on a command that
+// would be too big to start (as Validate counts it, with the real dir lengths): that is counted
+// before anything is rendered, so a spec that got past an older coordinator fails its attempt
+// with kInvalidArgument instead of rendering gigabytes.
 [[nodiscard]] absl::StatusOr<std::vector<std::string>> RenderCommand(
     const std::vector<std::string>& command, const TaskParams& task, std::string_view task_dir,
     std::string_view checkpoint_dir);

@@ -8,14 +8,14 @@
 #include <string>
 #include <string_view>
 
+#include "text/unicode_internal.h"
+
 namespace idlepool::text {
+namespace internal {
 namespace {
-
 bool Continuation(unsigned char c) { return (c & 0xC0) == 0x80; }
+}  // namespace
 
-// The length of the well-formed UTF-8 sequence at s[i], or 0 if none starts there (a stray
-// continuation byte, an overlong form, a surrogate, a code point past U+10FFFF, a truncated
-// sequence, or one of the bytes C0, C1, F5..FF).
 size_t SequenceAt(std::string_view s, size_t i) {
   const auto b = [&](size_t k) { return static_cast<unsigned char>(s[i + k]); };
   const unsigned char c = b(0);
@@ -43,6 +43,28 @@ size_t SequenceAt(std::string_view s, size_t i) {
   }
   return len;
 }
+
+uint32_t CodePoint(std::string_view s, size_t i, size_t n) {
+  const auto b = [&](size_t k) {
+    return static_cast<uint32_t>(static_cast<unsigned char>(s[i + k]));
+  };
+  if (n == 1) return b(0);
+  if (n == 2) return ((b(0) & 0x1F) << 6) | (b(1) & 0x3F);
+  if (n == 3) return ((b(0) & 0x0F) << 12) | ((b(1) & 0x3F) << 6) | (b(2) & 0x3F);
+  return ((b(0) & 0x07) << 18) | ((b(1) & 0x3F) << 12) | ((b(2) & 0x3F) << 6) | (b(3) & 0x3F);
+}
+
+}  // namespace internal
+
+namespace {
+using internal::CodePoint;
+using internal::SequenceAt;
+
+bool Continuation(unsigned char c) { return (c & 0xC0) == 0x80; }
+
+// What a terminal would act on rather than show: controls, and the bidi controls that reorder
+// the rest of the line.
+bool Steers(uint32_t c) { return internal::IsControl(c) || internal::IsBidiControl(c); }
 
 }  // namespace
 
@@ -73,24 +95,10 @@ std::string TruncateUtf8(std::string_view s, size_t max_bytes) {
   return out;
 }
 
-namespace {
-// The code point of the well-formed sequence of `n` bytes at s[i].
-uint32_t CodePoint(std::string_view s, size_t i, size_t n) {
-  const auto b = [&](size_t k) {
-    return static_cast<uint32_t>(static_cast<unsigned char>(s[i + k]));
-  };
-  if (n == 1) return b(0);
-  if (n == 2) return ((b(0) & 0x1F) << 6) | (b(1) & 0x3F);
-  if (n == 3) return ((b(0) & 0x0F) << 12) | ((b(1) & 0x3F) << 6) | (b(2) & 0x3F);
-  return ((b(0) & 0x07) << 18) | ((b(1) & 0x3F) << 12) | ((b(2) & 0x3F) << 6) | (b(3) & 0x3F);
-}
-bool IsControl(uint32_t c) { return c < 0x20 || (c >= 0x7F && c <= 0x9F); }
-}  // namespace
-
 bool IsPrintableUtf8(std::string_view s) {
   for (size_t i = 0; i < s.size();) {
     const size_t n = SequenceAt(s, i);
-    if (n == 0 || IsControl(CodePoint(s, i, n))) return false;
+    if (n == 0 || Steers(CodePoint(s, i, n))) return false;
     i += n;
   }
   return true;
@@ -112,7 +120,7 @@ std::string PrintableText(std::string_view s, bool keep_newlines) {
       out.push_back('\n');
     } else if (keep_newlines && c == '\t') {
       out.push_back(' ');
-    } else if (IsControl(c)) {
+    } else if (Steers(c)) {
       out.push_back('?');
     } else {
       out.append(s.substr(i, n));

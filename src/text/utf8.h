@@ -21,13 +21,15 @@ namespace idlepool::text {
 [[nodiscard]] std::string TruncateUtf8(std::string_view s, size_t max_bytes);
 
 // True if `s` is well-formed UTF-8 with no control character (C0 U+0000..U+001F, DEL U+007F,
-// C1 U+0080..U+009F): it can go to a terminal or a log line as it is, without moving the cursor,
-// setting the window title or hiding what follows (worker names must be).
+// C1 U+0080..U+009F) and no bidi control that reorders the rest of a line (embeddings and
+// overrides U+202A..U+202E, isolates U+2066..U+2069): it can go to a terminal or a log line as it
+// is, without moving the cursor, setting the window title or hiding what follows. Names are held
+// to more (text/names.h: nothing invisible either).
 [[nodiscard]] bool IsPrintableUtf8(std::string_view s);
 
-// `s` made safe for a terminal: every byte that is not part of well-formed UTF-8 and every
-// control character becomes '?', except '\n' when `keep_newlines` (a log tail keeps its lines;
-// '\t' then becomes a space). Equals `s` when IsPrintableUtf8(s).
+// `s` made safe for a terminal: every byte that is not part of well-formed UTF-8, every control
+// character and every bidi control (as above) becomes '?', except '\n' when `keep_newlines` (a log
+// tail keeps its lines; '\t' then becomes a space). Equals `s` when IsPrintableUtf8(s).
 [[nodiscard]] std::string PrintableText(std::string_view s, bool keep_newlines = false);
 
 // The last at most `max_bytes` bytes of `s`, starting on a character boundary (a log's tail:

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Text from tasks and workers never reaches a terminal as escape sequences: a failing task that
 # prints a window-title and clear-screen sequence shows in `status` with its control characters
-# replaced; a worker name with control characters is refused.
+# replaced; a worker name with control characters is refused, and so is one that would show like
+# another name (an invisible or direction-changing character), by the CLI and by the coordinator.
 source "$(dirname "$0")/lib.sh"
 cat >"$T/job.toml" <<'TOML'
 name = "escapes"
@@ -28,3 +29,30 @@ rc=0; "$IDLEPOOL" worker --name $'evil\e]0;PWNED\a' --work-dir "$T/evil" >"$T/ev
 [ "$rc" = 2 ] || fail "a worker name with control characters: exit $rc, want 2"
 grep -q "printable" "$T/evil.log" || fail "no reason given: $(cat "$T/evil.log")"
 pass "a worker name with control characters is refused"
+
+# "wa" followed by U+200B (zero width space) looks exactly like "wa": refused by the CLI...
+rc=0; "$IDLEPOOL" worker --name $'wa\u200b' --work-dir "$T/zw" >"$T/zw.log" 2>&1 || rc=$?
+[ "$rc" = 2 ] || fail "a worker name with a zero width space: exit $rc, want 2"
+grep -qF 'U+200B (zero width space) is not allowed' "$T/zw.log" || fail "no reason given: $(cat "$T/zw.log")"
+grep -qF '"wa\u200b"' "$T/zw.log" || fail "the name is not shown escaped: $(cat "$T/zw.log")"
+rc=0; "$IDLEPOOL" worker --name $'w\u202eab' --work-dir "$T/rlo" >"$T/rlo.log" 2>&1 || rc=$?
+[ "$rc" = 2 ] || fail "a worker name with a right-to-left override: exit $rc, want 2"
+grep -qF 'U+202E (right-to-left override)' "$T/rlo.log" || fail "no reason given: $(cat "$T/rlo.log")"
+pass "worker names with invisible or direction-changing characters are refused by the CLI"
+
+# ...and by the coordinator at Hello, which cannot trust the CLI: a worker without --name is named
+# after its host, and a UTS namespace gives it a host name the CLI never checks.
+if unshare --user --map-root-user --uts true 2>/dev/null; then
+  rc=0
+  unshare --user --map-root-user --uts sh -c \
+    'printf "wa\342\200\213" >/proc/sys/kernel/hostname && mkdir -p "$1.sensors" && exec "$0" worker --work-dir "$1" --sensors-dir "$1.sensors" --join "$2" --token-file "$3"' \
+    "$IDLEPOOL" "$T/host" "$ADDR" "$JOIN_TOKEN_FILE" >"$T/host.log" 2>&1 || rc=$?
+  [ "$rc" != 0 ] || fail "a worker named U+200B-wa by its host name was let in"
+  grep -qF 'refused: worker name "wa\u200b": U+200B (zero width space) is not allowed' \
+    "$T/host.log" || fail "the coordinator's refusal is not clear: $(cat "$T/host.log")"
+  workers=$("$IDLEPOOL" workers --json | jq -r '.workers[].worker')
+  [ "$workers" = w1 ] || fail "the pool lists workers '$workers', want only w1"
+  pass "the coordinator refuses a worker whose name shows like another at Hello"
+else
+  echo "skip: no user namespaces here, the coordinator's own name check is not exercised"
+fi

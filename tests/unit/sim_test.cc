@@ -276,6 +276,10 @@ TEST(Dst, CatchesPreemptionsCountedAsFailures) {
             0u);
 }
 
+TEST(Dst, CatchesPreemptionsCountedAsWorkersThatDied) {
+  EXPECT_NE(FirstCaught(PlantedBug::kPreemptionsAsLosses, "different workers in a row", 50), 0u);
+}
+
 TEST(Dst, CatchesAStrandedTaskInTheLivenessPhase) {
   EXPECT_NE(FirstCaught(PlantedBug::kStrandPreempted, "liveness: job", 50), 0u);
 }

@@ -21,11 +21,10 @@ namespace fs = std::filesystem;
 constexpr int kMaxFileLines = 1000;
 constexpr int kMaxFunctionLines = 150;
 
-// Files over kMaxFileLines on 2026-12-01, with their size then.
+// Files over kMaxFileLines on 2026-12-01, with their size then (or since, when one shrank).
 const std::map<std::string, int> kFileExceptions = {
-    {"src/core/scheduler.cc", 1531},
+    {"src/core/scheduler.cc", 1511},
     {"src/sim/simulator.cc", 1234},
-    {"src/spec/job_spec.cc", 1050},
     {"src/store/sqlite_store.cc", 1544},
 };
 

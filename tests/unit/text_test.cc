@@ -1,10 +1,12 @@
-// src/text: UTF-8 cuts and printable text, sizes and durations, host:port addresses.
+// src/text: UTF-8 cuts and printable text, names, sizes and durations, host:port addresses.
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "gtest/gtest.h"
 #include "text/host_port.h"
+#include "text/names.h"
 #include "text/units.h"
 #include "text/utf8.h"
 
@@ -106,6 +108,82 @@ TEST(Utf8, PrintableTextKeepsTextAndReplacesControls) {
             "?31mred?");
   EXPECT_EQ(PrintableText("line 1\n\tline 2\r\n", /*keep_newlines=*/true), "line 1\n line 2?\n");
   EXPECT_EQ(PrintableText("line 1\nline 2"), "line 1?line 2");
+}
+
+TEST(Utf8, PrintableTextReplacesBidiControlsThatReorderTheLine) {
+  // "wa" + U+202E (right-to-left override) + "txt.exe": a bidi terminal draws it backwards.
+  EXPECT_FALSE(IsPrintableUtf8("wa\u202Etxt.exe"));
+  EXPECT_FALSE(IsPrintableUtf8("a\u2066b"));  // left-to-right isolate
+  EXPECT_EQ(PrintableText("wa\u202Etxt.exe"), "wa?txt.exe");
+  EXPECT_EQ(PrintableText("\u2067x\u2069"), "?x?");
+  // Free text keeps the characters that scripts and emoji need (zero width joiner, marks).
+  EXPECT_TRUE(IsPrintableUtf8("\u0645\u200C\u0627 \U0001F469\u200D\U0001F4BB e\u0301"));
+}
+
+TEST(Names, OrdinaryNamesInAnyScriptAreAllowed) {
+  for (const char* name : {"wa", "laptop-1", "render box 2", "ünïcode ✓", "e\u0301t\u00E9",
+                           "\u0645\u062D\u0637\u0629", "\u8A08\u7B97\u6A5F", "a\\b"}) {
+    EXPECT_EQ(NameProblem(name), "") << name;
+    EXPECT_EQ(VisibleText(name).find("\\u"), std::string::npos) << name;
+  }
+}
+
+TEST(Names, InvisibleAndDirectionChangingCharactersAreRefusedByCodePoint) {
+  EXPECT_EQ(NameProblem("wa\u200B"), "U+200B (zero width space) is not allowed");
+  EXPECT_EQ(NameProblem("w\u202Ea"), "U+202E (right-to-left override) is not allowed");
+  EXPECT_EQ(NameProblem("\uFEFFwa"), "U+FEFF (zero width no-break space) is not allowed");
+  EXPECT_EQ(NameProblem("wa\u00AD"), "U+00AD (soft hyphen) is not allowed");
+  EXPECT_EQ(NameProblem("w\u180Ea"), "U+180E (Mongolian vowel separator) is not allowed");
+  EXPECT_EQ(NameProblem("w\U000E0041"), "U+E0041 (tag character) is not allowed");
+  EXPECT_EQ(NameProblem("w\x1b[2J"), "U+001B (control character) is not allowed");
+  EXPECT_EQ(NameProblem("w\xC2\x9B"), "U+009B (control character) is not allowed");
+  // Every code point of the ranges the issue names, one by one.
+  const std::pair<char32_t, char32_t> ranges[] = {
+      {0x200B, 0x200F}, {0x202A, 0x202E}, {0x2060, 0x2064}, {0x2066, 0x2069}, {0xFEFF, 0xFEFF},
+      {0x180E, 0x180E}, {0x00AD, 0x00AD}, {0x2028, 0x2029}, {0xFE00, 0xFE0F}, {0x3000, 0x3000}};
+  for (const auto& [lo, hi] : ranges) {
+    for (char32_t c = lo; c <= hi; ++c) {
+      std::string name = "wa";
+      // UTF-8 of a BMP code point (all of these are 2 or 3 bytes).
+      if (c < 0x800) {
+        name += static_cast<char>(0xC0 | (c >> 6));
+      } else {
+        name += static_cast<char>(0xE0 | (c >> 12));
+        name += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+      }
+      name += static_cast<char>(0x80 | (c & 0x3F));
+      EXPECT_NE(NameProblem(name), "") << std::hex << static_cast<uint32_t>(c);
+      EXPECT_TRUE(IsPrintableUtf8(VisibleText(name))) << std::hex << static_cast<uint32_t>(c);
+    }
+  }
+}
+
+TEST(Names, ACombiningMarkIsRefusedAtTheStartOnly) {
+  EXPECT_EQ(NameProblem("\u0301wa"), "U+0301 (a combining mark) is not allowed at the start");
+  EXPECT_NE(NameProblem("\u20DDwa"), "");  // combining enclosing circle (Me)
+  EXPECT_NE(NameProblem("\u0903wa"), "");  // Devanagari sign visarga (Mc)
+  EXPECT_EQ(NameProblem("we\u0301"), "");  // after a letter it is part of that letter
+}
+
+TEST(Names, EmptyBlankEdgesAndBadBytesAreRefused) {
+  EXPECT_EQ(NameProblem(""), "must not be empty");
+  EXPECT_EQ(NameProblem(" wa"), "a space at the start or at the end is not allowed");
+  EXPECT_EQ(NameProblem("wa "), "a space at the start or at the end is not allowed");
+  EXPECT_EQ(NameProblem("w\u00A0a"), "U+00A0 (no-break space) is not allowed");
+  EXPECT_EQ(NameProblem("w\u2800"), "U+2800 (braille pattern blank) is not allowed");
+  EXPECT_EQ(NameProblem("w\u3164"), "U+3164 (Hangul filler) is not allowed");
+  EXPECT_EQ(NameProblem("wa\xFF"), "byte 0xFF at offset 2 is not valid UTF-8");
+}
+
+TEST(Names, VisibleTextEscapesWhatWouldNotShow) {
+  EXPECT_EQ(VisibleText("wa\u200B"), "wa\\u200b");
+  EXPECT_EQ(VisibleText("w\u202Ea"), "w\\u202ea");
+  EXPECT_EQ(VisibleText("\u0301x\u0301"), "\\u0301x\u0301");
+  EXPECT_EQ(VisibleText("w\U000E0041"), "w\\U000e0041");
+  EXPECT_EQ(VisibleText("w\x1b]0;x\a"), "w\\u001b]0;x\\u0007");
+  EXPECT_EQ(VisibleText("a\xFF"), "a\\xff");
+  EXPECT_EQ(VisibleText("a\\u200b"), "a\\\\u200b");  // a typed backslash is not an escape
+  EXPECT_EQ(VisibleText("laptop ✓"), "laptop ✓");
 }
 
 TEST(Utf8, TailUtf8KeepsTheEndAndNeverSplitsACharacter) {

@@ -1,10 +1,12 @@
-// wire/wire.h: the typed kill reason the worker acts on.
+// wire/wire.h: the typed kill reason the worker acts on; a job spec as a client sends it.
 #include "wire/wire.h"
 
 #include <gtest/gtest.h>
 
 #include <set>
 #include <string>
+
+#include "spec/spec.h"
 
 namespace idlepool::wire {
 namespace {
@@ -35,6 +37,24 @@ TEST(KillTest, OnlyAStaleKillKeepsFinishedOutputs) {
                  core::KillReason::kSuperseded, core::KillReason::kObsolete}) {
     EXPECT_FALSE(KeepsFinishedOutputs(ToKill(1, r).code())) << ToKill(1, r).reason();
   }
+}
+
+// What SubmitJob does with a client's spec (FromProto, then spec::Validate): a client that skips
+// its own checks still cannot get a placeholder bomb accepted.
+TEST(JobSpecTest, ABombSentAsAProtoIsRefusedByTheCoordinatorsCheck) {
+  v1::JobSpec p;
+  p.set_name("bomb");
+  p.add_command("render");
+  for (int i = 0; i < 2000; ++i) p.add_command("{frames}");
+  p.mutable_frames()->set_spec("1-100000");
+  p.mutable_frames()->set_chunk(100000);
+  p.mutable_resources()->set_cpus(1);
+  p.set_max_attempts(3);
+  const absl::Status st = spec::Validate(FromProto(p));
+  EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(st.message().find("task 0 would start with 1.1 GiB"), std::string::npos) << st;
+  p.mutable_frames()->set_chunk(1);  // one frame per task: tiny commands
+  EXPECT_TRUE(spec::Validate(FromProto(p)).ok());
 }
 
 }  // namespace

@@ -1,11 +1,32 @@
-// What the coordinator takes from a worker (coordinator/worker_input.h): the Peer address a
-// worker announces, completed from its session's address when it names no host.
+// What the coordinator takes from a worker (coordinator/worker_input.h): its name, and the Peer
+// address it announces, completed from its session's address when it names no host.
 #include "coordinator/worker_input.h"
+
+#include <string>
 
 #include "gtest/gtest.h"
 
 namespace idlepool::coordinator {
 namespace {
+
+TEST(WorkerName, AVisibleNameIsAccepted) {
+  EXPECT_EQ(WorkerNameProblem("wa"), "");
+  EXPECT_EQ(WorkerNameProblem("render box \u00E9t\u00E9"), "");
+  EXPECT_EQ(WorkerNameProblem(std::string(kMaxWorkerNameBytes, 'w')), "");
+}
+
+TEST(WorkerName, ANameThatShowsLikeAnotherIsRefusedNamingTheCharacter) {
+  // Shown as "wa" on every screen: the message escapes it so the reader sees why.
+  EXPECT_EQ(WorkerNameProblem("wa\u200B"),
+            "worker name \"wa\\u200b\": U+200B (zero width space) is not allowed");
+  EXPECT_EQ(WorkerNameProblem("w\u202Eab"),
+            "worker name \"w\\u202eab\": U+202E (right-to-left override) is not allowed");
+  EXPECT_EQ(WorkerNameProblem("evil\x1b]0;x\a"),
+            "worker name \"evil\\u001b]0;x\\u0007\": U+001B (control character) is not allowed");
+  EXPECT_EQ(WorkerNameProblem(""), "worker name of 0 bytes: a name has 1 to 256 bytes");
+  EXPECT_EQ(WorkerNameProblem(std::string(kMaxWorkerNameBytes + 1, 'w')),
+            "worker name of 257 bytes: a name has 1 to 256 bytes");
+}
 
 TEST(PeerAddress, AnAnnouncedHostIsKeptAsItIs) {
   EXPECT_EQ(PeerAddress("laptop.local:7000", "ipv4:10.0.0.5:41000"), "laptop.local:7000");

@@ -1,0 +1,92 @@
+// The scheduler's read-only views (Job, Jobs, Workers, CurrentAttempt): summaries of its state for
+// status queries, computed on demand. Same thread rules as the rest of the Scheduler.
+#include <algorithm>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "core/scheduler.h"
+
+namespace idlepool::core {
+
+std::optional<JobSummary> Scheduler::Job(JobId id) const {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return std::nullopt;
+  const JobRec& job = it->second;
+  JobSummary s;
+  s.job = id;
+  s.state = job.state;
+  s.tasks = static_cast<uint32_t>(job.tasks.size());
+  for (const TaskRec& t : job.tasks) {
+    switch (t.state) {
+      case TaskState::kPending:
+        ++s.pending;
+        break;
+      case TaskState::kRunning:
+        ++s.running;
+        break;
+      case TaskState::kSucceeded:
+        ++s.succeeded;
+        break;
+      case TaskState::kFailed:
+        ++s.failed;
+        break;
+      case TaskState::kCancelled:
+        ++s.cancelled;
+        break;
+    }
+  }
+  s.counters = job.counters;
+  s.workers_lost = static_cast<uint32_t>(job.workers_lost.size());
+  if (s.pending > 0) {
+    const Resources& need = job.spec.resources;
+    s.fits_no_worker = std::none_of(workers_.begin(), workers_.end(), [&](const auto& kv) {
+      return Connected(kv.second) && CapacityFits(kv.second, need);
+    });
+  }
+  return s;
+}
+
+std::vector<JobSummary> Scheduler::Jobs() const {
+  std::vector<JobSummary> all;
+  all.reserve(jobs_.size());
+  for (const auto& [id, job] : jobs_) all.push_back(*Job(id));
+  return all;
+}
+
+std::vector<WorkerView> Scheduler::Workers() const {
+  std::vector<WorkerView> all;
+  all.reserve(workers_.size());
+  for (const auto& [name, w] : workers_) {
+    WorkerView v{name,
+                 w.state,
+                 w.session,
+                 w.boot_id,
+                 w.capacity,
+                 w.slots_busy,
+                 static_cast<uint32_t>(w.attempts.size()),
+                 w.last_seen,
+                 w.accepting,
+                 w.owner_state,
+                 w.owner_reason,
+                 Speed(w),
+                 w.up_ends,
+                 w.cache_bytes,
+                 w.cache_blobs,
+                 w.owner_cause};
+    v.gpus = w.gpus;
+    for (const auto& [index, attempt] : w.gpu_owner) v.gpus_busy.push_back(index);
+    all.push_back(std::move(v));
+  }
+  return all;
+}
+
+std::optional<AttemptId> Scheduler::CurrentAttempt(TaskKey key) const {
+  auto it = jobs_.find(key.job);
+  if (it == jobs_.end() || key.index >= it->second.tasks.size()) return std::nullopt;
+  const AttemptId id = it->second.tasks[key.index].current;
+  if (id == 0) return std::nullopt;
+  return id;
+}
+
+}  // namespace idlepool::core

@@ -1,0 +1,46 @@
+// Command templates, shared by job_spec.cc (validation) and command.cc (sizes, rendering); not
+// part of the module's contract.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "spec/spec.h"
+
+namespace idlepool::spec::internal {
+
+// The placeholders a command may hold, "{name}".
+inline constexpr std::string_view kPlaceholders[] = {"frame",      "frame_start", "frame_end",
+                                                     "frame_step", "frames",      "item",
+                                                     "index",      "task_dir",    "checkpoint_dir"};
+
+// A run of literal text (escapes already undone) or a placeholder name.
+struct Piece {
+  bool placeholder = false;
+  std::string_view text;
+};
+
+// Splits an argv template into pieces. "{{" and "}}" are literal braces. kInvalidArgument for an
+// unbalanced brace or an unknown placeholder.
+[[nodiscard]] absl::Status ScanTemplate(std::string_view s, std::vector<Piece>& out);
+
+// "element [i] 'value'", the value shortened, for messages about one argv element.
+std::string Element(size_t i, std::string_view value);
+
+// Why some task of `spec` could not be started (kMaxArgBytes, kMaxTaskExecBytes), naming the
+// first such task, or nullopt. `field` is "command" (element: the longest argument, or -1), or
+// "chunk" when the task's frame list alone is too long. Counts lengths, task by task, and renders
+// nothing. Assumes the task fields and every template already checked (CheckTasks, ScanTemplate).
+struct SizeProblem {
+  std::string field;
+  int64_t element = -1;
+  std::string message;
+};
+[[nodiscard]] std::optional<SizeProblem> CommandSizeProblem(const JobSpec& spec);
+
+}  // namespace idlepool::spec::internal
