@@ -19,10 +19,22 @@
 
 namespace idlepool::spec::toml_util {
 
+// The deepest nesting a TOML text may have: a key or value at depth d lies under d - 1 tables or
+// arrays (a.b.c = 1 is at depth 3). Idlepool's files need 4 at most.
+inline constexpr int kMaxTomlDepth = 64;
+
+// OK, or kInvalidArgument "FILE:L:C: nested more than N levels deep ..." at the first place the
+// text nests deeper than `max_depth`, counted on the text without parsing it (toml_nesting.cc):
+// toml++ recurses once per level and bounds neither dotted keys nor table headers, so deep
+// input would overflow its stack. The count is an upper bound of the parsed tree's depth.
+[[nodiscard]] absl::Status CheckNesting(std::string_view text, const std::string& file,
+                                        int max_depth = kMaxTomlDepth);
+
 // "FILE:LINE:COL".
 std::string Where(const std::string& file, const toml::source_region& r);
 
 // Parses TOML text; a syntax error becomes kInvalidArgument "FILE:L:C: TOML syntax error: ...".
+// Text that nests deeper than kMaxTomlDepth is refused first (CheckNesting), unparsed.
 [[nodiscard]] absl::StatusOr<toml::table> Parse(std::string_view text, const std::string& file);
 
 // Text quoted in a message: at most 80 bytes, cut on a character boundary, "..." when cut.

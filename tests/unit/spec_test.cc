@@ -502,6 +502,22 @@ chunk = 2
               HasSubstr("TOML syntax error"));
 }
 
+// Deep nesting crashed toml++ (a stack overflow): it is refused before toml++ reads it, with the
+// file, line and column (the limit itself is tested in toml_nesting_test.cc).
+TEST_F(JobToml, DeepNestingIsRefusedBeforeParsing) {
+  std::string dotted = "command = [\"a\"]\ncount = 1\nx";
+  for (int i = 0; i < 200000; ++i) dotted += ".x";
+  EXPECT_THAT(Invalid(dotted + " = 1\n", "job.toml:3:128: "), HasSubstr("nested more than 64"));
+  std::string header = "command = [\"a\"]\ncount = 1\n[resources";
+  for (int i = 0; i < 200000; ++i) header += ".x";
+  EXPECT_THAT(Invalid(header + "]\n", "job.toml:3:"), HasSubstr("nested more than 64"));
+  const fs::path file = dir_.path() / "deep.toml";
+  std::ofstream(file) << dotted << " = 1\n";
+  absl::StatusOr<JobSpec> spec = ParseJobFile(file.string());
+  ASSERT_FALSE(spec.ok());
+  EXPECT_THAT(Msg(spec.status()), StartsWith(file.string() + ":3:128: nested more than 64"));
+}
+
 TEST_F(JobToml, WrongTypesNameTheKeyAndWhatWasFound) {
   Invalid("command = \"povray\"\ncount = 1\n",
           "job.toml:1:11: key 'command': must be an array of strings, got the string \"povray\"");
