@@ -348,6 +348,13 @@ TEST(PolicyConfigErrors, DeepNestingIsRefusedBeforeParsing) {
   EXPECT_THAT(Err(header + "]\n"), HasSubstr("nested more than 64 levels deep"));
 }
 
+// A policy file of one U+FEFD reached undefined behaviour inside toml++ 3.3 (found by
+// tests/fuzz): it is refused before toml++ reads it.
+TEST(PolicyConfigErrors, NonAsciiOutsideStringsIsRefusedBeforeParsing) {
+  EXPECT_THAT(Err("\xef\xbb\xbd"), HasSubstr("policy.toml:1:1: TOML syntax error"));
+  EXPECT_THAT(Err("[owner]\non_battery = \"run\" \xc3\xa9\n"), HasSubstr("policy.toml:2:20: "));
+}
+
 // ---------------------------------------------------------------- files
 
 TEST(PolicyConfigLoad, MissingFileIsNotFound) {
