@@ -13,8 +13,8 @@
 //    __builtin_unreachable: undefined behaviour. Outside strings and comments TOML allows ASCII
 //    only, so any other byte is refused there; after such a backslash those characters are.
 // The scanner follows TOML's lexical rules for what can hide structure (basic, literal and
-// multi-line strings; comments). Text toml++ would refuse anyway may be scanned loosely: toml++
-// stops at the first error, before anything that follows.
+// multi-line strings, where a key or value may start; comments). Text toml++ would refuse anyway
+// may be scanned loosely: toml++ stops at the first error, before anything that follows.
 
 #include <cstdint>
 #include <string>
@@ -78,13 +78,15 @@ class Scanner {
       const char c = s_[i_];
       if (c == '#') {
         SkipComment();
-      } else if (c == '"' || c == '\'') {
+      } else if ((c == '"' || c == '\'') && StringMayStart()) {
         SkipString(c);
+        prev_ = c;
       } else if (static_cast<unsigned char>(c) >= 0x80) {
         why_ = Refusal::kNotAscii;
       } else if (!Structure(c)) {
         why_ = Refusal::kTooDeep;
       } else {
+        if (!IsBlank(c) || c == '\n') prev_ = c;
         ++i_;
       }
     }
@@ -98,6 +100,13 @@ class Scanner {
     char bracket;  // '[' an array, '{' an inline table
     int depth;     // the container's own depth
   };
+
+  // Whether a quote here opens a string for toml++: at the start of a key (segment) or a value.
+  // Elsewhere ("2\"x\"", "1.5'x'") toml++ reads it as part of a bare token, up to a terminator.
+  bool StringMayStart() const {
+    const std::string_view after = key_ || header_ ? "\n{,.[" : "\n=[,";
+    return after.find(prev_) != std::string_view::npos;
+  }
 
   // Handles one ASCII character outside strings and comments; false when it nests too deep.
   bool Structure(char c) {
@@ -232,6 +241,7 @@ class Scanner {
   const int max_;
   size_t i_ = 0;
   Refusal why_ = Refusal::kNone;
+  char prev_ = '\n';  // the last character outside strings and comments but blanks; '"' a string
   std::vector<Open> open_;
   bool line_start_ = true;  // at the start of a top-level statement
   bool header_ = false;     // inside [a.b] or [[a.b]]

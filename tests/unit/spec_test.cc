@@ -524,6 +524,9 @@ TEST_F(JobToml, NonAsciiOutsideStringsIsASyntaxErrorFoundBeforeParsing) {
   EXPECT_THAT(Invalid("\xc3\xa4", "job.toml:1:1: "), HasSubstr("TOML syntax error"));
   EXPECT_THAT(Invalid("command = [\"a\"]\ncount = 1 \xc3\xa9\n", "job.toml:2:11: "),
               HasSubstr("not ASCII outside a string or comment"));
+  // Found by fuzzing: a quote inside a bare token opens no string, so the 'ä' is outside one.
+  EXPECT_THAT(Invalid("command = [\"a\"]\nitems = [\"x\", 2\"p\xc3\xa4ge\"]\n", "job.toml:2:18: "),
+              HasSubstr("TOML syntax error"));
   EXPECT_EQ(Parse("command = [\"caf\xc3\xa9\"]\ncount = 1\n")->command[0], "caf\xc3\xa9");
 }
 

@@ -161,6 +161,10 @@ TEST(TomlPrescan, CharactersOutsideStringsMustBeAscii) {
            {"a = 1 \xd0\xb6\n", "t.toml:1:7: "},
            {"a = [1,\n\xe3\x81\x82]\n", "t.toml:2:1: "},
            {"a = \"x\" \xff\n", "t.toml:1:9: "},
+           // A quote inside a bare token opens no string (toml++ reads on to a terminator).
+           {"a = [2\"p\xc3\xa4ge\"]\n", "t.toml:1:9: "},
+           {"a = 1.5'\xc3\xa4'\n", "t.toml:1:9: "},
+           {"a = \"x\"\"\xc3\xa4\"\n", "t.toml:1:9: "},
        }) {
     const absl::Status s = Prescan(text, "t.toml");
     EXPECT_THAT(Msg(s), StartsWith(where + "TOML syntax error: a character that is not ASCII"))
@@ -170,13 +174,15 @@ TEST(TomlPrescan, CharactersOutsideStringsMustBeAscii) {
 
 TEST(TomlPrescan, AnyCharacterInStringsCommentsAndQuotedKeys) {
   for (const std::string text : {
-           "\"caf\xc3\xa9\" = \"\xd0\xb6\xef\xbb\xbd\"\n", "['\xc3\xa9']\nx = '\xe3\x81\x82'\n",
+           "\"caf\xc3\xa9\" = \"\xd0\xb6\xef\xbb\xbd\"\n",
+           "['\xc3\xa9']\nx = '\xe3\x81\x82'\n",
            "# \xc3\xa9 \xef\xbb\xbd\na = '''\xc3\xa9'''\n",
            "a = \"\"\"\xc3\xa9\n\xef\xbb\xbd\"\"\"\n",
            "a = \"\"\"x\\\n  y\xc3\xa9\"\"\"\n",   // trimmed up to 'y', then anything
            "a = \"\"\"\\\\\xc3\xa9\"\"\"\n",       // an escaped backslash, then anything
            "a = \"\"\"\\\n\xe3\x80\x80z\"\"\"\n",  // U+3000 is whitespace to toml++
            "a = '''\\\n\xc3\xa9'''\n",             // a literal string has no escapes
+           "a = [\n  \"\xc3\xa9\",  # \xd0\xb6\n  '\xd0\xb6',\n]\nb = {c.\"\xc3\xa9\" = \"x\"}\n",
        }) {
     EXPECT_TRUE(Prescan(text, "t.toml").ok()) << text;
     EXPECT_TRUE(Parse(text, "t.toml").ok()) << text;
