@@ -12,9 +12,11 @@
 //    U+3000) and U+FB26..U+FEFE (é, ж, あ, ...) that question reaches
 //    __builtin_unreachable: undefined behaviour. Outside strings and comments TOML allows ASCII
 //    only, so any other byte is refused there; after such a backslash those characters are.
-// The scanner follows TOML's lexical rules for what can hide structure (basic, literal and
-// multi-line strings, where a key or value may start; comments). Text toml++ would refuse anyway
-// may be scanned loosely: toml++ stops at the first error, before anything that follows.
+// The scanner follows TOML's lexical rules, as toml++ reads them, for what can hide structure:
+// basic, literal and multi-line strings where a key or value may start; comments; bare values
+// (numbers, dates, booleans), which run to a blank, ']', '}', ',' or '#' whatever they hold.
+// Text toml++ would refuse anyway may be scanned loosely: toml++ stops at the first error,
+// before anything that follows.
 
 #include <cstdint>
 #include <string>
@@ -76,6 +78,12 @@ class Scanner {
   Refusal Run() {
     while (i_ < s_.size() && why_ == Refusal::kNone) {
       const char c = s_[i_];
+      if (token_ && !EndsToken(c)) {  // nothing is structure inside a bare value
+        if (static_cast<unsigned char>(c) >= 0x80) why_ = Refusal::kNotAscii;
+        if (why_ == Refusal::kNone) ++i_;
+        continue;
+      }
+      token_ = false;
       if (c == '#') {
         SkipComment();
       } else if ((c == '"' || c == '\'') && StringMayStart()) {
@@ -159,7 +167,17 @@ class Scanner {
     return value_depth_ <= max_;
   }
 
+  // toml++ reads a bare value (number, date, boolean) up to one of these, whatever comes between:
+  // "2['x" is one token, not a number, an array and a string.
+  static bool EndsToken(char c) {
+    return IsBlank(c) || c == ']' || c == '}' || c == ',' || c == '#';
+  }
+
   bool ValueChar(char c) {
+    if (c != '[' && c != '{' && c != ',') {
+      token_ = true;
+      return true;
+    }
     if (c == '[' || c == '{') {
       open_.push_back({c, value_depth_});
       key_ = c == '{';
@@ -242,6 +260,7 @@ class Scanner {
   size_t i_ = 0;
   Refusal why_ = Refusal::kNone;
   char prev_ = '\n';  // the last character outside strings and comments but blanks; '"' a string
+  bool token_ = false;  // inside a bare value
   std::vector<Open> open_;
   bool line_start_ = true;  // at the start of a top-level statement
   bool header_ = false;     // inside [a.b] or [[a.b]]

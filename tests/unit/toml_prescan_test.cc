@@ -123,6 +123,7 @@ TEST(TomlPrescan, StringsAndCommentsDoNotCount) {
            "['" + brackets + "']\nx = 1\n",
            "a = [" + Repeat("1.5, ", 1000) + "2.5]\n",
            "a = [" + Repeat("1979-05-27T07:32:00.999Z, ", 100) + "1979-05-27]\n",
+           std::string("a = [1,2 ,-inf, true,0x1F ]\nb = {c = 1979-05-27 07:32:00, d = nan}\n"),
        }) {
     EXPECT_LE(ParsedDepth(text), 2) << text.substr(0, 60);
   }
@@ -165,6 +166,9 @@ TEST(TomlPrescan, CharactersOutsideStringsMustBeAscii) {
            {"a = [2\"p\xc3\xa4ge\"]\n", "t.toml:1:9: "},
            {"a = 1.5'\xc3\xa4'\n", "t.toml:1:9: "},
            {"a = \"x\"\"\xc3\xa4\"\n", "t.toml:1:9: "},
+           // Nor does a bracket: "2['x" is one bare token to toml++ (found by fuzzing).
+           {"a = 2['\xcf\x91'\n", "t.toml:1:8: "},
+           {"a = true{\"\xcf\x91\"}\n", "t.toml:1:11: "},
        }) {
     const absl::Status s = Prescan(text, "t.toml");
     EXPECT_THAT(Msg(s), StartsWith(where + "TOML syntax error: a character that is not ASCII"))
