@@ -259,7 +259,8 @@ class Scanner {
   const int max_;
   size_t i_ = 0;
   Refusal why_ = Refusal::kNone;
-  char prev_ = '\n';  // the last character outside strings and comments but blanks; '"' a string
+  // The last character outside strings and comments but blanks (a quote: a string ended).
+  char prev_ = '\n';
   bool token_ = false;  // inside a bare value
   std::vector<Open> open_;
   bool line_start_ = true;  // at the start of a top-level statement
