@@ -16,6 +16,8 @@ PACKAGES=(
   # trust tests: a stand-in TLS server (openssl s_server), a loopback capture (tcpdump)
   openssl tcpdump
   clang-format  # format_check_test: the lines a commit changes are clang-formatted
+  # the fuzzers (tests/fuzz/run.sh): clang, and its runtimes for libFuzzer and the sanitizers
+  clang libclang-rt-dev
   prometheus  # promtool checks the coordinator's /metrics
   # xmllint: the job timeline SVG is checked to be well-formed XML
   libxml2-utils

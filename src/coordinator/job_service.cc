@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
-#include <filesystem>
 #include <future>
 #include <map>
 #include <memory>
@@ -14,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "blob/blob.h"
+#include "coordinator/job_request.h"
 #include "coordinator/planner.h"
 #include "coordinator/timeline.h"
 #include "spdlog/spdlog.h"
@@ -23,7 +22,6 @@
 #include "wire/wire.h"
 
 namespace idlepool::coordinator {
-namespace fs = std::filesystem;
 namespace {
 
 // GetJobTimeline: attempts by default and at most (TimelineRequest.max_attempts), and events.
@@ -128,39 +126,17 @@ void AddProfileJob(core::JobId id, const store::JobRecord& rec, v1::ProfileReply
 
 }  // namespace
 
-grpc::Status JobService::CheckInputs(const v1::JobSpec& proto) {
-  for (const auto& in : proto.inputs()) {
-    if (!d_.blobs.Has(in.sha256())) {
-      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                          absl::StrCat("input '", in.path(), "' (blob ", in.sha256(),
-                                       ") was not uploaded before SubmitJob"));
-    }
-    std::error_code ec;
-    if (fs::file_size(d_.blobs.PathOf(in.sha256()), ec) != in.size() || ec) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                          absl::StrCat("input '", in.path(), "' claims ", in.size(),
-                                       " bytes but its blob holds a different size"));
-    }
-  }
-  return grpc::Status::OK;
-}
-
 grpc::Status JobService::SubmitJob(grpc::ServerContext* ctx, const v1::SubmitJobRequest* req,
                                    v1::SubmitJobReply* reply) {
   if (auto st = d_.authz.Check(ctx, "/idlepool.v1.Jobs/SubmitJob"); !st.ok()) return st;
   const v1::JobSpec& proto = req->spec();
-  spec::JobSpec spec = wire::FromProto(proto);
-  if (auto st = spec::Validate(spec); !st.ok()) return wire::ToGrpc(st);
-  if (auto st = CheckInputs(proto); !st.ok()) return st;
-  auto tasks = spec::ExpandTasks(spec);
-  if (!tasks.ok()) return wire::ToGrpc(tasks.status());
-  if (tasks->empty()) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "job has no tasks");
-  }
+  absl::StatusOr<CheckedJob> checked = CheckSubmitJob(d_.blobs, proto);
+  if (!checked.ok()) return wire::ToGrpc(checked.status());
+  const spec::JobSpec& spec = checked->spec;
   store::NewJob job;
   job.name = spec.name;
   job.spec = proto.SerializeAsString();
-  job.sched.task_count = static_cast<uint32_t>(tasks->size());
+  job.sched.task_count = static_cast<uint32_t>(checked->tasks.size());
   job.sched.resources = spec.resources;
   job.sched.max_attempts = spec.max_attempts;
   job.sched.timeout = std::chrono::seconds(spec.timeout_s);
@@ -178,7 +154,7 @@ grpc::Status JobService::SubmitJob(grpc::ServerContext* ctx, const v1::SubmitJob
   // right after submit always finds the job.
   job.sched.job = *id;
   uint32_t count = job.sched.task_count;
-  auto info = std::make_shared<JobInfo>(JobInfo{proto, std::move(*tasks)});
+  auto info = std::make_shared<JobInfo>(JobInfo{proto, std::move(checked->tasks)});
   auto done = std::make_shared<std::promise<void>>();
   auto fut = done->get_future();
   d_.core.PostItem(CoreItem{core::Event(job.sched), [this, info, id = *id, done] {
@@ -312,21 +288,9 @@ grpc::Status JobService::PlanJob(grpc::ServerContext* ctx, const v1::PlanRequest
                                  v1::PlanReply* reply) {
   if (auto st = d_.authz.Check(ctx, "/idlepool.v1.Jobs/PlanJob"); !st.ok()) return st;
   const v1::JobSpec& proto = req->spec();
-  spec::JobSpec spec = wire::FromProto(proto);
-  if (auto st = spec::Validate(spec); !st.ok()) return wire::ToGrpc(st);
-  auto tasks = spec::TaskCount(spec);
-  if (!tasks.ok()) return wire::ToGrpc(tasks.status());
-  if (*tasks == 0) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "job has no tasks");
-  if (!std::isfinite(req->task_s()) || req->task_s() < 0) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        "PlanRequest.task_s must be finite and >= 0 (0: use the profile)");
-  }
-  for (const auto& in : proto.inputs()) {
-    if (!blob::IsSha256Hex(in.sha256())) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                          absl::StrCat("input '", in.path(), "': sha256 must be 64 hex digits"));
-    }
-  }
+  absl::StatusOr<CheckedPlan> checked = CheckPlanJob(*req);
+  if (!checked.ok()) return wire::ToGrpc(checked.status());
+  const spec::JobSpec& spec = checked->spec;
   std::vector<std::string> only(req->workers().begin(), req->workers().end());
   std::string unknown;
   std::vector<PlanWorker> workers = d_.predictor.GatherPlanWorkers(proto, only, &unknown);
@@ -341,7 +305,7 @@ grpc::Status JobService::PlanJob(grpc::ServerContext* ctx, const v1::PlanRequest
   reply->set_workers_available(fit);
   const std::string key = ProfileKeyOf(proto, spec);
   reply->set_profile_key(key);
-  PlanJobFacts facts = FactsOf(proto, spec, *tasks);
+  PlanJobFacts facts = FactsOf(proto, spec, checked->tasks);
   if (req->task_s() > 0) facts.task_s = req->task_s();
   if (req->has_output_bytes()) facts.output_bytes = static_cast<double>(req->output_bytes());
   auto samples = d_.store.ListSucceededAttempts({key, 0, kPlanSamples});

@@ -67,8 +67,6 @@ class JobService final : public v1::Jobs::Service {
   grpc::Status GetJobTimelineInternal(const v1::TimelineRequest& req, v1::JobTimeline* reply);
 
  private:
-  // SubmitJob's checks of the inputs: each uploaded, with the size it claims.
-  grpc::Status CheckInputs(const v1::JobSpec& proto);
   // The worker events of `workers` during the job's life, onto its timeline.
   grpc::Status AddTimelineEvents(const std::set<std::string>& workers, int64_t now_ms,
                                  v1::JobTimeline* reply);

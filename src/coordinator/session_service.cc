@@ -1,77 +1,17 @@
 #include "coordinator/session_service.h"
 
-#include <algorithm>
-#include <cmath>
 #include <thread>
 #include <utility>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "blob/blob.h"
 #include "coordinator/probe_service.h"
 #include "coordinator/worker_input.h"
 #include "spdlog/spdlog.h"
+#include "status_convert.h"
 #include "text/utf8.h"
-#include "wire/wire.h"
 
 namespace idlepool::coordinator {
-namespace {
-
-// Why a Hello cannot open a session, or OK.
-grpc::Status CheckHello(const v1::Hello& hello) {
-  if (hello.protocol_version() != wire::kProtocolVersion) {
-    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                        absl::StrCat("worker speaks protocol version ", hello.protocol_version(),
-                                     ", this coordinator speaks ", wire::kProtocolVersion,
-                                     "; run the same idlepool version on both"));
-  }
-  // Names go to terminals, logs and dashboards as they are: nothing there may hide or lie.
-  if (std::string why = WorkerNameProblem(hello.worker()); !why.empty()) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, why);
-  }
-  if (hello.capacity().cpus() == 0 || hello.capacity().cpus() > 4096) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        "Hello.capacity.cpus must be between 1 and 4096");
-  }
-  if (std::string problem = wire::GpusProblem(hello.gpus()); !problem.empty()) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, problem);
-  }
-  return grpc::Status::OK;
-}
-
-// The core's event for a Hello.
-core::WorkerHello HelloEvent(const v1::Hello& hello, core::SessionId session) {
-  core::WorkerHello ev;
-  ev.worker = hello.worker();
-  ev.session = session;
-  ev.boot_id = hello.boot_id();
-  ev.capacity = wire::FromProto(hello.capacity());
-  // The devices it listed are what it offers (an older worker lists none: no GPUs).
-  ev.gpus = wire::GpusFromProto(hello.gpus());
-  ev.capacity.gpus = static_cast<uint32_t>(ev.gpus.size());
-  ev.held.assign(hello.held_attempts().begin(), hello.held_attempts().end());
-  ev.accepting = !hello.not_accepting();
-  ev.frozen.assign(hello.frozen_attempts().begin(), hello.frozen_attempts().end());
-  ev.cached = CachedBlobs(hello.cached(), kMaxCachedBlobs);
-  ev.delivering.assign(hello.delivering_attempts().begin(), hello.delivering_attempts().end());
-  return ev;
-}
-
-// Live readings (GpuReadings) as kept: only the offered indexes, only the live fields.
-v1::GpuDevice LiveReading(const v1::GpuDevice& g) {
-  v1::GpuDevice d;
-  d.set_index(g.index());
-  if (g.has_temperature_c() && std::isfinite(g.temperature_c())) {
-    d.set_temperature_c(g.temperature_c());
-  }
-  if (g.has_utilization() && std::isfinite(g.utilization())) {
-    d.set_utilization(std::clamp(g.utilization(), 0.0, 1.0));
-  }
-  if (g.has_memory_used_mb()) d.set_memory_used_mb(g.memory_used_mb());
-  d.set_unavailable(text::PrintableText(text::TruncateUtf8(g.unavailable(), 32)));
-  return d;
-}
-
-}  // namespace
 
 grpc::Status SessionService::Session(
     grpc::ServerContext* ctx,
@@ -86,7 +26,7 @@ grpc::Status SessionService::Session(
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "session must start with Hello");
   }
   const v1::Hello& hello = first.hello();
-  if (auto st = CheckHello(hello); !st.ok()) return st;
+  if (absl::Status st = CheckHello(hello); !st.ok()) return wire::ToGrpc(st);
   // A worker's name is its certificate's: it cannot open a session (and so report, hold or
   // deliver attempts) as another worker.
   if (hello.worker() != who.name) {
@@ -118,12 +58,8 @@ void SessionService::PostHello(const SessionPtr& session, const v1::Hello& hello
   core::WorkerHello ev = HelloEvent(hello, session->id);
   std::vector<v1::GpuDevice> gpus(hello.gpus().begin(), hello.gpus().end());
   const std::string peer_address = PeerAddress(hello.peer_address(), peer);
-  // Calibration: a figure out of range (or from an old worker: 0) reads as unknown.
-  const double cpu_score =
-      std::isfinite(hello.cpu_score()) && hello.cpu_score() > 0 && hello.cpu_score() < 1e7
-          ? hello.cpu_score()
-          : 0.0;
-  const uint32_t cores = hello.cores() <= 65536 ? hello.cores() : 0;
+  const double cpu_score = HelloCpuScore(hello);
+  const uint32_t cores = HelloCores(hello);
   std::vector<std::string> cached;
   for (const auto& b : ev.cached) cached.push_back(b.sha256);
   d_.core.Post(std::move(ev));
@@ -198,14 +134,7 @@ void SessionService::HandleLeaving(const SessionPtr& session, const v1::Leaving&
 }
 
 void SessionService::HandleOwner(const SessionPtr& session, const v1::OwnerState& o) {
-  core::OwnerStateChanged ev;
-  ev.worker = session->worker;
-  ev.session = session->id;
-  ev.accepting = o.accepting();
-  ev.state = text::PrintableText(text::TruncateUtf8(o.state(), 32));
-  ev.reason = text::PrintableText(text::TruncateUtf8(o.reason(), 256));
-  ev.cause = text::PrintableText(text::TruncateUtf8(o.cause(), 32));
-  ev.suspended.assign(o.suspended_attempts().begin(), o.suspended_attempts().end());
+  core::OwnerStateChanged ev = OwnerEvent(session->worker, session->id, o);
   spdlog::info("worker {}: owner policy says {} ({}){}", session->worker, ev.state, ev.reason,
                ev.accepting ? "" : "; no new work");
   // On the core thread, in session order after the hello's welcome.
@@ -219,14 +148,7 @@ void SessionService::HandleOwner(const SessionPtr& session, const v1::OwnerState
 }
 
 void SessionService::HandleCache(const SessionPtr& session, const v1::CacheChange& cache) {
-  core::CacheChanged ev;
-  ev.worker = session->worker;
-  ev.session = session->id;
-  ev.added = CachedBlobs(cache.added(), kMaxCachedBlobs);
-  for (const auto& sha : cache.removed()) {
-    if (ev.removed.size() >= kMaxCachedBlobs) break;
-    if (blob::IsSha256Hex(sha)) ev.removed.push_back(sha);
-  }
+  core::CacheChanged ev = CacheEvent(session->worker, session->id, cache);
   std::vector<std::string> added;
   for (const auto& b : ev.added) added.push_back(b.sha256);
   // In session order with the hello's Connected (both run on the core thread).
@@ -238,18 +160,10 @@ void SessionService::HandleCache(const SessionPtr& session, const v1::CacheChang
 }
 
 void SessionService::HandleGpus(const SessionPtr& session, const v1::GpuReadings& gpus) {
-  // Live readings (GpuReadings): kept for WorkerInfo.gpus; the devices held by the owner
-  // policy go to the core. Only the offered indexes, only the live fields are taken.
-  core::GpusHeld ev;
-  ev.worker = session->worker;
-  ev.session = session->id;
+  // Live readings (GpuReadings): kept for WorkerInfo.gpus (only the offered indexes); the
+  // devices held by the owner policy go to the core.
   std::vector<v1::GpuDevice> live;
-  for (const v1::GpuDevice& g : gpus.devices()) {
-    if (live.size() >= static_cast<size_t>(wire::kMaxGpus)) break;
-    v1::GpuDevice d = LiveReading(g);
-    if (!d.unavailable().empty()) ev.held.push_back(d.index());
-    live.push_back(std::move(d));
-  }
+  core::GpusHeld ev = GpusEvent(session->worker, session->id, gpus, &live);
   d_.core.PostItem(
       CoreItem{core::Event(ev), [this, worker = session->worker, id = session->id,
                                  live = std::move(live)] { NoteGpus(worker, id, live); }});

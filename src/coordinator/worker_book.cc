@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "coordinator/worker_input.h"
 #include "spdlog/spdlog.h"
 
 namespace idlepool::coordinator {
@@ -75,10 +76,7 @@ void WorkerBook::Hello(const std::string& worker, core::SessionId session,
 
 void WorkerBook::Link(const std::string& worker, core::SessionId session, const v1::LinkMeasured& m,
                       uint64_t max_probe_bytes) {
-  constexpr uint64_t kMaxRate = uint64_t{1} << 40;  // 1 TB/s
-  constexpr uint64_t kMaxRttUs = std::chrono::microseconds(std::chrono::hours(1)).count();
-  if (m.rtt_us() > kMaxRttUs || m.down_bytes_per_s() > kMaxRate || m.up_bytes_per_s() > kMaxRate ||
-      m.probe_bytes() > max_probe_bytes) {
+  if (!LinkInRange(m, max_probe_bytes)) {
     spdlog::warn("worker {}: link measurement out of range, ignored", worker);
     return;
   }

@@ -14,6 +14,7 @@
 #include "text/host_port.h"
 #include "text/names.h"
 #include "text/utf8.h"
+#include "wire/wire.h"
 
 namespace idlepool::coordinator {
 namespace fs = std::filesystem;
@@ -47,7 +48,113 @@ core::Transfer BoundedTransfer(const v1::Transfer& t) {
                         n(t.cache_misses())};
 }
 
+// Live readings (GpuReadings) as kept: only the live fields.
+v1::GpuDevice LiveReading(const v1::GpuDevice& g) {
+  v1::GpuDevice d;
+  d.set_index(g.index());
+  if (g.has_temperature_c() && std::isfinite(g.temperature_c())) {
+    d.set_temperature_c(g.temperature_c());
+  }
+  if (g.has_utilization() && std::isfinite(g.utilization())) {
+    d.set_utilization(std::clamp(g.utilization(), 0.0, 1.0));
+  }
+  if (g.has_memory_used_mb()) d.set_memory_used_mb(g.memory_used_mb());
+  d.set_unavailable(text::PrintableText(text::TruncateUtf8(g.unavailable(), 32)));
+  return d;
+}
+
 }  // namespace
+
+absl::Status CheckHello(const v1::Hello& hello) {
+  if (hello.protocol_version() != wire::kProtocolVersion) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "worker speaks protocol version ", hello.protocol_version(), ", this coordinator speaks ",
+        wire::kProtocolVersion, "; run the same idlepool version on both"));
+  }
+  // Names go to terminals, logs and dashboards as they are: nothing there may hide or lie.
+  if (std::string why = WorkerNameProblem(hello.worker()); !why.empty()) {
+    return absl::InvalidArgumentError(why);
+  }
+  if (hello.capacity().cpus() == 0 || hello.capacity().cpus() > 4096) {
+    return absl::InvalidArgumentError("Hello.capacity.cpus must be between 1 and 4096");
+  }
+  if (std::string problem = wire::GpusProblem(hello.gpus()); !problem.empty()) {
+    return absl::InvalidArgumentError(problem);
+  }
+  return absl::OkStatus();
+}
+
+core::WorkerHello HelloEvent(const v1::Hello& hello, core::SessionId session) {
+  core::WorkerHello ev;
+  ev.worker = hello.worker();
+  ev.session = session;
+  ev.boot_id = hello.boot_id();
+  ev.capacity = wire::FromProto(hello.capacity());
+  // The devices it listed are what it offers (an older worker lists none: no GPUs).
+  ev.gpus = wire::GpusFromProto(hello.gpus());
+  ev.capacity.gpus = static_cast<uint32_t>(ev.gpus.size());
+  ev.held.assign(hello.held_attempts().begin(), hello.held_attempts().end());
+  ev.accepting = !hello.not_accepting();
+  ev.frozen.assign(hello.frozen_attempts().begin(), hello.frozen_attempts().end());
+  ev.cached = CachedBlobs(hello.cached(), kMaxCachedBlobs);
+  ev.delivering.assign(hello.delivering_attempts().begin(), hello.delivering_attempts().end());
+  return ev;
+}
+
+double HelloCpuScore(const v1::Hello& hello) {
+  const double s = hello.cpu_score();
+  return std::isfinite(s) && s > 0 && s < 1e7 ? s : 0.0;
+}
+
+uint32_t HelloCores(const v1::Hello& hello) { return hello.cores() <= 65536 ? hello.cores() : 0; }
+
+core::OwnerStateChanged OwnerEvent(const std::string& worker, core::SessionId session,
+                                   const v1::OwnerState& o) {
+  core::OwnerStateChanged ev;
+  ev.worker = worker;
+  ev.session = session;
+  ev.accepting = o.accepting();
+  ev.state = text::PrintableText(text::TruncateUtf8(o.state(), 32));
+  ev.reason = text::PrintableText(text::TruncateUtf8(o.reason(), 256));
+  ev.cause = text::PrintableText(text::TruncateUtf8(o.cause(), 32));
+  ev.suspended.assign(o.suspended_attempts().begin(), o.suspended_attempts().end());
+  return ev;
+}
+
+core::CacheChanged CacheEvent(const std::string& worker, core::SessionId session,
+                              const v1::CacheChange& cache) {
+  core::CacheChanged ev;
+  ev.worker = worker;
+  ev.session = session;
+  ev.added = CachedBlobs(cache.added(), kMaxCachedBlobs);
+  for (const auto& sha : cache.removed()) {
+    if (ev.removed.size() >= kMaxCachedBlobs) break;
+    if (blob::IsSha256Hex(sha)) ev.removed.push_back(sha);
+  }
+  return ev;
+}
+
+core::GpusHeld GpusEvent(const std::string& worker, core::SessionId session,
+                         const v1::GpuReadings& gpus, std::vector<v1::GpuDevice>* live) {
+  core::GpusHeld ev;
+  ev.worker = worker;
+  ev.session = session;
+  live->clear();
+  for (const v1::GpuDevice& g : gpus.devices()) {
+    if (live->size() >= static_cast<size_t>(wire::kMaxGpus)) break;
+    v1::GpuDevice d = LiveReading(g);
+    if (!d.unavailable().empty()) ev.held.push_back(d.index());
+    live->push_back(std::move(d));
+  }
+  return ev;
+}
+
+bool LinkInRange(const v1::LinkMeasured& m, uint64_t max_probe_bytes) {
+  constexpr uint64_t kMaxRate = uint64_t{1} << 40;  // 1 TB/s
+  constexpr uint64_t kMaxRttUs = std::chrono::microseconds(std::chrono::hours(1)).count();
+  return m.rtt_us() <= kMaxRttUs && m.down_bytes_per_s() <= kMaxRate &&
+         m.up_bytes_per_s() <= kMaxRate && m.probe_bytes() <= max_probe_bytes;
+}
 
 v1::SensorReadings CleanSensors(const v1::SensorReadings& in) {
   v1::SensorReadings out;

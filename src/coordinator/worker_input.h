@@ -1,12 +1,15 @@
 // What a worker sends, checked and cut to size before the core sees it: a report the store would
 // refuse must never reach the core (the coordinator stops on a store error), and names and
-// messages go to terminals, logs and dashboards. Pure functions except for the blob store
-// lookups of CheckFiles (which only reads it); thread-safe.
+// messages go to terminals, logs and dashboards. One entry point per WorkerMessage kind (the
+// session service only routes; tests/fuzz/worker_message_fuzz.cc feeds them hostile messages).
+// Pure functions except for the blob store lookups of CheckFiles (which only reads it);
+// thread-safe.
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "blob/store.h"
 #include "core/scheduler.h"
 #include "google/protobuf/repeated_ptr_field.h"
@@ -23,6 +26,39 @@ inline constexpr size_t kMaxCachedBlobs = 20000;
 // kMaxWorkerNameBytes bytes, nothing invisible or direction-changing (text::NameProblem).
 inline constexpr size_t kMaxWorkerNameBytes = 256;
 std::string WorkerNameProblem(const std::string& name);
+
+// Why a Hello cannot open a session, or OK: kFailedPrecondition for another protocol version,
+// kInvalidArgument for a worker name that is empty, over 256 bytes or not printable UTF-8, a
+// capacity outside 1..4096 CPUs, or a GPU list wire::GpusProblem refuses.
+absl::Status CheckHello(const v1::Hello& hello);
+
+// The core's event for a Hello that passed CheckHello, opening session `session`.
+core::WorkerHello HelloEvent(const v1::Hello& hello, core::SessionId session);
+
+// The Hello's CPU calibration score and core count, or 0 (unknown) when out of range (an older
+// worker sends 0 too).
+double HelloCpuScore(const v1::Hello& hello);
+uint32_t HelloCores(const v1::Hello& hello);
+
+// An OwnerState as the core takes it: state and cause cut to 32 bytes, reason to 256, all
+// printable (its sensors go through CleanSensors).
+core::OwnerStateChanged OwnerEvent(const std::string& worker, core::SessionId session,
+                                   const v1::OwnerState& o);
+
+// A CacheChange as the core takes it: well-formed hashes only, at most kMaxCachedBlobs added and
+// as many removed.
+core::CacheChanged CacheEvent(const std::string& worker, core::SessionId session,
+                              const v1::CacheChange& cache);
+
+// GpuReadings: the live readings of at most wire::kMaxGpus devices into `live` (index,
+// finite temperature, utilisation clamped to 0..1, memory used, `unavailable` cut to 32 printable
+// bytes), and the core's event holding those whose `unavailable` is set.
+core::GpusHeld GpusEvent(const std::string& worker, core::SessionId session,
+                         const v1::GpuReadings& gpus, std::vector<v1::GpuDevice>* live);
+
+// Whether a link measurement is plausible: a round trip within an hour, rates within 1 TB/s, a
+// probe of at most `max_probe_bytes`. One that is not is ignored.
+bool LinkInRange(const v1::LinkMeasured& m, uint64_t max_probe_bytes);
 
 // The readings a worker sent, with every non-finite number dropped (unknown).
 v1::SensorReadings CleanSensors(const v1::SensorReadings& in);

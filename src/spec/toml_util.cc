@@ -38,6 +38,7 @@ std::string Where(const std::string& file, const toml::source_region& r) {
 }
 
 absl::StatusOr<toml::table> Parse(std::string_view text, const std::string& file) {
+  if (absl::Status s = Prescan(text, file); !s.ok()) return s;
 #if TOML_EXCEPTIONS
   try {
     return toml::parse(text, file);

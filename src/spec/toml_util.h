@@ -19,10 +19,27 @@
 
 namespace idlepool::spec::toml_util {
 
+// The deepest nesting a TOML text may have: a key or value at depth d lies under d - 1 tables or
+// arrays (a.b.c = 1 is at depth 3). Idlepool's files need 4 at most.
+inline constexpr int kMaxTomlDepth = 64;
+
+// What toml++ cannot take, refused on the text before it sees it (toml_prescan.cc): OK, or
+// kInvalidArgument "FILE:L:C: ..." at the first of
+//  - a place the text nests deeper than `max_depth` ("nested more than N levels deep"): toml++
+//    recurses once per level and bounds neither dotted keys nor table headers, so deep input
+//    would overflow its stack. The count is an upper bound of the parsed tree's depth;
+//  - a byte that is not ASCII outside strings and comments ("TOML syntax error: ..."): invalid
+//    TOML, on which toml++ 3.3 reaches undefined behaviour for many characters (é, ж, あ);
+//  - such a character after a backslash in a multi-line basic string (escaped, or where a
+//    line-ending backslash trims), where toml++ stumbles the same way.
+[[nodiscard]] absl::Status Prescan(std::string_view text, const std::string& file,
+                                   int max_depth = kMaxTomlDepth);
+
 // "FILE:LINE:COL".
 std::string Where(const std::string& file, const toml::source_region& r);
 
 // Parses TOML text; a syntax error becomes kInvalidArgument "FILE:L:C: TOML syntax error: ...".
+// What toml++ cannot take is refused first (Prescan), unparsed.
 [[nodiscard]] absl::StatusOr<toml::table> Parse(std::string_view text, const std::string& file);
 
 // Text quoted in a message: at most 80 bytes, cut on a character boundary, "..." when cut.

@@ -335,6 +335,26 @@ TEST(PolicyConfigErrors, SyntaxError) {
   EXPECT_THAT(Err("[owner]\nstart_idle_minutes = \n"), HasSubstr("TOML syntax error"));
 }
 
+// Deep nesting crashed toml++ (a stack overflow): it is refused before toml++ reads it, with the
+// file, line and column.
+TEST(PolicyConfigErrors, DeepNestingIsRefusedBeforeParsing) {
+  std::string windows = "[owner]\nwindows = ";
+  for (int i = 0; i < 100000; ++i) windows += "[{a = ";
+  EXPECT_THAT(Err(windows + "\n"), HasSubstr("policy.toml:2:"));
+  EXPECT_THAT(Err(windows + "\n"), HasSubstr("nested more than 64 levels deep"));
+  std::string header = "[owner";
+  for (int i = 0; i < 100000; ++i) header += ".owner";
+  EXPECT_THAT(Err(header + "]\n"), HasSubstr("policy.toml:1:"));
+  EXPECT_THAT(Err(header + "]\n"), HasSubstr("nested more than 64 levels deep"));
+}
+
+// A policy file of one U+FEFD reached undefined behaviour inside toml++ 3.3 (found by
+// tests/fuzz): it is refused before toml++ reads it.
+TEST(PolicyConfigErrors, NonAsciiOutsideStringsIsRefusedBeforeParsing) {
+  EXPECT_THAT(Err("\xef\xbb\xbd"), HasSubstr("policy.toml:1:1: TOML syntax error"));
+  EXPECT_THAT(Err("[owner]\non_battery = \"run\" \xc3\xa9\n"), HasSubstr("policy.toml:2:20: "));
+}
+
 // ---------------------------------------------------------------- files
 
 TEST(PolicyConfigLoad, MissingFileIsNotFound) {

@@ -502,6 +502,34 @@ chunk = 2
               HasSubstr("TOML syntax error"));
 }
 
+// Deep nesting crashed toml++ (a stack overflow): it is refused before toml++ reads it, with the
+// file, line and column (the limit itself is tested in toml_prescan_test.cc).
+TEST_F(JobToml, DeepNestingIsRefusedBeforeParsing) {
+  std::string dotted = "command = [\"a\"]\ncount = 1\nx";
+  for (int i = 0; i < 200000; ++i) dotted += ".x";
+  EXPECT_THAT(Invalid(dotted + " = 1\n", "job.toml:3:128: "), HasSubstr("nested more than 64"));
+  std::string header = "command = [\"a\"]\ncount = 1\n[resources";
+  for (int i = 0; i < 200000; ++i) header += ".x";
+  EXPECT_THAT(Invalid(header + "]\n", "job.toml:3:"), HasSubstr("nested more than 64"));
+  const fs::path file = dir_.path() / "deep.toml";
+  std::ofstream(file) << dotted << " = 1\n";
+  absl::StatusOr<JobSpec> spec = ParseJobFile(file.string());
+  ASSERT_FALSE(spec.ok());
+  EXPECT_THAT(Msg(spec.status()), StartsWith(file.string() + ":3:128: nested more than 64"));
+}
+
+// A job file of one "ä" reached undefined behaviour inside toml++ 3.3 (found by tests/fuzz): a
+// character that is not ASCII outside a string is refused before toml++ reads the file.
+TEST_F(JobToml, NonAsciiOutsideStringsIsASyntaxErrorFoundBeforeParsing) {
+  EXPECT_THAT(Invalid("\xc3\xa4", "job.toml:1:1: "), HasSubstr("TOML syntax error"));
+  EXPECT_THAT(Invalid("command = [\"a\"]\ncount = 1 \xc3\xa9\n", "job.toml:2:11: "),
+              HasSubstr("not ASCII outside a string or comment"));
+  // Found by fuzzing: a quote inside a bare token opens no string, so the 'ä' is outside one.
+  EXPECT_THAT(Invalid("command = [\"a\"]\nitems = [\"x\", 2\"p\xc3\xa4ge\"]\n", "job.toml:2:18: "),
+              HasSubstr("TOML syntax error"));
+  EXPECT_EQ(Parse("command = [\"caf\xc3\xa9\"]\ncount = 1\n")->command[0], "caf\xc3\xa9");
+}
+
 TEST_F(JobToml, WrongTypesNameTheKeyAndWhatWasFound) {
   Invalid("command = \"povray\"\ncount = 1\n",
           "job.toml:1:11: key 'command': must be an array of strings, got the string \"povray\"");
