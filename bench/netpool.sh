@@ -12,12 +12,18 @@
 #   netpool_coordinator LAB DIR [ARGS...]
 #                                    starts a coordinator on LAB-h0 at its lab address, port
 #                                    7878, data in DIR/coord, log DIR/coordinator.log; waits
-#                                    (30 s) until it listens; sets NETPOOL_ADDR and exports
-#                                    IDLEPOOL_COORDINATOR and IDLEPOOL_TOKEN
+#                                    (30 s) until it listens; makes a join token for any
+#                                    number of workers (DIR/join.token) and an access token
+#                                    (DIR/submit.token) through its admin socket and logs in
+#                                    with the latter from LAB-h0; sets NETPOOL_ADDR and exports
+#                                    IDLEPOOL_COORDINATOR and XDG_CONFIG_HOME (DIR/config: the
+#                                    login, never the user's own). No secret is put in argv
+#                                    or the environment.
 #   netpool_worker LAB I ADDR DIR WORKDIR [ARGS...]
 #                                    starts worker wI (one slot, dedicated, empty sensors dir
 #                                    DIR/sensors) on LAB-hI, reaching the coordinator at ADDR,
-#                                    work dir WORKDIR, log appended to DIR/wI.log; sets
+#                                    work dir WORKDIR (joining with DIR/join.token when it
+#                                    has no identity yet), log appended to DIR/wI.log; sets
 #                                    NETPOOL_PID (the worker's own pid: ip netns exec execs it)
 #   netpool_connected LAB            how many workers the coordinator lists as connected
 #   netpool_wait_connected LAB N SECONDS
@@ -73,17 +79,32 @@ netpool_coordinator() {
   done
   NETPOOL_ADDR=$addr
   IDLEPOOL_COORDINATOR=$addr
-  IDLEPOOL_TOKEN=$(cat "$dir/coord/pool.token")
-  export IDLEPOOL_COORDINATOR IDLEPOOL_TOKEN
+  XDG_CONFIG_HOME=$dir/config
+  export IDLEPOOL_COORDINATOR XDG_CONFIG_HOME
+  unset IDLEPOOL_TOKEN IDLEPOOL_JOIN_TOKEN
+  # The admin socket is a Unix socket in the data dir: reachable from any network namespace.
+  ( umask 077
+    "$NETPOOL_IDLEPOOL" token create --role worker --ttl 24h --data-dir "$dir/coord" \
+      >"$dir/join.token" &&
+      "$NETPOOL_IDLEPOOL" token create --role submit --name netpool --data-dir "$dir/coord" \
+        >"$dir/submit.token"
+  ) 2>>"$dir/tokens.log" ||
+    { echo "netpool: token create failed (see $dir/tokens.log)" >&2; return 1; }
+  netlab_exec "$lab-h0" "$NETPOOL_IDLEPOOL" login "$addr" --token-file "$dir/submit.token" \
+    >>"$dir/tokens.log" 2>&1 ||
+    { echo "netpool: idlepool login failed (see $dir/tokens.log)" >&2; return 1; }
 }
 
 # netpool_worker LAB I ADDR DIR WORKDIR [ARGS...]
 netpool_worker() {
   local lab=$1 i=$2 addr=$3 dir=$4 wd=$5; shift 5
+  local join=(--coordinator "$addr")
+  # The first start joins (the token is read from a file); later ones use WORKDIR/identity.
+  [ -d "$wd/identity" ] || join=(--join "$addr" --token-file "$dir/join.token")
   mkdir -p "$dir/sensors"
   # exec twice (the subshell into ip, ip into idlepool): $! is the worker itself, so that a
   # SIGTERM to NETPOOL_PID reaches it (netlab_exec in the background would leave a shell between).
-  (exec ip netns exec "$lab-h$i" "$NETPOOL_IDLEPOOL" worker --name "w$i" --coordinator "$addr" \
+  (exec ip netns exec "$lab-h$i" "$NETPOOL_IDLEPOOL" worker --name "w$i" "${join[@]}" \
     --work-dir "$wd" --slots 1 --dedicated --sensors-dir "$dir/sensors" "$@" \
     >>"$dir/w$i.log" 2>&1) &
   NETPOOL_PID=$!

@@ -318,6 +318,14 @@ void WriteFile(const std::string& path, const std::string& text) {
   if (!out) Die(absl::StrCat("cannot write ", path));
 }
 
+// A secret (a token) into a new file only this user can read.
+void WritePrivateFile(const std::string& path, const std::string& text) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) Die(absl::StrCat("cannot write ", path, ": ", std::strerror(errno)));
+  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  if (::close(fd) != 0 || !ok) Die(absl::StrCat("cannot write ", path));
+}
+
 // Sets one fake sensor as an owner's script does (write a temp file, rename it over the old
 // one). Returns the time just before the rename: the moment the sensor changes.
 Clock::time_point Sense(const std::string& dir, const std::string& key, const std::string& v) {
@@ -499,6 +507,7 @@ struct Pool {
   pid_t coordinator = 0;
   std::string addr;
   std::string config;
+  std::string join_token_file;     // a join token for any number of workers (0600)
   std::deque<WorkerProc> workers;  // a deque: references stay valid as workers are added
 };
 
@@ -521,15 +530,30 @@ void StartCoordinator() {
         at += std::strlen("listening on 127.0.0.1:");
         size_t end = text.find_first_not_of("0123456789", at);
         port = text.substr(at, end - at);
-        return !port.empty() && fs::exists(g_pool.data_dir + "/pool.token");
+        return !port.empty() && fs::exists(g_pool.data_dir + "/admin.sock");
       },
       20000, 20);
   if (!ok) Die("the coordinator did not start (see logs/coordinator.log)");
   g_pool.addr = "127.0.0.1:" + port;
-  std::string token = Slurp(g_pool.data_dir + "/pool.token");
-  while (!token.empty() && (token.back() == '\n' || token.back() == ' ')) token.pop_back();
+  // The credentials, as a pool's admin hands them out: tokens made through the coordinator's
+  // admin socket, into files in the scratch dir. The workers join with the join token (from
+  // their --token-file); the client commands use the login made here with the access token
+  // (kept under the scratch dir, not in the user's own login). No secret goes into any
+  // process's argv or environment.
   ::setenv("IDLEPOOL_COORDINATOR", g_pool.addr.c_str(), 1);
-  ::setenv("IDLEPOOL_TOKEN", token.c_str(), 1);
+  ::setenv("XDG_CONFIG_HOME", (g_run.dir + "/config").c_str(), 1);
+  ::unsetenv("IDLEPOOL_TOKEN");
+  ::unsetenv("IDLEPOOL_JOIN_TOKEN");
+  auto join = Client(
+      {"token", "create", "--role", "worker", "--ttl", "24h", "--data-dir", g_pool.data_dir});
+  auto access = Client({"token", "create", "--role", "submit", "--name", "bench-preemption",
+                        "--data-dir", g_pool.data_dir});
+  if (!join || !access) Die("idlepool token create failed");
+  g_pool.join_token_file = g_run.dir + "/join.token";
+  WritePrivateFile(g_pool.join_token_file, *join);
+  const std::string access_file = g_run.dir + "/submit.token";
+  WritePrivateFile(access_file, *access);
+  if (!Client({"login", g_pool.addr, "--token-file", access_file})) Die("idlepool login failed");
 }
 
 Json WorkerInfo(const std::string& name) {
@@ -564,9 +588,9 @@ WorkerProc& StartWorker(const std::string& name) {
   fs::create_directories(w.sensors);
   Sense(w.sensors, "idle_seconds", "1000");
   Sense(w.sensors, "on_ac_power", "1");
-  w.pid = Spawn({g_run.idlepool, "worker", "--name", name, "--work-dir",
-                 absl::StrCat(g_run.dir, "/work-", name), "--slots", "1", "--sensors-dir",
-                 w.sensors, "--config", g_pool.config},
+  w.pid = Spawn({g_run.idlepool, "worker", "--name", name, "--join", g_pool.addr, "--token-file",
+                 g_pool.join_token_file, "--work-dir", absl::StrCat(g_run.dir, "/work-", name),
+                 "--slots", "1", "--sensors-dir", w.sensors, "--config", g_pool.config},
                 w.log);
   // The worker names its cgroup parent in its log before it connects.
   Waiter waiter;

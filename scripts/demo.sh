@@ -56,12 +56,20 @@ say "starting a coordinator (data dir $OUT/coordinator)"
   >"$OUT/logs/coordinator.log" 2>&1 &
 pids+=($!); disown $!
 for _ in $(seq 200); do grep -q "listening on" "$OUT/logs/coordinator.log" 2>/dev/null && break; sleep 0.05; done
-ADDR=$(sed -n 's/.*listening on \([^ ]*\).*/\1/p' "$OUT/logs/coordinator.log" | head -1)
+ADDR=$(sed -n 's/.*listening on \([0-9.]*:[0-9]*\).*/\1/p' "$OUT/logs/coordinator.log" | head -1)
 [ -n "$ADDR" ] || { cat "$OUT/logs/coordinator.log"; exit 1; }
 export IDLEPOOL_COORDINATOR=$ADDR
-IDLEPOOL_TOKEN=$(cat "$OUT/coordinator/pool.token")
-export IDLEPOOL_TOKEN
 grep -A1 -E "listening on|join a machine|dashboard \(log in" "$OUT/logs/coordinator.log" | grep -v -- "^--"
+# The pool's credentials as its admin hands them out, through the coordinator's admin socket
+# (DATA_DIR/admin.sock), into files only this user can read: a join token for the workers and an
+# access token the demo logs in with (kept in $OUT/config, not in your own login). No secret
+# goes on a command line or into the environment.
+export XDG_CONFIG_HOME=$OUT/config
+unset IDLEPOOL_TOKEN IDLEPOOL_JOIN_TOKEN
+(umask 077
+  "$BIN" token create --role worker --data-dir "$OUT/coordinator" >"$OUT/join.token"
+  "$BIN" token create --role submit --name demo --data-dir "$OUT/coordinator" >"$OUT/submit.token")
+"$BIN" login "$ADDR" --token-file "$OUT/submit.token"
 
 say "starting 3 workers (one slot each), their owners away and on AC power"
 # The owner policy, shortened so that the demo moves quickly (see the file's comments).
@@ -71,8 +79,9 @@ for w in 1 2 3; do
   mkdir -p "$OUT/sensors-$w"
   sense $w idle_seconds 1000
   sense $w on_ac_power 1
-  "$BIN" worker --name "worker-$w" --slots 1 --work-dir "$OUT/worker-$w" \
-    --sensors-dir "$OUT/sensors-$w" --config "$OUT/owner.toml" >"$OUT/logs/worker-$w.log" 2>&1 &
+  "$BIN" worker --name "worker-$w" --slots 1 --join "$ADDR" --token-file "$OUT/join.token" \
+    --work-dir "$OUT/worker-$w" --sensors-dir "$OUT/sensors-$w" --config "$OUT/owner.toml" \
+    >"$OUT/logs/worker-$w.log" 2>&1 &
   wpid[$w]=$!
   pids+=($!); disown $!
 done

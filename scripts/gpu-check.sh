@@ -97,8 +97,19 @@ mkdir -p "$T/sensors"
 PIDS+=($!)
 wait_until 20 grep -q "listening on" "$T/coordinator.log" || abort "coordinator did not start"
 PORT=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$T/coordinator.log" | tail -1)
-export IDLEPOOL_COORDINATOR=127.0.0.1:$PORT IDLEPOOL_TOKEN=$(cat "$T/coord/pool.token")
-"$IDLEPOOL" worker --name gpucheck --work-dir "$T/worker" --slots 4 --gpus "$INDEX" \
+# Credentials as a pool's admin hands them out (through the coordinator's admin socket), kept in
+# files in $T and never in argv or the environment: a join token for the worker, and an access
+# token this script logs in with (saved under $T/config, not in the user's own login).
+export IDLEPOOL_COORDINATOR=127.0.0.1:$PORT XDG_CONFIG_HOME=$T/config
+unset IDLEPOOL_TOKEN IDLEPOOL_JOIN_TOKEN
+( umask 077
+  "$IDLEPOOL" token create --role worker --data-dir "$T/coord" >"$T/join.token" &&
+    "$IDLEPOOL" token create --role submit --name gpu-check --data-dir "$T/coord" >"$T/submit.token"
+) 2>"$T/tokens.log" || abort "token create failed (see $T/tokens.log)"
+"$IDLEPOOL" login "$IDLEPOOL_COORDINATOR" --token-file "$T/submit.token" >/dev/null ||
+  abort "idlepool login failed"
+"$IDLEPOOL" worker --name gpucheck --join "$IDLEPOOL_COORDINATOR" --token-file "$T/join.token" \
+  --work-dir "$T/worker" --slots 4 --gpus "$INDEX" \
   --dedicated --config "$T/policy.toml" --sensors-dir "$T/sensors" >"$T/worker.log" 2>&1 &
 PIDS+=($!)
 connected() {

@@ -44,14 +44,22 @@ pids+=($!); disown $!
 for _ in $(seq 200); do
   grep -q "listening on" "$OUT/logs/coordinator.log" 2>/dev/null && break; sleep 0.05
 done
-ADDR=$(sed -n 's/.*listening on \([^ ]*\).*/\1/p' "$OUT/logs/coordinator.log" | head -1)
+ADDR=$(sed -n 's/.*listening on \([0-9.]*:[0-9]*\).*/\1/p' "$OUT/logs/coordinator.log" | head -1)
 [ -n "$ADDR" ] || { cat "$OUT/logs/coordinator.log"; die "the coordinator did not start"; }
 export IDLEPOOL_COORDINATOR=$ADDR
-IDLEPOOL_TOKEN=$(cat "$OUT/coordinator/pool.token")
-export IDLEPOOL_TOKEN
+# Credentials from the coordinator's admin socket, in files only this user can read: a join
+# token for the workers, an access token this script logs in with (kept in $OUT/config, not in
+# your own login). No secret goes on a command line or into the environment.
+export XDG_CONFIG_HOME=$OUT/config
+unset IDLEPOOL_TOKEN IDLEPOOL_JOIN_TOKEN
+(umask 077
+  "$BIN" token create --role worker --data-dir "$OUT/coordinator" >"$OUT/join.token"
+  "$BIN" token create --role submit --name ocr-example --data-dir "$OUT/coordinator" \
+    >"$OUT/submit.token")
+"$BIN" login "$ADDR" --token-file "$OUT/submit.token"
 for w in $(seq "$WORKERS"); do
-  "$BIN" worker --name "worker-$w" --slots 1 --dedicated --work-dir "$OUT/worker-$w" \
-    >"$OUT/logs/worker-$w.log" 2>&1 &
+  "$BIN" worker --name "worker-$w" --slots 1 --dedicated --join "$ADDR" \
+    --token-file "$OUT/join.token" --work-dir "$OUT/worker-$w" >"$OUT/logs/worker-$w.log" 2>&1 &
   pids+=($!); disown $!
 done
 ready='[.workers[] | select(.state=="connected" and .owner_state=="run")] | length'

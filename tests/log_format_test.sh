@@ -26,8 +26,11 @@ wait_until() {
 PIDS+=($!)
 wait_until 30 grep -q "listening on" "$T/coord.out"
 ADDR=$(sed -n 's/.*listening on \([0-9.]*:[0-9]*\).*/\1/p' "$T/coord.out")
-IDLEPOOL_TOKEN=$(cat "$T/coord/pool.token") "$IDLEPOOL" --log-format json worker --name w1 \
-  --coordinator "$ADDR" --work-dir "$T/w1" --slots 1 --no-probe --no-calibrate \
+# A join token made through the admin socket, read by the worker from a file (never argv or env).
+"$IDLEPOOL" token create --role worker --data-dir "$T/coord" >"$T/join.token" 2>"$T/token.log" \
+  || fail "token create"
+"$IDLEPOOL" --log-format json worker --name w1 --join "$ADDR" --token-file "$T/join.token" \
+  --work-dir "$T/w1" --slots 1 --no-probe --no-calibrate \
   >"$T/w1.out" 2>"$T/w1.log" &
 PIDS+=($!)
 wait_until 30 grep -q "worker w1 .*connected" "$T/coord.log"

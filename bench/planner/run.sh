@@ -444,6 +444,12 @@ run_scenario() {
       [ "$(date +%s)" -lt "$t_end" ] || { echo "planner: stopped workers still listed as connected" >&2; return 1; }
       sleep 0.2
     done
+    # The same names on fresh work dirs: each takes its identity (key, certificate) along, since
+    # the pool refuses a second join under a name it certified.
+    for (( i = 1; i <= n; i++ )); do
+      mkdir -p "$d/w$i.cold" && cp -a "$d/w$i/identity" "$d/w$i.cold/" ||
+        { echo "planner: cannot copy w$i's identity" >&2; return 1; }
+    done
     started_ms=$(date +%s%3N)
     start_workers "$line" "$d" ".cold"
     netpool_wait_connected "$LAB" "$n" 60 || { echo "planner: workers did not reconnect (logs in $d)" >&2; return 1; }
