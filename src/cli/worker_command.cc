@@ -87,8 +87,9 @@ std::optional<int> EnsureIdentity(WorkerFlags& f, const std::string& address) {
       return absl::IsUnavailable(joined.status()) ? 1 : 2;
     }
     id = std::move(*joined);
-    std::printf("joined the pool at %s as %s; the join token is spent (identity in %s)\n",
+    std::printf("joined the pool at %s as %s (identity in %s; later starts need no token)\n",
                 address.c_str(), id.name.c_str(), dir.c_str());
+    std::fflush(stdout);
   }
   if (!f.options.name.empty() && f.options.name != id.name) {
     std::fprintf(stderr,

@@ -14,8 +14,8 @@ need_proxy
 
 # A bad interval is refused before anything starts.
 rc=0
-"$IDLEPOOL" worker --token x --work-dir "$T/bad" --probe-interval 10parsecs >/dev/null 2>&1 || rc=$?
-[ "$rc" = 2 ] || fail "--probe-interval 10parsecs: exit $rc, want 2"
+"$IDLEPOOL" worker --work-dir "$T/bad" --probe-interval 10parsecs >"$T/bad.log" 2>&1 || rc=$?
+[ "$rc" = 2 ] && grep -q -- "--probe-interval" "$T/bad.log" || fail "--probe-interval 10parsecs: exit $rc, want 2: $(cat "$T/bad.log")"
 
 start_coordinator
 start_proxy slow --delay-ms 25 --rate 4Mbit
