@@ -4,21 +4,24 @@
 # ratio), and the time from `idlepool worker --join` (a new machine: key, pinned CA, JoinPool,
 # mTLS session) to its first task done, with real processes on 127.0.0.1.
 #
-#   bench/tls_overhead.sh [--base COMMIT] [--tasks 2000] [--rounds 5]
+#   bench/tls_overhead.sh [--base COMMIT] [--tasks 2000] [--rounds 5] [--join-only]
 # Needs build/ (scripts/build.sh) and builds the base commit's bench in build-base/ (a worktree).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BASE=b8eaadd TASKS=2000 ROUNDS=5
+BASE=b8eaadd TASKS=2000 ROUNDS=5 JOIN_ONLY=0
 while [ $# -gt 0 ]; do
   case $1 in
     --base) BASE=$2; shift 2 ;;
     --tasks) TASKS=$2; shift 2 ;;
     --rounds) ROUNDS=$2; shift 2 ;;
+    --join-only) JOIN_ONLY=1; shift ;;
     *) echo "usage: $0 [--base COMMIT] [--tasks N] [--rounds R]" >&2; exit 2 ;;
   esac
 done
 ROOT=$PWD
+median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 WT=$ROOT/build-base/src
+if [ "$JOIN_ONLY" = 0 ]; then
 if [ ! -x "$ROOT/build-base/bench/throughput" ]; then
   rm -rf "$ROOT/build-base"; mkdir -p "$ROOT/build-base"
   git worktree add --detach "$WT" "$BASE" >/dev/null
@@ -28,7 +31,6 @@ if [ ! -x "$ROOT/build-base/bench/throughput" ]; then
 fi
 ninja -C build bench_throughput idlepool >/dev/null
 
-median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 rate() { "$1" --tasks "$TASKS" --repeats 1 --pool-only | sed -n 's/.*run 1: idlepool \([0-9.]*\) tasks.*/\1/p' | head -1; }
 : >/tmp/tls-base.txt; : >/tmp/tls-head.txt
 for r in $(seq "$ROUNDS"); do
@@ -40,6 +42,7 @@ echo "no-op tasks/s, $TASKS tasks, median of $ROUNDS alternating rounds:"
 echo "  before TLS ($BASE): $b   ($(tr '\n' ' ' </tmp/tls-base.txt))"
 echo "  TLS (this tree):     $h   ($(tr '\n' ' ' </tmp/tls-head.txt))"
 awk -v b="$b" -v h="$h" 'BEGIN { printf "  ratio TLS/before: %.3f (%+.1f%%)\n", h / b, (h / b - 1) * 100 }'
+fi
 
 # Join to first task: a job of one task waits; a new worker joins and runs it.
 T=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$T"' EXIT
