@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
+#include "platform/write_file.h"
 #include "trust/ca.h"
 #include "trust/pinned_fetch.h"
 #include "trust/token.h"
@@ -25,20 +26,6 @@ namespace fs = std::filesystem;
 constexpr auto kFetchTimeout = std::chrono::seconds(10);
 
 fs::path LoginFile() { return fs::path(ConfigDir()) / "login.json"; }
-
-absl::Status WritePrivate(const fs::path& path, const std::string& data) {
-  const std::string tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    ::chmod(tmp.c_str(), 0600);
-    out << data;
-    if (!out.flush()) return absl::FailedPreconditionError(absl::StrCat("cannot write ", tmp));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::FailedPreconditionError(absl::StrCat("cannot write ", path.string()));
-  }
-  return absl::OkStatus();
-}
 
 }  // namespace
 
@@ -72,7 +59,7 @@ absl::Status SaveLogin(const SavedLogin& login) {
   ::chmod(dir.c_str(), 0700);
   nlohmann::json j = {
       {"coordinator", login.coordinator}, {"token", login.token}, {"ca_pem", login.ca_pem}};
-  return WritePrivate(LoginFile(), j.dump(2) + "\n");
+  return platform::WriteFileAtomically(LoginFile().string(), j.dump(2) + "\n", 0600);
 }
 
 absl::StatusOr<ClientCredentials> ResolveCredentials(const std::string& coordinator,

@@ -117,25 +117,30 @@ grpc::Status Authorizer::IdentifyWorker(const std::string& cert_pem, trust::Prin
   return grpc::Status::OK;
 }
 
-grpc::Status Authorizer::IdentifyToken(const std::string& token, trust::Principal* who) const {
+absl::StatusOr<trust::Principal> Authorizer::TokenPrincipal(std::string_view token) const {
   auto parts = trust::ParseToken(token);
   if (!parts.ok()) {
     if (token.rfind("ip", 0) != 0) {
-      return Unauthenticated(
+      return absl::UnauthenticatedError(
           "this is a pool token from before idlepool's TLS pools; they are no longer accepted: "
           "on the coordinator run `idlepool token create --role submit --data-dir DIR` and use "
           "that (README: upgrading)");
     }
-    return Unauthenticated(std::string(parts.status().message()));
+    return absl::UnauthenticatedError(parts.status().message());
   }
   if (parts->kind != trust::TokenKind::kAccess) {
-    return Unauthenticated("a join token is for `idlepool worker --join`, not for calls");
+    return absl::UnauthenticatedError(
+        "a join token is for `idlepool worker --join`, not for calls");
   }
   auto rec = store_.CheckToken(parts->id, parts->secret, clock_.WallMs() / 1000);
-  if (!rec.ok()) return Unauthenticated(std::string(rec.status().message()));
-  who->role = rec->role;
-  who->name = rec->name.empty() ? rec->id : rec->name;
-  who->token_id = rec->id;
+  if (!rec.ok()) return absl::UnauthenticatedError(rec.status().message());
+  return trust::Principal{rec->role, rec->name.empty() ? rec->id : rec->name, rec->id};
+}
+
+grpc::Status Authorizer::IdentifyToken(const std::string& token, trust::Principal* who) const {
+  auto p = TokenPrincipal(token);
+  if (!p.ok()) return Unauthenticated(std::string(p.status().message()));
+  *who = std::move(*p);
   return grpc::Status::OK;
 }
 

@@ -21,6 +21,7 @@
 #include <string_view>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
 #include "grpcpp/grpcpp.h"
 #include "platform/clock.h"
 #include "trust/ca.h"
@@ -38,6 +39,10 @@ class Authorizer {
   // OK and `*who` (when given) filled, or the refusal. `full_method` as in method_roles.h.
   [[nodiscard]] grpc::Status Check(const grpc::ServerContext* ctx, std::string_view full_method,
                                    trust::Principal* who = nullptr) const;
+
+  // The principal of an access token ("ipt1_..."), for the gRPC port and the dashboard alike;
+  // kUnauthenticated with what is wrong (never the secret).
+  [[nodiscard]] absl::StatusOr<trust::Principal> TokenPrincipal(std::string_view token) const;
 
   // The CA issued `serial_hex` to `name` (join or renewal): it is accepted from now on, along
   // with the one it replaces (a worker renews while its old certificate is still in use).

@@ -40,7 +40,6 @@
 #include "store/store.h"
 #include "text/host_port.h"
 #include "trust/credential_store.h"
-#include "trust/token.h"
 #include "wire/wire.h"
 
 namespace idlepool::coordinator {
@@ -333,15 +332,7 @@ absl::StatusOr<http::ServerOptions> CoordinatorImpl::HttpOptions() const {
   o.tls_key_file = identity_.key_file;
   o.allowed_hosts = http::DefaultAllowedHosts(addr->first);
   for (const auto& name : identity_.names) o.allowed_hosts.push_back(name);
-  o.authenticate = [this](std::string_view got) -> absl::StatusOr<trust::Principal> {
-    auto parts = trust::ParseToken(got);
-    if (!parts.ok() || parts->kind != trust::TokenKind::kAccess) {
-      return absl::UnauthenticatedError("not an access token (ipt1_...)");
-    }
-    auto rec = credentials_->CheckToken(parts->id, parts->secret, clock_.WallMs() / 1000);
-    if (!rec.ok()) return absl::UnauthenticatedError(rec.status().message());
-    return trust::Principal{rec->role, rec->name.empty() ? rec->id : rec->name, rec->id};
-  };
+  o.authenticate = [this](std::string_view got) { return authz_->TokenPrincipal(got); };
   return o;
 }
 

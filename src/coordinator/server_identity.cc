@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "platform/write_file.h"
 #include "text/host_port.h"
 
 namespace idlepool::coordinator {
@@ -43,20 +44,6 @@ void AddInterfaceAddresses(std::vector<std::string>* names) {
     AddUnique(names, h);
   }
   ::freeifaddrs(list);
-}
-
-absl::Status WriteFile(const std::string& path, const std::string& data, mode_t mode) {
-  const std::string tmp = path + ".tmp";
-  FILE* f = std::fopen(tmp.c_str(), "w");
-  if (f == nullptr) return absl::FailedPreconditionError(absl::StrCat("cannot write ", tmp));
-  ::fchmod(::fileno(f), mode);
-  const bool ok = std::fwrite(data.data(), 1, data.size(), f) == data.size() &&
-                  std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
-  std::fclose(f);
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::FailedPreconditionError(absl::StrCat("cannot write ", path));
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace
@@ -94,8 +81,10 @@ absl::StatusOr<ServerIdentity> MakeServerIdentity(const std::string& data_dir,
   ::chmod(dir.c_str(), 0700);
   id.chain_file = (dir / "server.pem").string();
   id.key_file = (dir / "server.key").string();
-  if (auto st = WriteFile(id.key_file, *key, 0600); !st.ok()) return st;
-  if (auto st = WriteFile(id.chain_file, cert->cert_pem + id.ca->cert_pem(), 0644); !st.ok()) {
+  if (auto st = platform::WriteFileAtomically(id.key_file, *key, 0600); !st.ok()) return st;
+  if (auto st =
+          platform::WriteFileAtomically(id.chain_file, cert->cert_pem + id.ca->cert_pem(), 0644);
+      !st.ok()) {
     return st;
   }
   return id;

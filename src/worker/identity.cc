@@ -12,6 +12,7 @@
 #include "idlepool.grpc.pb.h"
 #include "nlohmann/json.hpp"
 #include "platform/clock.h"
+#include "platform/write_file.h"
 #include "trust/ca.h"
 #include "trust/pinned_fetch.h"
 #include "trust/token.h"
@@ -31,35 +32,26 @@ absl::StatusOr<std::string> ReadAll(const fs::path& path) {
   return ss.str();
 }
 
-absl::Status WriteAll(const fs::path& path, const std::string& data, mode_t mode) {
-  const std::string tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    ::chmod(tmp.c_str(), mode);
-    out << data;
-    out.flush();
-    if (!out) return absl::FailedPreconditionError(absl::StrCat("cannot write ", tmp));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::FailedPreconditionError(absl::StrCat("cannot write ", path.string()));
-  }
-  return absl::OkStatus();
-}
-
 // Writes the identity: key last-but-one, meta last (its presence means "complete").
 absl::Status Save(const Identity& id, const std::string& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   ::chmod(dir.c_str(), 0700);
   const fs::path d(dir);
-  if (auto st = WriteAll(d / "ca.pem", id.tls.ca_pem, 0644); !st.ok()) return st;
-  if (auto st = WriteAll(d / "cert.pem", id.tls.cert_pem, 0644); !st.ok()) return st;
-  if (auto st = WriteAll(d / "key.pem", id.tls.key_pem, 0600); !st.ok()) return st;
+  if (auto st = platform::WriteFileAtomically((d / "ca.pem").string(), id.tls.ca_pem, 0644);
+      !st.ok())
+    return st;
+  if (auto st = platform::WriteFileAtomically((d / "cert.pem").string(), id.tls.cert_pem, 0644);
+      !st.ok())
+    return st;
+  if (auto st = platform::WriteFileAtomically((d / "key.pem").string(), id.tls.key_pem, 0600);
+      !st.ok())
+    return st;
   nlohmann::json meta = {{"name", id.name},
                          {"coordinator", id.coordinator},
                          {"not_before", id.not_before},
                          {"not_after", id.not_after}};
-  return WriteAll(d / "identity.json", meta.dump(2) + "\n", 0600);
+  return platform::WriteFileAtomically((d / "identity.json").string(), meta.dump(2) + "\n", 0600);
 }
 
 void Adopt(const v1::JoinReply& reply, Identity* id) {
