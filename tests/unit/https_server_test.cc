@@ -1,9 +1,9 @@
 // The HTTPS server for real: an http::Server on 127.0.0.1:0 serving a throwaway CA's certificate
-// (ephemeral_pki.h), and clients that are cpp-httplib's SSLClient verifying it, or raw OpenSSL
-// connections for what a well-behaved client would not send. What a user sees: status codes,
-// cookies, closed connections, and the server's memory under floods (the peak resident memory of
-// this process, which the server runs in). Every wait is bounded by a generous socket timeout (a
-// hang bound, not a speed assertion); no test sleeps.
+// (the pool CA, trust/ca.h), and clients that are cpp-httplib's SSLClient verifying it, or raw
+// OpenSSL connections for what a well-behaved client would not send. What a user sees: status
+// codes, cookies, closed connections, and the server's memory under floods (the peak resident
+// memory of this process, which the server runs in). Every wait is bounded by a generous socket
+// timeout (a hang bound, not a speed assertion); no test sleeps.
 #include <netinet/in.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -24,10 +24,11 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "http/ephemeral_pki.h"
 #include "http/http_server.h"
 #include "httplib.h"
 #include "platform/clock.h"
+#include "platform/write_file.h"
+#include "trust/ca.h"
 
 namespace idlepool {
 namespace {
@@ -172,10 +173,21 @@ class HttpsServerTest : public ::testing::Test {
            ("https_server_test." + std::to_string(::getpid()) + "." +
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir_);
-    auto pki = http::WriteEphemeralPki(dir_.string(), {"localhost", "127.0.0.1"},
-                                       platform::SystemClock().WallMs() / 1000, 86400);
-    ASSERT_TRUE(pki.ok()) << pki.status();
-    pki_ = *pki;
+    // The pool CA and a server certificate from it, as the coordinator makes them.
+    const int64_t now = platform::SystemClock().WallMs() / 1000;
+    bool created = false;
+    auto ca = trust::CertificateAuthority::LoadOrCreate(dir_.string(), now, &created);
+    ASSERT_TRUE(ca.ok()) << ca.status();
+    const std::string key = trust::NewPrivateKeyPem().value();
+    auto cert =
+        (*ca)->IssueServer(trust::PublicKeyPemOf(key).value(), {"localhost", "127.0.0.1"}, now);
+    ASSERT_TRUE(cert.ok()) << cert.status();
+    pki_ = Pki{(dir_ / "ca.pem").string(), (dir_ / "server.pem").string(),
+               (dir_ / "server.key").string()};
+    ASSERT_TRUE(
+        platform::WriteFileAtomically(pki_.chain_file, cert->cert_pem + (*ca)->cert_pem(), 0644)
+            .ok());
+    ASSERT_TRUE(platform::WriteFileAtomically(pki_.key_file, key, 0600).ok());
     options_.address = "127.0.0.1:0";
     options_.tls_cert_file = pki_.chain_file;
     options_.tls_key_file = pki_.key_file;
@@ -226,7 +238,10 @@ class HttpsServerTest : public ::testing::Test {
   }
 
   fs::path dir_;
-  http::PkiFiles pki_;
+  struct Pki {
+    std::string ca_file, chain_file, key_file;
+  };
+  Pki pki_;
   ServerOptions options_;
   FakeReader reader_;
   http::ChangeFeed feed_;
