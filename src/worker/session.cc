@@ -2,10 +2,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "core/defaults.h"
+#include "platform/clock.h"
 #include "spdlog/spdlog.h"
 #include "wire/wire.h"
 
@@ -39,8 +41,11 @@ void Session::Connect(bool probe) {
   // Reconnect quickly after a coordinator restart: gRPC's defaults (1 s initial, 20 s minimum
   // connect backoff, up to 120 s) would keep a worker away well past the lease timeout after a
   // coordinator restart, and its attempts would be lost instead of re-adopted.
+  // gRPC reads GRPC_ARG_MIN_RECONNECT_BACKOFF_MS as the least time one connection attempt gets
+  // (TCP and TLS handshakes): 100 ms would cut a TLS handshake over a slow link or on a loaded
+  // machine every time. Attempts still start 100 ms to 1 s apart.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 5000);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   channel_ = grpc::CreateCustomChannel(config_.coordinator, config_.credentials, args);
   session_ = v1::WorkerSession::NewStub(channel_);
@@ -82,12 +87,24 @@ absl::Status Session::Serve() {
     refused_ = false;
     spdlog::warn("session with {} ended ({}); reconnecting in {} ms", config_.coordinator,
                  st.ok() ? "closed" : st.error_message(), backoff.count());
-    stop_.WaitFor(backoff);
+    Pause(backoff);
     // At most 1 s between tries: a coordinator restart must find its workers back well within
     // the lease timeout, so their running attempts are re-adopted rather than re-run.
     backoff = std::min(backoff * 2, milliseconds(1000));
   }
   return absl::OkStatus();
+}
+
+void Session::Pause(milliseconds d) {
+  constexpr milliseconds kSlice{100};
+  const int64_t slices = std::max<int64_t>(1, d / kSlice);
+  for (int64_t i = 0; i < slices && !stop_.stopping(); ++i) {
+    const auto until = platform::DeadlineAfter(kSlice);
+    // Returns at each change of state (IDLE, CONNECTING, READY...), so ask again until the
+    // slice is over; GetState(true) starts a connection attempt when the channel is idle.
+    while (!stop_.stopping() && channel_->WaitForStateChange(channel_->GetState(true), until)) {
+    }
+  }
 }
 
 void Session::RenewIfDue() {

@@ -112,6 +112,12 @@ class Session {
   void Welcomed(const v1::Welcome& welcome);
   void Heartbeats();
   void RenewIfDue();
+  // Waits about `d` (less when the worker stops) while letting the channel connect. This process
+  // makes only synchronous calls, and gRPC moves a connection attempt (TCP, then TLS) forward only
+  // while a thread waits on that channel, else every 5 s from its backup poller: a plain sleep
+  // between sessions left each handshake to run past its deadline, and the worker never came
+  // back after a partition (issue 16).
+  void Pause(std::chrono::milliseconds d);
 
   const SessionConfig config_;
   StopSignal& stop_;

@@ -18,11 +18,7 @@ TOML
 # The lease outlasts the blip: the coordinator keeps the attempt; only the fetch is interrupted.
 start_coordinator --lease-timeout-ms 20000
 n=0
-# KNOWN REGRESSION (step 9): with --no-peer, after the proxy's partition heals, the worker's TLS
-# channel to the coordinator does not reconnect through the proxy (connection attempts end in
-# "tcp handshaker shutdown"); with peers on it does. Until that is understood, only the peer mode
-# runs here; the note of issue 16 says so.
-for mode in ""; do
+for mode in "" --no-peer; do
   n=$((n + 1))
   start_proxy "p$n" --rate 4M
   ppid=$(eval echo "\$PPID_p$n")
