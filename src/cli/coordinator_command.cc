@@ -1,12 +1,14 @@
 // `idlepool coordinator`: runs the pool's coordinator until SIGTERM or Ctrl-C.
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "cli/command.h"
 #include "coordinator/coordinator.h"
 #include "core/defaults.h"
@@ -14,6 +16,7 @@
 #include "platform/process.h"
 #include "spdlog/spdlog.h"
 #include "text/host_port.h"
+#include "text/units.h"
 
 namespace idlepool::cli {
 namespace {
@@ -24,6 +27,7 @@ struct CoordinatorFlags {
   int64_t heartbeat_ms = core::kDefaultHeartbeat.count();
   std::string http = "127.0.0.1:7879";
   CLI::Option* http_opt = nullptr;
+  std::string worker_cert_ttl = "30d";
 };
 
 // What to tell the user at start: where it listens, the pool CA, a ready join command (a join
@@ -73,6 +77,13 @@ int RunCoordinator(CoordinatorFlags& f) {
   f.options.heartbeat = core::Millis(f.heartbeat_ms);
   f.options.http = f.http == "off" ? "" : f.http;
   f.options.http_required = f.http_opt->count() > 0;
+  auto ttl = text::ParseDuration(f.worker_cert_ttl);
+  if (!ttl.ok() || *ttl < std::chrono::seconds(30) || *ttl > std::chrono::hours(24 * 365)) {
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat("--worker-cert-ttl '", f.worker_cert_ttl,
+                     "': ", ttl.ok() ? "must be from 30s to 365d" : ttl.status().message())));
+  }
+  f.options.worker_cert_validity_s = std::chrono::duration_cast<std::chrono::seconds>(*ttl).count();
   auto c = coordinator::Coordinator::Start(f.options);
   if (!c.ok()) return Fail(c.status());
   PrintWelcome(f.options, **c);
@@ -120,6 +131,11 @@ Command AddCoordinatorCommand(CLI::App& app, Common&) {
       "dashboard, JSON API and /metrics: HOST:PORT or PORT (host 127.0.0.1), port 0 = a free "
       "one, off = none (the default address, when taken, only warns)");
   f->http_opt->capture_default_str();
+  coord
+      ->add_option("--worker-cert-ttl", f->worker_cert_ttl,
+                   "lifetime of the certificates given to workers, e.g. 7d; each worker renews "
+                   "its own at two thirds of it")
+      ->capture_default_str();
   return {coord, [f] { return RunCoordinator(*f); }};
 }
 

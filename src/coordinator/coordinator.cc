@@ -244,7 +244,8 @@ void CoordinatorImpl::MakeParts() {
   probe_service_ = std::make_unique<ProbeService>(*authz_, clock_);
   job_service_ = std::make_unique<JobService>(
       JobServiceDeps{*authz_, *core_, *store_, blobs_, *predictor_, *book_, sessions_, clock_});
-  join_service_ = std::make_unique<JoinService>(*authz_, *credentials_, *identity_.ca, clock_);
+  join_service_ = std::make_unique<JoinService>(*authz_, *credentials_, *identity_.ca, clock_,
+                                                options_.worker_cert_validity_s);
   admin_service_ = std::make_unique<AdminService>(*authz_, *credentials_, sessions_,
                                                   identity_.ca->pin(), clock_);
   // A revoked token's dashboard sessions end with it.

@@ -50,6 +50,9 @@ struct Options {
   // The names and addresses workers and people will use to reach this coordinator, for its
   // certificate; empty: this machine's host name and addresses (server_identity.h).
   std::vector<std::string> advertise;
+  // Lifetime of the certificates given to workers (at join and renewal), seconds; a worker
+  // renews at two thirds of it. Default: trust::kWorkerValiditySeconds (30 days).
+  int64_t worker_cert_validity_s = 30LL * 86400;
 };
 
 class Coordinator {

@@ -80,7 +80,7 @@ grpc::Status JoinService::RenewCertificate(grpc::ServerContext* ctx, const v1::R
 
 grpc::Status JoinService::Issue(const std::string& name, const std::string& public_key_pem,
                                 int64_t now, v1::JoinReply* reply) {
-  auto cert = ca_.IssueWorker(public_key_pem, name, now);
+  auto cert = ca_.IssueWorker(public_key_pem, name, now, validity_s_);
   if (!cert.ok()) return FromAbsl(cert.status());
   if (auto st = store_.RecordWorkerCert(name, cert->serial_hex, now, cert->not_after); !st.ok()) {
     return FromAbsl(st);

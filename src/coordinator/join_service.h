@@ -25,9 +25,11 @@ namespace idlepool::coordinator {
 
 class JoinService final : public v1::Join::Service {
  public:
+  // validity_s: the lifetime of each certificate issued (Options::worker_cert_validity_s).
   JoinService(Authorizer& authz, trust::CredentialStore& store,
-              const trust::CertificateAuthority& ca, const platform::Clock& clock)
-      : authz_(authz), store_(store), ca_(ca), clock_(clock) {}
+              const trust::CertificateAuthority& ca, const platform::Clock& clock,
+              int64_t validity_s = trust::kWorkerValiditySeconds)
+      : authz_(authz), store_(store), ca_(ca), clock_(clock), validity_s_(validity_s) {}
 
   grpc::Status JoinPool(grpc::ServerContext* ctx, const v1::JoinRequest* req,
                         v1::JoinReply* reply) override;
@@ -44,6 +46,7 @@ class JoinService final : public v1::Join::Service {
   trust::CredentialStore& store_;
   const trust::CertificateAuthority& ca_;
   const platform::Clock& clock_;
+  const int64_t validity_s_;
   std::mutex join_mu_;
 };
 

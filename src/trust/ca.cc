@@ -8,6 +8,7 @@
 #include <openssl/pem.h>
 #include <openssl/rand.h>
 
+#include <algorithm>
 #include <cstring>
 #include <ctime>
 #include <utility>
@@ -395,9 +396,11 @@ absl::StatusOr<Issued> CertificateAuthority::IssueWorker(const std::string& publ
                                                          int64_t validity) const {
   if (absl::Status s = CheckName(name); !s.ok()) return s;
   if (validity <= 0) return absl::InvalidArgumentError("a certificate's validity must be > 0");
+  // A worker renews at two thirds of not_after - not_before: the backdate stays a small part of
+  // that span, else a short-lived certificate would be due for renewal as soon as issued.
   CertSpec spec{.common_name = name,
                 .unit = "worker",
-                .not_before = now - kBackdateSeconds,
+                .not_before = now - std::min(kBackdateSeconds, validity / 10),
                 .not_after = now + validity,
                 .extended_usage = "serverAuth,clientAuth",
                 .names = {kWorkerSanName}};

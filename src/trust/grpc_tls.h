@@ -30,14 +30,17 @@ std::shared_ptr<grpc::ServerCredentials> PeerServerCredentials(const TlsIdentity
 // A worker calling the coordinator or a peer (mTLS).
 std::shared_ptr<grpc::ChannelCredentials> WorkerChannelCredentials(const TlsIdentity& worker);
 // The same two from files a worker rewrites when it renews its certificate (gRPC re-reads them
-// every `refresh_s`; new connections use the new certificate).
+// every `refresh_s`; new connections use the new certificate). 5 s: three small files read,
+// and a renewed certificate is in use well before the old one ends, even at the shortest
+// lifetime a coordinator gives (--worker-cert-ttl 30s, renewed at 20 s).
 struct TlsFiles {
   std::string key, cert, ca;
 };
-std::shared_ptr<grpc::ServerCredentials> PeerServerCredentials(const TlsFiles& worker,
-                                                               unsigned refresh_s = 60);
-std::shared_ptr<grpc::ChannelCredentials> WorkerChannelCredentials(const TlsFiles& worker,
-                                                                   unsigned refresh_s = 60);
+inline constexpr unsigned kTlsFilesRefreshSeconds = 5;
+std::shared_ptr<grpc::ServerCredentials> PeerServerCredentials(
+    const TlsFiles& worker, unsigned refresh_s = kTlsFilesRefreshSeconds);
+std::shared_ptr<grpc::ChannelCredentials> WorkerChannelCredentials(
+    const TlsFiles& worker, unsigned refresh_s = kTlsFilesRefreshSeconds);
 // A token holder (CLI, scripts) or a joining worker: verifies the server against `ca_pem`,
 // presents no certificate.
 std::shared_ptr<grpc::ChannelCredentials> CaOnlyChannelCredentials(const std::string& ca_pem);
