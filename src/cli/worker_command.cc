@@ -7,6 +7,7 @@
 #include <string>
 #include <thread>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cli/command.h"
@@ -274,8 +275,14 @@ int RunWorker(WorkerFlags& f, const Common& common) {
   });
   waiter.detach();
   absl::Status st = w.Run();
-  if (!st.ok()) return Fail(st);
-  return 0;
+  if (st.ok()) return 0;
+  // Refused by its pool (revoked, an expired certificate, another protocol version): starting
+  // again cannot help, so exit 2, which the systemd unit does not restart.
+  if (absl::IsPermissionDenied(st) || absl::IsFailedPrecondition(st)) {
+    std::fprintf(stderr, "idlepool: %s\n", std::string(st.message()).c_str());
+    return 2;
+  }
+  return Fail(st);
 }
 
 }  // namespace
