@@ -13,3 +13,8 @@ encode() {  # TARGET MESSAGE
 }
 encode worker_message WorkerMessage
 encode client_message PlanRequest  # a SubmitJobRequest is the same bytes (field 1, the spec)
+# join_request: the first byte picks the surface (even: a JoinRequest, odd: a token's text).
+for src in seeds/join_request/*.txtpb; do
+  { printf '\0'; protoc --proto_path="$proto" --encode=idlepool.v1.JoinRequest \
+      "$proto/idlepool.proto" <"$src"; } >"corpus/join_request/$(basename "$src" .txtpb).bin"
+done

@@ -8,12 +8,12 @@
 #   tests/fuzz/run.sh                                  every target, 20 s each
 #   FUZZ_SECONDS=300 tests/fuzz/run.sh job_spec frames  some targets, longer
 #
-# Targets: frames job_spec owner_policy worker_message client_message.
+# Targets: frames job_spec owner_policy worker_message client_message join_request.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 seconds=${FUZZ_SECONDS:-20}
 build=${FUZZ_BUILD_DIR:-$PWD/build-fuzz}
-all=(frames job_spec owner_policy worker_message client_message)
+all=(frames job_spec owner_policy worker_message client_message join_request)
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
 
