@@ -69,6 +69,7 @@ void PrintWelcome(const coordinator::Options& options, coordinator::Coordinator&
 int RunCoordinator(CoordinatorFlags& f) {
   platform::MakeNonDumpable();  // its memory holds the CA key
   platform::BlockTerminationSignals();
+  RaiseDescriptorLimit("coordinator");
   f.options.lease_timeout = core::Millis(f.lease_ms);
   f.options.heartbeat = core::Millis(f.heartbeat_ms);
   f.options.http = f.http == "off" ? "" : f.http;

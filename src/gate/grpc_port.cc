@@ -5,9 +5,9 @@ namespace idlepool::gate {
 absl::StatusOr<std::unique_ptr<GrpcPort>> GrpcPort::Add(
     grpc::ServerBuilder& builder, const std::string& address,
     std::shared_ptr<grpc::ServerCredentials> credentials, const GrpcPortOptions& options) {
-  std::unique_ptr<GrpcPort> p(new GrpcPort());
   auto listener = Listener::Open(address, options.listener);
   if (!listener.ok()) return listener.status();
+  std::unique_ptr<GrpcPort> p(new GrpcPort());
   p->listener_ = std::move(*listener);
   p->acceptor_ = builder.experimental().AddExternalConnectionAcceptor(
       grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD,
@@ -32,6 +32,8 @@ void GrpcPort::Start() {
   });
 }
 
-void GrpcPort::Stop() { listener_->Stop(); }
+void GrpcPort::Stop() {
+  if (listener_) listener_->Stop();
+}
 
 }  // namespace idlepool::gate
