@@ -51,8 +51,8 @@ struct Options {
   // certificate; empty: this machine's host name and addresses (server_identity.h).
   std::vector<std::string> advertise;
   // Connections to the gRPC port (gate/connection_gate.h): at most this many at once, and from
-  // one address (a site behind one NAT address: raise it). Both are cut further when the
-  // descriptor limit is low: a quarter of the descriptors stay free for the rest.
+  // one address (a site behind one NAT address: raise it, --max-connections-per-address). Both
+  // are cut further when the descriptor limit is low: a quarter of the descriptors stay free.
   size_t max_connections = 4096;
   size_t max_connections_per_address = 128;
 };
