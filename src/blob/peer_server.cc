@@ -1,6 +1,7 @@
 #include "blob/peer_server.h"
 
 #include "absl/strings/str_cat.h"
+#include "gate/grpc_port.h"
 #include "grpc/grpc_security_constants.h"
 #include "grpcpp/grpcpp.h"
 #include "idlepool.grpc.pb.h"
@@ -96,8 +97,14 @@ absl::StatusOr<std::unique_ptr<PeerServer>> PeerServer::Start(BlobStore& store,
   s->host_ = listen->host;
   s->service_ = std::make_unique<Service>(store, options);
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen, options.credentials, &s->port_);
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  gate::GrpcPortOptions port_options;
+  port_options.listener.name = "peer port";
+  port_options.listener.limits.max_connections = options.max_connections;
+  port_options.listener.limits.max_per_peer = options.max_connections_per_address;
+  port_options.max_idle = std::chrono::milliseconds(60000);  // a peer reconnects when it needs
+  auto port = gate::GrpcPort::Add(builder, options.listen, options.credentials, port_options);
+  if (!port.ok()) return port.status();
+  s->grpc_port_ = std::move(*port);
   builder.RegisterService(s->service_.get());
   builder.SetMaxReceiveMessageSize(64 << 10);  // requests are tiny
   // Bounds the threads a flood of calls can take; calls past max_concurrent are refused early.
@@ -105,9 +112,9 @@ absl::StatusOr<std::unique_ptr<PeerServer>> PeerServer::Start(BlobStore& store,
   quota.SetMaxThreads(std::max(4, options.max_concurrent * 2));
   builder.SetResourceQuota(quota);
   s->server_ = builder.BuildAndStart();
-  if (!s->server_ || s->port_ == 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen));
-  }
+  if (!s->server_) return absl::UnavailableError(absl::StrCat("cannot serve on ", options.listen));
+  s->port_ = s->grpc_port_->port();
+  s->grpc_port_->Start();
   return s;
 }
 
@@ -120,6 +127,7 @@ std::string PeerServer::address() const { return text::JoinHostPort(host_, port_
 uint64_t PeerServer::bytes_served() const { return service_ ? service_->served() : 0; }
 
 void PeerServer::Shutdown() {
+  if (grpc_port_) grpc_port_->Stop();
   if (server_) {
     server_->Shutdown(platform::DeadlineAfter(std::chrono::seconds(1)));
     server_->Wait();

@@ -10,6 +10,11 @@
 // (one chunk, 1 MiB, per call) a peer can cause. Indices are checked against the blob's size, so
 // no call reads outside it; a malformed hash is INVALID_ARGUMENT.
 //
+// Connections are accepted by a gate::GrpcPort (gate/grpc_port.h): at most max_connections at
+// once and max_connections_per_address from one address, a quarter of the descriptor limit kept
+// free for the worker's tasks, a 10 s handshake timeout and 60 s without a call; past a bound a
+// connection is reset, and the listener survives running out of descriptors.
+//
 // Thread safety: Start/Shutdown from one thread; calls are served on gRPC's threads; the store
 // is shared with the worker's cache (BlobStore is thread-safe).
 #pragma once
@@ -27,6 +32,10 @@ class Server;
 class ServerCredentials;
 }  // namespace grpc
 
+namespace idlepool::gate {
+class GrpcPort;
+}  // namespace idlepool::gate
+
 namespace idlepool::blob {
 
 struct PeerServerOptions {
@@ -37,6 +46,11 @@ struct PeerServerOptions {
   // (trust::PeerServerCredentials); Admit also checks the caller is a worker (OU=worker).
   std::shared_ptr<grpc::ServerCredentials> credentials;
   int max_concurrent = 8;   // calls served at once (a few peers' worth of pipelined requests)
+  // Connections at once, and from one address (gate/connection_gate.h; cut further when the
+  // descriptor limit is low, so that a flood of them leaves the worker descriptors for its
+  // tasks). Each other worker needs one or two.
+  size_t max_connections = 256;
+  size_t max_connections_per_address = 16;
 };
 
 class PeerServer {
@@ -58,6 +72,7 @@ class PeerServer {
   class Service;
   PeerServer() = default;
   std::unique_ptr<Service> service_;
+  std::unique_ptr<gate::GrpcPort> grpc_port_;  // stopped before server_, destroyed after it
   std::unique_ptr<grpc::Server> server_;
   std::string host_;
   int port_ = 0;

@@ -5,6 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "cli/credentials.h"
+#include "platform/fd_limit.h"
+#include "spdlog/spdlog.h"
 
 namespace idlepool::cli {
 
@@ -43,6 +45,20 @@ int Fail(const absl::Status& st) {
 int BadSpec(const absl::Status& st) {
   std::fprintf(stderr, "idlepool: %s\n", std::string(st.message()).c_str());
   return 2;
+}
+
+uint64_t RaiseDescriptorLimit(const char* who) {
+  const platform::FdLimit l = platform::RaiseFdLimit();
+  if (l.soft > l.soft_before) {
+    spdlog::info("{}: file descriptor limit raised from {} to {}", who, l.soft_before, l.soft);
+  }
+  if (l.soft < 4096) {
+    spdlog::warn(
+        "{}: file descriptor limit is {} (hard limit {}): few connections can be served at "
+        "once; raise it (LimitNOFILE= in a systemd unit, ulimit -Hn)",
+        who, l.soft, l.hard);
+  }
+  return l.soft_before;
 }
 
 std::string Plural(uint64_t n, const char* word) {

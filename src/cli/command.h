@@ -51,6 +51,10 @@ int Fail(const absl::Status& st);
 // Prints the error of a job spec or policy file; returns 2.
 int BadSpec(const absl::Status& st);
 std::string Plural(uint64_t n, const char* word);  // "1 task", "3 tasks"
+// For a server (coordinator, worker), first thing: raises the descriptor limit to the hard one
+// (platform/fd_limit.h) and logs it, with a warning when it stays low; the limit it started
+// with (what its children get).
+uint64_t RaiseDescriptorLimit(const char* who);
 std::string EnvOr(const char* name, const std::string& fallback);
 
 // In the order `idlepool --help` lists them.

@@ -73,6 +73,7 @@ void PrintWelcome(const coordinator::Options& options, coordinator::Coordinator&
 int RunCoordinator(CoordinatorFlags& f) {
   platform::MakeNonDumpable();  // its memory holds the CA key
   platform::BlockTerminationSignals();
+  RaiseDescriptorLimit("coordinator");
   f.options.lease_timeout = core::Millis(f.lease_ms);
   f.options.heartbeat = core::Millis(f.heartbeat_ms);
   f.options.http = f.http == "off" ? "" : f.http;
@@ -126,6 +127,13 @@ Command AddCoordinatorCommand(CLI::App& app, Common&) {
                    "heartbeat interval of the workers (one given its own --heartbeat-ms keeps it)")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{10}, int64_t{600'000}));
+  coord
+      ->add_option("--max-connections-per-address", f->options.max_connections_per_address,
+                   "connections to the gRPC port at once from one address (IPv6: one /64), for "
+                   "many workers behind one NAT address; cut to a quarter of the descriptors "
+                   "it may use")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{1}, size_t{1} << 20));
   f->http_opt = coord->add_option(
       "--http", f->http,
       "dashboard, JSON API and /metrics: HOST:PORT or PORT (host 127.0.0.1), port 0 = a free "

@@ -268,6 +268,7 @@ int RunWorker(WorkerFlags& f, const Common& common) {
   const std::string address = !f.join.empty() ? f.join : common.coordinator;
   if (auto rc = EnsureIdentity(f, address)) return *rc;
   platform::BlockTerminationSignals();
+  f.options.task_fd_limit = RaiseDescriptorLimit("worker");
   worker::Worker w(f.options);
   std::thread waiter([&] {
     platform::WaitForTerminationSignal();

@@ -29,6 +29,7 @@
 #include "coordinator/sessions.h"
 #include "coordinator/shared_tracker.h"
 #include "coordinator/worker_book.h"
+#include "gate/grpc_port.h"
 #include "grpcpp/grpcpp.h"
 #include "http/http_server.h"
 #include "http/request_checks.h"
@@ -48,6 +49,9 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr int kMaxMessageBytes = 128 << 20;  // a 64 MiB items file plus framing fits
+// A connection with no call for this long is closed (GOAWAY): one that never made a call holds
+// a descriptor no longer; a worker's session is a call, a client reconnects when it needs to.
+constexpr std::chrono::milliseconds kMaxIdleConnection{60000};
 
 absl::Status ToAbsl(const grpc::Status& s) {
   return s.ok() ? absl::OkStatus()
@@ -191,6 +195,7 @@ class CoordinatorImpl final : public Coordinator {
   std::unique_ptr<JoinService> join_service_;
   std::unique_ptr<AdminService> admin_service_;
   std::unique_ptr<HttpReads> http_reads_;
+  std::unique_ptr<gate::GrpcPort> grpc_port_;  // before server_: stopped first, destroyed last
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<grpc::Server> admin_server_;  // DATA_DIR/admin.sock
   std::unique_ptr<http::Server> http_;
@@ -278,11 +283,17 @@ absl::Status CoordinatorImpl::Init() {
 
 absl::Status CoordinatorImpl::StartServer() {
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options_.listen, trust::CoordinatorServerCredentials(identity_.tls),
-                           &port_);
-  // gRPC sets SO_REUSEPORT by default, which lets a second coordinator bind the same port and
-  // steal half the connections. A port in use must be an error.
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // Our own accept loop (gate/grpc_port.h): caps on connections, a descriptor reserve, and a
+  // listener that outlives running out of descriptors; a port in use is an error.
+  gate::GrpcPortOptions o;
+  o.listener.name = "gRPC port";
+  o.listener.limits.max_connections = options_.max_connections;
+  o.listener.limits.max_per_peer = options_.max_connections_per_address;
+  o.max_idle = kMaxIdleConnection;
+  auto grpc_port = gate::GrpcPort::Add(builder, options_.listen,
+                                       trust::CoordinatorServerCredentials(identity_.tls), o);
+  if (!grpc_port.ok()) return grpc_port.status();
+  grpc_port_ = std::move(*grpc_port);
   builder.RegisterService(session_service_.get());
   builder.RegisterService(blob_service_.get());
   builder.RegisterService(probe_service_.get());
@@ -296,9 +307,9 @@ absl::Status CoordinatorImpl::StartServer() {
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   server_ = builder.BuildAndStart();
-  if (!server_ || port_ == 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", options_.listen));
-  }
+  if (!server_) return absl::UnavailableError(absl::StrCat("cannot serve on ", options_.listen));
+  port_ = grpc_port_->port();
+  grpc_port_->Start();
   return absl::OkStatus();
 }
 
@@ -313,6 +324,7 @@ void CoordinatorImpl::Shutdown() {
   if (http_) http_->Shutdown();
   shutting_down_.store(true);
   if (admin_server_) admin_server_->Shutdown(platform::DeadlineAfter(std::chrono::seconds(1)));
+  if (grpc_port_) grpc_port_->Stop();
   if (server_) server_->Shutdown(platform::DeadlineAfter(std::chrono::seconds(1)));
   if (predictor_) predictor_->Stop();  // before the core thread: it queries it
   if (core_) core_->Stop();

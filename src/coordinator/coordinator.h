@@ -53,6 +53,11 @@ struct Options {
   // Lifetime of the certificates given to workers (at join and renewal), seconds; a worker
   // renews at two thirds of it. Default: trust::kWorkerValiditySeconds (30 days).
   int64_t worker_cert_validity_s = 30LL * 86400;
+  // Connections to the gRPC port (gate/connection_gate.h): at most this many at once, and from
+  // one address (a site behind one NAT address: raise it, --max-connections-per-address). Both
+  // are cut further when the descriptor limit is low: a quarter of the descriptors stay free.
+  size_t max_connections = 4096;
+  size_t max_connections_per_address = 128;
 };
 
 class Coordinator {

@@ -15,8 +15,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "gate/connection_gate.h"
 #include "http/tls_stream.h"
 #include "platform/clock.h"
+#include "platform/fd_limit.h"
 #include "platform/process.h"
 #include "spdlog/spdlog.h"
 
@@ -116,6 +118,13 @@ bool SetUpTls(SSL_CTX& ctx, const std::string& cert, const std::string& key, std
   return error->empty();
 }
 
+// Closes a connection just accepted with a reset (SO_LINGER 0): nothing of it stays.
+void RefuseAtOnce(int fd) {
+  linger l{1, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+  ::close(fd);
+}
+
 // accept(2) errors that belong to one connection (Linux passes pending network errors on).
 bool RetryAccept(int err) {
   switch (err) {
@@ -206,6 +215,7 @@ TlsServer::TlsServer(const std::string& cert_file, const std::string& key_file,
     : httplib::SSLServer([&](SSL_CTX& ctx) { return SetUpTls(ctx, cert_file, key_file, error); }),
       limits_(limits),
       table_(limits.max_connections, [](int fd) { ::shutdown(fd, SHUT_RDWR); }),
+      fd_ceiling_(gate::FdCeiling(platform::FdSoftLimit(), gate::GateLimits{}.min_fd_reserve)),
       pool_(std::make_unique<ThreadPool>(limits.max_connections)) {
   // SO_REUSEADDR only: SO_REUSEPORT would let two coordinators share a port silently.
   set_socket_options([](int sock) {
@@ -265,6 +275,10 @@ void TlsServer::AcceptLoop() {
       }
       if (!stopped_) spdlog::error("dashboard: accept failed ({}); no more connections", errno);
       return;  // shut down by Stop
+    }
+    if (static_cast<size_t>(fd) >= fd_ceiling_) {  // keep the process's descriptor reserve
+      RefuseAtOnce(fd);
+      continue;
     }
     int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);

@@ -8,6 +8,9 @@
 // requests are read through a TlsStream, and it runs on a pool of at most max_connections
 // threads, so an admitted connection never waits for a thread held by another client.
 //
+// A connection accepted with a descriptor at or past the process's reserve (gate::FdCeiling) is
+// reset at once; out of descriptors, the accept loop waits and tries again.
+//
 // TLS 1.3 only; no plain-text listener. An error answer (status >= 400) closes its connection
 // after it is written, so a request refused before its body was read cannot be mistaken for the
 // next one. A request refused for its size or slowness gets 431, 413 or 408 (a JSON error from
@@ -65,6 +68,9 @@ class TlsServer final : public httplib::SSLServer {
 
   const ConnectionLimits limits_;
   ConnectionTable table_;
+  // Connections whose descriptor is this or more are refused at accept: the process keeps the
+  // reserve of gate::FdCeiling for everything else (its gRPC port refuses at the same line).
+  const size_t fd_ceiling_;
   std::unique_ptr<ThreadPool> pool_;
   std::thread accept_thread_;
   std::atomic<bool> stopped_{false};

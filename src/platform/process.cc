@@ -137,18 +137,39 @@ std::string ResolveCommand(const std::string& name, const std::string& cwd, int*
 constexpr int kIoprioClassIdle = 3;
 constexpr int kIoprioClassShift = 13;
 
-// The child of vfork shares the parent's memory until it execs: it must only make system calls
-// (no allocation, no locks, no return from Process::Start), and it writes `*cgroup_err` (the
-// parent reads it after vfork returns) when it could not enter its cgroup.
-[[noreturn]] void ChildExec(const char* file, char* const* argv, char* const* envp,
-                            const char* cwd, int out_fd, int err_fd, int status_fd,
-                            int cgroup_procs_fd, volatile int* cgroup_err, bool low_priority) {
+// What the child of vfork needs, prepared before it: it shares the parent's memory until it
+// execs, so it must only make system calls (no allocation, no locks, no return from
+// Process::Start), and it writes `*cgroup_err` (the parent reads it after vfork returns) when
+// it could not enter its cgroup.
+struct ChildSetup {
+  const char* file;
+  char* const* argv;
+  char* const* envp;
+  const char* cwd;  // nullptr: the parent's
+  int out_fd;
+  int err_fd;
+  int status_fd;
+  int cgroup_procs_fd;
+  volatile int* cgroup_err;
+  bool low_priority;
+  uint64_t nofile_soft;  // 0: the parent's
+};
+
+// An errno of a spawn: the process or the machine is out of descriptors or processes.
+absl::Status SpawnError(int err, std::string message) {
+  if (err == EMFILE || err == ENFILE || err == EAGAIN) {
+    return absl::ResourceExhaustedError(std::move(message));
+  }
+  return absl::InternalError(std::move(message));
+}
+
+[[noreturn]] void ChildExec(const ChildSetup& c) {
   auto fail = [&](int err) {
-    (void)!::write(status_fd, &err, sizeof err);
+    (void)!::write(c.status_fd, &err, sizeof err);
     ::_exit(127);
   };
   // Enter the task's cgroup first: nothing the task runs can fork outside it.
-  if (cgroup_procs_fd >= 0 && ::write(cgroup_procs_fd, "0", 1) != 1) *cgroup_err = errno;
+  if (c.cgroup_procs_fd >= 0 && ::write(c.cgroup_procs_fd, "0", 1) != 1) *c.cgroup_err = errno;
   ::setsid();  // its own session and process group: kill(-pgid) reaches the tree without
               // cgroups, and the terminal of an interactive worker never signals the task
   sigset_t empty;
@@ -159,9 +180,9 @@ constexpr int kIoprioClassShift = 13;
   ::sigprocmask(SIG_SETMASK, &empty, nullptr);
   int devnull = ::open("/dev/null", O_RDONLY);
   if (devnull < 0) fail(errno);
-  if (::dup2(devnull, 0) < 0 || ::dup2(out_fd, 1) < 0 || ::dup2(err_fd, 2) < 0) fail(errno);
-  if (cwd != nullptr && ::chdir(cwd) != 0) fail(errno);
-  if (low_priority) {
+  if (::dup2(devnull, 0) < 0 || ::dup2(c.out_fd, 1) < 0 || ::dup2(c.err_fd, 2) < 0) fail(errno);
+  if (c.cwd != nullptr && ::chdir(c.cwd) != 0) fail(errno);
+  if (c.low_priority) {
     struct sched_param param {};
     param.sched_priority = 0;
     ::sched_setscheduler(0, SCHED_IDLE, &param);  // best effort, like the two below
@@ -169,7 +190,16 @@ constexpr int kIoprioClassShift = 13;
     ::syscall(SYS_ioprio_set, 1 /* IOPRIO_WHO_PROCESS */, 0,
               kIoprioClassIdle << kIoprioClassShift);
   }
-  ::execve(file, argv, envp);
+  // Last: the worker's own descriptors may be numbered past the task's limit (they close on
+  // exec).
+  if (c.nofile_soft > 0) {
+    struct rlimit rl {};
+    if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && c.nofile_soft < rl.rlim_cur) {
+      rl.rlim_cur = c.nofile_soft;
+      ::setrlimit(RLIMIT_NOFILE, &rl);  // best effort: the task then gets the worker's
+    }
+  }
+  ::execve(c.file, c.argv, c.envp);
   fail(errno);
   ::_exit(127);
 }
@@ -193,15 +223,21 @@ absl::StatusOr<std::unique_ptr<Process>> Process::Start(const SpawnOptions& opts
   p->tail_cap_ = opts.log_tail_bytes;
   p->cgroup_ = opts.cgroup;
   int out_pipe[2], err_pipe[2], status_pipe[2];
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0) return absl::InternalError("pipe2 failed");
+  auto pipe_error = [&] {
+    return SpawnError(
+        errno, absl::StrCat("cannot run '", opts.argv[0], "': pipe2: ", std::strerror(errno)));
+  };
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0) return pipe_error();
   if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
+    absl::Status st = pipe_error();
     ::close(out_pipe[0]);
     ::close(out_pipe[1]);
-    return absl::InternalError("pipe2 failed");
+    return st;
   }
   if (::pipe2(status_pipe, O_CLOEXEC) != 0) {
+    absl::Status st = pipe_error();
     for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) ::close(fd);
-    return absl::InternalError("pipe2 failed");
+    return st;
   }
 
   std::vector<char*> argv, envp;
@@ -219,14 +255,23 @@ absl::StatusOr<std::unique_ptr<Process>> Process::Start(const SpawnOptions& opts
     if (cgroup_procs_fd < 0) p->cgroup_ = nullptr;  // group gone: process group only
   }
   volatile int cgroup_err = 0;
+  const ChildSetup child{.file = file.c_str(),
+                         .argv = argv.data(),
+                         .envp = envp.data(),
+                         .cwd = opts.cwd.empty() ? nullptr : opts.cwd.c_str(),
+                         .out_fd = out_pipe[1],
+                         .err_fd = err_pipe[1],
+                         .status_fd = status_pipe[1],
+                         .cgroup_procs_fd = cgroup_procs_fd,
+                         .cgroup_err = &cgroup_err,
+                         .low_priority = opts.low_priority,
+                         .nofile_soft = opts.nofile_soft};
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
   pid_t pid = ::vfork();
   if (pid == 0) {
-    ChildExec(file.c_str(), argv.data(), envp.data(),
-              opts.cwd.empty() ? nullptr : opts.cwd.c_str(), out_pipe[1], err_pipe[1],
-              status_pipe[1], cgroup_procs_fd, &cgroup_err, opts.low_priority);
+    ChildExec(child);
   }
   const int vfork_errno = errno;
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
@@ -243,8 +288,8 @@ absl::StatusOr<std::unique_ptr<Process>> Process::Start(const SpawnOptions& opts
     ::close(out_pipe[0]);
     ::close(err_pipe[0]);
     ::close(status_pipe[0]);
-    return absl::InternalError(absl::StrCat("cannot run '", opts.argv[0], "': vfork: ",
-                                            std::strerror(spawn_err)));
+    return SpawnError(spawn_err, absl::StrCat("cannot run '", opts.argv[0],
+                                              "': vfork: ", std::strerror(spawn_err)));
   }
   // The status pipe closes on exec (CLOEXEC); an errno arrives when exec failed.
   int exec_err = 0;
@@ -264,7 +309,7 @@ absl::StatusOr<std::unique_ptr<Process>> Process::Start(const SpawnOptions& opts
     if (exec_err == ENOENT || exec_err == EACCES || exec_err == ENOEXEC) {
       return absl::NotFoundError(why);
     }
-    return absl::InternalError(why);
+    return SpawnError(exec_err, std::move(why));
   }
   return p;
 }

@@ -44,6 +44,9 @@ struct SpawnOptions {
   uint64_t log_tail_bytes = 64ull << 10;
   TaskCgroup* cgroup = nullptr;  // not owned; must outlive the Process
   bool low_priority = false;
+  // The command's soft RLIMIT_NOFILE (never above the hard limit); 0: this process's. A server
+  // that raised its own (platform/fd_limit.h) gives its children the one it started with.
+  uint64_t nofile_soft = 0;
 };
 
 struct ExitInfo {
@@ -60,7 +63,9 @@ class Process {
   Process(const Process&) = delete;
   Process& operator=(const Process&) = delete;
 
-  // Errors: kNotFound when argv[0] cannot be found or executed, kInternal for spawn failures.
+  // Errors: kNotFound when argv[0] cannot be found or executed, kResourceExhausted when this
+  // process or the system is out of file descriptors (EMFILE, ENFILE) or processes (EAGAIN),
+  // kInternal for other spawn failures.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<Process>> Start(const SpawnOptions& opts);
 
   // Pumps logs until exit. `timeout` 0 means none; time spent suspended (Suspend to Resume)

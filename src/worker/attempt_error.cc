@@ -11,6 +11,11 @@ AttemptEnd Classify(const absl::Status& st, std::string message, bool disk_low) 
   return Failed(std::move(message));
 }
 
+PhaseResult MachineFaultIfShortOfFds(PhaseResult end, bool short_of_fds) {
+  if (!end || end->ending != Ending::kFailed || !short_of_fds) return end;
+  return OutOfResources(absl::StrCat(end->message, " (the worker was out of file descriptors)"));
+}
+
 PhaseResult ClassifyExit(const platform::ExitInfo& exit, uint32_t timeout_s,
                          const std::function<bool()>& disk_low,
                          const std::function<std::string()>& disk_reason) {

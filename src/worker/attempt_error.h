@@ -6,6 +6,9 @@
 //   - the disk is full (kResourceExhausted: ENOSPC, EDQUOT, a full cache; or, where the phase
 //     says so, any failure while free space is below the minimum): MACHINE_FAULT, never counted
 //     against the task, and the worker takes no work until space frees;
+//   - the worker is out of file descriptors or processes (the spawn says so, or any failure of
+//     the worker's own steps, not the task's exit, while descriptors are short): MACHINE_FAULT
+//     too (Fault::kResources), without the disk's pause;
 //   - the attempt is being vacated: PREEMPTED, with its final checkpoint;
 //   - the deadline passed: TIMED_OUT;
 //   - anything else: FAILED, with the reason.
@@ -24,15 +27,22 @@ namespace idlepool::worker {
 
 enum class Ending {
   kFailed,        // FAILED: the task's fault (or its spec's)
-  kMachineFault,  // MACHINE_FAULT: the disk is full
+  kMachineFault,  // MACHINE_FAULT: the disk is full, or descriptors ran out (see Fault)
   kPreempted,     // PREEMPTED: vacated (owner, or the worker stopping)
   kTimedOut,      // TIMED_OUT
   kUndelivered,   // filed in the outbox, the worker stopped before uploading: no report now
 };
 
+// What the machine lacked, for kMachineFault.
+enum class Fault : uint8_t {
+  kDisk,       // the worker takes no work until space frees
+  kResources,  // file descriptors or processes: this attempt only
+};
+
 struct AttemptEnd {
   Ending ending = Ending::kFailed;
   std::string message;
+  Fault fault = Fault::kDisk;
 };
 
 // What a phase returns: nullopt = go on.
@@ -44,7 +54,14 @@ using PhaseResult = std::optional<AttemptEnd>;
 [[nodiscard]] inline AttemptEnd MachineFault(std::string message) {
   return AttemptEnd{Ending::kMachineFault, std::move(message)};
 }
+[[nodiscard]] inline AttemptEnd OutOfResources(std::string message) {
+  return AttemptEnd{Ending::kMachineFault, std::move(message), Fault::kResources};
+}
 [[nodiscard]] inline AttemptEnd Preempted() { return AttemptEnd{Ending::kPreempted, ""}; }
+
+// A failure of the worker's own steps (not the task's exit) while it is out of descriptors is
+// the machine's: OutOfResources, saying so. Anything else is returned as it is.
+[[nodiscard]] PhaseResult MachineFaultIfShortOfFds(PhaseResult end, bool short_of_fds);
 
 // A failed step of staging, collecting or filing: MACHINE_FAULT when `st` says the disk is full
 // (kResourceExhausted) or `disk_low`, else FAILED. `message` is what the report says.

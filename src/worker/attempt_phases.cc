@@ -119,6 +119,7 @@ platform::SpawnOptions AttemptRunner::SpawnFor(const Attempt& a,
   sp.argv = argv;
   sp.cgroup = a.cgroup.get();
   sp.low_priority = config_.low_priority;
+  sp.nofile_soft = config_.task_fd_limit;
   sp.cwd = a.paths.task_dir;
   sp.stdout_path = a.paths.stdout_log;
   sp.stderr_path = a.paths.stderr_log;
@@ -168,6 +169,9 @@ PhaseResult AttemptRunner::Spawn(Attempt& a, const platform::SpawnOptions& sp,
   auto proc = d_.launcher->Start(sp);
   if (!proc.ok()) {
     report->set_exit_code(127);
+    if (absl::IsResourceExhausted(proc.status())) {  // out of descriptors or processes
+      return OutOfResources(std::string(proc.status().message()));
+    }
     return Failed(std::string(proc.status().message()));
   }
   a.process = std::move(*proc);

@@ -56,9 +56,13 @@ void AttemptRunner::Execute(Attempt& a, v1::AttemptReport* report) {
   if (!end) end = StageInputs(a, &input_paths);
   if (!end) end = RestoreCheckpoint(a);
   if (!end) end = Launch(a, report);
-  if (!end) end = AwaitExit(a, report);
-  if (!end) end = CollectOutputs(a, input_paths, report);
-  if (!end) end = FileAndUpload(a, report);
+  auto short_of_fds = [this] { return d_.hooks.short_of_fds && d_.hooks.short_of_fds(); };
+  if (end) {
+    end = MachineFaultIfShortOfFds(end, short_of_fds());
+  } else if (!(end = AwaitExit(a, report))) {  // the task's own end is never the machine's
+    end = MachineFaultIfShortOfFds(CollectOutputs(a, input_paths, report), short_of_fds());
+    if (!end) end = MachineFaultIfShortOfFds(FileAndUpload(a, report), short_of_fds());
+  }
   if (end) Conclude(a, *end, report);
 }
 
@@ -71,10 +75,15 @@ void AttemptRunner::Conclude(Attempt& a, const AttemptEnd& end, v1::AttemptRepor
       report->set_message(text::TruncateUtf8(end.message, 1024));
       return;
     case Ending::kMachineFault:
-      // Never counted against the task; this worker takes no work until space frees.
+      // Never counted against the task; after a full disk this worker takes no work until
+      // space frees.
       report->set_result(v1::AttemptReport::MACHINE_FAULT);
       report->set_message(text::TruncateUtf8(end.message, 1024));
-      d_.hooks.disk_full(end.message);
+      if (end.fault == Fault::kDisk) {
+        d_.hooks.disk_full(end.message);
+      } else {
+        spdlog::warn("attempt {}: machine fault: {}", a.id, end.message);
+      }
       return;
     case Ending::kPreempted:
       return PreemptedReport(a, report);

@@ -46,6 +46,7 @@ struct AttemptRunnerConfig {
   std::string work_dir_real;  // IDLEPOOL_WORK_DIR: marks this worker's tasks (see worker.cc)
   bool low_priority = true;
   std::chrono::milliseconds kill_grace{10000};  // SIGTERM -> SIGKILL on timeout
+  uint64_t task_fd_limit = 0;                   // SpawnOptions::nofile_soft
 };
 
 // What the runner asks of the rest of the worker (the owner monitor, the disk, the table).
@@ -56,6 +57,7 @@ struct AttemptHooks {
   std::function<bool()> low_on_disk;
   std::function<std::string()> disk_reason;
   std::function<void(const std::string&)> disk_full;  // a machine fault: take no work
+  std::function<bool()> short_of_fds;                 // few file descriptors left (null: never)
   std::function<void(uint64_t)> forget;               // drop the attempt (no report to await)
 };
 

@@ -23,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "blob/peer_server.h"
 #include "platform/cgroup.h"
+#include "platform/fd_limit.h"
 #include "platform/linux_sensors.h"
 #include "platform/process.h"
 #include "platform/random.h"
@@ -366,10 +367,12 @@ void Worker::Impl::StartUnits(std::vector<v1::AttemptReport> to_redeliver) {
   hooks.low_on_disk = [this] { return owner_.LowOnDisk(); };
   hooks.disk_reason = [this] { return owner_.DiskReason(); };
   hooks.disk_full = [this](const std::string& why) { owner_.DiskFull(why); };
+  // A task's start needs about ten (pipes, its log files, its cgroup, a pidfd).
+  hooks.short_of_fds = [] { return platform::FewFdsLeft(32); };
   hooks.forget = [this](uint64_t id) { Forget(id); };
   runner_ = std::make_unique<AttemptRunner>(
-      AttemptRunnerConfig{options_.name, work_dir_real_, options_.low_priority,
-                          options_.kill_grace},
+      AttemptRunnerConfig{options_.name, work_dir_real_, options_.low_priority, options_.kill_grace,
+                          options_.task_fd_limit},
       AttemptRunnerDeps{&clock_, &launcher_, transfers_.get(), &outbox_, &dirs_, cgroup_pool_.get(),
                         &checkpointer_, &stop_, [this](const v1::WorkerMessage& m) { Send(m); },
                         std::move(hooks)});

@@ -66,6 +66,9 @@ struct Options {
   // empty: the machine's own sensors (platform/linux_sensors.h).
   std::string sensors_dir;
   bool low_priority = true;  // run tasks as SCHED_IDLE, nice 19, idle I/O class
+  // The soft descriptor limit tasks get (the one the worker started with, before it raised its
+  // own: platform/fd_limit.h); 0: the worker's.
+  uint64_t task_fd_limit = 0;
   // Free disk space (bytes, under work_dir) below which the worker takes no work. When the disk
   // fills during an attempt (ENOSPC, or the task fails while free space is below this), the
   // attempt ends MACHINE_FAULT (the task goes elsewhere, never counted against it) and the

@@ -152,6 +152,7 @@ class AttemptRunnerTest : public ::testing::Test {
     hooks.disk_reason = [] { return std::string("disk full: test"); };
     hooks.disk_full = [this](const std::string& why) { disk_full_.push_back(why); };
     hooks.forget = [this](uint64_t id) { forgotten_.push_back(id); };
+    hooks.short_of_fds = [this] { return short_of_fds_; };
     runner_ = std::make_unique<AttemptRunner>(
         AttemptRunnerConfig{"w1", work_dir_.string(), false, milliseconds(100)},
         AttemptRunnerDeps{
@@ -190,6 +191,7 @@ class AttemptRunnerTest : public ::testing::Test {
   std::vector<v1::WorkerMessage> sent_;
   bool owner_suspended_ = false;
   bool low_on_disk_ = false;
+  bool short_of_fds_ = false;
   std::vector<uint64_t> told_suspended_;
   std::vector<std::string> disk_full_;
   std::vector<uint64_t> forgotten_;
@@ -316,6 +318,40 @@ TEST_F(AttemptRunnerTest, SpawnFailureIsFailedWithExitCode127) {
   EXPECT_EQ(r.result(), v1::AttemptReport::FAILED);
   EXPECT_EQ(r.message(), "render: not found");
   EXPECT_EQ(r.exit_code(), 127);
+}
+
+TEST_F(AttemptRunnerTest, SpawnOutOfDescriptorsIsAMachineFaultWithoutTheDisksPause) {
+  auto a = NewAttempt(17);
+  launcher_.start_error = absl::ResourceExhaustedError("cannot run 'render': pipe2: Too many");
+  runner_->Run(a);
+  const v1::AttemptReport r = Report();
+  EXPECT_EQ(r.result(), v1::AttemptReport::MACHINE_FAULT);
+  EXPECT_EQ(r.message(), "cannot run 'render': pipe2: Too many");
+  EXPECT_TRUE(disk_full_.empty());  // the worker goes on taking work
+}
+
+TEST_F(AttemptRunnerTest, AStepFailingWhileShortOfDescriptorsIsAMachineFault) {
+  auto a = NewAttempt(18);
+  auto* in = a->assignment.add_inputs();
+  in->set_path("data.bin");
+  in->set_sha256("missing");
+  short_of_fds_ = true;
+  runner_->Run(a);
+  const v1::AttemptReport r = Report();
+  EXPECT_EQ(r.result(), v1::AttemptReport::MACHINE_FAULT);
+  EXPECT_EQ(r.message(),
+            "cannot stage input 'data.bin': no such blob (the worker was out of file descriptors)");
+  EXPECT_TRUE(disk_full_.empty());
+}
+
+TEST_F(AttemptRunnerTest, TheTasksOwnFailureStaysAFailureWhenShortOfDescriptors) {
+  auto a = NewAttempt(19);
+  launcher_.exit = Exit(3);
+  short_of_fds_ = true;
+  runner_->Run(a);
+  const v1::AttemptReport r = Report();
+  EXPECT_EQ(r.result(), v1::AttemptReport::FAILED);
+  EXPECT_EQ(r.message(), "exit code 3");
 }
 
 TEST_F(AttemptRunnerTest, PatternThatMatchesNothingFails) {

@@ -2,6 +2,7 @@
 #include "platform/process.h"
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -67,6 +68,37 @@ TEST_F(ProcessTest, ExitCodeAndLogs) {
   EXPECT_EQ(Read("stdout.log"), "out\n");
   EXPECT_EQ(Read("stderr.log"), "err\n");
   EXPECT_EQ(e.stderr_tail, "err\n");
+}
+
+// A worker raised its own descriptor limit (platform/fd_limit.h); its task gets the one it
+// started with.
+TEST_F(ProcessTest, TheTaskGetsTheDescriptorLimitItIsGiven) {
+  SpawnOptions o = Opts({"sh", "-c", "ulimit -n"});
+  o.nofile_soft = 200;
+  auto p = Process::Start(o);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ((*p)->Wait(std::chrono::milliseconds(0), std::chrono::milliseconds(1000)).exit_code, 0);
+  EXPECT_EQ(Read("stdout.log"), "200\n");
+}
+
+// Out of descriptors is not the task's fault: kResourceExhausted, which the worker reports as a
+// machine fault (worker/attempt_error.h).
+TEST_F(ProcessTest, OutOfDescriptorsIsResourceExhausted) {
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+  const int probe = ::dup(0);
+  ASSERT_GE(probe, 0);
+  rlimit low = saved;
+  low.rlim_cur = static_cast<rlim_t>(probe) + 8;
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  std::vector<int> filler{probe};
+  for (int fd; (fd = ::dup(0)) >= 0;) filler.push_back(fd);
+  auto p = Process::Start(Opts({"true"}));
+  for (int fd : filler) ::close(fd);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kResourceExhausted) << p.status();
+  EXPECT_NE(p.status().message().find("pipe2"), std::string_view::npos) << p.status();
 }
 
 TEST_F(ProcessTest, RunsInTaskDirWithGivenEnvironment) {
