@@ -2,13 +2,14 @@
 
 #include <algorithm>
 
+#include "platform/memory.h"
 #include "spdlog/spdlog.h"
 
 namespace idlepool::coordinator {
 
 std::chrono::milliseconds SweepInterval(std::chrono::milliseconds idle_limit) {
   return std::clamp<std::chrono::milliseconds>(idle_limit / 4, std::chrono::milliseconds(100),
-                                               std::chrono::seconds(30));
+                                               std::chrono::seconds(10));
 }
 
 void PartialSweeper::Start() {
@@ -33,6 +34,7 @@ void PartialSweeper::Loop() {
       spdlog::info("blobs: removed {} abandoned partial uploads ({} bytes on disk); {} left",
                    removed.partials, removed.bytes, blobs_.partial_count());
     }
+    platform::ReleaseFreeMemory();
     lock.lock();
   }
 }

@@ -1,8 +1,10 @@
 // The partial sweeper: a thread that removes abandoned partial uploads from the coordinator's
 // blob store (blob::BlobStore::RemoveAbandonedPartials: no bytes for the store's
 // partial_max_age, kPartialIdleLimit by default) every quarter of that idle limit (at least
-// every 30 s, at most every 100 ms), so that uploads cut or abandoned midway give their disk
-// space back while the coordinator runs, not only at its next start.
+// every 10 s, at most every 100 ms), so that uploads cut or abandoned midway give their disk
+// space back while the coordinator runs, not only at its next start. Each pass also gives the
+// heaps' free pages back (platform::ReleaseFreeMemory): a flood of uploads, refused or not,
+// leaves the coordinator's resident memory near its idle level.
 //
 // Threads: Start/Stop from the coordinator's thread; the sweeper's own thread does the work.
 // Holds references to the blob store (thread-safe) and the clock; both must outlive it.
@@ -19,7 +21,7 @@
 
 namespace idlepool::coordinator {
 
-// How often the sweeper looks, for an idle limit: a quarter of it, within [100 ms, 30 s].
+// How often the sweeper looks, for an idle limit: a quarter of it, within [100 ms, 10 s].
 std::chrono::milliseconds SweepInterval(std::chrono::milliseconds idle_limit);
 
 class PartialSweeper {
