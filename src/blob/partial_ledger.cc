@@ -22,11 +22,12 @@ absl::Status PartialLedger::Admit(const std::string& dir, const DiskReading& dis
   req.promised_bytes = promised_ - mine;
   req.partials = entries_.size() - (it == entries_.end() ? 0 : 1);
   if (absl::Status st = CheckRoom(dir, disk, req); !st.ok()) return st;
-  Entry& e = entries_[sha256];
-  promised_ -= e.promise();
-  e.declared = declared_bytes;
-  e.held = held;
-  promised_ += e.promise();
+  // An entry already there stays as its partial reported it (an upload with another manifest
+  // for the same hash is refused when it opens the partial).
+  if (it == entries_.end()) {
+    entries_[sha256] = Entry{declared_bytes, 0};
+    promised_ += declared_bytes;
+  }
   return absl::OkStatus();
 }
 
