@@ -33,4 +33,8 @@ absl::Status WriteFileAtomic(const std::string& path, std::string_view bytes);
 // Whole contents of a small file (at most `max_bytes`, kOutOfRange beyond).
 absl::StatusOr<std::string> ReadSmallFile(const std::string& path, uint64_t max_bytes);
 
+// The newest modification time of the files that exist among `a` and `b` (wall clock, Unix ms);
+// 0 when neither exists. Defined in store_space.cc.
+int64_t LastWriteMs(const std::string& a, const std::string& b);
+
 }  // namespace idlepool::blob::internal

@@ -30,8 +30,8 @@ bool SameManifestOnDisk(const std::string& path, const Manifest& m) {
 
 }  // namespace
 
-PartialBlob::PartialBlob(Paths paths, Manifest manifest)
-    : paths_(std::move(paths)), manifest_(std::move(manifest)) {
+PartialBlob::PartialBlob(Paths paths, Manifest manifest, PartialLedger* ledger)
+    : paths_(std::move(paths)), manifest_(std::move(manifest)), ledger_(ledger) {
   held_.assign(manifest_.chunk_count(), false);
 }
 
@@ -40,9 +40,10 @@ PartialBlob::~PartialBlob() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-absl::StatusOr<std::unique_ptr<PartialBlob>> PartialBlob::Open(Paths paths, Manifest manifest) {
+absl::StatusOr<std::unique_ptr<PartialBlob>> PartialBlob::Open(Paths paths, Manifest manifest,
+                                                               PartialLedger* ledger) {
   if (absl::Status st = Validate(manifest); !st.ok()) return st;
-  std::unique_ptr<PartialBlob> p(new PartialBlob(std::move(paths), std::move(manifest)));
+  std::unique_ptr<PartialBlob> p(new PartialBlob(std::move(paths), std::move(manifest), ledger));
   std::error_code ec;
   fs::create_directories(fs::path(p->paths_.data).parent_path(), ec);
   fs::create_directories(fs::path(p->paths_.manifest).parent_path(), ec);
@@ -66,6 +67,7 @@ absl::StatusOr<std::unique_ptr<PartialBlob>> PartialBlob::Open(Paths paths, Mani
   if (resume) {
     if (absl::Status st = p->Verify(); !st.ok()) return st;
   }
+  if (ledger != nullptr) ledger->Set(p->manifest_.sha256, p->manifest_.size, p->held_bytes_);
   return p;
 }
 
@@ -86,6 +88,7 @@ absl::Status PartialBlob::Verify() {
     if (h.RawDigest() == manifest_.chunk_sha256[i]) {
       held_[i] = true;
       ++held_count_;
+      held_bytes_ += len;
     }
   }
   return absl::OkStatus();
@@ -121,6 +124,8 @@ absl::Status PartialBlob::PutChunk(uint32_t index, std::string_view data) {
   }
   held_[index] = true;
   ++held_count_;
+  held_bytes_ += want;
+  if (ledger_ != nullptr) ledger_->Set(manifest_.sha256, manifest_.size, held_bytes_);
   return absl::OkStatus();
 }
 
@@ -132,6 +137,11 @@ bool PartialBlob::Has(uint32_t index) const {
 uint32_t PartialBlob::held_count() const {
   std::lock_guard lock(mu_);
   return published_ ? manifest_.chunk_count() : held_count_;
+}
+
+uint64_t PartialBlob::held_bytes() const {
+  std::lock_guard lock(mu_);
+  return published_ ? manifest_.size : held_bytes_;
 }
 
 bool PartialBlob::complete() const { return held_count() == manifest_.chunk_count(); }
@@ -237,6 +247,7 @@ absl::Status PartialBlob::Publish() {
   ::close(fd_);
   fd_ = -1;
   published_ = true;
+  if (ledger_ != nullptr) ledger_->Forget(manifest_.sha256);
   return absl::OkStatus();
 }
 
@@ -251,6 +262,7 @@ void PartialBlob::DiscardLocked() {
   ::unlink(paths_.data.c_str());
   ::unlink(paths_.manifest.c_str());
   discarded_ = true;
+  if (ledger_ != nullptr) ledger_->Forget(manifest_.sha256);
 }
 
 }  // namespace idlepool::blob

@@ -19,6 +19,10 @@
 // whose whole hash does not; kOutOfRange for a chunk index past the end; kFailedPrecondition for
 // Publish before every chunk is held, or for use after the partial was discarded;
 // kResourceExhausted when the disk is full; kInternal for other I/O errors (naming the file).
+//
+// Space: when given a PartialLedger (BlobStore gives its own), the partial tells it its declared
+// size and held bytes when opened and after each write, and forgets itself once its files are
+// gone (published or discarded); the ledger must outlive the partial.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +37,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "blob/manifest.h"
+#include "blob/partial_ledger.h"
 
 namespace idlepool::blob {
 
@@ -48,8 +53,8 @@ class PartialBlob {
   // Opens (resuming when `paths.manifest` holds the same manifest, starting afresh when it holds
   // another or none) a partial of the blob `manifest` describes. Precondition: Validate(manifest).
   // Re-verification reads every non-hole chunk of an existing data file.
-  [[nodiscard]] static absl::StatusOr<std::unique_ptr<PartialBlob>> Open(Paths paths,
-                                                                        Manifest manifest);
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<PartialBlob>> Open(
+      Paths paths, Manifest manifest, PartialLedger* ledger = nullptr);
   ~PartialBlob();
   PartialBlob(const PartialBlob&) = delete;
   PartialBlob& operator=(const PartialBlob&) = delete;
@@ -63,6 +68,7 @@ class PartialBlob {
 
   bool Has(uint32_t index) const;
   uint32_t held_count() const;
+  uint64_t held_bytes() const;
   bool complete() const;
   bool published() const;
   // Neither published nor discarded: chunks may still be added.
@@ -84,16 +90,18 @@ class PartialBlob {
   void Discard();
 
  private:
-  PartialBlob(Paths paths, Manifest manifest);
+  PartialBlob(Paths paths, Manifest manifest, PartialLedger* ledger);
   absl::Status Verify() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DiscardLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const Paths paths_;
   const Manifest manifest_;
+  PartialLedger* const ledger_;  // may be null
   mutable std::mutex mu_;
   int fd_ ABSL_GUARDED_BY(mu_) = -1;
   std::vector<bool> held_ ABSL_GUARDED_BY(mu_);
   uint32_t held_count_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t held_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   bool published_ ABSL_GUARDED_BY(mu_) = false;
   bool discarded_ ABSL_GUARDED_BY(mu_) = false;
 };

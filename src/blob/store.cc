@@ -2,12 +2,13 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <filesystem>
+#include <set>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "blob/file_util.h"
@@ -19,10 +20,6 @@ using internal::ErrnoStatus;
 namespace {
 
 constexpr uint64_t kMaxManifestFileBytes = 4 << 20;
-
-int64_t MtimeMs(const struct stat& st) {
-  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000;
-}
 
 absl::StatusOr<Manifest> ReadManifestFile(const std::string& path) {
   absl::StatusOr<std::string> bytes = internal::ReadSmallFile(path, kMaxManifestFileBytes);
@@ -45,23 +42,39 @@ absl::Status BlobStore::Init(int64_t now_unix_ms) {
   fs::create_directories(fs::path(root_) / "tmp", ec);
   if (!ec) fs::create_directories(fs::path(root_) / "partial", ec);
   if (ec) return absl::InternalError(absl::StrCat("cannot create ", root_, ": ", ec.message()));
-  const int64_t max_age_ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(options_.partial_max_age).count();
   const fs::path partial_dir = fs::path(root_) / "partial";
+  std::set<std::string> shas;
   for (fs::directory_iterator it(partial_dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
     const std::string sha = name.substr(0, name.find('.'));
-    const std::string manifest = (partial_dir / (sha + ".manifest")).string();
-    const std::string data = (partial_dir / (sha + ".data")).string();
-    struct stat ms, ds;
-    const bool has_manifest = ::stat(manifest.c_str(), &ms) == 0;
-    const bool has_data = ::stat(data.c_str(), &ds) == 0;
-    int64_t touched = has_manifest ? MtimeMs(ms) : 0;
-    if (has_data) touched = std::max(touched, MtimeMs(ds));
     const bool known = IsSha256Hex(sha) && (name == sha + ".data" || name == sha + ".manifest");
-    if (!known || !has_manifest || now_unix_ms - touched > max_age_ms) {
+    if (known) {
+      shas.insert(sha);
+    } else {
       ::unlink(it->path().c_str());
     }
+  }
+  std::vector<PartialState> states;
+  for (const std::string& sha : shas) {
+    const PartialBlob::Paths paths = PartialPaths(sha);
+    struct stat ms;
+    if (::stat(paths.manifest.c_str(), &ms) != 0) {
+      ::unlink(paths.data.c_str());  // a data file without its manifest cannot be resumed
+      continue;
+    }
+    states.push_back(PartialState{sha, internal::LastWriteMs(paths.data, paths.manifest)});
+    struct stat ds;
+    if (::stat(paths.data.c_str(), &ds) == 0) {
+      // Its apparent size is the declared size; what it holds is what is allocated.
+      const uint64_t size = static_cast<uint64_t>(ds.st_size);
+      ledger_.Set(sha, size, std::min<uint64_t>(uint64_t(ds.st_blocks) * 512, size));
+    }
+  }
+  for (const std::string& sha : AbandonedPartials(states, now_unix_ms, options_.partial_max_age)) {
+    const PartialBlob::Paths paths = PartialPaths(sha);
+    ::unlink(paths.data.c_str());
+    ::unlink(paths.manifest.c_str());
+    ledger_.Forget(sha);
   }
   return absl::OkStatus();
 }
@@ -146,7 +159,7 @@ absl::StatusOr<std::shared_ptr<PartialBlob>> BlobStore::OpenPartial(const Manife
         ": another transfer with a different manifest is in progress (one of them lies)"));
   }
   absl::StatusOr<std::unique_ptr<PartialBlob>> opened =
-      PartialBlob::Open(PartialPaths(manifest.sha256), manifest);
+      PartialBlob::Open(PartialPaths(manifest.sha256), manifest, &ledger_);
   if (!opened.ok()) return opened.status();
   cur = std::move(*opened);
   return cur;
@@ -210,16 +223,7 @@ absl::StatusOr<v1::PutBlobReply> BlobStore::ReceiveUpload(
                                                    offset, " is not a chunk boundary within ",
                                                    m.size, " bytes"));
   }
-  struct statvfs vfs;
-  if (::statvfs(root_.c_str(), &vfs) == 0) {
-    const uint64_t free_bytes = uint64_t{vfs.f_bavail} * vfs.f_frsize;
-    if (m.size - offset > free_bytes) {
-      return absl::ResourceExhaustedError(absl::StrCat("upload of blob ", m.sha256, ": ", m.size,
-                                                       " bytes do not fit the ", free_bytes,
-                                                       " free bytes of ", root_));
-    }
-  }
-  absl::StatusOr<std::shared_ptr<PartialBlob>> partial = OpenPartial(m);
+  absl::StatusOr<std::shared_ptr<PartialBlob>> partial = OpenUpload(m);
   if (!partial.ok()) return partial.status();
   uint64_t index = offset / kChunkBytes;
   bool first = true;
@@ -234,7 +238,7 @@ absl::StatusOr<v1::PutBlobReply> BlobStore::ReceiveUpload(
       return absl::DataLossError(absl::StrCat("upload of blob ", m.sha256,
                                               ": more chunks than its ", m.chunk_sha256.size()));
     }
-    if (absl::Status st = (*partial)->PutChunk(static_cast<uint32_t>(index), msg.data());
+    if (absl::Status st = PutUploadChunk(**partial, static_cast<uint32_t>(index), msg.data());
         !st.ok()) {
       return st;
     }

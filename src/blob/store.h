@@ -8,7 +8,14 @@
 //   partial/<sha256>.data  a partial transfer (sparse) and partial/<sha256>.manifest
 //   tmp/                   scratch for atomic writes; emptied by Init
 // Disk garbage is bounded: Init removes partials untouched for `partial_max_age` (default 24 h;
-// a client resuming later starts over) and partial data files without a manifest.
+// a client resuming later starts over) and partial data files without a manifest;
+// RemoveAbandonedPartials does the same while the store runs (the coordinator calls it
+// periodically with kPartialIdleLimit, space.h).
+//
+// Space (space.h): every partial is in a PartialLedger with what it still may write. An upload
+// is admitted only when its declared size fits above the reserve once every partial's promise is
+// counted, and stops before any chunk would eat into the reserve; CheckRoom gives other writers
+// of the same disk (job submissions) the same check.
 //
 // Thread safety: every method may be called from any thread. One PartialBlob object exists per
 // blob at a time in a process (OpenPartial hands out the same shared object to concurrent
@@ -29,18 +36,21 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "blob/manifest.h"
 #include "blob/partial.h"
+#include "blob/partial_ledger.h"
+#include "blob/space.h"
 #include "idlepool.pb.h"
 
 namespace idlepool::blob {
 
 struct StoreOptions {
-  std::chrono::hours partial_max_age{24};
+  std::chrono::milliseconds partial_max_age = std::chrono::hours(24);
   uint64_t max_blob_bytes = kMaxBlobBytes;
 };
 
@@ -85,6 +95,21 @@ class BlobStore {
   // Deletes a complete blob and its manifest (OK when absent).
   [[nodiscard]] absl::Status Remove(const std::string& sha256);
 
+  // --- Space (space.h). ---
+  // OK when `bytes` more fit on ROOT's disk above the reserve, every partial's promise counted;
+  // kResourceExhausted naming ROOT and the numbers otherwise (and when the disk cannot be read).
+  [[nodiscard]] absl::Status CheckRoom(uint64_t bytes, const std::string& what) const;
+  // Removes the partials whose files had no write for `partial_max_age` as of `now_unix_ms`
+  // (a transfer still holding one fails its next chunk with kFailedPrecondition).
+  struct Removed {
+    size_t partials = 0;
+    uint64_t bytes = 0;  // allocated bytes freed
+  };
+  Removed RemoveAbandonedPartials(int64_t now_unix_ms);
+  // What the partials still may write, and how many there are.
+  uint64_t promised_bytes() const { return ledger_.Promised(); }
+  size_t partial_count() const { return ledger_.size(); }
+
   // --- Server side of the wire calls. `read` / `write` are the RPC stream's. ---
   // PutBlob: see BlobChunk in the proto. Verifies every chunk as it arrives; publishes only a
   // blob whose whole hash matches. An upload that ends early keeps its verified chunks.
@@ -107,10 +132,15 @@ class BlobStore {
   // The partial of `sha256` in use in this process, if any (creates no slot).
   std::shared_ptr<PartialBlob> PartialInUse(const std::string& sha256);
   std::shared_ptr<Slot> SlotFor(const std::string& sha256);
+  // Admits an upload of `m` (space.h), then opens its partial.
+  absl::StatusOr<std::shared_ptr<PartialBlob>> OpenUpload(const Manifest& m);
+  // The bytes of chunk `index` of an upload into `partial`, once room is checked.
+  absl::Status PutUploadChunk(PartialBlob& partial, uint32_t index, std::string_view data);
   static constexpr size_t kMaxIdlePartials = 64;
 
   const std::string root_;
   const StoreOptions options_;
+  PartialLedger ledger_;  // before slots_: their partials report to it
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<Slot>> slots_ ABSL_GUARDED_BY(mu_);
 };

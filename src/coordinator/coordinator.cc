@@ -21,6 +21,7 @@
 #include "coordinator/core_loop.h"
 #include "coordinator/job_service.h"
 #include "coordinator/join_service.h"
+#include "coordinator/partial_sweeper.h"
 #include "coordinator/pool_metrics.h"
 #include "coordinator/predictor.h"
 #include "coordinator/probe_service.h"
@@ -126,7 +127,11 @@ absl::StatusOr<std::map<core::JobId, JobInfo>> RestoreJobs(store::Store& store,
 class CoordinatorImpl final : public Coordinator {
  public:
   CoordinatorImpl(const Options& options, const platform::Clock& clock)
-      : options_(options), clock_(clock), blobs_((fs::path(options.data_dir) / "blobs").string()) {}
+      : options_(options),
+        clock_(clock),
+        blobs_((fs::path(options.data_dir) / "blobs").string(),
+               blob::StoreOptions{.partial_max_age = options.partial_idle_limit}),
+        sweeper_(blobs_, clock_, options.partial_idle_limit) {}
 
   ~CoordinatorImpl() override { Shutdown(); }
 
@@ -174,6 +179,7 @@ class CoordinatorImpl final : public Coordinator {
   const platform::Clock& clock_;
   std::unique_ptr<platform::FileLock> lock_;
   blob::BlobStore blobs_;
+  PartialSweeper sweeper_;
   std::unique_ptr<store::Store> store_;
   ServerIdentity identity_;
   std::unique_ptr<trust::CredentialStore> credentials_;
@@ -278,6 +284,7 @@ absl::Status CoordinatorImpl::Init() {
   pool_metrics_.SetStartTime(std::chrono::duration<double>(core::Millis(clock_.WallMs())).count());
   core_->Start();
   predictor_->Start();
+  sweeper_.Start();
   return StartHttp();
 }
 
@@ -329,6 +336,7 @@ void CoordinatorImpl::Shutdown() {
   if (predictor_) predictor_->Stop();  // before the core thread: it queries it
   if (core_) core_->Stop();
   if (book_) book_->Stop();  // writes every row once more
+  sweeper_.Stop();
   std::lock_guard lock(done_mu_);
   finished_ = true;
   done_cv_.notify_all();

@@ -19,7 +19,10 @@
 //
 // Nothing a client or worker sends can crash the coordinator: malformed input gets an error
 // status. A store write failure stops the coordinator (fail-stop; a restart recovers from the
-// store) rather than let memory and disk disagree.
+// store) rather than let memory and disk disagree, except a full disk: the core loop then holds
+// its batches and retries them until they commit (core_loop.h). Uploads and submissions are
+// refused before they would eat into the reserve kept for the store's commits, and abandoned
+// partial uploads are removed after `partial_idle_limit` (blob/space.h).
 //
 // Thread safety: Start/Shutdown from one thread; accessors from any thread.
 #pragma once
@@ -29,6 +32,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "blob/space.h"
 #include "core/defaults.h"
 #include "core/types.h"
 #include "platform/clock.h"
@@ -41,6 +45,8 @@ struct Options {
   core::Millis lease_timeout = core::kDefaultLeaseTimeout;
   core::Millis heartbeat = core::kDefaultHeartbeat;  // told to workers in Welcome
   core::Millis tick{100};                  // how often leases and timeouts are checked
+  // A partial upload with no bytes for this long is removed (at start, then while running).
+  std::chrono::milliseconds partial_idle_limit = blob::kPartialIdleLimit;
   // The dashboard, JSON API and /metrics (http/http_server.h): HOST:PORT, [V6]:PORT or PORT;
   // empty: no HTTP server. Port 0 picks a free one.
   std::string http;

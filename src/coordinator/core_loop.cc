@@ -210,22 +210,59 @@ void CoreLoop::Loop() {
       if (!deps_.shutting_down.load()) deps_.book.ObserveAvailability(sched_.Workers(), now);
       next_tick = now + deps_.options.tick;
     }
-    if (decisions.empty()) {
+    if (decisions.empty() && held_.empty()) {
       for (auto& fn : committed) fn();
       BatchDone(queued_ns, visible);
       continue;
     }
     const bool has_records = std::any_of(decisions.begin(), decisions.end(), core::IsRecord);
-    if (absl::Status st = driver.Apply(decisions); !st.ok()) {
-      // Memory and disk would disagree from here on; stop and let a restart recover.
-      spdlog::critical("store write failed, stopping the coordinator: {}", st.ToString());
-      deps_.on_fatal(st);
-      return;
+    const Commit done = CommitOrHold(driver, decisions, committed);
+    if (done == Commit::kStopped) return;
+    if (done == Commit::kHeld) {
+      BatchDone(queued_ns, visible);
+      continue;
     }
     for (auto& fn : committed) fn();
     deps_.metrics.OnDecisions(decisions);
     BatchDone(queued_ns, visible || has_records);
   }
+}
+
+CoreLoop::Commit CoreLoop::CommitOrHold(CoreDriver& driver, std::vector<core::Decision>& decisions,
+                                        std::vector<std::function<void()>>& committed) {
+  const bool holding = !held_.empty();
+  if (holding) {
+    std::move(decisions.begin(), decisions.end(), std::back_inserter(held_));
+    std::move(committed.begin(), committed.end(), std::back_inserter(held_committed_));
+    const auto now = deps_.clock.Now();
+    if (now < next_retry_) return Commit::kHeld;
+    decisions = std::move(held_);
+    committed = std::move(held_committed_);
+    held_.clear();
+    held_committed_.clear();
+  }
+  absl::Status st = driver.Apply(decisions);
+  if (st.ok()) {
+    if (holding)
+      spdlog::info("store: {} held decisions committed; the disk has room again", decisions.size());
+    return Commit::kDone;
+  }
+  if (absl::IsResourceExhausted(st) && decisions.size() <= kMaxHeldDecisions) {
+    if (!holding) {
+      spdlog::error(
+          "store write failed, the disk of {} is full: {}; holding {} decisions and retrying "
+          "every {} ms (uploads and submissions are refused until space is freed)",
+          deps_.options.data_dir, std::string(st.message()), decisions.size(), kHeldRetry.count());
+    }
+    held_ = std::move(decisions);
+    held_committed_ = std::move(committed);
+    next_retry_ = deps_.clock.Now() + kHeldRetry;
+    return Commit::kHeld;
+  }
+  // Memory and disk would disagree from here on; stop and let a restart recover.
+  spdlog::critical("store write failed, stopping the coordinator: {}", st.ToString());
+  deps_.on_fatal(st);
+  return Commit::kStopped;
 }
 
 void CoreLoop::BatchDone(const std::vector<int64_t>& queued_ns, bool changed) {

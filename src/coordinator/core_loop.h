@@ -3,7 +3,11 @@
 // thread) to its queue; it applies them in batches, and hands each batch's decisions to the
 // core driver (core_driver.h): records committed to the store in one transaction (group
 // commit), then messages to the worker sessions. A store write failure stops the loop
-// (fail-stop: a restart recovers from the store) and is reported through `on_fatal`.
+// (fail-stop: a restart recovers from the store) and is reported through `on_fatal`, except a
+// full disk (kResourceExhausted): then the batch is held, with every later batch appended, and
+// its commit retried every kHeldRetry until it goes through; nothing of it (no message, no
+// after_commit) goes out before. Memory runs ahead of the disk meanwhile, as within one batch;
+// a crash loses only what no worker or client was told. Past kMaxHeldDecisions it stops too.
 //
 // Threads: Post, PostItem and Query from any thread (Query blocks until the core thread ran
 // it; never call it from the core thread). sched() and jobs() on the core thread only (in
@@ -105,6 +109,11 @@ class CoreLoop {
   std::vector<std::function<void()>> ApplyItems(std::deque<CoreItem>& batch,
                                                 std::vector<core::Decision>& decisions,
                                                 std::vector<int64_t>& queued_ns, bool& visible);
+  // Commits `decisions` (after any held ones) through `driver`, or holds them all on a full
+  // disk. kStopped: a fatal store error, reported through on_fatal.
+  enum class Commit { kDone, kHeld, kStopped };
+  Commit CommitOrHold(class CoreDriver& driver, std::vector<core::Decision>& decisions,
+                      std::vector<std::function<void()>>& committed);
   // After a core batch: its events' scheduling latency; the dashboard's state version moves
   // when the batch changed something it shows (records, or a worker/job/owner event).
   void BatchDone(const std::vector<int64_t>& queued_ns, bool changed);
@@ -112,6 +121,12 @@ class CoreLoop {
   CoreLoopDeps deps_;
   core::Scheduler sched_;
   std::map<core::JobId, JobInfo> jobs_;  // running jobs only
+  // Decisions (and the after_commit of their items) whose commit failed on a full disk.
+  static constexpr size_t kMaxHeldDecisions = 200000;
+  static constexpr core::Millis kHeldRetry{500};
+  std::vector<core::Decision> held_;
+  std::vector<std::function<void()>> held_committed_;
+  core::MonoTime next_retry_{};
   std::unique_ptr<StoreSink> sink_;
   std::unique_ptr<SessionTarget> target_;
 

@@ -28,6 +28,13 @@ namespace {
 constexpr uint32_t kTimelineMaxAttempts = 20000;
 constexpr size_t kTimelineMaxEvents = 100000;
 
+// What a submission may write to the store, counted against the data dir's reserve (blob/space.h):
+// its spec twice (the WAL, then the database at the next checkpoint) and a row per task.
+constexpr uint64_t kStoreBytesPerTask = 256;
+uint64_t SubmitStoreBytes(size_t spec_bytes, size_t tasks) {
+  return 2 * (uint64_t{spec_bytes} + kStoreBytesPerTask * uint64_t{tasks});
+}
+
 void ToProto(const core::Transfer& t, v1::Transfer* o) {
   o->set_input_bytes(t.input_bytes);
   o->set_cached_bytes(t.cached_bytes);
@@ -148,8 +155,18 @@ grpc::Status JobService::SubmitJob(grpc::ServerContext* ctx, const v1::SubmitJob
   }
   job.input_files = static_cast<uint32_t>(proto.inputs_size());
   job.profile_key = spec::ProfileKeyOf(spec, std::move(input_hashes));
+  if (absl::Status st = d_.blobs.CheckRoom(SubmitStoreBytes(job.spec.size(), checked->tasks.size()),
+                                           absl::StrCat("job '", spec.name, "'"));
+      !st.ok()) {
+    spdlog::warn("{}", std::string(st.message()));
+    return wire::ToGrpc(st);
+  }
   auto id = d_.store.InsertJob(job, d_.clock.WallMs());
-  if (!id.ok()) return wire::ToGrpc(id.status());
+  if (!id.ok()) {
+    spdlog::warn("job '{}' refused: the store cannot record it: {}", spec.name,
+                 std::string(id.status().message()));
+    return wire::ToGrpc(id.status());
+  }
   // Durable now. Hand it to the core and answer once the core knows it, so a status call
   // right after submit always finds the job.
   job.sched.job = *id;

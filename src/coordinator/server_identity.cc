@@ -81,6 +81,9 @@ absl::StatusOr<ServerIdentity> MakeServerIdentity(const std::string& data_dir,
   ::chmod(dir.c_str(), 0700);
   id.chain_file = (dir / "server.pem").string();
   id.key_file = (dir / "server.key").string();
+  // The last start's files go first: on a full disk the new ones take the room they held.
+  ::unlink(id.key_file.c_str());
+  ::unlink(id.chain_file.c_str());
   if (auto st = platform::WriteFileAtomically(id.key_file, *key, 0600); !st.ok()) return st;
   if (auto st =
           platform::WriteFileAtomically(id.chain_file, cert->cert_pem + id.ca->cert_pem(), 0644);

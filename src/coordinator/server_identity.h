@@ -1,7 +1,8 @@
 // The coordinator's TLS identity, made at every start: the pool CA (DATA_DIR/ca.key, ca.pem;
 // created on the first start) signs a fresh server key for the names workers and people will
 // use (--advertise, else this machine's host name, its addresses and loopback). The chain and
-// key are also written to DATA_DIR/tls/ (key 0600) for the HTTPS dashboard.
+// key are also written to DATA_DIR/tls/ (key 0600) for the HTTPS dashboard, in place of the
+// last start's (removed first, so that a start on a full disk has the room they held).
 //
 // Thread-compatible; called once at start. Errors from trust/ca.h, and kFailedPrecondition when
 // a file cannot be written (with its path).

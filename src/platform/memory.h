@@ -18,4 +18,9 @@ namespace idlepool::platform {
 // and fresh pages per large block, which buffers of a transfer amortise.
 void KeepLargeBlocksOutOfTheHeap();
 
+// Gives the heaps' free pages back to the kernel (glibc's malloc_trim): small blocks freed after
+// a burst (a flood of upload manifests: thousands of 32-byte hashes each) otherwise keep their
+// pages resident. Walks every arena: meant for a periodic pass, not a hot path.
+void ReleaseFreeMemory();
+
 }  // namespace idlepool::platform

@@ -330,6 +330,8 @@ std::string ColBlob(sqlite3_stmt* s, int i) {
 
 absl::StatusCode CodeFor(int rc) {
   switch (rc & 0xff) {
+    case SQLITE_FULL:
+      return absl::StatusCode::kResourceExhausted;  // the disk is full
     case SQLITE_NOTADB:
     case SQLITE_CORRUPT:
     case SQLITE_FORMAT:
@@ -342,7 +344,6 @@ absl::StatusCode CodeFor(int rc) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
     case SQLITE_IOERR:
-    case SQLITE_FULL:
     case SQLITE_CANTOPEN:
     case SQLITE_READONLY:
     case SQLITE_PROTOCOL:
@@ -1001,7 +1002,6 @@ absl::Status SqliteStore::ApplyOne(const core::Decision& d, int64_t now_ms) {
   // Message decisions (AssignAttempt, KillAttempt, AckReport, RefuseSession) are not records.
   return absl::OkStatus();
 }
-
 
 absl::Status SqliteStore::Apply(const std::vector<core::Decision>& records, int64_t now_ms) {
   bool any = false;

@@ -9,8 +9,9 @@
 //
 // Errors: kInvalidArgument for malformed input (e.g. a record naming an unknown job),
 // kNotFound for unknown ids, kDataLoss if the store on disk is corrupt or from an unknown schema
-// version, kUnavailable/kInternal for I/O failures (the caller must not acknowledge anything
-// whose write failed).
+// version, kResourceExhausted when the disk is full (a write failed whole: nothing of it is
+// stored, and it may be retried once space is freed), kUnavailable/kInternal for other I/O
+// failures (the caller must not acknowledge anything whose write failed).
 #pragma once
 
 #include <cstdint>
