@@ -1,6 +1,7 @@
 // `idlepool coordinator`: runs the pool's coordinator until SIGTERM or Ctrl-C.
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -21,6 +22,7 @@ namespace {
 struct CoordinatorFlags {
   coordinator::Options options;
   int64_t lease_ms = core::kDefaultLeaseTimeout.count();
+  int64_t forget_ms = std::chrono::duration_cast<core::Millis>(std::chrono::hours(1)).count();
   int64_t heartbeat_ms = core::kDefaultHeartbeat.count();
   std::string http = "127.0.0.1:7879";
   CLI::Option* http_opt = nullptr;
@@ -71,6 +73,7 @@ int RunCoordinator(CoordinatorFlags& f) {
   platform::BlockTerminationSignals();
   f.options.lease_timeout = core::Millis(f.lease_ms);
   f.options.heartbeat = core::Millis(f.heartbeat_ms);
+  f.options.forget_workers_after = core::Millis(f.forget_ms);
   f.options.http = f.http == "off" ? "" : f.http;
   f.options.http_required = f.http_opt->count() > 0;
   auto c = coordinator::Coordinator::Start(f.options);
@@ -115,6 +118,12 @@ Command AddCoordinatorCommand(CLI::App& app, Common&) {
                    "heartbeat interval of the workers (one given its own --heartbeat-ms keeps it)")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{10}, int64_t{600'000}));
+  coord
+      ->add_option("--forget-workers-after-ms", f->forget_ms,
+                   "a worker gone (left or lost) this long leaves the coordinator's memory; the "
+                   "store keeps its history")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{30} * 24 * 3'600'000));
   f->http_opt = coord->add_option(
       "--http", f->http,
       "dashboard, JSON API and /metrics: HOST:PORT or PORT (host 127.0.0.1), port 0 = a free "
