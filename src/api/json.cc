@@ -67,9 +67,42 @@ nlohmann::json JobJson(const v1::JobStatus& s) {
   }
   j["transfer"] = TransferJson(s.transfer());
   j["failed_tasks"] = nlohmann::json::array();
-  for (const auto& f : s.failed_tasks()) {
-    j["failed_tasks"].push_back({{"index", f.index()}, {"message", f.message()}});
+  for (const auto& f : s.failed_tasks()) j["failed_tasks"].push_back(FailedTaskJson(f));
+  j["more_failed_tasks"] = s.more_failed_tasks();
+  return j;
+}
+
+nlohmann::json FailedTaskJson(const v1::FailedTask& f) {
+  return {{"index", f.index()},
+          {"message", f.message()},
+          {"attempt", f.attempt()},
+          {"exit_code", f.exit_code()},
+          {"outcome", f.outcome()}};
+}
+
+nlohmann::json FailedTasksJson(const v1::FailedTasksPage& p) {
+  nlohmann::json j;
+  j["job"] = p.job();
+  j["total"] = p.total();
+  j["failed_tasks"] = nlohmann::json::array();
+  for (const auto& f : p.tasks()) j["failed_tasks"].push_back(FailedTaskJson(f));
+  j["more"] = p.more();
+  if (p.more() && p.tasks_size() > 0) {
+    j["next_after"] = p.tasks(p.tasks_size() - 1).index();
+  } else {
+    j["next_after"] = nullptr;
   }
+  return j;
+}
+
+nlohmann::json TaskLogJson(const v1::TaskLog& l) {
+  nlohmann::json j;
+  j["job"] = l.job();
+  j["task"] = l.task();
+  j["state"] = l.state();
+  j["attempts_total"] = l.attempts_total();
+  j["attempts"] = nlohmann::json::array();
+  for (const auto& a : l.attempts()) j["attempts"].push_back(TimelineAttemptJson(a));
   return j;
 }
 
@@ -231,31 +264,33 @@ nlohmann::json PredictionJson(const v1::Prediction& p) {
   return j;
 }
 
+nlohmann::json TimelineAttemptJson(const v1::TimelineAttempt& a) {
+  const auto& tm = a.timing();
+  return {{"attempt", a.attempt()},
+          {"task", a.task()},
+          {"worker", a.worker()},
+          {"outcome", a.outcome()},
+          {"started_ms", a.started_ms()},
+          {"ended_ms", a.ended_ms()},
+          {"exit_code", a.exit_code()},
+          {"message", a.message()},
+          {"log_tail", a.log_tail()},
+          {"suspensions", a.suspensions()},
+          {"lost_ms", a.lost_ms()},
+          {"transfer", TransferJson(a.transfer())},
+          {"timing",
+           {{"stage_ms", tm.stage_ms()},
+            {"run_ms", tm.run_ms()},
+            {"upload_ms", tm.upload_ms()},
+            {"resumed", tm.resumed()}}},
+          {"next_attempt", a.next_attempt()}};
+}
+
 nlohmann::json TimelineJson(const v1::JobTimeline& t) {
   nlohmann::json j;
   j["job"] = JobJson(t.job());
   j["attempts"] = nlohmann::json::array();
-  for (const auto& a : t.attempts()) {
-    const auto& tm = a.timing();
-    j["attempts"].push_back({{"attempt", a.attempt()},
-                             {"task", a.task()},
-                             {"worker", a.worker()},
-                             {"outcome", a.outcome()},
-                             {"started_ms", a.started_ms()},
-                             {"ended_ms", a.ended_ms()},
-                             {"exit_code", a.exit_code()},
-                             {"message", a.message()},
-                             {"log_tail", a.log_tail()},
-                             {"suspensions", a.suspensions()},
-                             {"lost_ms", a.lost_ms()},
-                             {"transfer", TransferJson(a.transfer())},
-                             {"timing",
-                              {{"stage_ms", tm.stage_ms()},
-                               {"run_ms", tm.run_ms()},
-                               {"upload_ms", tm.upload_ms()},
-                               {"resumed", tm.resumed()}}},
-                             {"next_attempt", a.next_attempt()}});
-  }
+  for (const auto& a : t.attempts()) j["attempts"].push_back(TimelineAttemptJson(a));
   j["events"] = nlohmann::json::array();
   for (const auto& e : t.events()) {
     j["events"].push_back({{"worker", e.worker()},

@@ -14,6 +14,22 @@ namespace idlepool::api {
 // docs/guide/http-api.md).
 nlohmann::json JobJson(const v1::JobStatus& s);
 
+// A failed task (JobJson's failed_tasks, which lists the first 20 with more_failed_tasks set
+// when there are more): {index, message, attempt, exit_code, outcome}.
+nlohmann::json FailedTaskJson(const v1::FailedTask& f);
+
+// A page of failed tasks (`idlepool failures --json`, GET /api/v1/jobs/N/failures):
+// {job, total, failed_tasks: [FailedTaskJson...], more, next_after}; next_after is the `after`
+// of the next page (null when there is none).
+nlohmann::json FailedTasksJson(const v1::FailedTasksPage& p);
+
+// One attempt of a timeline or a task's log (its log tail, when carried, included).
+nlohmann::json TimelineAttemptJson(const v1::TimelineAttempt& a);
+
+// A task's log (`idlepool logs --json`, GET /api/v1/jobs/N/tasks/I/log): {job, task, state,
+// attempts_total, attempts: [TimelineAttemptJson...]} (the newest 20).
+nlohmann::json TaskLogJson(const v1::TaskLog& l);
+
 // {"jobs": [JobJson...]}: `idlepool status --json` and GET /api/v1/jobs.
 nlohmann::json JobsJson(const v1::ListJobsReply& r);
 

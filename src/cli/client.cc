@@ -141,6 +141,31 @@ absl::StatusOr<v1::JobTimeline> PoolClient::GetJobTimeline(uint64_t job, uint32_
   return reply;
 }
 
+absl::StatusOr<v1::FailedTasksPage> PoolClient::ListFailedTasks(uint64_t job,
+                                                                std::optional<uint32_t> after,
+                                                                uint32_t limit) {
+  v1::FailedTasksRequest req;
+  req.set_job(job);
+  if (after) req.set_after_task(*after);
+  req.set_limit(limit);
+  v1::FailedTasksPage reply;
+  auto ctx = Context();
+  grpc::Status st = stub_->ListFailedTasks(ctx.get(), req, &reply);
+  if (!st.ok()) return wire::FromGrpc(st, absl::StrCat("failed tasks of job ", job));
+  return reply;
+}
+
+absl::StatusOr<v1::TaskLog> PoolClient::GetTaskLog(uint64_t job, uint32_t task) {
+  v1::TaskRef req;
+  req.set_job(job);
+  req.set_task(task);
+  v1::TaskLog reply;
+  auto ctx = Context();
+  grpc::Status st = stub_->GetTaskLog(ctx.get(), req, &reply);
+  if (!st.ok()) return wire::FromGrpc(st, absl::StrCat("log of job ", job, " task ", task));
+  return reply;
+}
+
 absl::StatusOr<std::string> ProfileKeyOf(const spec::JobSpec& spec) {
   std::vector<std::string> hashes;
   for (const auto& in : spec.inputs) {

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,13 @@ class PoolClient {
   // Errors: kNotFound (no such job), kUnimplemented (a coordinator without timelines).
   [[nodiscard]] absl::StatusOr<v1::JobTimeline> GetJobTimeline(uint64_t job,
                                                                uint32_t max_attempts);
+  // A page of the job's failed tasks after task `after` (from the first when absent), at most
+  // `limit` (0: the coordinator's default, 100; it caps it at 1,000).
+  [[nodiscard]] absl::StatusOr<v1::FailedTasksPage> ListFailedTasks(uint64_t job,
+                                                                    std::optional<uint32_t> after,
+                                                                    uint32_t limit);
+  // One task's newest attempts with their log tails. Errors: kNotFound (no such job or task).
+  [[nodiscard]] absl::StatusOr<v1::TaskLog> GetTaskLog(uint64_t job, uint32_t task);
 
   // Polls until the job is no longer running, calling `progress` on every change and, when
   // `every` is above zero, also when `every` has passed since its last call (for a display

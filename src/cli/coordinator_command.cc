@@ -26,6 +26,7 @@ namespace {
 struct CoordinatorFlags {
   coordinator::Options options;
   int64_t lease_ms = core::kDefaultLeaseTimeout.count();
+  int64_t forget_ms = std::chrono::duration_cast<core::Millis>(std::chrono::hours(1)).count();
   int64_t heartbeat_ms = core::kDefaultHeartbeat.count();
   int64_t partial_idle_ms = blob::kPartialIdleLimit.count();
   std::string http = "127.0.0.1:7879";
@@ -83,6 +84,7 @@ int RunCoordinator(CoordinatorFlags& f) {
   f.options.lease_timeout = core::Millis(f.lease_ms);
   f.options.heartbeat = core::Millis(f.heartbeat_ms);
   f.options.partial_idle_limit = std::chrono::milliseconds(f.partial_idle_ms);
+  f.options.forget_workers_after = core::Millis(f.forget_ms);
   f.options.http = f.http == "off" ? "" : f.http;
   f.options.http_required = f.http_opt->count() > 0;
   auto ttl = text::ParseDuration(f.worker_cert_ttl);
@@ -147,6 +149,12 @@ Command AddCoordinatorCommand(CLI::App& app, Common&) {
                    "a partial upload with no bytes for this long is removed")
       ->check(CLI::Range(int64_t{100}, int64_t{86'400'000}))
       ->group("");
+  coord
+      ->add_option("--forget-workers-after-ms", f->forget_ms,
+                   "a worker gone (left or lost) this long leaves the coordinator's memory; the "
+                   "store keeps its history")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{30} * 24 * 3'600'000));
   f->http_opt = coord->add_option(
       "--http", f->http,
       "dashboard, JSON API and /metrics: HOST:PORT or PORT (host 127.0.0.1), port 0 = a free "

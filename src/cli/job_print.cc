@@ -89,9 +89,22 @@ void PrintJobDetails(const v1::JobStatus& s) {
         "  waiting: no connected worker has the cpus/memory/gpus (with their memory and "
         "API) one task needs\n");
   }
-  for (const auto& f : s.failed_tasks()) {
-    // The message's first line says why; the rest is the tail of the task's stderr.
-    // Task output: printed, but never as terminal escape sequences.
+  PrintFailedTasks(s.failed_tasks());
+  if (s.failed_tasks_size() > 0) {
+    const auto& last = s.failed_tasks(s.failed_tasks_size() - 1);
+    const unsigned long long job = s.job();
+    if (s.more_failed_tasks() && s.failed() > static_cast<uint32_t>(s.failed_tasks_size())) {
+      std::printf("  ... and %u more failed tasks: idlepool failures %llu --after %u\n",
+                  s.failed() - static_cast<uint32_t>(s.failed_tasks_size()), job, last.index());
+    }
+    std::printf("  a task's output: idlepool logs %llu TASK\n", job);
+  }
+}
+
+void PrintFailedTasks(const google::protobuf::RepeatedPtrField<v1::FailedTask>& tasks) {
+  for (const auto& f : tasks) {
+    // Why it failed (its log tail is `idlepool logs`'s). Task output: printed, but never as
+    // terminal escape sequences.
     std::string msg = text::PrintableText(f.message(), /*keep_newlines=*/true);
     while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
     std::string indented;

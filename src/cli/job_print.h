@@ -25,10 +25,13 @@ std::string Bytes(uint64_t n);  // binary units, as `ls -h` prints them: "1.5 Mi
 int64_t WallMs();               // wall clock, Unix ms (the ETA on a terminal)
 
 // The job's first two lines (what a terminal's JobBlock replaces), then the rest: attempts,
-// owners, data moved, makespan and prediction, failed tasks (their output made printable).
+// owners, data moved, makespan and prediction, the first failed tasks (why, made printable) and
+// how to see the others and a task's output.
 void PrintJobHeader(const v1::JobStatus& s);
 void PrintJobDetails(const v1::JobStatus& s);
 void PrintJob(const v1::JobStatus& s);
+// "  task 3 failed: exit code 1", one per task (its message made printable).
+void PrintFailedTasks(const google::protobuf::RepeatedPtrField<v1::FailedTask>& tasks);
 
 // `run --json`: the job's JSON with job_id, out_dir and the fetched outputs.
 nlohmann::json RunSummary(const v1::JobStatus& s, const std::vector<std::string>& out,

@@ -28,6 +28,8 @@ std::vector<idlepool::cli::Command> AddCommands(CLI::App& app, idlepool::cli::Co
           AddFetchCommand(app, common),
           AddWorkersCommand(app, common),
           AddCancelCommand(app, common),
+          AddFailuresCommand(app, common),
+          AddLogsCommand(app, common),
           AddFramesCommand(app),
           AddProfileCommand(app, common),
           AddReportCommand(app, common),

@@ -57,6 +57,9 @@ class AvailabilityTracker {
 
   // Known workers, by name.
   std::vector<std::string> Workers() const;
+  // Drops what is known of `worker` (the caller keeps its totals elsewhere, e.g. the store).
+  void Forget(const std::string& worker) { entries_.erase(worker); }
+  size_t size() const { return entries_.size(); }
 
  private:
   struct Entry {

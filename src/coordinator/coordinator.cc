@@ -85,6 +85,16 @@ class HttpReads final : public http::PoolReader {
     if (auto st = jobs_.GetJobTimelineInternal(req, &r); !st.ok()) return ToAbsl(st);
     return r;
   }
+  absl::StatusOr<v1::FailedTasksPage> ListFailedTasks(const v1::FailedTasksRequest& req) override {
+    v1::FailedTasksPage r;
+    if (auto st = jobs_.ListFailedTasksInternal(req, &r); !st.ok()) return ToAbsl(st);
+    return r;
+  }
+  absl::StatusOr<v1::TaskLog> GetTaskLog(const v1::TaskRef& req) override {
+    v1::TaskLog r;
+    if (auto st = jobs_.GetTaskLogInternal(req, &r); !st.ok()) return ToAbsl(st);
+    return r;
+  }
   std::string Metrics() override { return metrics_.Render(); }
 
  private:
@@ -247,7 +257,10 @@ void CoordinatorImpl::MakeParts() {
   book_ = std::make_unique<WorkerBook>(*store_, clock_);
   core_ = std::make_unique<CoreLoop>(
       CoreLoopDeps{options_, clock_, *store_, pool_metrics_, sessions_, *book_, feed_,
-                   shutting_down_, [this](absl::Status st) { Fatal(std::move(st)); }});
+                   shutting_down_, [this](absl::Status st) { Fatal(std::move(st)); },
+                   [this](const std::vector<core::JobId>& ids) {
+                     predictor_->JobsProgressed(ids);  // set below, before the core starts
+                   }});
   predictor_ = std::make_unique<Predictor>(*store_, clock_, *core_, *book_, tracker_);
   session_service_ = std::make_unique<SessionService>(SessionServiceDeps{
       *authz_, options_, *core_, sessions_, tracker_, *book_, blobs_, feed_, shutting_down_});
@@ -364,6 +377,9 @@ absl::Status CoordinatorImpl::StartHttp() {
     auto jobs =
         core_->Query<std::vector<core::JobSummary>>([this] { return core_->sched().Jobs(); });
     pool_metrics_.SetPool(workers, jobs);
+    const size_t core_workers =
+        core_->Query<size_t>([this] { return core_->sched().worker_count(); });
+    pool_metrics_.SetInMemory(core_workers, book_->size(), predictor_->awaiting());
   });
   if (options_.http.empty()) return absl::OkStatus();
   auto o = HttpOptions();

@@ -47,6 +47,9 @@ struct Options {
   core::Millis tick{100};                  // how often leases and timeouts are checked
   // A partial upload with no bytes for this long is removed (at start, then while running).
   std::chrono::milliseconds partial_idle_limit = blob::kPartialIdleLimit;
+  // A worker gone (left or lost, holding nothing) this long leaves the coordinator's memory; the
+  // store keeps its history, and it starts afresh (average speed) if it comes back.
+  core::Millis forget_workers_after = std::chrono::hours(1);
   // The dashboard, JSON API and /metrics (http/http_server.h): HOST:PORT, [V6]:PORT or PORT;
   // empty: no HTTP server. Port 0 picks a free one.
   std::string http;

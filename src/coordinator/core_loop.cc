@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <set>
 #include <string>
 #include <utility>
 #include <variant>
@@ -131,6 +132,27 @@ class CoreLoop::SessionTarget final : public DecisionTarget {
   std::map<core::JobId, JobInfo>& jobs_;
 };
 
+namespace {
+
+// How often departed workers are looked for (ObserveWorkers); each look is one pass over the
+// workers in memory.
+constexpr core::Millis kForgetEvery{10000};
+
+// The jobs of a batch whose tasks succeeded or that ended, by id.
+std::vector<core::JobId> ProgressedJobs(const std::vector<core::Decision>& decisions) {
+  std::set<core::JobId> ids;
+  for (const auto& d : decisions) {
+    if (const auto* t = std::get_if<core::TaskChanged>(&d)) {
+      if (t->state == core::TaskState::kSucceeded) ids.insert(t->task.job);
+    } else if (const auto* j = std::get_if<core::JobChanged>(&d)) {
+      if (j->state != core::JobState::kRunning) ids.insert(j->job);
+    }
+  }
+  return {ids.begin(), ids.end()};
+}
+
+}  // namespace
+
 CoreLoop::CoreLoop(CoreLoopDeps deps)
     : deps_(std::move(deps)),
       sched_(core::Options{.lease_timeout = deps_.options.lease_timeout,
@@ -173,6 +195,7 @@ std::vector<std::function<void()>> CoreLoop::ApplyItems(std::deque<CoreItem>& ba
   for (auto& item : batch) {
     if (item.fn) item.fn();
     if (item.event) {
+      Touch(*item.event);
       queued_ns.push_back(item.queued_ns);
       visible = visible || !std::holds_alternative<core::WorkerHeartbeat>(*item.event);
       auto d = sched_.Apply(*item.event, deps_.clock.Now());
@@ -205,9 +228,12 @@ void CoreLoop::Loop() {
     if (now >= next_tick) {
       auto d = sched_.Apply(core::Tick{}, now);
       std::move(d.begin(), d.end(), std::back_inserter(decisions));
+      for (const auto& x : decisions) {
+        if (const auto* l = std::get_if<core::WorkerLost>(&x)) touched_.insert(l->worker);
+      }
       // Sessions end because the coordinator stops, not because workers went away: not down
       // time (docs/guide/data.md: time the coordinator is not running counts neither way).
-      if (!deps_.shutting_down.load()) deps_.book.ObserveAvailability(sched_.Workers(), now);
+      if (!deps_.shutting_down.load()) ObserveWorkers(now);
       next_tick = now + deps_.options.tick;
     }
     if (decisions.empty() && held_.empty()) {
@@ -224,6 +250,9 @@ void CoreLoop::Loop() {
     }
     for (auto& fn : committed) fn();
     deps_.metrics.OnDecisions(decisions);
+    if (deps_.on_jobs_progressed) {
+      if (auto jobs = ProgressedJobs(decisions); !jobs.empty()) deps_.on_jobs_progressed(jobs);
+    }
     BatchDone(queued_ns, visible || has_records);
   }
 }
@@ -263,6 +292,41 @@ CoreLoop::Commit CoreLoop::CommitOrHold(CoreDriver& driver, std::vector<core::De
   spdlog::critical("store write failed, stopping the coordinator: {}", st.ToString());
   deps_.on_fatal(st);
   return Commit::kStopped;
+}
+
+void CoreLoop::Touch(const core::Event& ev) {
+  if (const auto* h = std::get_if<core::WorkerHello>(&ev)) {
+    touched_.insert(h->worker);
+  } else if (const auto* c = std::get_if<core::SessionClosed>(&ev)) {
+    touched_.insert(c->worker);
+  } else if (const auto* l = std::get_if<core::WorkerLeaving>(&ev)) {
+    touched_.insert(l->worker);
+  } else if (const auto* o = std::get_if<core::OwnerStateChanged>(&ev)) {
+    touched_.insert(o->worker);
+  }
+}
+
+void CoreLoop::ObserveWorkers(core::MonoTime now) {
+  if (!observed_all_) {
+    deps_.book.ObserveAvailability(sched_.Workers(), now);
+    observed_all_ = true;
+    next_forget_ = now + std::min(kForgetEvery, deps_.options.forget_workers_after);
+  } else {
+    for (const core::WorkerName& name : touched_) {
+      auto w = sched_.Worker(name);
+      deps_.book.ObserveWorker(name, w && w->state == core::WorkerState::kConnected && w->accepting,
+                               now);
+    }
+  }
+  touched_.clear();
+  if (now < next_forget_) return;
+  const auto after = deps_.options.forget_workers_after;
+  next_forget_ = now + std::min(kForgetEvery, after);
+  std::vector<core::WorkerName> gone = sched_.ForgetDeparted(now, after);
+  if (!gone.empty())
+    spdlog::info("forgot {} departed workers (gone {} ms or more)", gone.size(), after.count());
+  deps_.sessions.Forget(gone);
+  (void)deps_.book.ForgetDeparted(now, after);
 }
 
 void CoreLoop::BatchDone(const std::vector<int64_t>& queued_ns, bool changed) {

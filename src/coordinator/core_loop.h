@@ -24,6 +24,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -73,6 +74,9 @@ struct CoreLoopDeps {
   const std::atomic<bool>& shutting_down;
   // Called once, on the core thread, with the store error that stopped the loop.
   std::function<void(absl::Status)> on_fatal;
+  // Called on the core thread after a committed batch in which tasks of these jobs succeeded or
+  // the jobs ended (each once, by id); must not block. Unset: nobody is told.
+  std::function<void(const std::vector<core::JobId>&)> on_jobs_progressed = {};
 };
 
 class CoreLoop {
@@ -117,6 +121,10 @@ class CoreLoop {
   // After a core batch: its events' scheduling latency; the dashboard's state version moves
   // when the batch changed something it shows (records, or a worker/job/owner event).
   void BatchDone(const std::vector<int64_t>& queued_ns, bool changed);
+  // At a tick: the availability of the workers events touched since the last one (of every
+  // worker, the first time), and from time to time forgets departed workers.
+  void ObserveWorkers(core::MonoTime now);
+  void Touch(const core::Event& ev);
 
   CoreLoopDeps deps_;
   core::Scheduler sched_;
@@ -129,6 +137,10 @@ class CoreLoop {
   core::MonoTime next_retry_{};
   std::unique_ptr<StoreSink> sink_;
   std::unique_ptr<SessionTarget> target_;
+  // Core thread: workers whose availability an event may have changed since the last tick.
+  std::set<core::WorkerName> touched_;
+  bool observed_all_ = false;
+  core::MonoTime next_forget_{};
 
   std::mutex queue_mu_;
   std::condition_variable queue_cv_;

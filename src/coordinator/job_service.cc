@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "blob/blob.h"
+#include "coordinator/attempt_views.h"
 #include "coordinator/job_request.h"
 #include "coordinator/planner.h"
 #include "coordinator/timeline.h"
@@ -27,6 +28,9 @@ namespace {
 // GetJobTimeline: attempts by default and at most (TimelineRequest.max_attempts), and events.
 constexpr uint32_t kTimelineMaxAttempts = 20000;
 constexpr size_t kTimelineMaxEvents = 100000;
+// Log tails a timeline carries in all, the newest attempts' first (GetTaskLog has the others'):
+// 20,000 attempts with 4 KiB tails would make an 80 MB timeline.
+constexpr size_t kTimelineLogTailBytes = 4 << 20;
 
 // What a submission may write to the store, counted against the data dir's reserve (blob/space.h):
 // its spec twice (the WAL, then the database at the next checkpoint) and a row per task.
@@ -35,21 +39,14 @@ uint64_t SubmitStoreBytes(size_t spec_bytes, size_t tasks) {
   return 2 * (uint64_t{spec_bytes} + kStoreBytesPerTask * uint64_t{tasks});
 }
 
-void ToProto(const core::Transfer& t, v1::Transfer* o) {
-  o->set_input_bytes(t.input_bytes);
-  o->set_cached_bytes(t.cached_bytes);
-  o->set_coordinator_bytes(t.coordinator_bytes);
-  o->set_peer_bytes(t.peer_bytes);
-  o->set_output_bytes(t.output_bytes);
-  o->set_cache_hits(static_cast<uint32_t>(std::min<uint64_t>(t.cache_hits, UINT32_MAX)));
-  o->set_cache_misses(static_cast<uint32_t>(std::min<uint64_t>(t.cache_misses, UINT32_MAX)));
-}
-
-void ToProto(const core::AttemptTiming& a, v1::AttemptTiming* t) {
-  t->set_stage_ms(a.stage_ms);
-  t->set_run_ms(a.run_ms);
-  t->set_upload_ms(a.upload_ms);
-  t->set_resumed(a.resumed);
+// The first of `attempts` whose log tail a timeline carries: the newest ones within the budget.
+size_t FirstWithLogTail(const std::vector<store::AttemptRecord>& attempts, size_t first) {
+  size_t bytes = 0;
+  for (size_t i = attempts.size(); i > first; --i) {
+    bytes += attempts[i - 1].log_tail.size();
+    if (bytes > kTimelineLogTailBytes) return i;
+  }
+  return first;
 }
 
 const char* WorkerStateName(core::WorkerState s) {
@@ -59,48 +56,18 @@ const char* WorkerStateName(core::WorkerState s) {
                                                  : "lost";
 }
 
-// One attempt of a job's timeline; `next`: its task's next attempt (0: none).
-void FillTimelineAttempt(const store::AttemptRecord& a, uint64_t next, v1::TimelineAttempt* t) {
-  t->set_attempt(a.attempt);
-  t->set_task(a.task.index);
-  t->set_worker(a.worker);
-  t->set_outcome(core::ToString(a.outcome));
-  t->set_started_ms(a.started_ms);
-  t->set_ended_ms(a.ended_ms);
-  t->set_exit_code(a.exit_code);
-  // The stored message carries the log tail after it (for `status`); here it has its own field.
-  std::string message = a.message;
-  const std::string suffix = "\n" + a.log_tail;
-  if (!a.log_tail.empty() && message.size() >= suffix.size() &&
-      message.compare(message.size() - suffix.size(), suffix.size(), suffix) == 0) {
-    message.resize(message.size() - suffix.size());
+// The first failed tasks of a job onto its status (GetJob): at most kFailedTasksInStatus.
+grpc::Status AddFailedTasks(store::Store& store, core::JobId id, v1::JobStatus* out) {
+  auto page = store.ListFailedTasks({id, std::nullopt, kFailedTasksInStatus + 1});
+  if (!page.ok()) return wire::ToGrpc(page.status());
+  for (const store::AttemptRecord& a : *page) {
+    if (out->failed_tasks_size() == static_cast<int>(kFailedTasksInStatus)) {
+      out->set_more_failed_tasks(true);
+      break;
+    }
+    FillFailedTask(a, out->add_failed_tasks());
   }
-  t->set_message(std::move(message));
-  t->set_log_tail(a.log_tail);
-  t->set_suspensions(a.suspensions);
-  t->set_lost_ms(static_cast<uint64_t>(std::max<int64_t>(a.lost_ms, 0)));
-  ToProto(a.transfer, t->mutable_transfer());
-  ToProto(a.timing, t->mutable_timing());
-  t->set_next_attempt(next);
-}
-
-// A job's failed tasks with their last attempt's message and log tail (GetJob).
-void AddFailedTasks(store::Store& store, core::JobId id, v1::JobStatus* out) {
-  auto tasks = store.ListTasks(id);
-  auto attempts = store.ListAttempts(id);
-  if (!tasks.ok() || !attempts.ok()) return;
-  std::map<uint32_t, std::string> last_message, last_tail;
-  for (const auto& a : *attempts) {
-    last_message[a.task.index] = a.message;
-    last_tail[a.task.index] = a.log_tail;
-  }
-  for (const auto& t : *tasks) {
-    if (t.state != core::TaskState::kFailed) continue;
-    auto* f = out->add_failed_tasks();
-    f->set_index(t.task.index);
-    f->set_message(last_message[t.task.index]);
-    f->set_log_tail(last_tail[t.task.index]);
-  }
+  return grpc::Status::OK;
 }
 
 // One succeeded attempt of a profile (GetProfile).
@@ -198,12 +165,18 @@ grpc::Status JobService::ListJobs(grpc::ServerContext* ctx, const v1::ListJobsRe
   return ListJobsInternal(reply);
 }
 
+// Every job: one core query for the summaries and one store query for the headers (never a
+// query per job).
 grpc::Status JobService::ListJobsInternal(v1::ListJobsReply* reply) {
   auto jobs =
       d_.core.Query<std::vector<core::JobSummary>>([this] { return d_.core.sched().Jobs(); });
+  auto headers = d_.store.ListJobs();
+  if (!headers.ok()) return wire::ToGrpc(headers.status());
+  auto h = headers->begin();  // both by job id
   for (const auto& s : jobs) {
-    auto st = FillJobStatus(s.job, false, reply->add_jobs());
-    if (!st.ok()) return st;
+    while (h != headers->end() && h->id < s.job) ++h;
+    if (h == headers->end() || h->id != s.job) continue;  // submitted after the store was read
+    FillSummary(s, *h, reply->add_jobs());
   }
   return grpc::Status::OK;
 }
@@ -411,9 +384,10 @@ grpc::Status JobService::GetJobTimelineInternal(const v1::TimelineRequest& req,
   const size_t first = attempts->size() > max_attempts ? attempts->size() - max_attempts : 0;
   if (first > 0) reply->set_truncated(true);  // ListAttempts is by id: the newest are last
   std::set<std::string> workers;
+  const size_t with_tails = FirstWithLogTail(*attempts, first);
   for (size_t i = first; i < attempts->size(); ++i) {
     workers.insert((*attempts)[i].worker);
-    FillTimelineAttempt((*attempts)[i], next[i], reply->add_attempts());
+    FillTimelineAttempt((*attempts)[i], next[i], i >= with_tails, reply->add_attempts());
   }
   if (workers.empty()) return grpc::Status::OK;
   return AddTimelineEvents(workers, now_ms, reply);
@@ -449,32 +423,92 @@ grpc::Status JobService::FillJobStatus(core::JobId id, bool with_failures, v1::J
   if (!summary) return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("no job ", id));
   auto rec = d_.store.GetJobHeader(id);  // never the spec: this runs on every poll
   if (!rec.ok()) return wire::ToGrpc(rec.status());
-  out->set_job(id);
-  out->set_name(rec->name);
-  out->set_state(core::ToString(summary->state));
-  out->set_tasks(summary->tasks);
-  out->set_pending(summary->pending);
-  out->set_running(summary->running);
-  out->set_succeeded(summary->succeeded);
-  out->set_failed(summary->failed);
-  out->set_cancelled(summary->cancelled);
-  out->set_attempts(summary->counters.attempts);
-  out->set_failures(summary->counters.failures);
-  out->set_preemptions(summary->counters.preemptions);
-  out->set_attempts_lost(summary->counters.lost);
-  out->set_workers_lost(summary->workers_lost);
-  out->set_fits_no_worker(summary->fits_no_worker);
-  out->set_suspensions(summary->counters.suspensions);
-  out->set_lost_ms(static_cast<uint64_t>(summary->counters.lost_work.count()));
-  out->set_machine_faults(summary->counters.machine_faults);
-  ToProto(summary->counters.transfer, out->mutable_transfer());
-  out->set_profile_key(rec->profile_key);
-  if (with_failures) {  // GetJob only: ListJobs stays small
-    if (auto p = d_.predictor.PredictionOf(id)) *out->mutable_prediction() = std::move(*p);
+  FillSummary(*summary, *rec, out);
+  if (!with_failures) return grpc::Status::OK;  // ListJobs stays small
+  if (auto p = d_.predictor.PredictionOf(id)) *out->mutable_prediction() = std::move(*p);
+  if (summary->failed > 0) return AddFailedTasks(d_.store, id, out);
+  return grpc::Status::OK;
+}
+
+void JobService::FillSummary(const core::JobSummary& summary, const store::JobRecord& rec,
+                             v1::JobStatus* out) {
+  out->set_job(summary.job);
+  out->set_name(rec.name);
+  out->set_state(core::ToString(summary.state));
+  out->set_tasks(summary.tasks);
+  out->set_pending(summary.pending);
+  out->set_running(summary.running);
+  out->set_succeeded(summary.succeeded);
+  out->set_failed(summary.failed);
+  out->set_cancelled(summary.cancelled);
+  out->set_attempts(summary.counters.attempts);
+  out->set_failures(summary.counters.failures);
+  out->set_preemptions(summary.counters.preemptions);
+  out->set_attempts_lost(summary.counters.lost);
+  out->set_workers_lost(summary.workers_lost);
+  out->set_fits_no_worker(summary.fits_no_worker);
+  out->set_suspensions(summary.counters.suspensions);
+  out->set_lost_ms(static_cast<uint64_t>(summary.counters.lost_work.count()));
+  out->set_machine_faults(summary.counters.machine_faults);
+  ToProto(summary.counters.transfer, out->mutable_transfer());
+  out->set_profile_key(rec.profile_key);
+  out->set_submitted_ms(rec.submitted_ms);
+  out->set_finished_ms(rec.finished_ms);
+}
+
+grpc::Status JobService::ListFailedTasks(grpc::ServerContext* ctx,
+                                         const v1::FailedTasksRequest* req,
+                                         v1::FailedTasksPage* reply) {
+  if (auto st = d_.authz.Check(ctx, "/idlepool.v1.Jobs/ListFailedTasks"); !st.ok()) return st;
+  return ListFailedTasksInternal(*req, reply);
+}
+
+grpc::Status JobService::ListFailedTasksInternal(const v1::FailedTasksRequest& req,
+                                                 v1::FailedTasksPage* reply) {
+  const core::JobId id = req.job();
+  auto summary = d_.core.Query<std::optional<core::JobSummary>>(
+      [this, id] { return d_.core.sched().Job(id); });
+  if (!summary) return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("no job ", id));
+  const uint32_t limit =
+      req.limit() == 0 ? kFailedTasksPage : std::min(req.limit(), kFailedTasksPageMax);
+  store::FailedTasksQuery q{id, std::nullopt, size_t{limit} + 1};
+  if (req.has_after_task()) q.after_task = req.after_task();
+  auto page = d_.store.ListFailedTasks(q);
+  if (!page.ok()) return wire::ToGrpc(page.status());
+  reply->set_job(id);
+  reply->set_total(summary->failed);
+  for (const store::AttemptRecord& a : *page) {
+    if (reply->tasks_size() == static_cast<int>(limit)) {
+      reply->set_more(true);
+      break;
+    }
+    FillFailedTask(a, reply->add_tasks());
   }
-  out->set_submitted_ms(rec->submitted_ms);
-  out->set_finished_ms(rec->finished_ms);
-  if (with_failures && summary->failed > 0) AddFailedTasks(d_.store, id, out);
+  return grpc::Status::OK;
+}
+
+grpc::Status JobService::GetTaskLog(grpc::ServerContext* ctx, const v1::TaskRef* req,
+                                    v1::TaskLog* reply) {
+  if (auto st = d_.authz.Check(ctx, "/idlepool.v1.Jobs/GetTaskLog"); !st.ok()) return st;
+  return GetTaskLogInternal(*req, reply);
+}
+
+grpc::Status JobService::GetTaskLogInternal(const v1::TaskRef& req, v1::TaskLog* reply) {
+  auto attempts = d_.store.ListTaskAttempts({req.job(), req.task()}, kTaskLogAttempts);
+  if (absl::IsNotFound(attempts.status())) {
+    return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                        absl::StrCat("no task ", req.task(), " in job ", req.job()));
+  }
+  if (!attempts.ok()) return wire::ToGrpc(attempts.status());
+  reply->set_job(req.job());
+  reply->set_task(req.task());
+  reply->set_state(core::ToString(attempts->state));
+  reply->set_attempts_total(static_cast<uint32_t>(std::min<uint64_t>(attempts->total, UINT32_MAX)));
+  const auto& list = attempts->attempts;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const uint64_t next = i + 1 < list.size() ? list[i + 1].attempt : 0;
+    FillTimelineAttempt(list[i], next, /*with_log_tail=*/true, reply->add_attempts());
+  }
   return grpc::Status::OK;
 }
 

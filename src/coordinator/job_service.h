@@ -1,6 +1,6 @@
 // The Jobs service: the clients' calls (SubmitJob, GetJob, ListJobs, ListOutputs, ListWorkers,
-// CancelJob, GetProfile, PlanJob, GetJobTimeline), and the same reads without the token check
-// for the HTTP server (dashboard, JSON API, /metrics).
+// CancelJob, GetProfile, PlanJob, GetJobTimeline, ListFailedTasks, GetTaskLog), and the same reads
+// without the token check for the HTTP server (dashboard, JSON API, /metrics).
 //
 // Threads: gRPC's and the HTTP server's handler threads, concurrently; it asks the core thread
 // through CoreLoop::Query/PostItem and never runs on it. Holds references (each must outlive
@@ -58,15 +58,26 @@ class JobService final : public v1::Jobs::Service {
                        v1::PlanReply* reply) override;
   grpc::Status GetJobTimeline(grpc::ServerContext* ctx, const v1::TimelineRequest* req,
                               v1::JobTimeline* reply) override;
+  grpc::Status ListFailedTasks(grpc::ServerContext* ctx, const v1::FailedTasksRequest* req,
+                               v1::FailedTasksPage* reply) override;
+  grpc::Status GetTaskLog(grpc::ServerContext* ctx, const v1::TaskRef* req,
+                          v1::TaskLog* reply) override;
 
   // The reads without the token check (also the HTTP API's).
   grpc::Status ListJobsInternal(v1::ListJobsReply* reply);
   grpc::Status ListWorkersInternal(v1::ListWorkersReply* reply);
-  // `with_failures`: GetJob's detail (the prediction, failed tasks); ListJobs stays small.
+  // `with_failures`: GetJob's detail (the prediction, the first failed tasks); ListJobs stays
+  // small.
   grpc::Status FillJobStatus(core::JobId id, bool with_failures, v1::JobStatus* out);
   grpc::Status GetJobTimelineInternal(const v1::TimelineRequest& req, v1::JobTimeline* reply);
+  grpc::Status ListFailedTasksInternal(const v1::FailedTasksRequest& req,
+                                       v1::FailedTasksPage* reply);
+  grpc::Status GetTaskLogInternal(const v1::TaskRef& req, v1::TaskLog* reply);
 
  private:
+  // The counters of `summary` and the header fields of `rec` (ListJobs' entry of a job).
+  static void FillSummary(const core::JobSummary& summary, const store::JobRecord& rec,
+                          v1::JobStatus* out);
   // The worker events of `workers` during the job's life, onto its timeline.
   grpc::Status AddTimelineEvents(const std::set<std::string>& workers, int64_t now_ms,
                                  v1::JobTimeline* reply);

@@ -34,6 +34,8 @@ constexpr MethodRuleEntry kRules[] = {
     {"/idlepool.v1.Jobs/GetProfile", {kReaders}},
     {"/idlepool.v1.Jobs/PlanJob", {kReaders}},
     {"/idlepool.v1.Jobs/GetJobTimeline", {kReaders}},
+    {"/idlepool.v1.Jobs/ListFailedTasks", {kReaders}},
+    {"/idlepool.v1.Jobs/GetTaskLog", {kReaders}},
     {"/idlepool.v1.Peer/GetChunk", {kWorker}},
     {"/idlepool.v1.Peer/HaveChunks", {kWorker}},
     {"/idlepool.v1.Join/JoinPool", {trust::RoleSet(), /*public_call=*/true}},

@@ -41,6 +41,12 @@ PoolMetrics::PoolMetrics() {
   served_ = &r.AddCounter("idlepool_bytes_total", kBytesHelp, {{"direction", "served"}});
   received_ = &r.AddCounter("idlepool_bytes_total", kBytesHelp, {{"direction", "received"}});
   peer_ = &r.AddCounter("idlepool_bytes_total", kBytesHelp, {{"direction", "peer"}});
+  constexpr const char* kInMemoryHelp =
+      "Workers the coordinator holds in memory: in its core and in its worker book.";
+  core_workers_ = &r.AddGauge("idlepool_workers_in_memory", kInMemoryHelp, {{"part", "core"}});
+  book_workers_ = &r.AddGauge("idlepool_workers_in_memory", kInMemoryHelp, {{"part", "book"}});
+  awaiting_prediction_ = &r.AddGauge("idlepool_jobs_awaiting_prediction",
+                                     "Jobs the predictor still waits on (their first successes).");
   start_time_ = &r.AddGauge("idlepool_start_time_seconds",
                             "When the coordinator started, Unix seconds; counters count from "
                             "here.");
@@ -106,6 +112,13 @@ void PoolMetrics::SetPool(const v1::ListWorkersReply& workers,
   for (int i = 0; i < 5; ++i) {
     registry_.AddGauge("idlepool_tasks", kTasksHelp, {{"state", kTaskStates[i]}}).Set(t[i]);
   }
+}
+
+void PoolMetrics::SetInMemory(size_t core_workers, size_t book_workers,
+                              size_t awaiting_prediction) {
+  core_workers_->Set(static_cast<double>(core_workers));
+  book_workers_->Set(static_cast<double>(book_workers));
+  awaiting_prediction_->Set(static_cast<double>(awaiting_prediction));
 }
 
 }  // namespace idlepool::coordinator

@@ -17,6 +17,9 @@
 //   idlepool_store_commit_seconds         histogram: each group commit of the core's records
 //   idlepool_scheduling_seconds           histogram: an event entering the core queue until its
 //                                         batch's decisions were sent
+//   idlepool_workers_in_memory{part}      gauge: workers the coordinator holds in memory, in its
+//                                         core and in its worker book (departed ones are forgotten)
+//   idlepool_jobs_awaiting_prediction     gauge: jobs the predictor still waits on
 // Counters count since this coordinator process started.
 //
 // Thread safety: every method may be called from any thread.
@@ -48,6 +51,8 @@ class PoolMetrics {
 
   // Sets the gauges from the pool as it is now.
   void SetPool(const v1::ListWorkersReply& workers, const std::vector<core::JobSummary>& jobs);
+  // What the coordinator holds in memory (issue 21: it must shrink when workers go away).
+  void SetInMemory(size_t core_workers, size_t book_workers, size_t awaiting_prediction);
 
   // The exposition text; runs the collector set with SetCollector first.
   std::string Render() const { return registry_.Render(); }
@@ -64,6 +69,7 @@ class PoolMetrics {
   metrics::Histogram *commit_, *scheduling_;
   metrics::Gauge* start_time_;
   metrics::Gauge *slots_total_, *slots_busy_;
+  metrics::Gauge *core_workers_, *book_workers_, *awaiting_prediction_;
 };
 
 }  // namespace idlepool::coordinator

@@ -62,9 +62,25 @@ void Predictor::Stop() {
 }
 
 void Predictor::Await(core::JobId id, const v1::JobSpec& spec, uint64_t tasks) {
+  auto shared = std::make_shared<const v1::JobSpec>(spec);
   std::lock_guard lock(mu_);
-  awaiting_[id] = AwaitingPrediction{spec, tasks, false};
+  awaiting_[id] = AwaitingPrediction{std::move(shared), tasks, false};
+  dirty_.insert(id);
   cv_.notify_all();
+}
+
+void Predictor::JobsProgressed(const std::vector<core::JobId>& ids) {
+  std::lock_guard lock(mu_);
+  bool any = false;
+  for (core::JobId id : ids) {
+    if (awaiting_.count(id) != 0) any = dirty_.insert(id).second || any;
+  }
+  if (any) cv_.notify_all();
+}
+
+size_t Predictor::awaiting() const {
+  std::lock_guard lock(mu_);
+  return awaiting_.size();
 }
 
 std::vector<PlanWorker> Predictor::GatherPlanWorkers(const v1::JobSpec& proto,
@@ -136,7 +152,7 @@ bool Predictor::PredictAndKeep(core::JobId id, const v1::JobSpec& proto, uint64_
 
 bool Predictor::Try(core::JobId id, const AwaitingPrediction& job) {
   if (!job.history_tried) {
-    const bool made = PredictAndKeep(id, job.spec, job.tasks, true);
+    const bool made = PredictAndKeep(id, *job.spec, job.tasks, true);
     std::lock_guard l(mu_);
     if (made) return true;
     if (auto it = awaiting_.find(id); it != awaiting_.end()) it->second.history_tried = true;
@@ -146,20 +162,26 @@ bool Predictor::Try(core::JobId id, const AwaitingPrediction& job) {
   bool done = !s || s->state != core::JobState::kRunning ||
               s->succeeded >= s->tasks;  // too late to predict
   if (!done && s->succeeded >= std::min<uint32_t>(kPredictAfter, s->tasks)) {
-    PredictAndKeep(id, job.spec, job.tasks, false);
+    PredictAndKeep(id, *job.spec, job.tasks, false);
     done = true;
   }
   return done;
 }
 
+// Each pass looks at the waiting jobs that changed since the last one (dirty_), at most every
+// kPredictEvery: a burst of successes makes one pass.
 void Predictor::Loop() {
   std::unique_lock lock(mu_);
   while (!stop_) {
-    cv_.wait_for(lock, kPredictEvery);
-    if (stop_) return;
-    auto awaiting = awaiting_;
+    cv_.wait(lock, [&] { return stop_ || !dirty_.empty(); });
+    if (cv_.wait_for(lock, kPredictEvery, [&] { return stop_; })) return;
+    std::vector<std::pair<core::JobId, AwaitingPrediction>> work;
+    for (core::JobId id : dirty_) {
+      if (auto it = awaiting_.find(id); it != awaiting_.end()) work.emplace_back(id, it->second);
+    }
+    dirty_.clear();
     lock.unlock();
-    for (const auto& [id, job] : awaiting) {
+    for (const auto& [id, job] : work) {
       if (Try(id, job)) {
         std::lock_guard l(mu_);
         awaiting_.erase(id);

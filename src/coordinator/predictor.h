@@ -3,8 +3,14 @@
 // the store (PutJobPrediction) and in a bounded cache for GetJob. Also gathers the pool's view
 // the planner needs (connected, accepting workers with their measurements), for PlanJob too.
 //
-// Threads: Await and PredictionOf from the RPC threads; the predictor's own thread predicts;
-// GatherPlanWorkers from either (it queries the core thread, so never from the core thread).
+// Work follows what changed, never what exists: a waiting job is looked at when it is submitted
+// and when one of its tasks succeeds or it ends (JobsProgressed), at most every 500 ms, so a
+// thousand jobs waiting with nothing happening cost nothing (issue 21: they cost a core query
+// each every 500 ms, with a copy of every waiting spec).
+//
+// Threads: Await and PredictionOf from the RPC threads; JobsProgressed from the core thread
+// (it never blocks on it); the predictor's own thread predicts; GatherPlanWorkers from either
+// RPC or predictor threads (it queries the core thread, so never from the core thread).
 // Start/Stop from the coordinator's thread; Stop before the core loop stops (it queries it).
 // Locking: mu_ guards the cache and the waiting jobs. Errors are logged: a job without a
 // prediction runs the same.
@@ -12,6 +18,7 @@
 
 #include <condition_variable>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -51,6 +58,11 @@ class Predictor {
 
   // A job was submitted: predict it when its history allows.
   void Await(core::JobId id, const v1::JobSpec& spec, uint64_t tasks);
+  // Tasks of these jobs succeeded, or the jobs ended (a committed core batch): the waiting ones
+  // among them are looked at again.
+  void JobsProgressed(const std::vector<core::JobId>& ids);
+  // Jobs waiting for a prediction (for tests and metrics).
+  size_t awaiting() const;
   // The job's prediction, from the cache or the store; nullopt when it has none.
   std::optional<v1::Prediction> PredictionOf(core::JobId id);
   // Connected, accepting workers (all, or those named in `only`; the first named one that is
@@ -62,7 +74,7 @@ class Predictor {
 
  private:
   struct AwaitingPrediction {
-    v1::JobSpec spec;
+    std::shared_ptr<const v1::JobSpec> spec;  // shared: a pass copies no spec
     uint64_t tasks = 0;
     bool history_tried = false;
   };
@@ -80,10 +92,11 @@ class Predictor {
   WorkerBook& book_;
   SharedTracker& tracker_;
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
   std::map<core::JobId, std::optional<v1::Prediction>> predictions_ ABSL_GUARDED_BY(mu_);
   std::map<core::JobId, AwaitingPrediction> awaiting_ ABSL_GUARDED_BY(mu_);
+  std::set<core::JobId> dirty_ ABSL_GUARDED_BY(mu_);  // waiting jobs to look at next pass
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };

@@ -76,11 +76,9 @@ void SessionService::Welcome(const SessionPtr& session, const std::string& peer_
                              double cpu_score, uint32_t cores,
                              const std::vector<std::string>& cached,
                              std::vector<v1::GpuDevice> gpus) {
-  for (const core::WorkerView& w : d_.core.sched().Workers()) {
-    if (w.worker != session->worker || w.session != session->id ||
-        w.state != core::WorkerState::kConnected) {
-      continue;
-    }
+  // This worker's view only: a hello never copies the whole pool.
+  if (auto w = d_.core.sched().Worker(session->worker);
+      w && w->session == session->id && w->state == core::WorkerState::kConnected) {
     d_.sessions.Welcomed(session->worker, session->hostname, gpus, peer_address);
     {
       std::lock_guard lock(d_.tracker.mu);

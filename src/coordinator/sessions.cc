@@ -112,4 +112,13 @@ void SessionRegistry::Describe(bool connected, v1::WorkerInfo* out) {
   }
 }
 
+void SessionRegistry::Forget(const std::vector<std::string>& workers) {
+  std::lock_guard lock(mu_);
+  for (const std::string& w : workers) {
+    hostnames_.erase(w);
+    gpus_.erase(w);
+    peer_addresses_.erase(w);
+  }
+}
+
 }  // namespace idlepool::coordinator

@@ -72,6 +72,8 @@ class SessionRegistry {
                                                  const std::vector<v1::GpuDevice>& live);
   // Fills the host name, GPUs and (only while `connected`) the peer address of `out->worker()`.
   void Describe(bool connected, v1::WorkerInfo* out);
+  // Drops what the Hellos of these workers said (the core forgot them).
+  void Forget(const std::vector<std::string>& workers);
 
  private:
   std::mutex mu_;

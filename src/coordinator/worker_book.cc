@@ -48,11 +48,33 @@ void WorkerBook::Stop() {
 
 store::WorkerRecord& WorkerBook::Entry(const std::string& worker) {
   auto [it, inserted] = records_.try_emplace(worker);
-  if (inserted) {
-    it->second.worker = worker;
-    it->second.first_seen_ms = clock_.WallMs();
+  if (!inserted) return it->second;
+  if (std::optional<store::WorkerRecord> row = StoredRow(worker)) {
+    // Back after being forgotten: its history, and the time it was away as one more down period.
+    const int64_t away_ms = std::max<int64_t>(0, clock_.WallMs() - row->updated_ms);
+    availability_.Restore(worker, AvailabilityTotals{row->up_ms, row->down_ms + away_ms,
+                                                     row->up_periods, row->down_periods + 1});
+    it->second = *std::move(row);
+    return it->second;
   }
+  it->second.worker = worker;
+  it->second.first_seen_ms = clock_.WallMs();
   return it->second;
+}
+
+std::optional<store::WorkerRecord> WorkerBook::StoredRow(const std::string& worker) {
+  if (auto f = final_rows_.find(worker); f != final_rows_.end()) {
+    store::WorkerRecord row = std::move(f->second);
+    final_rows_.erase(f);
+    return row;
+  }
+  auto row = store_.GetWorker(worker);
+  if (!row.ok()) {
+    spdlog::warn("worker {}: cannot read its stored measurements: {}", worker,
+                 row.status().ToString());
+    return std::nullopt;
+  }
+  return *std::move(row);
 }
 
 void WorkerBook::MarkDirty(const std::string& worker) {
@@ -120,6 +142,42 @@ void WorkerBook::ObserveAvailability(const std::vector<core::WorkerView>& views,
   for (const auto& [name, r] : records_) {
     if (!seen.count(name) && availability_.Observe(name, false, now_ms)) MarkDirty(name);
   }
+}
+
+void WorkerBook::ObserveWorker(const std::string& worker, bool up, core::MonoTime now) {
+  std::lock_guard lock(mu_);
+  Entry(worker);
+  if (availability_.Observe(worker, up, MonoMs(now))) MarkDirty(worker);
+}
+
+std::vector<std::string> WorkerBook::ForgetDeparted(core::MonoTime now, core::Millis after) {
+  const int64_t now_ms = MonoMs(now);
+  std::lock_guard lock(mu_);
+  std::vector<std::string> gone;
+  for (const auto& [name, r] : records_) {
+    if (event_sessions_.count(name) != 0) continue;  // connected
+    auto a = availability_.Get(name, now_ms);
+    if (a && a->observed && !a->up && a->since_ms >= after.count()) gone.push_back(name);
+  }
+  for (const std::string& name : gone) {
+    store::WorkerRecord row = Snapshot(records_.at(name), now_ms);
+    row.updated_ms = clock_.WallMs();
+    final_rows_[name] = std::move(row);
+    records_.erase(name);
+    availability_.Forget(name);
+    link_probes_.erase(name);
+    sensors_.erase(name);
+    owner_seen_.erase(name);
+    sessions_.erase(name);
+    dirty_.erase(name);
+  }
+  if (!gone.empty()) cv_.notify_all();
+  return gone;
+}
+
+size_t WorkerBook::size() {
+  std::lock_guard lock(mu_);
+  return records_.size();
 }
 
 store::WorkerRecord WorkerBook::Snapshot(const store::WorkerRecord& r, int64_t now_ms) const {
@@ -199,8 +257,9 @@ void WorkerBook::Loop() {
   auto next_full = clock_.Now() + kBookRefresh;
   std::unique_lock lock(mu_);
   while (true) {
-    cv_.wait_for(lock, std::max(core::Millis(0), next_full - clock_.Now()),
-                 [&] { return stop_ || !dirty_.empty() || !pending_events_.empty(); });
+    cv_.wait_for(lock, std::max(core::Millis(0), next_full - clock_.Now()), [&] {
+      return stop_ || !dirty_.empty() || !pending_events_.empty() || !final_rows_.empty();
+    });
     const bool stop = stop_;
     const auto now = clock_.Now();
     const bool full = stop || now >= next_full;
@@ -217,6 +276,8 @@ void WorkerBook::WritePass(std::unique_lock<std::mutex>& lock, bool full, core::
     for (const auto& [name, r] : records_) dirty_.insert(name);
   }
   std::vector<store::WorkerRecord> rows;
+  for (auto& [name, row] : final_rows_) rows.push_back(std::move(row));
+  final_rows_.clear();
   for (const auto& name : dirty_) {
     auto it = records_.find(name);
     if (it == records_.end()) continue;

@@ -50,9 +50,19 @@ class WorkerBook {
   // when out of range (`max_probe_bytes`: the probe size the coordinator serves at most).
   void Link(const std::string& worker, core::SessionId session, const v1::LinkMeasured& m,
             uint64_t max_probe_bytes);
-  // Core thread, every tick: a worker is up while connected and accepting work; workers known
-  // only from the store (not seen since this start) are down.
+  // Core thread, once at the first tick: a worker is up while connected and accepting work;
+  // workers known only from the store (not seen since this start) are down. Then ObserveWorker
+  // for each worker an event may have changed (availability adds the time of the period in
+  // progress when read, so nothing needs observing while nothing changes).
   void ObserveAvailability(const std::vector<core::WorkerView>& views, core::MonoTime now);
+  void ObserveWorker(const std::string& worker, bool up, core::MonoTime now);
+  // Forgets the workers without a welcomed session that have been down (availability.h) for
+  // `after` or more, after writing their rows once more: the store keeps their history, and a
+  // worker that comes back gets it from there (its down time while forgotten counted from its
+  // row's last write). Returns their names. Core thread, from time to time.
+  std::vector<std::string> ForgetDeparted(core::MonoTime now, core::Millis after);
+  // Workers it holds in memory (records of measurements).
+  size_t size();
 
   // Worker events. RecordConnected: the core welcomed `session` (its first owner state is
   // recorded again). RecordSessionEnd ("disconnected", "left"): only for the worker's welcomed
@@ -77,7 +87,12 @@ class WorkerBook {
   void FillPlanWorkers(core::MonoTime now, std::vector<PlanWorker>& workers);
 
  private:
+  // The worker's record: in memory, else its row (pending or in the store) brought back, else a
+  // new one.
   store::WorkerRecord& Entry(const std::string& worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A forgotten worker's row, from final_rows_ or the store; nullopt when it has none.
+  std::optional<store::WorkerRecord> StoredRow(const std::string& worker)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void MarkDirty(const std::string& worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AddEvent(const std::string& worker, const char* kind, const std::string& state = "",
                 const std::string& cause = "", const std::string& reason = "")
@@ -101,6 +116,8 @@ class WorkerBook {
   // worker -> its recent link probes, oldest first
   std::map<std::string, std::vector<LinkProbe>> link_probes_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> dirty_ ABSL_GUARDED_BY(mu_);
+  // Rows of forgotten workers not written yet (the next write pass stores them).
+  std::map<std::string, store::WorkerRecord> final_rows_ ABSL_GUARDED_BY(mu_);
   // Worker events not yet stored; each worker's welcomed session (for its events), the owner
   // state and cause last recorded, and its sensors as it last said.
   std::vector<store::WorkerEvent> pending_events_ ABSL_GUARDED_BY(mu_);

@@ -569,10 +569,18 @@ class Scheduler {
   // happened, each message after the records that justify it.
   [[nodiscard]] std::vector<Decision> Apply(const Event& event, MonoTime now);
 
+  // Drops the workers that left or were lost, hold no attempt and were last seen `after` or
+  // more before `now`; returns their names, by name. Not an event: the shell calls it from time
+  // to time (the simulator never does). A forgotten worker that says hello again starts afresh
+  // (average speed, no up periods, a new boot id as far as the core knows).
+  std::vector<WorkerName> ForgetDeparted(MonoTime now, Millis after);
+
   // Views. Unknown ids give std::nullopt.
   std::optional<JobSummary> Job(JobId job) const;
   std::vector<JobSummary> Jobs() const;           // by job id
   std::vector<WorkerView> Workers() const;        // by worker name
+  std::optional<WorkerView> Worker(const WorkerName& name) const;
+  size_t worker_count() const { return workers_.size(); }  // workers it remembers
   std::optional<AttemptId> CurrentAttempt(TaskKey task) const;
   AttemptId next_attempt_id() const { return next_attempt_id_; }
   const Options& options() const { return options_; }

@@ -1,5 +1,5 @@
-// The scheduler's read-only views (Job, Jobs, Workers, CurrentAttempt): summaries of its state for
-// status queries, computed on demand. Same thread rules as the rest of the Scheduler.
+// The scheduler's read-only views (Job, Jobs, Workers, Worker, CurrentAttempt): summaries of its
+// state for status queries, computed on demand. Same thread rules as the rest of the Scheduler.
 #include <algorithm>
 #include <optional>
 #include <utility>
@@ -57,28 +57,33 @@ std::vector<JobSummary> Scheduler::Jobs() const {
 std::vector<WorkerView> Scheduler::Workers() const {
   std::vector<WorkerView> all;
   all.reserve(workers_.size());
-  for (const auto& [name, w] : workers_) {
-    WorkerView v{name,
-                 w.state,
-                 w.session,
-                 w.boot_id,
-                 w.capacity,
-                 w.slots_busy,
-                 static_cast<uint32_t>(w.attempts.size()),
-                 w.last_seen,
-                 w.accepting,
-                 w.owner_state,
-                 w.owner_reason,
-                 Speed(w),
-                 w.up_ends,
-                 w.cache_bytes,
-                 w.cache_blobs,
-                 w.owner_cause};
-    v.gpus = w.gpus;
-    for (const auto& [index, attempt] : w.gpu_owner) v.gpus_busy.push_back(index);
-    all.push_back(std::move(v));
-  }
+  for (const auto& [name, w] : workers_) all.push_back(*Worker(name));
   return all;
+}
+
+std::optional<WorkerView> Scheduler::Worker(const WorkerName& name) const {
+  auto it = workers_.find(name);
+  if (it == workers_.end()) return std::nullopt;
+  const WorkerRec& w = it->second;
+  WorkerView v{name,
+               w.state,
+               w.session,
+               w.boot_id,
+               w.capacity,
+               w.slots_busy,
+               static_cast<uint32_t>(w.attempts.size()),
+               w.last_seen,
+               w.accepting,
+               w.owner_state,
+               w.owner_reason,
+               Speed(w),
+               w.up_ends,
+               w.cache_bytes,
+               w.cache_blobs,
+               w.owner_cause};
+  v.gpus = w.gpus;
+  for (const auto& [index, attempt] : w.gpu_owner) v.gpus_busy.push_back(index);
+  return v;
 }
 
 std::optional<AttemptId> Scheduler::CurrentAttempt(TaskKey key) const {

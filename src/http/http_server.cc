@@ -120,6 +120,19 @@ absl::StatusOr<uint64_t> ParseJobId(const std::string& s) {
   return id;
 }
 
+// A query parameter that must be a non-negative integer of 32 bits, when present.
+absl::StatusOr<std::optional<uint32_t>> UintParam(const httplib::Request& req, const char* name) {
+  if (!req.has_param(name)) return std::nullopt;
+  const std::string s = req.get_param_value(name);
+  uint32_t n = 0;
+  auto r = std::from_chars(s.data(), s.data() + s.size(), n);
+  if (s.empty() || r.ec != std::errc() || r.ptr != s.data() + s.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, " must be a non-negative integer below 2^32"));
+  }
+  return n;
+}
+
 // The roles that may use the HTTP API; a worker's credentials never.
 bool MayUseHttp(trust::Role role) {
   return role == trust::Role::kRead || role == trust::Role::kSubmit || role == trust::Role::kAdmin;
@@ -441,6 +454,44 @@ class ServerImpl final : public Server {
     });
     tls_->Get(R"(/api/v1/jobs/([^/]+)/timeline(\.svg)?)",
               [this](const Request& req, Response& res) { Timeline(req, res); });
+    tls_->Get(R"(/api/v1/jobs/([^/]+)/failures)",
+              [this](const Request& req, Response& res) { Failures(req, res); });
+    tls_->Get(R"(/api/v1/jobs/([^/]+)/tasks/([^/]+)/log)",
+              [this](const Request& req, Response& res) { TaskLog(req, res); });
+  }
+
+  // A page of a job's failed tasks: ?after=TASK (the cursor: tasks after it) and ?limit=N.
+  void Failures(const Request& req, Response& res) {
+    auto id = ParseJobId(req.matches[1].str());
+    if (!id.ok()) return SendStatus(res, id.status());
+    auto after = UintParam(req, "after");
+    if (!after.ok()) return SendStatus(res, after.status());
+    auto limit = UintParam(req, "limit");
+    if (!limit.ok()) return SendStatus(res, limit.status());
+    v1::FailedTasksRequest freq;
+    freq.set_job(*id);
+    if (*after) freq.set_after_task(**after);
+    if (*limit) freq.set_limit(**limit);
+    auto page = reader_.ListFailedTasks(freq);
+    if (!page.ok()) return SendStatus(res, page.status());
+    SendJson(res, 200, api::FailedTasksJson(*page));
+  }
+
+  void TaskLog(const Request& req, Response& res) {
+    auto id = ParseJobId(req.matches[1].str());
+    if (!id.ok()) return SendStatus(res, id.status());
+    const std::string task = req.matches[2].str();
+    uint32_t index = 0;
+    auto r = std::from_chars(task.data(), task.data() + task.size(), index);
+    if (task.empty() || r.ec != std::errc() || r.ptr != task.data() + task.size()) {
+      return SendError(res, 400, "task index '" + task.substr(0, 64) + "' is not an integer");
+    }
+    v1::TaskRef ref;
+    ref.set_job(*id);
+    ref.set_task(index);
+    auto log = reader_.GetTaskLog(ref);
+    if (!log.ok()) return SendStatus(res, log.status());
+    SendJson(res, 200, api::TaskLogJson(*log));
   }
 
   void Timeline(const Request& req, Response& res) {

@@ -49,6 +49,9 @@ class PoolReader {
   virtual absl::StatusOr<v1::ListJobsReply> ListJobs() = 0;
   virtual absl::StatusOr<v1::JobStatus> GetJob(uint64_t job) = 0;
   virtual absl::StatusOr<v1::JobTimeline> GetJobTimeline(const v1::TimelineRequest& req) = 0;
+  virtual absl::StatusOr<v1::FailedTasksPage> ListFailedTasks(
+      const v1::FailedTasksRequest& req) = 0;
+  virtual absl::StatusOr<v1::TaskLog> GetTaskLog(const v1::TaskRef& req) = 0;
   virtual std::string Metrics() = 0;  // the /metrics body, text exposition format 0.0.4
 };
 

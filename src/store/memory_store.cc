@@ -36,12 +36,15 @@ class MemoryStore final : public Store {
   absl::StatusOr<std::vector<JobRecord>> ListJobs() override;
   absl::StatusOr<std::vector<TaskRecord>> ListTasks(core::JobId job) override;
   absl::StatusOr<std::vector<AttemptRecord>> ListAttempts(core::JobId job) override;
+  absl::StatusOr<std::vector<AttemptRecord>> ListFailedTasks(const FailedTasksQuery& q) override;
+  absl::StatusOr<TaskAttempts> ListTaskAttempts(core::TaskKey task, size_t limit) override;
   absl::StatusOr<std::vector<AttemptRecord>> ListSucceededAttempts(
       const SucceededAttemptsQuery& query) override;
   absl::StatusOr<std::vector<TaskOutput>> ListOutputs(core::JobId job) override;
   absl::StatusOr<std::vector<core::OutputFile>> GetCheckpoint(core::TaskKey task) override;
   absl::Status PutWorkers(const std::vector<WorkerRecord>& workers) override;
   absl::StatusOr<std::vector<WorkerRecord>> ListWorkers() override;
+  absl::StatusOr<std::optional<WorkerRecord>> GetWorker(const std::string& worker) override;
   absl::Status PutJobPrediction(core::JobId job, const std::string& bytes) override;
   absl::StatusOr<std::string> GetJobPrediction(core::JobId job) override;
   absl::Status AppendWorkerEvents(const std::vector<WorkerEvent>& events) override;
@@ -341,6 +344,46 @@ absl::StatusOr<std::vector<AttemptRecord>> MemoryStore::ListAttempts(core::JobId
   return out;
 }
 
+absl::StatusOr<std::vector<AttemptRecord>> MemoryStore::ListFailedTasks(const FailedTasksQuery& q) {
+  std::lock_guard lock(mu_);
+  auto it = jobs_.find(q.job);
+  if (it == jobs_.end()) return NotFound(q.job);
+  const Job& job = it->second;
+  std::map<uint32_t, core::AttemptId> last;  // failed task index -> its last attempt
+  for (core::AttemptId a : job.attempts) {
+    const uint32_t index = attempts_.at(a).task.index;
+    if (index < job.tasks.size() && job.tasks[index].state == core::TaskState::kFailed &&
+        (!q.after_task || index > *q.after_task)) {
+      last[index] = a;  // attempts are by id: the last one wins
+    }
+  }
+  std::vector<AttemptRecord> out;
+  for (const auto& [index, a] : last) {
+    if (out.size() >= q.limit) break;
+    out.push_back(attempts_.at(a));
+  }
+  return out;
+}
+
+absl::StatusOr<TaskAttempts> MemoryStore::ListTaskAttempts(core::TaskKey task, size_t limit) {
+  std::lock_guard lock(mu_);
+  auto it = jobs_.find(task.job);
+  if (it == jobs_.end() || task.index >= it->second.tasks.size()) {
+    return absl::NotFoundError(absl::StrCat("memory store: no ", in::TaskName(task)));
+  }
+  TaskAttempts out;
+  out.state = it->second.tasks[task.index].state;
+  for (core::AttemptId a : it->second.attempts) {
+    if (attempts_.at(a).task.index == task.index) out.attempts.push_back(attempts_.at(a));
+  }
+  out.total = out.attempts.size();
+  if (out.attempts.size() > limit) {
+    out.attempts.erase(out.attempts.begin(),
+                       out.attempts.end() - static_cast<std::ptrdiff_t>(limit));
+  }
+  return out;
+}
+
 absl::StatusOr<std::vector<AttemptRecord>> MemoryStore::ListSucceededAttempts(
     const SucceededAttemptsQuery& q) {
   if (q.job == 0 && q.profile_key.empty()) return Invalid(in::NoProfileQueryMsg());
@@ -403,6 +446,13 @@ absl::StatusOr<std::vector<WorkerRecord>> MemoryStore::ListWorkers() {
   std::vector<WorkerRecord> out;
   for (const auto& [name, w] : workers_) out.push_back(w);
   return out;
+}
+
+absl::StatusOr<std::optional<WorkerRecord>> MemoryStore::GetWorker(const std::string& worker) {
+  std::lock_guard lock(mu_);
+  auto it = workers_.find(worker);
+  if (it == workers_.end()) return std::nullopt;
+  return it->second;
 }
 
 absl::Status MemoryStore::PutJobPrediction(core::JobId job, const std::string& bytes) {

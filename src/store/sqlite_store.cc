@@ -31,18 +31,20 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "store/sqlite_util.h"
 #include "store/store.h"
 #include "store/store_internal.h"
 
@@ -50,6 +52,15 @@ namespace idlepool::store {
 namespace {
 
 namespace in = internal;
+using in::Binder;
+using in::CodeFor;
+using in::ColBlob;
+using in::ColInt;
+using in::ColText;
+using in::ColTiming;
+using in::ColTransfer;
+using in::StmtPtr;
+using in::Use;
 
 constexpr int kSchemaVersion = 8;
 constexpr int32_t kApplicationId = 0x49504f4c;  // "IPOL"
@@ -181,6 +192,8 @@ constexpr const char* kPutWorkerSql =
     ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
 constexpr const char* kListWorkersSql =
     "SELECT " IDLEPOOL_WORKER_COLUMNS " FROM workers ORDER BY worker";
+constexpr const char* kGetWorkerSql =
+    "SELECT " IDLEPOOL_WORKER_COLUMNS " FROM workers WHERE worker = ?";
 #undef IDLEPOOL_WORKER_COLUMNS
 // ---- end of schema version 5
 
@@ -241,120 +254,6 @@ CREATE TABLE job_gpus (
 )sql";
 // ---- end of schema version 8
 
-// --- small sqlite helpers -------------------------------------------------------------------
-
-struct StmtDeleter {
-  void operator()(sqlite3_stmt* s) const { sqlite3_finalize(s); }
-};
-using StmtPtr = std::unique_ptr<sqlite3_stmt, StmtDeleter>;
-
-// Resets a cached statement (and drops its bindings) when a use of it ends, however it ends.
-class Use {
- public:
-  explicit Use(const StmtPtr& s) : s_(s.get()) {}
-  ~Use() {
-    sqlite3_reset(s_);
-    sqlite3_clear_bindings(s_);
-  }
-  Use(const Use&) = delete;
-  Use& operator=(const Use&) = delete;
-  sqlite3_stmt* get() const { return s_; }
-  operator sqlite3_stmt*() const { return s_; }
-
- private:
-  sqlite3_stmt* s_;
-};
-
-// Binds parameters 1, 2, 3, ... in order, remembering the first failure. Text and blobs are
-// bound without copying: the caller keeps them alive until the statement is reset.
-class Binder {
- public:
-  explicit Binder(sqlite3_stmt* s) : s_(s) {}
-  Binder& Int(int64_t v) {
-    if (rc_ == SQLITE_OK) rc_ = sqlite3_bind_int64(s_, ++i_, v);
-    return *this;
-  }
-  Binder& Text(absl::string_view v) {
-    if (rc_ == SQLITE_OK) {
-      rc_ = sqlite3_bind_text64(s_, ++i_, v.data() ? v.data() : "", v.size(), SQLITE_STATIC,
-                                SQLITE_UTF8);
-    }
-    return *this;
-  }
-  Binder& Real(double v) {
-    if (rc_ == SQLITE_OK) rc_ = sqlite3_bind_double(s_, ++i_, v);
-    return *this;
-  }
-  Binder& Blob(absl::string_view v) {
-    if (rc_ == SQLITE_OK) {
-      rc_ = sqlite3_bind_blob64(s_, ++i_, v.data() ? v.data() : "", v.size(), SQLITE_STATIC);
-    }
-    return *this;
-  }
-  int rc() const { return rc_; }
-
- private:
-  sqlite3_stmt* s_;
-  int rc_ = SQLITE_OK;
-  int i_ = 0;
-};
-
-int64_t ColInt(sqlite3_stmt* s, int i) { return sqlite3_column_int64(s, i); }
-// The seven transfer columns (input_bytes .. cache_misses), in schema order from column `first`.
-core::Transfer ColTransfer(sqlite3_stmt* s, int first) {
-  auto u = [&](int k) { return static_cast<uint64_t>(ColInt(s, first + k)); };
-  return core::Transfer{u(0), u(1), u(2), u(3), u(4), u(5), u(6)};
-}
-
-// The four timing columns (stage_ms, run_ms, upload_ms, resumed) from column `first`.
-core::AttemptTiming ColTiming(sqlite3_stmt* s, int first) {
-  auto u = [&](int k) {
-    return static_cast<uint64_t>(std::max<int64_t>(ColInt(s, first + k), 0));
-  };
-  return core::AttemptTiming{u(0), u(1), u(2), ColInt(s, first + 3) != 0};
-}
-
-std::string ColText(sqlite3_stmt* s, int i) {
-  const unsigned char* p = sqlite3_column_text(s, i);
-  int n = sqlite3_column_bytes(s, i);
-  if (p == nullptr || n <= 0) return std::string();
-  return std::string(reinterpret_cast<const char*>(p), static_cast<size_t>(n));
-}
-
-std::string ColBlob(sqlite3_stmt* s, int i) {
-  const void* p = sqlite3_column_blob(s, i);
-  int n = sqlite3_column_bytes(s, i);
-  if (p == nullptr || n <= 0) return std::string();
-  return std::string(static_cast<const char*>(p), static_cast<size_t>(n));
-}
-
-absl::StatusCode CodeFor(int rc) {
-  switch (rc & 0xff) {
-    case SQLITE_FULL:
-      return absl::StatusCode::kResourceExhausted;  // the disk is full
-    case SQLITE_NOTADB:
-    case SQLITE_CORRUPT:
-    case SQLITE_FORMAT:
-      return absl::StatusCode::kDataLoss;
-    case SQLITE_CONSTRAINT:
-    case SQLITE_TOOBIG:
-    case SQLITE_MISMATCH:
-    case SQLITE_RANGE:
-      return absl::StatusCode::kInvalidArgument;
-    case SQLITE_BUSY:
-    case SQLITE_LOCKED:
-    case SQLITE_IOERR:
-    case SQLITE_CANTOPEN:
-    case SQLITE_READONLY:
-    case SQLITE_PROTOCOL:
-    case SQLITE_PERM:
-    case SQLITE_AUTH:
-      return absl::StatusCode::kUnavailable;
-    default:
-      return absl::StatusCode::kInternal;
-  }
-}
-
 // Every column of a jobs row except spec, in the order ReadJobHeader reads them. Header reads
 // (GetJobHeader, ListJobs) select only these, so they never copy the spec blob; spec is the
 // table's last column, so they never walk its overflow pages either.
@@ -387,6 +286,17 @@ constexpr const char* kListJobsSql =
 constexpr const char* kListAttemptsSql =
     "SELECT " IDLEPOOL_ATTEMPT_COLUMNS ", a.log_tail FROM attempts a WHERE a.job_id = ? "
     "ORDER BY a.id";
+// The last attempt of each failed task from task index ? on (ListFailedTasks).
+constexpr const char* kFailedTasksSql =
+    "SELECT " IDLEPOOL_ATTEMPT_COLUMNS
+    ", a.log_tail FROM tasks t JOIN attempts a ON a.id = "
+    "(SELECT max(id) FROM attempts WHERE job_id = t.job_id AND idx = t.idx) "
+    "WHERE t.job_id = ? AND t.state = ? AND t.idx >= ? ORDER BY t.idx LIMIT ?";
+// The newest attempts of one task, newest first (ListTaskAttempts reverses them).
+constexpr const char* kTaskAttemptsSql =
+    "SELECT " IDLEPOOL_ATTEMPT_COLUMNS
+    ", a.log_tail FROM attempts a "
+    "WHERE a.job_id = ? AND a.idx = ? ORDER BY a.id DESC LIMIT ?";
 constexpr const char* kSucceededOfJobSql =
     "SELECT " IDLEPOOL_ATTEMPT_COLUMNS " FROM attempts a WHERE a.job_id = ? AND a.outcome = ? "
     "ORDER BY a.ended_ms DESC, a.id DESC LIMIT ?";
@@ -406,10 +316,10 @@ struct Statements {
   StmtPtr update_job, suspend_attempt, delete_checkpoint, insert_checkpoint, get_checkpoint;
   StmtPtr load_sums, load_lost_attempts, revive_attempt;
   StmtPtr load_jobs, load_counts, load_lost, load_tasks, load_running, max_attempt;
-  StmtPtr get_job, get_job_header, list_jobs, job_exists, list_tasks, list_attempts,
-      list_outputs;
+  StmtPtr get_job, get_job_header, list_jobs, job_exists, list_tasks, list_attempts, list_outputs,
+      failed_tasks, task_attempts, count_task_attempts, task_state;
   StmtPtr insert_job_profile, succeeded_of_job, succeeded_of_key;
-  StmtPtr put_worker, list_workers;  // schema version 5
+  StmtPtr put_worker, list_workers, get_worker;  // schema version 5
   StmtPtr put_prediction, get_prediction;  // schema version 6
   StmtPtr append_event, list_events, trim_events_by_time, trim_events_by_rows;  // version 7
   StmtPtr insert_job_gpus;  // version 8
@@ -436,12 +346,15 @@ class SqliteStore final : public Store {
   absl::StatusOr<std::vector<JobRecord>> ListJobs() override;
   absl::StatusOr<std::vector<TaskRecord>> ListTasks(core::JobId job) override;
   absl::StatusOr<std::vector<AttemptRecord>> ListAttempts(core::JobId job) override;
+  absl::StatusOr<std::vector<AttemptRecord>> ListFailedTasks(const FailedTasksQuery& q) override;
+  absl::StatusOr<TaskAttempts> ListTaskAttempts(core::TaskKey task, size_t limit) override;
   absl::StatusOr<std::vector<AttemptRecord>> ListSucceededAttempts(
       const SucceededAttemptsQuery& query) override;
   absl::StatusOr<std::vector<TaskOutput>> ListOutputs(core::JobId job) override;
   absl::StatusOr<std::vector<core::OutputFile>> GetCheckpoint(core::TaskKey task) override;
   absl::Status PutWorkers(const std::vector<WorkerRecord>& workers) override;
   absl::StatusOr<std::vector<WorkerRecord>> ListWorkers() override;
+  absl::StatusOr<std::optional<WorkerRecord>> GetWorker(const std::string& worker) override;
   absl::Status PutJobPrediction(core::JobId job, const std::string& bytes) override;
   absl::StatusOr<std::string> GetJobPrediction(core::JobId job) override;
   absl::Status AppendWorkerEvents(const std::vector<WorkerEvent>& events) override;
@@ -479,6 +392,8 @@ class SqliteStore final : public Store {
   absl::Status ReadJobHeader(sqlite3_stmt* s, JobRecord& out) const;
   // Reads a row of the attempt columns (kListAttemptsSql's order) into `out`.
   absl::Status ReadAttempt(sqlite3_stmt* s, AttemptRecord& out) const;
+  // Every row of a bound attempt statement (ReadAttempt's columns), `what` naming the caller.
+  absl::StatusOr<std::vector<AttemptRecord>> ReadAttempts(sqlite3_stmt* s, absl::string_view what);
   absl::StatusOr<JobRecord> ReadOneJob(const StmtPtr& stmt, core::JobId job, bool with_spec,
                                        absl::string_view what);
 
@@ -691,8 +606,7 @@ absl::Status SqliteStore::PrepareAll() {
        "SELECT j.id, j.task_count, j.cpus, j.gpus, j.memory_mb, j.max_attempts, j.timeout_ms, "
        "j.state, coalesce(g.gpu_memory_mb, 0), coalesce(g.gpu_api, '') "
        "FROM jobs j LEFT JOIN job_gpus g ON g.job_id = j.id ORDER BY j.id"},
-      {&st_.load_counts,
-       "SELECT job_id, outcome, count(*) FROM attempts GROUP BY job_id, outcome"},
+      {&st_.load_counts, "SELECT job_id, outcome, count(*) FROM attempts GROUP BY job_id, outcome"},
       {&st_.load_lost,
        "SELECT DISTINCT job_id, worker FROM attempts WHERE outcome = ? "
        "ORDER BY job_id, worker"},
@@ -709,6 +623,10 @@ absl::Status SqliteStore::PrepareAll() {
        "SELECT idx, state, failures, committed_attempt FROM tasks WHERE job_id = ? "
        "ORDER BY idx"},
       {&st_.list_attempts, kListAttemptsSql},
+      {&st_.failed_tasks, kFailedTasksSql},
+      {&st_.task_attempts, kTaskAttemptsSql},
+      {&st_.count_task_attempts, "SELECT count(*) FROM attempts WHERE job_id = ? AND idx = ?"},
+      {&st_.task_state, "SELECT state FROM tasks WHERE job_id = ? AND idx = ?"},
       {&st_.succeeded_of_job, kSucceededOfJobSql},
       {&st_.succeeded_of_key, kSucceededOfKeySql},
       {&st_.insert_job_profile,
@@ -718,6 +636,7 @@ absl::Status SqliteStore::PrepareAll() {
        "SELECT idx, path, sha256, size FROM outputs WHERE job_id = ? ORDER BY idx, path"},
       {&st_.put_worker, kPutWorkerSql},
       {&st_.list_workers, kListWorkersSql},
+      {&st_.get_worker, kGetWorkerSql},
       {&st_.put_prediction,
        "INSERT OR REPLACE INTO job_predictions (job_id, prediction) VALUES (?, ?)"},
       {&st_.get_prediction, "SELECT prediction FROM job_predictions WHERE job_id = ?"},
@@ -1273,6 +1192,73 @@ absl::StatusOr<std::vector<AttemptRecord>> SqliteStore::ListAttempts(core::JobId
   return out;
 }
 
+absl::StatusOr<std::vector<AttemptRecord>> SqliteStore::ListFailedTasks(const FailedTasksQuery& q) {
+  std::lock_guard lock(mu_);
+  absl::StatusOr<bool> exists = JobExists(q.job);
+  if (!exists.ok()) return exists.status();
+  if (!*exists) return NotFound(q.job);
+  Use u(st_.failed_tasks);
+  Binder b(u);
+  b.Int(static_cast<int64_t>(q.job))
+      .Text(in::TaskStateName(core::TaskState::kFailed))
+      .Int(q.after_task ? int64_t{*q.after_task} + 1 : 0)
+      .Int(static_cast<int64_t>(std::min<size_t>(q.limit, INT64_MAX)));
+  if (b.rc() != SQLITE_OK) return Err(b.rc(), "ListFailedTasks: bind");
+  return ReadAttempts(u, "ListFailedTasks");
+}
+
+absl::StatusOr<TaskAttempts> SqliteStore::ListTaskAttempts(core::TaskKey task, size_t limit) {
+  std::lock_guard lock(mu_);
+  TaskAttempts out;
+  {
+    Use u(st_.task_state);
+    if (int rc = Binder(u).Int(static_cast<int64_t>(task.job)).Int(task.index).rc(); rc) {
+      return Err(rc, "ListTaskAttempts: bind");
+    }
+    const int rc = sqlite3_step(u);
+    if (rc == SQLITE_DONE) {
+      return absl::NotFoundError(absl::StrCat("sqlite store ", path_, ": no ", in::TaskName(task)));
+    }
+    if (rc != SQLITE_ROW) return Err(rc, "ListTaskAttempts: read task");
+    if (absl::Status s = ParseCol(u, 0, in::ParseTaskState, "task state", out.state); !s.ok()) {
+      return s;
+    }
+  }
+  {
+    Use u(st_.count_task_attempts);
+    if (int rc = Binder(u).Int(static_cast<int64_t>(task.job)).Int(task.index).rc(); rc) {
+      return Err(rc, "ListTaskAttempts: bind");
+    }
+    const int rc = sqlite3_step(u);
+    if (rc != SQLITE_ROW) return Err(rc, "ListTaskAttempts: count attempts");
+    out.total = static_cast<uint64_t>(ColInt(u, 0));
+  }
+  Use u(st_.task_attempts);
+  Binder b(u);
+  b.Int(static_cast<int64_t>(task.job))
+      .Int(task.index)
+      .Int(static_cast<int64_t>(std::min<size_t>(limit, INT64_MAX)));
+  if (b.rc() != SQLITE_OK) return Err(b.rc(), "ListTaskAttempts: bind");
+  auto newest_first = ReadAttempts(u, "ListTaskAttempts");
+  if (!newest_first.ok()) return newest_first.status();
+  out.attempts.assign(std::make_move_iterator(newest_first->rbegin()),
+                      std::make_move_iterator(newest_first->rend()));
+  return out;
+}
+
+absl::StatusOr<std::vector<AttemptRecord>> SqliteStore::ReadAttempts(sqlite3_stmt* u,
+                                                                     absl::string_view what) {
+  std::vector<AttemptRecord> out;
+  int rc;
+  while ((rc = sqlite3_step(u)) == SQLITE_ROW) {
+    AttemptRecord a;
+    if (absl::Status s = ReadAttempt(u, a); !s.ok()) return s;
+    out.push_back(std::move(a));
+  }
+  if (rc != SQLITE_DONE) return Err(rc, absl::StrCat(what, ": read attempts"));
+  return out;
+}
+
 absl::Status SqliteStore::ReadAttempt(sqlite3_stmt* u, AttemptRecord& a) const {
   a.attempt = static_cast<core::AttemptId>(ColInt(u, 0));
   a.task = {static_cast<core::JobId>(ColInt(u, 21)), static_cast<uint32_t>(ColInt(u, 1))};
@@ -1427,32 +1413,45 @@ absl::StatusOr<std::string> SqliteStore::GetJobPrediction(core::JobId job) {
   return Err(rc, "GetJobPrediction: read");
 }
 
+// A row of kListWorkersSql's columns.
+static WorkerRecord ReadWorkerRow(sqlite3_stmt* u) {
+  WorkerRecord w;
+  w.worker = ColText(u, 0);
+  w.hostname = ColText(u, 1);
+  w.link_measured_ms = ColInt(u, 2);
+  w.rtt_us = ColInt(u, 3);
+  w.down_bytes_per_s = ColInt(u, 4);
+  w.up_bytes_per_s = ColInt(u, 5);
+  w.probe_bytes = ColInt(u, 6);
+  w.cpu_score = sqlite3_column_double(u, 7);
+  w.cores = static_cast<uint32_t>(ColInt(u, 8));
+  w.first_seen_ms = ColInt(u, 9);
+  w.up_ms = ColInt(u, 10);
+  w.down_ms = ColInt(u, 11);
+  w.up_periods = static_cast<uint32_t>(ColInt(u, 12));
+  w.down_periods = static_cast<uint32_t>(ColInt(u, 13));
+  w.updated_ms = ColInt(u, 14);
+  return w;
+}
+
 absl::StatusOr<std::vector<WorkerRecord>> SqliteStore::ListWorkers() {
   std::lock_guard lock(mu_);
   Use u(st_.list_workers);
   std::vector<WorkerRecord> out;
   int rc;
-  while ((rc = sqlite3_step(u)) == SQLITE_ROW) {
-    WorkerRecord w;
-    w.worker = ColText(u, 0);
-    w.hostname = ColText(u, 1);
-    w.link_measured_ms = ColInt(u, 2);
-    w.rtt_us = ColInt(u, 3);
-    w.down_bytes_per_s = ColInt(u, 4);
-    w.up_bytes_per_s = ColInt(u, 5);
-    w.probe_bytes = ColInt(u, 6);
-    w.cpu_score = sqlite3_column_double(u, 7);
-    w.cores = static_cast<uint32_t>(ColInt(u, 8));
-    w.first_seen_ms = ColInt(u, 9);
-    w.up_ms = ColInt(u, 10);
-    w.down_ms = ColInt(u, 11);
-    w.up_periods = static_cast<uint32_t>(ColInt(u, 12));
-    w.down_periods = static_cast<uint32_t>(ColInt(u, 13));
-    w.updated_ms = ColInt(u, 14);
-    out.push_back(std::move(w));
-  }
+  while ((rc = sqlite3_step(u)) == SQLITE_ROW) out.push_back(ReadWorkerRow(u));
   if (rc != SQLITE_DONE) return Err(rc, "ListWorkers: read workers");
   return out;
+}
+
+absl::StatusOr<std::optional<WorkerRecord>> SqliteStore::GetWorker(const std::string& worker) {
+  std::lock_guard lock(mu_);
+  Use u(st_.get_worker);
+  if (int rc = Binder(u).Text(worker).rc(); rc != SQLITE_OK) return Err(rc, "GetWorker: bind");
+  const int rc = sqlite3_step(u);
+  if (rc == SQLITE_DONE) return std::nullopt;
+  if (rc != SQLITE_ROW) return Err(rc, "GetWorker: read worker");
+  return ReadWorkerRow(u);
 }
 
 absl::Status SqliteStore::AppendWorkerEvents(const std::vector<WorkerEvent>& events) {

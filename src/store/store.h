@@ -101,6 +101,21 @@ struct WorkerEventsQuery {
   size_t limit = 100000;
 };
 
+// Which failed tasks ListFailedTasks returns: those of `job` with an index above `after_task`
+// (every one when it is absent), by index, at most `limit`.
+struct FailedTasksQuery {
+  core::JobId job = 0;
+  std::optional<uint32_t> after_task;
+  size_t limit = 100;
+};
+
+// ListTaskAttempts: the task's state, its newest attempts and how many it has in all.
+struct TaskAttempts {
+  core::TaskState state = core::TaskState::kPending;
+  std::vector<AttemptRecord> attempts;
+  uint64_t total = 0;
+};
+
 struct TaskOutput {
   uint32_t index = 0;  // task index within the job
   core::OutputFile file;
@@ -181,6 +196,15 @@ class Store {
   // given; kNotFound for an unknown job (an unknown key just matches nothing).
   [[nodiscard]] virtual absl::StatusOr<std::vector<AttemptRecord>> ListSucceededAttempts(
       const SucceededAttemptsQuery& query) = 0;
+  // The last attempt of each failed task of the query (the attempt that failed it), by task
+  // index, log tail included; a failed task with no attempt (none is stored) is skipped. One
+  // page: cost and memory follow `limit`, not the job's size. kNotFound for an unknown job.
+  [[nodiscard]] virtual absl::StatusOr<std::vector<AttemptRecord>> ListFailedTasks(
+      const FailedTasksQuery& query) = 0;
+  // One task's state and its newest `limit` attempts, by attempt id, log tails included, and how
+  // many it has in all. kNotFound for an unknown job or task index.
+  [[nodiscard]] virtual absl::StatusOr<TaskAttempts> ListTaskAttempts(core::TaskKey task,
+                                                                      size_t limit) = 0;
   // Committed outputs, by (task index, path).
   [[nodiscard]] virtual absl::StatusOr<std::vector<TaskOutput>> ListOutputs(core::JobId job) = 0;
   // The task's latest checkpoint (TaskCheckpointed), by path; empty when it has none. kNotFound
@@ -194,6 +218,9 @@ class Store {
   [[nodiscard]] virtual absl::Status PutWorkers(const std::vector<WorkerRecord>& workers) = 0;
   // Every worker row, by name.
   [[nodiscard]] virtual absl::StatusOr<std::vector<WorkerRecord>> ListWorkers() = 0;
+  // The row of one worker; nullopt when it has none.
+  [[nodiscard]] virtual absl::StatusOr<std::optional<WorkerRecord>> GetWorker(
+      const std::string& worker) = 0;
 
   // Worker events (WorkerEvent), appended in one transaction in the given order; not part of
   // Apply's group commit. kInvalidArgument for an empty worker or kind (nothing of the batch is

@@ -26,6 +26,7 @@
 #include "gtest/gtest.h"
 #include "http/http_server.h"
 #include "httplib.h"
+#include "nlohmann/json.hpp"
 #include "platform/clock.h"
 #include "platform/write_file.h"
 #include "trust/ca.h"
@@ -51,6 +52,22 @@ class FakeReader final : public http::PoolReader {
   }
   absl::StatusOr<v1::JobTimeline> GetJobTimeline(const v1::TimelineRequest&) override {
     return absl::NotFoundError("no job");
+  }
+  // Echoes the cursor it was given, so a test sees how the query string was read.
+  absl::StatusOr<v1::FailedTasksPage> ListFailedTasks(const v1::FailedTasksRequest& req) override {
+    if (req.job() != 7) return absl::NotFoundError("no job");
+    v1::FailedTasksPage p;
+    p.set_job(7);
+    p.set_total(req.has_after_task() ? req.after_task() : 999);
+    p.add_tasks()->set_index(req.limit());
+    return p;
+  }
+  absl::StatusOr<v1::TaskLog> GetTaskLog(const v1::TaskRef& req) override {
+    v1::TaskLog l;
+    l.set_job(req.job());
+    l.set_task(req.task());
+    l.add_attempts()->set_log_tail("secret-tail");
+    return l;
   }
   std::string Metrics() override { return "idlepool_up 1\n"; }
 };
@@ -265,6 +282,45 @@ TEST_F(HttpsServerTest, BearerTokensOfReadAndSubmitRead) {
     auto res = c->Get("/metrics", {{"Authorization", "Bearer read-token"}});
     ASSERT_TRUE(res);
     EXPECT_EQ(res->body, "idlepool_up 1\n");
+  }
+}
+
+TEST_F(HttpsServerTest, FailuresArePagedByTheQueryAndTaskLogsNamedByThePath) {
+  Start();
+  const httplib::Headers read = {{"Authorization", "Bearer read-token"}};
+  auto res = Client()->Get("/api/v1/jobs/7/failures?after=3&limit=2", read);
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  auto j = nlohmann::json::parse(res->body);
+  EXPECT_EQ(j["total"], 3);                     // the cursor as read
+  EXPECT_EQ(j["failed_tasks"][0]["index"], 2);  // the limit as read
+  res = Client()->Get("/api/v1/jobs/7/failures", read);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(nlohmann::json::parse(res->body)["total"], 999);  // no cursor: from the first
+  for (const char* bad : {"/api/v1/jobs/7/failures?after=x", "/api/v1/jobs/7/failures?after=-1",
+                          "/api/v1/jobs/7/failures?limit=99999999999", "/api/v1/jobs/0/failures",
+                          "/api/v1/jobs/7/tasks/x/log"}) {
+    res = Client()->Get(bad, read);
+    ASSERT_TRUE(res) << bad;
+    EXPECT_EQ(res->status, 400) << bad;
+  }
+  res = Client()->Get("/api/v1/jobs/8/failures", read);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 404);
+  res = Client()->Get("/api/v1/jobs/7/tasks/4/log", read);
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200);
+  j = nlohmann::json::parse(res->body);
+  EXPECT_EQ(j["task"], 4);
+  EXPECT_EQ(j["attempts"][0]["log_tail"], "secret-tail");
+  for (const char* path : {"/api/v1/jobs/7/failures", "/api/v1/jobs/7/tasks/4/log"}) {
+    res = Client()->Get(path, {{"Authorization", "Bearer worker-token"}});
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 403) << path;
+    res = Client()->Get(path);
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 401) << path;
+    EXPECT_EQ(res->body.find("secret-tail"), std::string::npos);
   }
 }
 
