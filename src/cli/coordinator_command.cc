@@ -11,6 +11,7 @@
 #include "coordinator/coordinator.h"
 #include "core/defaults.h"
 #include "platform/harden.h"
+#include "platform/memory.h"
 #include "platform/process.h"
 #include "spdlog/spdlog.h"
 #include "text/host_port.h"
@@ -68,6 +69,8 @@ void PrintWelcome(const coordinator::Options& options, coordinator::Coordinator&
 
 int RunCoordinator(CoordinatorFlags& f) {
   platform::MakeNonDumpable();  // its memory holds the CA key
+  platform::KeepLargeBlocksOutOfTheHeap();  // back to its idle size after a burst:
+                                            // platform/memory.h
   platform::BlockTerminationSignals();
   f.options.lease_timeout = core::Millis(f.lease_ms);
   f.options.heartbeat = core::Millis(f.heartbeat_ms);

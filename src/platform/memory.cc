@@ -12,4 +12,10 @@ void KeepLargeBlocksOutOfTheHeap() {
 #endif
 }
 
+void ReturnFreeMemory() {
+#if defined(__GLIBC__)
+  (void)::malloc_trim(0);
+#endif
+}
+
 }  // namespace idlepool::platform
