@@ -76,6 +76,7 @@ std::vector<WorkerView> Scheduler::Workers() const {
                  w.owner_cause};
     v.gpus = w.gpus;
     for (const auto& [index, attempt] : w.gpu_owner) v.gpus_busy.push_back(index);
+    v.stalled = w.stalled;
     all.push_back(std::move(v));
   }
   return all;

@@ -6,7 +6,7 @@
 //                 log tail each; a heartbeat every 64) as fast as the stream takes them and
 //                 never reads (--read: reads them), for --seconds;
 //   stall         says Hello offering --cpus slots, heartbeats as told in Welcome and ignores every
-//                 assignment (never runs, never reports), for --seconds or until killed.
+//                 assignment (never runs, never reports), for --seconds or until SIGTERM.
 // It prints one line saying what it sent and how the session ended (the status the coordinator
 // gave), and exits 0 unless it could not join or connect.
 #include <atomic>
@@ -22,6 +22,7 @@
 #include "absl/strings/strip.h"
 #include "idlepool.grpc.pb.h"
 #include "platform/clock.h"
+#include "platform/process.h"
 #include "platform/random.h"
 #include "wire/wire.h"
 #include "worker/identity.h"
@@ -41,7 +42,8 @@ struct Flags {
   bool read = false;
 };
 
-using Stream = grpc::ClientReaderWriter<v1::WorkerMessage, v1::CoordinatorMessage>;
+// The session's call: SIGINT or SIGTERM cancels it, so the tool still prints its line.
+std::atomic<grpc::ClientContext*> g_call{nullptr};
 
 v1::WorkerMessage Hello(const Flags& f, uint64_t held) {
   v1::WorkerMessage m;
@@ -134,6 +136,7 @@ void ReportFlood(const Flags& f, v1::WorkerSession::Stub& stub) {
 
 void Stall(const Flags& f, v1::WorkerSession::Stub& stub) {
   grpc::ClientContext ctx;
+  g_call = &ctx;
   auto stream = stub.Session(&ctx);
   std::atomic<bool> done{false};
   std::atomic<uint32_t> period_ms{1000};
@@ -179,6 +182,11 @@ int main(int argc, char** argv) {
   app.add_option("--log-bytes", f.log_bytes, "report-flood: log tail bytes per report");
   app.add_flag("--read", f.read, "report-flood: read the answers (else never read)");
   CLI11_PARSE(app, argc, argv);
+  idlepool::platform::BlockTerminationSignals();  // before gRPC starts its threads
+  std::thread([] {
+    idlepool::platform::WaitForTerminationSignal();
+    if (grpc::ClientContext* call = g_call.load()) call->TryCancel();
+  }).detach();
 
   auto loaded = idlepool::worker::LoadIdentity(f.dir);
   if (!loaded.ok()) return std::cerr << loaded.status() << "\n", 2;
