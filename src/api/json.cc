@@ -187,6 +187,7 @@ nlohmann::json WorkerJson(const v1::WorkerInfo& w) {
                       {"owner_state", w.owner_state()},
                       {"owner_reason", w.owner_reason()},
                       {"owner_cause", w.owner_cause()},
+                      {"stalled", w.stalled()},
                       {"cache_bytes", w.cache_bytes()},
                       {"cache_blobs", w.cache_blobs()},
                       {"peer_address", w.peer_address()}};

@@ -9,6 +9,7 @@
 
 #include "coordinator/core_driver.h"
 #include "platform/clock.h"
+#include "platform/memory.h"
 #include "spdlog/spdlog.h"
 #include "wire/wire.h"
 
@@ -156,7 +157,8 @@ std::vector<core::JobId> ProgressedJobs(const std::vector<core::Decision>& decis
 CoreLoop::CoreLoop(CoreLoopDeps deps)
     : deps_(std::move(deps)),
       sched_(core::Options{.lease_timeout = deps_.options.lease_timeout,
-                           .stall_threshold = deps_.options.lease_timeout / 2}),
+                           .stall_threshold = deps_.options.lease_timeout / 2,
+                           .stall = core::StallRule{.enabled = true}}),
       sink_(std::make_unique<StoreSink>(deps_)),
       target_(std::make_unique<SessionTarget>(deps_, jobs_)) {}
 
@@ -207,9 +209,14 @@ std::vector<std::function<void()>> CoreLoop::ApplyItems(std::deque<CoreItem>& ba
   return committed;
 }
 
+// How often the core thread gives freed memory back to the kernel (platform/memory.h): after a
+// burst the coordinator returns to its idle size within this; the pass costs well under 1 ms.
+constexpr core::Millis kReturnMemoryEvery{10000};
+
 void CoreLoop::Loop() {
   CoreDriver driver(*sink_, *target_);
   auto next_tick = deps_.clock.Now() + deps_.options.tick;
+  auto next_return = next_tick + kReturnMemoryEvery;
   std::deque<CoreItem> batch;
   std::vector<core::Decision> decisions;
   while (true) {
@@ -235,6 +242,10 @@ void CoreLoop::Loop() {
       // time (docs/guide/data.md: time the coordinator is not running counts neither way).
       if (!deps_.shutting_down.load()) ObserveWorkers(now);
       next_tick = now + deps_.options.tick;
+      if (now >= next_return) {
+        platform::ReturnFreeMemory();
+        next_return = now + kReturnMemoryEvery;
+      }
     }
     if (decisions.empty() && held_.empty()) {
       for (auto& fn : committed) fn();

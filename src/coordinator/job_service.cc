@@ -239,6 +239,7 @@ grpc::Status JobService::ListWorkersInternal(v1::ListWorkersReply* reply) {
     out->set_owner_state(w.owner_state);
     out->set_owner_reason(w.owner_reason);
     out->set_owner_cause(w.owner_cause);
+    out->set_stalled(w.stalled);
     out->set_activity(
         WorkerActivity({out->state(), w.owner_state, w.owner_cause, w.attempts_running}));
     for (uint32_t i : w.gpus_busy) out->add_gpus_busy(i);

@@ -34,7 +34,7 @@ void PartialSweeper::Loop() {
       spdlog::info("blobs: removed {} abandoned partial uploads ({} bytes on disk); {} left",
                    removed.partials, removed.bytes, blobs_.partial_count());
     }
-    platform::ReleaseFreeMemory();
+    platform::ReturnFreeMemory();
     lock.lock();
   }
 }

@@ -3,7 +3,7 @@
 // partial_max_age, kPartialIdleLimit by default) every quarter of that idle limit (at least
 // every 10 s, at most every 100 ms), so that uploads cut or abandoned midway give their disk
 // space back while the coordinator runs, not only at its next start. Each pass also gives the
-// heaps' free pages back (platform::ReleaseFreeMemory): a flood of uploads, refused or not,
+// heaps' free pages back (platform::ReturnFreeMemory): a flood of uploads, refused or not,
 // leaves the coordinator's resident memory near its idle level.
 //
 // Threads: Start/Stop from the coordinator's thread; the sweeper's own thread does the work.

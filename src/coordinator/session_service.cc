@@ -48,7 +48,7 @@ grpc::Status SessionService::Session(
                hello.held_attempts_size());
   PostHello(session, hello, ctx->peer());
   v1::WorkerMessage msg;
-  while (stream->Read(&msg)) Handle(session, msg);
+  while (AwaitCoreRoom(session) && stream->Read(&msg)) Handle(session, msg);
   Close(session, writer);
   return grpc::Status::OK;
 }
@@ -62,14 +62,14 @@ void SessionService::PostHello(const SessionPtr& session, const v1::Hello& hello
   const uint32_t cores = HelloCores(hello);
   std::vector<std::string> cached;
   for (const auto& b : ev.cached) cached.push_back(b.sha256);
-  d_.core.Post(std::move(ev));
+  Post(session, CoreItem{core::Event(std::move(ev)), nullptr});
   // Welcome only a session the core accepted (a name clash is refused instead), so a worker
   // never reads "joined" and then a refusal.
-  d_.core.PostItem(
-      CoreItem{std::nullopt, [this, session, peer_address, cpu_score, cores,
-                              cached = std::move(cached), gpus = std::move(gpus)]() mutable {
-                 Welcome(session, peer_address, cpu_score, cores, cached, std::move(gpus));
-               }});
+  Post(session,
+       CoreItem{std::nullopt, [this, session, peer_address, cpu_score, cores,
+                               cached = std::move(cached), gpus = std::move(gpus)]() mutable {
+                  Welcome(session, peer_address, cpu_score, cores, cached, std::move(gpus));
+                }});
 }
 
 void SessionService::Welcome(const SessionPtr& session, const std::string& peer_address,
@@ -97,9 +97,10 @@ void SessionService::Welcome(const SessionPtr& session, const std::string& peer_
 
 void SessionService::Handle(const SessionPtr& session, const v1::WorkerMessage& msg) {
   if (msg.has_heartbeat()) {
-    d_.core.Post(core::WorkerHeartbeat{session->worker, session->id});
+    Post(session, CoreItem{core::WorkerHeartbeat{session->worker, session->id}, nullptr});
   } else if (msg.has_report()) {
-    d_.core.Post(ToCoreReport(d_.blobs, session->worker, session->id, msg.report()));
+    Post(session,
+         CoreItem{ToCoreReport(d_.blobs, session->worker, session->id, msg.report()), nullptr});
   } else if (msg.has_leaving()) {
     HandleLeaving(session, msg.leaving());
   } else if (msg.has_owner_state()) {
@@ -107,11 +108,11 @@ void SessionService::Handle(const SessionPtr& session, const v1::WorkerMessage& 
   } else if (msg.has_cache()) {
     HandleCache(session, msg.cache());
   } else if (msg.has_sensors()) {
-    d_.core.PostItem(CoreItem{std::nullopt, [this, worker = session->worker, id = session->id,
-                                             sensors = CleanSensors(msg.sensors())] {
-                                d_.book.NoteOwner(worker, id, "", "", "", sensors);
-                                d_.feed.Bump();  // no core event: tell the dashboards here
-                              }});
+    Post(session, CoreItem{std::nullopt, [this, worker = session->worker, id = session->id,
+                                          sensors = CleanSensors(msg.sensors())] {
+                             d_.book.NoteOwner(worker, id, "", "", "", sensors);
+                             d_.feed.Bump();  // no core event: tell the dashboards here
+                           }});
   } else if (msg.has_gpus()) {
     HandleGpus(session, msg.gpus());
   } else if (msg.has_link()) {
@@ -123,12 +124,12 @@ void SessionService::Handle(const SessionPtr& session, const v1::WorkerMessage& 
 }
 
 void SessionService::HandleLeaving(const SessionPtr& session, const v1::Leaving& leaving) {
-  const auto& v = leaving.vacated_attempts();
-  d_.core.Post(core::WorkerLeaving{session->worker, session->id,
-                                   std::vector<core::AttemptId>(v.begin(), v.end())});
+  core::WorkerLeaving ev = LeavingEvent(session->worker, session->id, leaving);
+  const size_t vacated = ev.vacated.size();
+  Post(session, CoreItem{core::Event(std::move(ev)), nullptr});
   if (!session->left) d_.book.RecordSessionEnd(session->worker, session->id, "left");
   session->left = true;
-  spdlog::info("worker {} is leaving; {} attempts vacated", session->worker, v.size());
+  spdlog::info("worker {} is leaving; {} attempts vacated", session->worker, vacated);
 }
 
 void SessionService::HandleOwner(const SessionPtr& session, const v1::OwnerState& o) {
@@ -138,11 +139,11 @@ void SessionService::HandleOwner(const SessionPtr& session, const v1::OwnerState
   // On the core thread, in session order after the hello's welcome.
   std::optional<v1::SensorReadings> sensors;
   if (o.has_sensors()) sensors = CleanSensors(o.sensors());
-  d_.core.PostItem(CoreItem{core::Event(ev),
-                            [this, worker = session->worker, id = session->id, state = ev.state,
-                             cause = ev.cause, reason = ev.reason, sensors = std::move(sensors)] {
-                              d_.book.NoteOwner(worker, id, state, cause, reason, sensors);
-                            }});
+  Post(session, CoreItem{core::Event(ev),
+                         [this, worker = session->worker, id = session->id, state = ev.state,
+                          cause = ev.cause, reason = ev.reason, sensors = std::move(sensors)] {
+                           d_.book.NoteOwner(worker, id, state, cause, reason, sensors);
+                         }});
 }
 
 void SessionService::HandleCache(const SessionPtr& session, const v1::CacheChange& cache) {
@@ -150,11 +151,11 @@ void SessionService::HandleCache(const SessionPtr& session, const v1::CacheChang
   std::vector<std::string> added;
   for (const auto& b : ev.added) added.push_back(b.sha256);
   // In session order with the hello's Connected (both run on the core thread).
-  d_.core.PostItem(CoreItem{core::Event(ev), [this, worker = session->worker, id = session->id,
-                                              added = std::move(added), removed = ev.removed] {
-                              std::lock_guard lock(d_.tracker.mu);
-                              d_.tracker.tracker.CacheChanged(worker, id, added, removed);
-                            }});
+  Post(session, CoreItem{core::Event(ev), [this, worker = session->worker, id = session->id,
+                                           added = std::move(added), removed = ev.removed] {
+                           std::lock_guard lock(d_.tracker.mu);
+                           d_.tracker.tracker.CacheChanged(worker, id, added, removed);
+                         }});
 }
 
 void SessionService::HandleGpus(const SessionPtr& session, const v1::GpuReadings& gpus) {
@@ -162,9 +163,9 @@ void SessionService::HandleGpus(const SessionPtr& session, const v1::GpuReadings
   // devices held by the owner policy go to the core.
   std::vector<v1::GpuDevice> live;
   core::GpusHeld ev = GpusEvent(session->worker, session->id, gpus, &live);
-  d_.core.PostItem(
-      CoreItem{core::Event(ev), [this, worker = session->worker, id = session->id,
-                                 live = std::move(live)] { NoteGpus(worker, id, live); }});
+  Post(session,
+       CoreItem{core::Event(ev), [this, worker = session->worker, id = session->id,
+                                  live = std::move(live)] { NoteGpus(worker, id, live); }});
 }
 
 void SessionService::HandleCheckpoint(const SessionPtr& session, const v1::Checkpoint& checkpoint) {
@@ -178,8 +179,33 @@ void SessionService::HandleCheckpoint(const SessionPtr& session, const v1::Check
     spdlog::warn("worker {}: checkpoint of attempt {} ignored: {}", session->worker, ev.attempt,
                  problem);
   } else {
-    d_.core.Post(std::move(ev));
+    Post(session, CoreItem{core::Event(std::move(ev)), nullptr});
   }
+}
+
+void SessionService::Post(const SessionPtr& session, CoreItem item) {
+  {
+    std::lock_guard lock(session->mu);
+    ++session->in_core;
+  }
+  item.fn = [session, fn = std::move(item.fn)] {
+    if (fn) fn();
+    {
+      std::lock_guard lock(session->mu);
+      --session->in_core;
+    }
+    session->in_core_cv.notify_one();
+  };
+  d_.core.PostItem(std::move(item));
+}
+
+bool SessionService::AwaitCoreRoom(const SessionPtr& session) {
+  std::unique_lock lock(session->mu);
+  while (session->in_core >= kMaxSessionEventsInCore) {
+    if (session->ctx->IsCancelled()) return false;  // cut, or the coordinator stops
+    session->in_core_cv.wait_for(lock, std::chrono::milliseconds(100));
+  }
+  return true;
 }
 
 void SessionService::NoteGpus(const std::string& worker, core::SessionId session,

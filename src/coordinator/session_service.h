@@ -3,6 +3,9 @@
 // only a session it accepted (a name clash is refused instead). Then each WorkerMessage becomes
 // a core event (heartbeats, reports, leaving, owner state, cache changes, GPU readings,
 // checkpoints) or goes to the worker book (link measurements, sensors), in session order.
+// Bounded per session (sessions.h): a session with kMaxSessionEventsInCore events waiting in the
+// core's queue is not read until the core caught up, and one whose worker does not read its
+// answers is cut; message lists are capped by worker_input.h.
 //
 // Threads: gRPC's handler threads, one per session, concurrently; functions it posts run on the
 // core thread. Holds references (each must outlive it) to what it feeds; no state of its own
@@ -59,6 +62,11 @@ class SessionService final : public v1::WorkerSession::Service {
   void Welcome(const SessionPtr& session, const std::string& peer_address, double cpu_score,
                uint32_t cores, const std::vector<std::string>& cached,
                std::vector<v1::GpuDevice> gpus);
+  // Posts `item` to the core for `session`, counted (Session::in_core) until the core takes it.
+  void Post(const SessionPtr& session, CoreItem item);
+  // Handler thread: waits while `session` has kMaxSessionEventsInCore events in the core's queue;
+  // false when its call was cancelled meanwhile.
+  bool AwaitCoreRoom(const SessionPtr& session);
   // One message after the Hello.
   void Handle(const SessionPtr& session, const v1::WorkerMessage& msg);
   void HandleLeaving(const SessionPtr& session, const v1::Leaving& leaving);

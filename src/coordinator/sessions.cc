@@ -1,10 +1,26 @@
 #include "coordinator/sessions.h"
 
+#include <algorithm>
+
+#include "spdlog/spdlog.h"
+
 namespace idlepool::coordinator {
 
 void Session::Send(v1::CoordinatorMessage m, bool end) {
   std::lock_guard lock(mu);
-  if (done) return;
+  if (done || cut) return;
+  const size_t bytes = m.ByteSizeLong();
+  if (outbox.size() >= kMaxOutboxMessages || outbox_bytes + bytes > kMaxOutboxBytes) {
+    spdlog::warn("worker {} does not read its session {} ({} messages, {} bytes queued): cut",
+                 worker, id, outbox.size(), outbox_bytes);
+    cut = true;
+    outbox.clear();
+    outbox_bytes = 0;
+    ctx->TryCancel();  // the writer's blocked Write and the handler's Read return
+    cv.notify_one();
+    return;
+  }
+  outbox_bytes += bytes;
   outbox.push_back(std::move(m));
   if (end) end_after_flush = true;
   cv.notify_one();
@@ -13,11 +29,12 @@ void Session::Send(v1::CoordinatorMessage m, bool end) {
 void Session::WriterLoop() {
   std::unique_lock lock(mu);
   while (true) {
-    cv.wait(lock, [&] { return done || !outbox.empty() || end_after_flush; });
-    if (done) return;
+    cv.wait(lock, [&] { return done || cut || !outbox.empty() || end_after_flush; });
+    if (done || cut) return;
     while (!outbox.empty()) {
       v1::CoordinatorMessage m = std::move(outbox.front());
       outbox.pop_front();
+      outbox_bytes -= std::min(outbox_bytes, m.ByteSizeLong());
       lock.unlock();
       bool ok = stream->Write(m);
       lock.lock();

@@ -26,6 +26,18 @@
 
 namespace idlepool::coordinator {
 
+// What one session may have queued for its worker: a worker that does not read its stream is cut
+// (Session::Send), never buffered without end. A worker that reads drains its queue as fast as
+// the core fills it; the largest honest burst is a Hello's kills (at most kMaxListedAttempts,
+// coordinator/worker_input.h) and one assignment per slot (4096 slots). Bytes as serialized; an
+// assignment of a job with 100,000 inputs is about 15 MB, so several fit.
+inline constexpr size_t kMaxOutboxMessages = 32768;
+inline constexpr size_t kMaxOutboxBytes = size_t{128} << 20;
+// Events one session may have waiting in the core's queue (CoreLoop::PostItem): its handler stops
+// reading the stream until the core caught up, so a worker that floods it is held back by the
+// stream's flow control instead of growing the queue.
+inline constexpr int kMaxSessionEventsInCore = 1024;
+
 // One worker session stream.
 struct Session {
   core::SessionId id = 0;
@@ -37,12 +49,20 @@ struct Session {
   std::mutex mu;
   std::condition_variable cv;
   std::deque<v1::CoordinatorMessage> outbox ABSL_GUARDED_BY(mu);
+  size_t outbox_bytes ABSL_GUARDED_BY(mu) = 0;
   bool end_after_flush ABSL_GUARDED_BY(mu) = false;  // set after a Refused message
   bool done ABSL_GUARDED_BY(mu) = false;             // the handler is leaving; the writer must stop
-  bool left = false;                                 // it said Leaving (handler thread only)
+  bool cut ABSL_GUARDED_BY(mu) = false;  // its worker did not read: the stream is being cancelled
+  bool left = false;                     // it said Leaving (handler thread only)
+  // Its events posted to the core and not yet taken (kMaxSessionEventsInCore); in_core_cv wakes
+  // the handler waiting for room.
+  int in_core ABSL_GUARDED_BY(mu) = 0;
+  std::condition_variable in_core_cv;
 
-  // Queues `m` (dropped once the handler is leaving); `end`: close the stream after it. Any
-  // thread.
+  // Queues `m` (dropped once the handler is leaving, or the session was cut); `end`: close the
+  // stream after it. A message that would take the queue past kMaxOutboxMessages or
+  // kMaxOutboxBytes cuts the session instead: the queue is dropped and the stream cancelled (its
+  // worker must say hello again). Any thread.
   void Send(v1::CoordinatorMessage m, bool end = false);
   // The writer thread's body: writes the outbox until done, a failed write or an end.
   void WriterLoop();

@@ -78,6 +78,15 @@ absl::Status CheckHello(const v1::Hello& hello) {
   if (hello.capacity().cpus() == 0 || hello.capacity().cpus() > 4096) {
     return absl::InvalidArgumentError("Hello.capacity.cpus must be between 1 and 4096");
   }
+  for (const auto& [field, n] :
+       {std::pair{"held_attempts", hello.held_attempts_size()},
+        std::pair{"frozen_attempts", hello.frozen_attempts_size()},
+        std::pair{"delivering_attempts", hello.delivering_attempts_size()}}) {
+    if (static_cast<size_t>(n) > kMaxListedAttempts) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Hello.", field, " lists ", n, " attempts (at most ", kMaxListedAttempts, ")"));
+    }
+  }
   if (std::string problem = wire::GpusProblem(hello.gpus()); !problem.empty()) {
     return absl::InvalidArgumentError(problem);
   }
@@ -117,8 +126,18 @@ core::OwnerStateChanged OwnerEvent(const std::string& worker, core::SessionId se
   ev.state = text::PrintableText(text::TruncateUtf8(o.state(), 32));
   ev.reason = text::PrintableText(text::TruncateUtf8(o.reason(), 256));
   ev.cause = text::PrintableText(text::TruncateUtf8(o.cause(), 32));
-  ev.suspended.assign(o.suspended_attempts().begin(), o.suspended_attempts().end());
+  const auto& s = o.suspended_attempts();
+  ev.suspended.assign(s.begin(), s.begin() + std::min<int>(s.size(), kMaxListedAttempts));
   return ev;
+}
+
+core::WorkerLeaving LeavingEvent(const std::string& worker, core::SessionId session,
+                                 const v1::Leaving& leaving) {
+  const auto& v = leaving.vacated_attempts();
+  return core::WorkerLeaving{
+      worker, session,
+      std::vector<core::AttemptId>(v.begin(),
+                                   v.begin() + std::min<int>(v.size(), kMaxListedAttempts))};
 }
 
 core::CacheChanged CacheEvent(const std::string& worker, core::SessionId session,
@@ -216,6 +235,9 @@ std::string PeerAddress(const std::string& announced, const std::string& grpc_pe
 std::string CheckFiles(const blob::BlobStore& blobs,
                        const google::protobuf::RepeatedPtrField<v1::OutputFile>& files,
                        std::vector<core::OutputFile>* out, const char* what) {
+  if (static_cast<size_t>(files.size()) > kMaxReportFiles) {
+    return absl::StrCat(files.size(), " ", what, "s listed (at most ", kMaxReportFiles, ")");
+  }
   std::set<std::string> seen;
   for (const auto& f : files) {
     std::string problem = spec::RelativePathError(f.path()).value_or("");

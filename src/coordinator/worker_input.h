@@ -19,6 +19,15 @@ namespace idlepool::coordinator {
 
 // Most cache entries taken from one Hello or CacheChange (proto: Hello.cached).
 inline constexpr size_t kMaxCachedBlobs = 20000;
+// Most attempt ids one message may list (Hello.held_attempts, .frozen_attempts,
+// .delivering_attempts; OwnerState.suspended_attempts; Leaving.vacated_attempts). A worker holds
+// at most its running attempts (one per slot, at most 4096 slots) and the finished ones whose
+// reports wait in its outbox, so twice the most slots is generous; every held id the core does
+// not know costs a Kill message, so an unbounded list was a 100x memory amplifier.
+inline constexpr size_t kMaxListedAttempts = 8192;
+// Most files one AttemptReport may list as outputs (kMaxInputFiles is the same bound on a job's
+// inputs); a success listing more fails, saying so.
+inline constexpr size_t kMaxReportFiles = 100000;
 
 // Why `name` cannot name a worker (Hello.worker), as a message that shows the name with what is
 // wrong escaped and names the character, e.g. `worker name "wa\u200b": U+200B (zero width space)
@@ -29,7 +38,8 @@ std::string WorkerNameProblem(const std::string& name);
 
 // Why a Hello cannot open a session, or OK: kFailedPrecondition for another protocol version,
 // kInvalidArgument for a worker name that is empty, over 256 bytes or not printable UTF-8, a
-// capacity outside 1..4096 CPUs, or a GPU list wire::GpusProblem refuses.
+// capacity outside 1..4096 CPUs, an attempt list over kMaxListedAttempts (naming the field), or a
+// GPU list wire::GpusProblem refuses.
 absl::Status CheckHello(const v1::Hello& hello);
 
 // The core's event for a Hello that passed CheckHello, opening session `session`.
@@ -41,7 +51,7 @@ double HelloCpuScore(const v1::Hello& hello);
 uint32_t HelloCores(const v1::Hello& hello);
 
 // An OwnerState as the core takes it: state and cause cut to 32 bytes, reason to 256, all
-// printable (its sensors go through CleanSensors).
+// printable, at most kMaxListedAttempts suspended attempts (its sensors go through CleanSensors).
 core::OwnerStateChanged OwnerEvent(const std::string& worker, core::SessionId session,
                                    const v1::OwnerState& o);
 
@@ -49,6 +59,11 @@ core::OwnerStateChanged OwnerEvent(const std::string& worker, core::SessionId se
 // as many removed.
 core::CacheChanged CacheEvent(const std::string& worker, core::SessionId session,
                               const v1::CacheChange& cache);
+
+// A Leaving as the core takes it: at most kMaxListedAttempts vacated attempts (the rest stay
+// held and end with the lease).
+core::WorkerLeaving LeavingEvent(const std::string& worker, core::SessionId session,
+                                 const v1::Leaving& leaving);
 
 // GpuReadings: the live readings of at most wire::kMaxGpus devices into `live` (index,
 // finite temperature, utilisation clamped to 0..1, memory used, `unavailable` cut to 32 printable
@@ -84,8 +99,8 @@ std::string CheckpointProblem(const blob::BlobStore& blobs,
                               std::vector<core::OutputFile>* out);
 
 // A worker's AttemptReport as the core takes it, from session `session` of `worker`: messages
-// and log tails cut, figures bounded, outputs (of a success) and a final checkpoint checked.
-// Outputs that do not check turn the success into a failure saying why.
+// and log tails cut, figures bounded, outputs (of a success, at most kMaxReportFiles) and a final
+// checkpoint checked. Outputs that do not check turn the success into a failure saying why.
 core::AttemptReport ToCoreReport(const blob::BlobStore& blobs, const std::string& worker,
                                  core::SessionId session, const v1::AttemptReport& r);
 

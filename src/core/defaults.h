@@ -5,6 +5,8 @@
 // ALIVE_INTERVAL is minutes; machines that are taken back at any moment need faster detection).
 #pragma once
 
+#include <cstddef>
+
 #include "core/types.h"
 
 namespace idlepool::core {
@@ -20,5 +22,30 @@ inline constexpr Millis kDefaultHeartbeat{1000};
 // task that kills its parent), and would otherwise take down every worker that takes it. Three:
 // two unrelated crashes of the machines that ran one task, back to back, are already rare.
 inline constexpr uint32_t kDefaultMaxWorkersLostInARow = 3;
+
+// Stalled attempts (core/stall.h, Options::stall). The protocol carries no per-attempt progress
+// (a Heartbeat is empty), so the signs of progress are a report and a checkpoint; an attempt
+// with neither for longer than its job's own attempt times make plausible is moved, and its
+// worker gets no new work for a while:
+//  - kStallFactor: 10x the median time (assignment to report, frozen time excluded) of the job's
+//    last kStallSample attempts that succeeded from the task's start. Task times of batch work
+//    are long-tailed, but one 10x the median is rare (Dean and Barroso, "The Tail at Scale",
+//    CACM 2013, see p99/p50 ratios of a few times); a worker 10x slower than the median machine
+//    is also rare in an office pool, and a false move costs only a rerun (a late success of it
+//    still commits).
+//  - kStallFloor: never less than 10 s, so that jobs of very short tasks do not move attempts
+//    that a busy machine, a process start or a cold cache delayed by seconds.
+//  - kStallNoHistory: 1 h while no attempt of the job has succeeded yet (nothing to compare to).
+//  - kStallLinkBytesPerMs: plus the job's input bytes at 1 MB/s (a slow Wi-Fi link), since a
+//    worker that lacks the inputs fetches them before its task starts and the median may come
+//    from workers that had them cached.
+//  - kStallAvoid: its worker gets no new attempts for 10 min (as a machine fault keeps a task
+//    off a worker, Options::machine_fault_avoid); the attempts it still runs keep their leases.
+inline constexpr double kStallFactor = 10;
+inline constexpr size_t kStallSample = 64;
+inline constexpr Millis kStallFloor{10000};
+inline constexpr Millis kStallNoHistory{3600000};
+inline constexpr double kStallLinkBytesPerMs = 1000;
+inline constexpr Millis kStallAvoid{600000};
 
 }  // namespace idlepool::core

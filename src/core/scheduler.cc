@@ -709,26 +709,8 @@ void Scheduler::OnTick(MonoTime now, std::vector<Decision>& out) {
   }
   for (const WorkerName& name : silent) LoseWorker(name, out);
 
-  // Timeout backstop: the worker enforces timeout_s itself; this catches one that did not.
-  std::vector<AttemptId> overdue;
-  const bool any_timeout = std::any_of(jobs_.begin(), jobs_.end(), [](const auto& kv) {
-    return kv.second.state == JobState::kRunning && kv.second.spec.timeout > Millis{0};
-  });
-  for (const auto& [id, a] : attempts_) {
-    if (!any_timeout) break;
-    if (a.orphan_deadline || a.suspended_since) continue;
-    const Millis timeout = JobOf(a.task).spec.timeout;
-    if (timeout > Millis{0} && a.started + timeout + options_.timeout_grace <= now) {
-      overdue.push_back(id);
-    }
-  }
-  for (AttemptId id : overdue) {
-    const AttemptRec& a = attempts_.at(id);
-    auto w = workers_.find(a.worker);
-    CORE_CHECK(w != workers_.end(), "adopted attempt without a worker");
-    out.push_back(KillAttempt{a.worker, w->second.session, id, KillReason::kTimedOut});
-    EndAttempt(id, AttemptOutcome::kTimedOut, 0, "timed out (no report from the worker)", out);
-  }
+  KillOverdue(now, out);
+  MoveStalled(now, out);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -951,7 +933,9 @@ bool Scheduler::Connected(const WorkerRec& w) {
   return w.state == WorkerState::kConnected && w.session_open;
 }
 
-bool Scheduler::Schedulable(const WorkerRec& w) { return Connected(w) && w.accepting; }
+bool Scheduler::Schedulable(const WorkerRec& w) {
+  return Connected(w) && w.accepting && w.stalled.empty();
+}
 
 uint32_t Scheduler::FreeSlots(const WorkerRec& w) {
   return w.capacity.cpus > w.slots_busy ? w.capacity.cpus - w.slots_busy : 0;
@@ -1317,6 +1301,7 @@ void Scheduler::Learn(const AttemptRec& a, WorkerRec& w, JobRec& job, MonoTime n
   if (!a.fresh || a.orphan_deadline) return;
   const MonoTime ran_until = a.suspended_since ? *a.suspended_since : now;
   const double runtime = std::max(1.0, Ms(ran_until - a.started));
+  job.times.Add(Millis(static_cast<int64_t>(runtime)));
   const double ref = runtime * Speed(w);
   job.ref_ms_sum += ref;
   ++job.ref_n;

@@ -47,6 +47,12 @@
 //     of a lost attempt (its worker was alive after all); preemptions, machine faults and losses
 //     that do not count neither count nor break the run. The count is not kept in the store: it
 //     starts over at a coordinator restart.
+//   - Stalls (Options::stall, core/stall.h): a running attempt with no report and no checkpoint for
+//     longer than its job's attempt times make plausible (StallLimit; not while frozen for its
+//     owner, nor a restored attempt not yet re-adopted) ends kLost with a "stalled: ..." message
+//     (a loss: never a failure, never a death of its worker) and is killed (kStale: a late success
+//     may still commit); its task is pending again at once. Its worker gets no new attempts for
+//     StallRule::avoid (WorkerView::stalled says why); checked at most once a second.
 //   - Owners: a worker whose owner policy does not accept work (OwnerStateChanged) gets no new
 //     attempts; a vacated attempt reported kPreempted is requeued at once, never a failure.
 //   - Placement: pending tasks in (job id, task index) order, each on the free worker that fits
@@ -84,6 +90,7 @@
 #include <vector>
 
 #include "core/defaults.h"
+#include "core/stall.h"
 #include "core/types.h"
 
 namespace idlepool::core {
@@ -419,6 +426,9 @@ struct WorkerView {
   std::string owner_cause;  // OwnerStateChanged::cause as last reported, for display
   std::vector<GpuDevice> gpus{};  // the devices it offers (WorkerHello::gpus, or the stand-ins)
   std::vector<uint32_t> gpus_busy{};  // indices owned by running attempts, ascending
+  // Why it gets no new attempts for now after one of its attempts stalled (Options::stall);
+  // empty when it was not found stalling within StallRule::avoid.
+  std::string stalled{};
 };
 
 // Placement policy: which of the learned-estimate rules the scheduler applies. Every rule is a
@@ -555,6 +565,9 @@ struct Options {
   // machine faulted retries. The same holds for a worker that died running the task (see
   // "Failures"): restarted at once, it would otherwise get the task straight back.
   Millis machine_fault_avoid{600000};
+
+  // Stalled attempts (see "Stalls" above; core/stall.h). Off unless enabled.
+  StallRule stall{};
 };
 
 class Scheduler {
@@ -606,6 +619,7 @@ class Scheduler {
     uint64_t ref_n = 0;       // learned successes
     uint64_t input_bytes = 0;  // sum of spec.inputs sizes (sorted, unique by sha256)
     std::vector<AttemptId> lost_attempts;  // ended kLost while it runs (LateSuccess)
+    AttemptTimes times;                    // of its learned successes (Learn), for the stall limit
   };
   struct AttemptRec {
     TaskKey task;
@@ -633,6 +647,8 @@ class Scheduler {
     std::set<AttemptId> attempts;
     bool accepting = true;
     std::string owner_state, owner_reason, owner_cause;
+    std::string stalled;  // not schedulable until stalled_until (Options::stall)
+    MonoTime stalled_until{};
     // Speed estimate (Policy): decayed attempts and decayed runtime / job mean.
     double speed_attempts = 0, speed_time = 0;
     // Up periods (Policy): the current one's start, the ended ones' count and expected count.
@@ -697,6 +713,10 @@ class Scheduler {
   void OnLeaving(const WorkerLeaving& e, MonoTime now, std::vector<Decision>& out);
   void OnReport(const AttemptReport& e, MonoTime now, std::vector<Decision>& out);
   void OnTick(MonoTime now, std::vector<Decision>& out);
+  // The tick's checks of running attempts (scheduler_watch.cc): the timeout backstop, and
+  // stalled attempts (at most once a second).
+  void KillOverdue(MonoTime now, std::vector<Decision>& out);
+  void MoveStalled(MonoTime now, std::vector<Decision>& out);
   void OnOwnerState(const OwnerStateChanged& e, MonoTime now, std::vector<Decision>& out);
   void OnCheckpoint(const CheckpointSaved& e, MonoTime now, std::vector<Decision>& out);
   void OnCacheChanged(const CacheChanged& e, std::vector<Decision>& out);
@@ -859,6 +879,7 @@ class Scheduler {
   // Attempt -> task for every ended attempt; kept only under PlantedBug::kNoFencing.
   std::map<AttemptId, TaskKey> planted_ended_;
   std::optional<MonoTime> last_tick_;
+  std::optional<MonoTime> last_stall_check_;
 };
 
 }  // namespace idlepool::core

@@ -83,6 +83,7 @@ std::optional<WorkerView> Scheduler::Worker(const WorkerName& name) const {
                w.owner_cause};
   v.gpus = w.gpus;
   for (const auto& [index, attempt] : w.gpu_owner) v.gpus_busy.push_back(index);
+  v.stalled = w.stalled;
   return v;
 }
 

@@ -12,7 +12,7 @@ void KeepLargeBlocksOutOfTheHeap() {
 #endif
 }
 
-void ReleaseFreeMemory() {
+void ReturnFreeMemory() {
 #if defined(__GLIBC__)
   (void)::malloc_trim(0);
 #endif

@@ -88,6 +88,54 @@ TEST(CheckHello, RefusesAnotherProtocolAndBadNamesOrCapacities) {
   EXPECT_EQ(CheckHello(h).code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(CheckHello, RefusesAttemptListsOverTheLimitNamingTheField) {
+  v1::Hello h = GoodHello();
+  for (size_t i = 0; i < kMaxListedAttempts; ++i) h.add_held_attempts(i + 1);
+  for (size_t i = 0; i < kMaxListedAttempts; ++i) h.add_delivering_attempts(i + 1);
+  EXPECT_TRUE(CheckHello(h).ok());  // the limit itself is fine
+  h.add_held_attempts(1u << 30);
+  EXPECT_EQ(CheckHello(h).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CheckHello(h).message(), "Hello.held_attempts lists 8193 attempts (at most 8192)");
+  h = GoodHello();
+  for (size_t i = 0; i <= kMaxListedAttempts; ++i) h.add_frozen_attempts(i + 1);
+  EXPECT_EQ(CheckHello(h).message(), "Hello.frozen_attempts lists 8193 attempts (at most 8192)");
+  h = GoodHello();
+  for (size_t i = 0; i <= kMaxListedAttempts; ++i) h.add_delivering_attempts(i + 1);
+  EXPECT_EQ(CheckHello(h).message(),
+            "Hello.delivering_attempts lists 8193 attempts (at most 8192)");
+}
+
+TEST(AttemptLists, OwnerStateAndLeavingAreCutToTheLimit) {
+  v1::OwnerState o;
+  v1::Leaving l;
+  for (size_t i = 0; i < 3 * kMaxListedAttempts; ++i) {
+    o.add_suspended_attempts(i + 1);
+    l.add_vacated_attempts(i + 1);
+  }
+  EXPECT_EQ(OwnerEvent("w", 3, o).suspended.size(), kMaxListedAttempts);
+  core::WorkerLeaving ev = LeavingEvent("w", 3, l);
+  EXPECT_EQ(ev.worker, "w");
+  EXPECT_EQ(ev.session, 3u);
+  ASSERT_EQ(ev.vacated.size(), kMaxListedAttempts);
+  EXPECT_EQ(ev.vacated.back(), kMaxListedAttempts);
+}
+
+TEST(ToCoreReport, ASuccessListingTooManyOutputsFailsSayingSo) {
+  blob::BlobStore blobs(::testing::TempDir() + "/worker_input_blobs");  // nothing in it
+  v1::AttemptReport r;
+  r.set_attempt(5);
+  r.set_result(v1::AttemptReport::SUCCEEDED);
+  for (size_t i = 0; i <= kMaxReportFiles; ++i) {
+    v1::OutputFile* f = r.add_outputs();
+    f->set_path("f" + std::to_string(i));
+    f->set_sha256(std::string(64, 'a'));
+  }
+  core::AttemptReport ev = ToCoreReport(blobs, "w", 3, r);
+  EXPECT_EQ(ev.result, core::ReportResult::kFailed);
+  EXPECT_EQ(ev.message, "100001 outputs listed (at most 100000)");
+  EXPECT_TRUE(ev.outputs.empty());
+}
+
 TEST(HelloFigures, OutOfRangeReadsAsUnknown) {
   v1::Hello h = GoodHello();
   h.set_cpu_score(350.5);
