@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Text from tasks and workers never reaches a terminal as escape sequences: a failing task that
-# prints a window-title and clear-screen sequence shows in `status` with its control characters
+# prints a window-title and clear-screen sequence shows in `status` and `logs` with its control characters
 # replaced; a worker name with control characters is refused, and so is one that would show like
 # another name (an invisible or direction-changing character), by the CLI and by the coordinator.
 source "$(dirname "$0")/lib.sh"
@@ -16,14 +16,19 @@ start_worker w1 --slots 1
 JOB=$("$IDLEPOOL" submit "$T/job.toml")
 rc=0; "$IDLEPOOL" wait "$JOB" --quiet >/dev/null 2>&1 || rc=$?
 [ "$rc" != 0 ] || fail "the failing job succeeded"
-"$IDLEPOOL" status "$JOB" >"$T/status.txt"
-grep -q "boom" "$T/status.txt" || fail "status does not show the task's output: $(cat "$T/status.txt")"
-grep -q "PWNED" "$T/status.txt" || fail "status dropped the text around the escapes"
-if LC_ALL=C grep -q $'[\x01-\x08\x0b-\x1f\x7f]' "$T/status.txt"; then
-  fail "status printed control characters: $(od -c "$T/status.txt" | head -20)"
-fi
-LC_ALL=C grep -q $'\xc2\x9b' "$T/status.txt" && fail "status printed a C1 control (CSI)"
-pass "status shows task output with its control characters replaced"
+# A task's output is read per task (`logs`; a job's status carries no log tails, issue 21).
+for cmd in status logs; do
+  args=("$JOB"); [ "$cmd" = logs ] && args+=(0)
+  "$IDLEPOOL" "$cmd" "${args[@]}" >"$T/$cmd.txt"
+  if LC_ALL=C grep -q $'[\x01-\x08\x0b-\x1f\x7f]' "$T/$cmd.txt"; then
+    fail "$cmd printed control characters: $(od -c "$T/$cmd.txt" | head -20)"
+  fi
+  LC_ALL=C grep -q $'\xc2\x9b' "$T/$cmd.txt" && fail "$cmd printed a C1 control (CSI)"
+done
+grep -q "failed" "$T/status.txt" || fail "status does not show the failure: $(cat "$T/status.txt")"
+grep -q "boom" "$T/logs.txt" || fail "logs does not show the task's output: $(cat "$T/logs.txt")"
+grep -q "PWNED" "$T/logs.txt" || fail "logs dropped the text around the escapes"
+pass "status and logs show the task's failure and output with control characters replaced"
 
 rc=0; "$IDLEPOOL" worker --name $'evil\e]0;PWNED\a' --work-dir "$T/evil" >"$T/evil.log" 2>&1 || rc=$?
 [ "$rc" = 2 ] || fail "a worker name with control characters: exit $rc, want 2"
