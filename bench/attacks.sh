@@ -69,7 +69,7 @@ pool_works() {
   ( set -e
     JOB=$("$IDLEPOOL" submit "$T/normal.toml")
     timeout 120 "$IDLEPOOL" wait "$JOB" --quiet >/dev/null
-    assert_outputs_once "$JOB" 6 ) >/dev/null 2>&1
+    assert_outputs_once "$JOB" 6 ) >"$T/pool_works.log" 2>&1
 }
 
 start_pool
@@ -111,7 +111,7 @@ for f in bench/attacks/*.sh; do
   lost=""
   for p in "${WORKER_PIDS[@]}"; do dead "$p" && lost+=" a worker died;"; done
   ensure_workers
-  if pool_works; then works="yes"; else works="NO"; fi
+  if pool_works; then works="yes"; else works="NO ($(tail -1 "$T/pool_works.log"))"; fi
   printf '%-16s %9s %9s %9s %9s %10s  %s%s%s\n' "$name" "$(mib "$cpeak")" "${cfds:-?}" \
     "$(mib "$wpeak")" "${wfds:-?}" "$after" "$works" "$lost" "$note"
 done
