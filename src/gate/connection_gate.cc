@@ -1,6 +1,7 @@
 #include "gate/connection_gate.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
@@ -99,6 +100,25 @@ void ConnectionGate::Drop(std::map<int, Entry>::iterator it) {
   auto p = per_peer_.find(it->second.peer);
   if (p != per_peer_.end() && --p->second == 0) per_peer_.erase(p);
   by_fd_.erase(it);
+}
+
+bool IsConnectionAcceptError(int err) {
+  switch (err) {
+    case EINTR:
+    case ECONNABORTED:
+    case EPROTO:
+    case ENETDOWN:
+    case ENOPROTOOPT:
+    case EHOSTDOWN:
+    case ENONET:
+    case EHOSTUNREACH:
+    case EOPNOTSUPP:
+    case ENETUNREACH:
+    case EPERM:  // a firewall rule refused it
+      return true;
+    default:
+      return false;
+  }
 }
 
 }  // namespace idlepool::gate

@@ -52,6 +52,11 @@ struct SocketId {
 // (the HTTPS dashboard) refuse at the same line.
 size_t FdCeiling(uint64_t fd_limit, size_t min_fd_reserve);
 
+// Whether an accept(2) error belongs to the one connection being accepted (Linux passes pending
+// network errors on; EPERM: a firewall rule refused it): accept the next one at once. Anything
+// else (out of descriptors or memory) is the process's: wait a little, never stop listening.
+bool IsConnectionAcceptError(int err);
+
 enum class Admission { kAdmit, kFdReserve, kListenerFull, kPeerFull };
 const char* AdmissionName(Admission a);
 

@@ -34,26 +34,6 @@ int64_t NowMs() {
       .count();
 }
 
-// accept(2) errors that belong to one connection (Linux passes pending network errors on).
-bool ConnectionError(int err) {
-  switch (err) {
-    case EINTR:
-    case ECONNABORTED:
-    case EPROTO:
-    case ENETDOWN:
-    case ENOPROTOOPT:
-    case EHOSTDOWN:
-    case ENONET:
-    case EHOSTUNREACH:
-    case EOPNOTSUPP:
-    case ENETUNREACH:
-    case EPERM:  // a firewall rule refused it
-      return true;
-    default:
-      return false;
-  }
-}
-
 PeerKey KeyOf(const sockaddr_storage& ss) {
   if (ss.ss_family == AF_INET6) {
     const auto& a6 = reinterpret_cast<const sockaddr_in6&>(ss).sin6_addr;
@@ -214,7 +194,7 @@ bool Listener::AcceptFrom(int lfd) {
     if (fd < 0) {
       const int err = errno;
       if (err == EAGAIN || err == EWOULDBLOCK) return true;
-      if (ConnectionError(err)) continue;
+      if (IsConnectionAcceptError(err)) continue;
       // Out of descriptors or memory, or anything else: never a reason to stop listening.
       if (accept_errors_.fetch_add(1) == 0 || NowMs() - last_log_ms_ >= kLogEveryMs) {
         spdlog::warn("{}: accept failed ({}); trying again in {} ms", options_.name,

@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <functional>
 #include <mutex>
@@ -123,26 +124,6 @@ void RefuseAtOnce(int fd) {
   linger l{1, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
   ::close(fd);
-}
-
-// accept(2) errors that belong to one connection (Linux passes pending network errors on).
-bool RetryAccept(int err) {
-  switch (err) {
-    case EINTR:
-    case EAGAIN:
-    case ECONNABORTED:
-    case EPROTO:
-    case ENETDOWN:
-    case ENOPROTOOPT:
-    case EHOSTDOWN:
-    case ENONET:
-    case EHOSTUNREACH:
-    case EOPNOTSUPP:
-    case ENETUNREACH:
-      return true;
-    default:
-      return false;
-  }
 }
 
 const char* Reason(int status) {
@@ -263,19 +244,22 @@ void TlsServer::Stop() {
 }
 
 void TlsServer::AcceptLoop() {
+  bool failing = false;  // logged once per run of failures
   for (;;) {
     const int lfd = svr_sock_;
     if (lfd == INVALID_SOCKET) return;
     const int fd = ::accept4(lfd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
-      if (RetryAccept(errno)) continue;
-      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-        platform::SleepFor(std::chrono::milliseconds(10));  // until a connection ends
-        continue;
-      }
-      if (!stopped_) spdlog::error("dashboard: accept failed ({}); no more connections", errno);
-      return;  // shut down by Stop
+      const int err = errno;
+      if (stopped_) return;  // Stop shut the socket down
+      if (err == EAGAIN || gate::IsConnectionAcceptError(err)) continue;
+      // Out of descriptors or memory, or anything else: wait for a connection to end, and go on.
+      if (!failing) spdlog::warn("dashboard: accept failed ({}); trying again", std::strerror(err));
+      failing = true;
+      platform::SleepFor(std::chrono::milliseconds(10));
+      continue;
     }
+    failing = false;
     if (static_cast<size_t>(fd) >= fd_ceiling_) {  // keep the process's descriptor reserve
       RefuseAtOnce(fd);
       continue;

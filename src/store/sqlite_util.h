@@ -14,30 +14,9 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "core/types.h"
+#include "store/sqlite_stmt.h"
 
 namespace idlepool::store::internal {
-
-struct StmtDeleter {
-  void operator()(sqlite3_stmt* s) const { sqlite3_finalize(s); }
-};
-using StmtPtr = std::unique_ptr<sqlite3_stmt, StmtDeleter>;
-
-// Resets a cached statement (and drops its bindings) when a use of it ends, however it ends.
-class Use {
- public:
-  explicit Use(const StmtPtr& s) : s_(s.get()) {}
-  ~Use() {
-    sqlite3_reset(s_);
-    sqlite3_clear_bindings(s_);
-  }
-  Use(const Use&) = delete;
-  Use& operator=(const Use&) = delete;
-  sqlite3_stmt* get() const { return s_; }
-  operator sqlite3_stmt*() const { return s_; }
-
- private:
-  sqlite3_stmt* s_;
-};
 
 // Binds parameters 1, 2, 3, ... in order, remembering the first failure. Text and blobs are
 // bound without copying: the caller keeps them alive until the statement is reset.

@@ -24,6 +24,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "store/sqlite_stmt.h"
 
 namespace idlepool::trust {
 namespace {
@@ -76,26 +77,8 @@ constexpr const char* kListWorkersSql =
 constexpr const char* kRevokeWorkerSql =
     "UPDATE workers SET revoked_at = max(revoked_at, ?) WHERE name = ?";
 
-struct StmtDeleter {
-  void operator()(sqlite3_stmt* s) const { sqlite3_finalize(s); }
-};
-using StmtPtr = std::unique_ptr<sqlite3_stmt, StmtDeleter>;
-
-// Resets a prepared statement and its bindings when a use of it ends.
-class Use {
- public:
-  explicit Use(const StmtPtr& s) : s_(s.get()) {}
-  ~Use() {
-    sqlite3_reset(s_);
-    sqlite3_clear_bindings(s_);
-  }
-  Use(const Use&) = delete;
-  Use& operator=(const Use&) = delete;
-  operator sqlite3_stmt*() const { return s_; }
-
- private:
-  sqlite3_stmt* s_;
-};
+using store::internal::StmtPtr;
+using store::internal::Use;
 
 int Bind1(sqlite3_stmt* s, int i, int64_t v) { return sqlite3_bind_int64(s, i, v); }
 int Bind1(sqlite3_stmt* s, int i, absl::string_view v) {

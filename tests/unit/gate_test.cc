@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <mutex>
 #include <thread>
@@ -40,6 +41,17 @@ TEST(ConnectionGate, BoundsFollowTheDescriptorLimit) {
   // Below the reserve nothing is admitted.
   ConnectionGate none({.min_fd_reserve = 64}, 60);
   EXPECT_EQ(none.Check(V4(10, 0, 0, 1), 3), Admission::kFdReserve);
+}
+
+TEST(ConnectionGate, AcceptErrorsOfOneConnectionAreTheConnections) {
+  // One connection's trouble: accept the next at once (both accept loops, gRPC's and HTTPS).
+  for (int err : {ECONNABORTED, EPROTO, EHOSTUNREACH, ENETUNREACH, EPERM, EINTR}) {
+    EXPECT_TRUE(IsConnectionAcceptError(err)) << err;
+  }
+  // The process's: wait and try again, but never read as one connection's.
+  for (int err : {EMFILE, ENFILE, ENOBUFS, ENOMEM, EBADF, EINVAL}) {
+    EXPECT_FALSE(IsConnectionAcceptError(err)) << err;
+  }
 }
 
 TEST(ConnectionGate, CapsPerAddressThenPerListener) {
