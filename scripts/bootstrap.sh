@@ -15,6 +15,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev parallel procps jq sqlite3 curl
   # trust tests: a stand-in TLS server (openssl s_server), a loopback capture (tcpdump)
   openssl tcpdump
+  # hostile-load tests (issue 21): connection floods (python3), a descriptor limit (prlimit)
+  python3 util-linux
   clang-format  # format_check_test: the lines a commit changes are clang-formatted
   # the fuzzers (tests/fuzz/run.sh): clang, and its runtimes for libFuzzer and the sanitizers
   clang libclang-rt-dev
