@@ -11,6 +11,7 @@
 #include "cli/log_format.h"
 #include "platform/gpu_probe.h"
 #include "platform/process.h"
+#include "sandbox/agent.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 
@@ -53,6 +54,9 @@ void SetUpLogging(const idlepool::cli::Common& common) {
 int main(int argc, char** argv) {
   if (argc > 1 && std::string_view(argv[1]) == idlepool::platform::kGpuProbeSubcommand) {
     idlepool::platform::GpuProbeMain(argc, argv);  // the worker's discovery child; exits
+  }
+  if (argc > 1 && std::string_view(argv[1]) == idlepool::sandbox::kAgentSubcommand) {
+    idlepool::sandbox::AgentMain();  // a slot's sandbox agent, started by the worker; exits
   }
   idlepool::platform::IgnoreSigpipe();
   CLI::App app{"idlepool: pool the idle machines of an office, lab or home for embarrassingly "

@@ -314,6 +314,21 @@ absl::StatusOr<std::unique_ptr<Process>> Process::Start(const SpawnOptions& opts
   return p;
 }
 
+std::unique_ptr<Process> Process::Adopt(AdoptedChild child, const SpawnOptions& opts) {
+  std::unique_ptr<Process> p(new Process());
+  p->stdout_path_ = opts.stdout_path;
+  p->stderr_path_ = opts.stderr_path;
+  p->head_cap_ = opts.log_head_bytes;
+  p->tail_cap_ = opts.log_tail_bytes;
+  p->cgroup_ = opts.cgroup;
+  p->pid_ = child.pid;
+  p->pidfd_ = child.pidfd;
+  p->out_fd_ = child.out_fd;
+  p->err_fd_ = child.err_fd;
+  p->control_ = std::move(child.control);
+  return p;
+}
+
 ExitInfo Process::Wait(std::chrono::milliseconds timeout, std::chrono::milliseconds kill_grace) {
   using SteadyClock = std::chrono::steady_clock;
   ExitInfo info;
@@ -369,8 +384,7 @@ ExitInfo Process::Wait(std::chrono::milliseconds timeout, std::chrono::milliseco
     }
 
     if (!exited && (pid_i < 0 || (n > 0 && (fds[pid_i].revents & POLLIN)) || pidfd_ < 0)) {
-      pid_t r = ::waitpid(pid_, &status, pidfd_ >= 0 ? 0 : WNOHANG);
-      if (r == pid_) {
+      if (ReapLeader(/*poll=*/pidfd_ < 0, &status, &info)) {
         exited = true;
         reaped_ = true;
         // The leader is gone; anything it left behind in its group (and cgroup) goes too, so
@@ -423,10 +437,32 @@ ExitInfo Process::Wait(std::chrono::milliseconds timeout, std::chrono::milliseco
   return info;
 }
 
+bool Process::ReapLeader(bool poll, int* status, ExitInfo* info) {
+  if (control_ != nullptr) {
+    const ReapResult r = control_->Reap();
+    *status = r.wait_status;
+    info->pids_limit = r.pids_limit;
+    return true;
+  }
+  return ::waitpid(pid_, status, poll ? WNOHANG : 0) == pid_;
+}
+
+void Process::SignalGroup(int sig) {
+  if (control_ != nullptr) {
+    control_->SignalTree(sig);
+  } else if (pid_ > 0 && !reaped_) {
+    ::kill(-pid_, sig);
+  }
+}
+
 void Process::SignalTree(int sig) {
-  // Once the leader is reaped and its group empty, its pgid may be reused by an unrelated
-  // process: only the kill right after reaping (Wait) may still use it.
-  if (pid_ > 0 && (!reaped_ || !group_checked_)) ::kill(-pid_, sig);
+  if (control_ != nullptr) {
+    control_->SignalTree(sig);
+  } else if (pid_ > 0 && (!reaped_ || !group_checked_)) {
+    // Once the leader is reaped and its group empty, its pgid may be reused by an unrelated
+    // process: only the kill right after reaping (Wait) may still use it.
+    ::kill(-pid_, sig);
+  }
   if (cgroup_ != nullptr) {
     if (sig == SIGKILL) {
       cgroup_->Kill();
@@ -453,7 +489,7 @@ absl::Status Process::Suspend() {
   int64_t zero = 0;
   suspended_at_ns_.compare_exchange_strong(zero, SteadyNs());
   if (cgroup_ != nullptr) return cgroup_->Freeze(std::chrono::milliseconds(1000));
-  if (pid_ > 0 && !reaped_) ::kill(-pid_, SIGSTOP);
+  SignalGroup(SIGSTOP);
   return absl::OkStatus();
 }
 
@@ -462,7 +498,7 @@ void Process::Resume() {
     suspended_total_ns_ += SteadyNs() - at;
   }
   if (cgroup_ != nullptr) cgroup_->Thaw().IgnoreError();
-  if (pid_ > 0 && !reaped_) ::kill(-pid_, SIGCONT);
+  SignalGroup(SIGCONT);
 }
 
 void Process::Terminate(std::chrono::milliseconds grace) {
@@ -481,7 +517,9 @@ void Process::Terminate(std::chrono::milliseconds grace) {
 Process::~Process() {
   if (pid_ > 0 && !reaped_) {
     SignalTree(SIGKILL);
-    ::waitpid(pid_, nullptr, 0);
+    int status = 0;
+    ExitInfo ignored;
+    ReapLeader(/*poll=*/false, &status, &ignored);
   }
   for (int fd : {out_fd_, err_fd_, pidfd_}) {
     if (fd >= 0) ::close(fd);

@@ -51,10 +51,37 @@ struct SpawnOptions {
 
 struct ExitInfo {
   bool timed_out = false;
+  bool pids_limit = false;   // a sandbox killed it for reaching its process limit
   bool killed = false;       // ended by Kill()
   int exit_code = -1;        // valid when signal == 0
   int signal = 0;            // terminating signal, 0 if it exited
   std::string stderr_tail;   // last few KiB of stderr (or stdout when stderr is empty)
+};
+
+// How a Process adopted from elsewhere (a sandbox's agent, sandbox/slot_sandbox.h) is
+// signalled and reaped: it is not this process's child, so neither waitpid nor a process-group
+// kill by number (the number may be reused once its parent reaped it) is used on it.
+struct ReapResult {
+  int wait_status = 0;
+  bool pids_limit = false;
+};
+class ChildControl {
+ public:
+  virtual ~ChildControl() = default;
+  // Every process of the task's tree. Any thread, any time, also after it ended (a no-op then).
+  virtual void SignalTree(int sig) = 0;
+  // Blocks until the leader and every other process of the tree are gone. Called once, by the
+  // thread that waits, after the leader's pidfd said it exited.
+  virtual ReapResult Reap() = 0;
+};
+
+// A started command that is not this process's child.
+struct AdoptedChild {
+  pid_t pid = -1;  // in this process's PID namespace
+  int pidfd = -1;  // owned by the Process from here on; so are the two pipes
+  int out_fd = -1;
+  int err_fd = -1;
+  std::unique_ptr<ChildControl> control;
 };
 
 class Process {
@@ -67,6 +94,8 @@ class Process {
   // process or the system is out of file descriptors (EMFILE, ENFILE) or processes (EAGAIN),
   // kInternal for other spawn failures.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<Process>> Start(const SpawnOptions& opts);
+  // Wraps a command started elsewhere; `opts` gives its log paths and caps and its cgroup.
+  [[nodiscard]] static std::unique_ptr<Process> Adopt(AdoptedChild child, const SpawnOptions& opts);
 
   // Pumps logs until exit. `timeout` 0 means none; time spent suspended (Suspend to Resume)
   // does not count. On timeout the group gets SIGTERM, then SIGKILL after `kill_grace`.
@@ -108,7 +137,12 @@ class Process {
   std::atomic<int64_t> suspended_at_ns_{0};        // steady clock; 0 = running
   std::atomic<int64_t> suspended_total_ns_{0};     // time spent suspended so far
   TaskCgroup* cgroup_ = nullptr;
+  std::unique_ptr<ChildControl> control_;  // set for an adopted command
   void SignalTree(int sig);
+  void SignalGroup(int sig);  // its process group, or its tree through control_
+  // Reaps the leader: waitpid for a child (WNOHANG when `poll`), Reap for an adopted one.
+  // Returns whether it ended; fills `status` and `info`.
+  bool ReapLeader(bool poll, int* status, ExitInfo* info);
 };
 
 // An exclusive advisory lock (flock) on `path`, created if missing, held until the FileLock is

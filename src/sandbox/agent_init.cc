@@ -1,0 +1,257 @@
+// The sandbox init's loop: launch requests, the task's end, the pids limit (see agent.h).
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "sandbox/agent.h"
+#include "sandbox/channel.h"
+#include "sandbox/messages.h"
+
+namespace idlepool::sandbox::internal {
+namespace {
+
+constexpr int kIoprioClassIdle = 3;
+constexpr int kIoprioClassShift = 13;
+constexpr int kPidsCheckMs = 100;
+constexpr unsigned long kAgentProcesses = 2;  // how often a running task's process count is read
+
+struct Task {
+  pid_t leader = 0;  // 0: none running
+  bool leader_done = false;
+  int status = 0;
+  bool pids_limit = false;
+};
+
+// The task's side of the fork: never returns. Reports an exec failure's errno on `status_fd`.
+[[noreturn]] void ExecTask(const LaunchRequest& q, const std::vector<int>& fds, int status_fd,
+                           unsigned long pids_max) {
+  auto fail = [&](int err) {
+    (void)!::write(status_fd, &err, sizeof err);
+    ::_exit(127);
+  };
+  if (q.has_cgroup && ::write(fds[2], "0", 1) != 1) fail(errno);
+  ::setsid();
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);
+  sigset_t empty;
+  sigemptyset(&empty);
+  ::sigprocmask(SIG_SETMASK, &empty, nullptr);
+  const int devnull = ::open("/dev/null", O_RDONLY);
+  if (devnull < 0 || ::dup2(devnull, 0) < 0 || ::dup2(fds[0], 1) < 0 || ::dup2(fds[1], 2) < 0) {
+    fail(errno);
+  }
+  if (!q.cwd.empty() && ::chdir(q.cwd.c_str()) != 0) fail(errno);
+  if (q.low_priority) {
+    sched_param param{};
+    ::sched_setscheduler(0, SCHED_IDLE, &param);  // best effort, as for unsandboxed tasks
+    ::setpriority(PRIO_PROCESS, 0, 19);
+    ::syscall(SYS_ioprio_set, 1, 0, kIoprioClassIdle << kIoprioClassShift);
+  }
+  // RLIMIT_NPROC counts this user's processes in the slot's user namespace: the task's, plus
+  // the init and the outer agent.
+  rlimit nproc{pids_max + kAgentProcesses, pids_max + kAgentProcesses};
+  ::setrlimit(RLIMIT_NPROC, &nproc);
+  rlimit rl{};
+  if (q.nofile_soft > 0 && ::getrlimit(RLIMIT_NOFILE, &rl) == 0 && q.nofile_soft < rl.rlim_cur) {
+    rl.rlim_cur = q.nofile_soft;
+    ::setrlimit(RLIMIT_NOFILE, &rl);
+  }
+  std::vector<char*> argv, envp;
+  for (const auto& a : q.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  for (const auto& e : q.env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  const std::string& name = q.argv[0];
+  if (name.find('/') != std::string::npos) {
+    ::execve(name.c_str(), argv.data(), envp.data());
+    fail(errno);
+  }
+  int err = ENOENT;
+  size_t pos = 0;
+  const std::string& dirs = q.path.empty() ? std::string("/usr/local/bin:/usr/bin:/bin") : q.path;
+  while (pos <= dirs.size()) {
+    size_t colon = dirs.find(':', pos);
+    if (colon == std::string::npos) colon = dirs.size();
+    const std::string dir = colon > pos ? dirs.substr(pos, colon - pos) : std::string(".");
+    const std::string file = dir + "/" + name;
+    ::execve(file.c_str(), argv.data(), envp.data());
+    if (errno != ENOENT && errno != ENOTDIR) err = errno;
+    pos = colon + 1;
+  }
+  fail(err);
+  ::_exit(127);
+}
+
+void SendOrExit(Channel& ch, std::string_view body, const std::vector<int>& fds = {}) {
+  if (!ch.Send(body, fds).ok()) ::_exit(0);  // the worker is gone: so is this namespace
+}
+
+// Processes and threads in this namespace now, the init left out (/proc/N/stat field 20).
+unsigned long CountTasks() {
+  unsigned long total = 0;
+  DIR* d = ::opendir("/proc");
+  if (d == nullptr) return 0;
+  while (dirent* e = ::readdir(d)) {
+    char* end = nullptr;
+    const long pid = std::strtol(e->d_name, &end, 10);
+    if (*end != '\0' || pid <= 1) continue;
+    char path[64], buf[512];
+    std::snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+    ::close(fd);
+    if (n <= 0) continue;
+    buf[n] = '\0';
+    const char* p = std::strrchr(buf, ')');  // after comm, which may hold anything
+    int field = 2;
+    while (p != nullptr && *p != '\0' && field < 20) {
+      if (*p++ == ' ') ++field;
+    }
+    total += p != nullptr ? std::strtoul(p, nullptr, 10) : 1;
+  }
+  ::closedir(d);
+  return total;
+}
+
+// The task's processes and threads reached its limit (see ExecTask's RLIMIT_NPROC).
+bool AtLimit(unsigned long pids_max) { return CountTasks() >= pids_max; }
+
+void CloseAll(const std::vector<int>& fds) {
+  for (int fd : fds) ::close(fd);
+}
+
+void Launch(Channel& ch, Frame f, Task* task, unsigned long pids_max) {
+  auto q = DecodeLaunch(f.body);
+  const size_t want = q.ok() && q->has_cgroup ? 3 : 2;
+  if (!q.ok() || f.fds.size() != want || task->leader != 0) {
+    CloseAll(f.fds);
+    const std::string why = !q.ok()             ? std::string(q.status().message())
+                            : task->leader != 0 ? "a task is already running in this sandbox"
+                                                : "bad descriptors";
+    return SendOrExit(ch, EncodeSimple(Msg::kError, 0, why));
+  }
+  int status_pipe[2];
+  if (::pipe2(status_pipe, O_CLOEXEC) != 0) {
+    CloseAll(f.fds);
+    return SendOrExit(ch, EncodeSimple(Msg::kExecFailed, static_cast<uint64_t>(errno)));
+  }
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(status_pipe[0]);
+    ExecTask(*q, f.fds, status_pipe[1], pids_max);
+  }
+  const int fork_err = errno;
+  ::close(status_pipe[1]);
+  CloseAll(f.fds);
+  if (pid < 0) {
+    ::close(status_pipe[0]);
+    return SendOrExit(ch, EncodeSimple(Msg::kExecFailed, static_cast<uint64_t>(fork_err)));
+  }
+  int exec_err = 0;
+  ssize_t n;
+  do {
+    n = ::read(status_pipe[0], &exec_err, sizeof exec_err);
+  } while (n < 0 && errno == EINTR);
+  ::close(status_pipe[0]);
+  if (n == static_cast<ssize_t>(sizeof exec_err)) {
+    ::waitpid(pid, nullptr, 0);
+    return SendOrExit(ch, EncodeSimple(Msg::kExecFailed, static_cast<uint64_t>(exec_err)));
+  }
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  *task = Task{pid, false, 0, false};
+  std::vector<int> out;
+  if (pidfd >= 0) out.push_back(pidfd);
+  SendOrExit(ch, EncodeSimple(Msg::kStarted, static_cast<uint64_t>(pid)), out);
+  if (pidfd >= 0) ::close(pidfd);
+}
+
+// Reaps what ended. Once the leader is gone everything else is killed; once nothing is left,
+// kExited.
+void Reap(Channel& ch, Task* task, unsigned long pids_max) {
+  while (true) {
+    int status = 0;
+    const pid_t p = ::waitpid(-1, &status, WNOHANG);
+    if (p > 0) {
+      if (task->leader != 0 && p == task->leader && !task->leader_done) {
+        task->leader_done = true;
+        task->status = status;
+        // A leader that gave up when it could not fork any more left its processes behind.
+        if (AtLimit(pids_max)) task->pids_limit = true;
+        ::kill(-1, SIGKILL);
+      }
+      continue;
+    }
+    if (p < 0 && errno == EINTR) continue;
+    if (p < 0 && errno == ECHILD && task->leader_done) {
+      SendOrExit(ch, EncodeExited(ExitReport{task->status, task->pids_limit}));
+      *task = Task{};
+    }
+    return;
+  }
+}
+
+}  // namespace
+
+void RunInit(int channel_fd, unsigned long pids_max) {
+  Channel ch(channel_fd);
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  ::sigprocmask(SIG_BLOCK, &chld, nullptr);
+  const int sigfd = ::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (sigfd < 0) ::_exit(1);
+  Task task;
+  unsigned wakes = 0;
+  while (true) {
+    pollfd fds[2] = {{ch.fd(), POLLIN, 0}, {sigfd, POLLIN, 0}};
+    const int n = ::poll(fds, 2, task.leader != 0 ? kPidsCheckMs : -1);
+    if (n < 0 && errno != EINTR) ::_exit(1);
+    if (n > 0 && (fds[1].revents & POLLIN)) {
+      signalfd_siginfo info;
+      while (::read(sigfd, &info, sizeof info) > 0) {
+      }
+      Reap(ch, &task, pids_max);
+    }
+    if (n > 0 && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+      auto f = ch.Receive();
+      if (!f.ok()) ::_exit(0);  // the worker closed the channel: the namespace ends with us
+      auto type = TypeOf(f->body);
+      if (type.ok() && *type == Msg::kLaunch) {
+        Launch(ch, std::move(*f), &task, pids_max);
+      } else if (type.ok() && *type == Msg::kSignal) {
+        auto s = DecodeSimple(f->body);
+        if (s.ok() && task.leader != 0 && s->value > 0 && s->value < NSIG) {
+          ::kill(-1, static_cast<int>(s->value));
+        }
+        CloseAll(f->fds);
+      } else {
+        CloseAll(f->fds);
+      }
+    }
+    // Counted when the poll timed out, or every 64th wake of a busy task: never a scan per
+    // event.
+    const bool check = n == 0 || (++wakes % 64) == 0;
+    if (check && task.leader != 0 && !task.leader_done && AtLimit(pids_max)) {
+      task.pids_limit = true;
+      ::kill(-1, SIGKILL);
+    }
+  }
+}
+
+}  // namespace idlepool::sandbox::internal

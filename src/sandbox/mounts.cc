@@ -1,0 +1,241 @@
+#include "sandbox/mounts.h"
+
+#include <fcntl.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+
+namespace idlepool::sandbox {
+namespace {
+
+// linux/mount.h (not included: it clashes with glibc's sys/mount.h in bookworm).
+struct MountAttr {
+  uint64_t attr_set;
+  uint64_t attr_clr;
+  uint64_t propagation;
+  uint64_t userns_fd;
+};
+constexpr uint64_t kAttrRdonly = 0x1;
+constexpr uint64_t kAttrNosuid = 0x2;
+constexpr unsigned kAtRecursive = 0x8000;
+#ifndef SYS_mount_setattr
+#define SYS_mount_setattr 442
+#endif
+
+absl::Status Errno(const std::string& what, const std::string& path) {
+  return absl::InternalError(absl::StrCat(what, " ", path, ": ", std::strerror(errno)));
+}
+
+absl::Status SetAttr(const std::string& path, uint64_t set, uint64_t clear, bool recursive) {
+  MountAttr attr{set, clear, 0, 0};
+  if (::syscall(SYS_mount_setattr, AT_FDCWD, path.c_str(), recursive ? kAtRecursive : 0, &attr,
+                sizeof attr) != 0) {
+    if (errno == ENOSYS) {
+      return absl::FailedPreconditionError("the sandbox needs Linux 5.12 or later (mount_setattr)");
+    }
+    return Errno("cannot change the mount flags of", path);
+  }
+  return absl::OkStatus();
+}
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return ::lstat(path.c_str(), &st) == 0;
+}
+
+bool Under(const std::string& path, const std::string& dir) {
+  return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 &&
+                         (dir == "/" || path[dir.size()] == '/'));
+}
+
+// mkdir -p (the parents land in a tmpfs of ours, or exist).
+absl::Status MakeDirs(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::create_directories(path, ec);
+  if (ec) return absl::InternalError(absl::StrCat("cannot create ", path, ": ", ec.message()));
+  return absl::OkStatus();
+}
+
+// An empty file or dir at `path` to bind a node of that kind onto.
+absl::Status MakeMountPoint(const std::string& path, bool dir) {
+  if (dir) return MakeDirs(path);
+  if (absl::Status st = MakeDirs(std::filesystem::path(path).parent_path()); !st.ok()) return st;
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0 && errno != EEXIST) return Errno("cannot create", path);
+  if (fd >= 0) ::close(fd);
+  return absl::OkStatus();
+}
+
+// A source opened before it is covered, bound later through /proc/self/fd.
+struct Source {
+  std::string target;
+  int fd = -1;
+  bool dir = false;
+};
+
+absl::StatusOr<Source> Open(const std::string& path, bool required) {
+  Source s{path, ::open(path.c_str(), O_PATH | O_CLOEXEC), false};
+  if (s.fd < 0) {
+    if (!required && errno == ENOENT) return s;
+    return Errno("cannot open", path);
+  }
+  struct stat st;
+  if (::fstat(s.fd, &st) == 0) s.dir = S_ISDIR(st.st_mode);
+  return s;
+}
+
+absl::Status Bind(const Source& s, bool writable) {
+  if (s.fd < 0) return absl::OkStatus();
+  if (absl::Status st = MakeMountPoint(s.target, s.dir); !st.ok()) return st;
+  const std::string from = absl::StrCat("/proc/self/fd/", s.fd);
+  if (::mount(from.c_str(), s.target.c_str(), nullptr, MS_BIND, nullptr) != 0) {
+    return Errno("cannot bind", s.target);
+  }
+  // A bind inherits the read-only flag its source got above.
+  return SetAttr(s.target, writable ? kAttrNosuid : kAttrRdonly | kAttrNosuid,
+                 writable ? kAttrRdonly : 0, false);
+}
+
+absl::Status Tmpfs(const std::string& path, const char* mode) {
+  const std::string opts = absl::StrCat("mode=", mode);
+  if (::mount("tmpfs", path.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, opts.c_str()) != 0) {
+    return Errno("cannot mount a tmpfs on", path);
+  }
+  return absl::OkStatus();
+}
+
+// /dev: a tmpfs with the listed nodes bound in, the usual links, and /dev/shm left to scratch.
+absl::Status MakeDev(const std::vector<Source>& devices) {
+  if (::mount("tmpfs", "/dev", "tmpfs", MS_NOSUID, "mode=0755") != 0) {
+    return Errno("cannot mount a tmpfs on", "/dev");
+  }
+  for (const Source& d : devices) {
+    if (absl::Status st = Bind(d, /*writable=*/true); !st.ok()) return st;
+  }
+  const std::pair<const char*, const char*> links[] = {{"/proc/self/fd", "/dev/fd"},
+                                                       {"/proc/self/fd/0", "/dev/stdin"},
+                                                       {"/proc/self/fd/1", "/dev/stdout"},
+                                                       {"/proc/self/fd/2", "/dev/stderr"}};
+  for (const auto& [to, at] : links) {
+    if (::symlink(to, at) != 0) return Errno("cannot create", at);
+  }
+  return MakeDirs("/dev/shm");
+}
+
+}  // namespace
+
+absl::Status ApplyMounts(const Config& c) {
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+    return Errno("cannot make private", "/");
+  }
+  // Everything to bind back is opened first: once covered it cannot be reached by path.
+  auto slot = Open(c.slot_dir, /*required=*/true);
+  if (!slot.ok()) return slot.status();
+  std::vector<Source> devices, ro;
+  for (const auto& d : c.devices) {
+    auto s = Open(d, /*required=*/false);
+    if (!s.ok()) return s.status();
+    devices.push_back(*s);
+  }
+  for (const auto& p : c.ro_binds) {
+    auto s = Open(p, /*required=*/false);
+    if (!s.ok()) return s.status();
+    ro.push_back(*s);
+  }
+  if (absl::Status st = SetAttr("/", kAttrRdonly | kAttrNosuid, 0, /*recursive=*/true); !st.ok()) {
+    return st;
+  }
+  if (absl::Status st = MakeDev(devices); !st.ok()) return st;
+  // Covers, outermost first; one inside another is already covered.
+  std::map<std::string, bool> covers;  // path -> writable (scratch)
+  for (const auto& p : c.hide) covers.emplace(p, false);
+  for (const auto& p : c.scratch) covers[p] = true;
+  std::vector<std::string> mounted, hidden;
+  for (const auto& [path, writable] : covers) {
+    if (std::any_of(mounted.begin(), mounted.end(),
+                    [&](const std::string& m) { return Under(path, m); })) {
+      continue;
+    }
+    if (!Exists(path) && !writable) continue;
+    if (writable) {
+      if (absl::Status st = MakeDirs(path); !st.ok()) return st;
+    }
+    if (absl::Status st = Tmpfs(path, writable ? "1777" : "0755"); !st.ok()) return st;
+    mounted.push_back(path);
+    if (!writable) hidden.push_back(path);
+  }
+  slot->target = c.slot_dir;
+  if (absl::Status st = Bind(*slot, /*writable=*/true); !st.ok()) return st;
+  for (const Source& s : ro) {
+    if (absl::Status st = Bind(s, /*writable=*/false); !st.ok()) return st;
+  }
+  for (const auto& h : hidden) {
+    if (absl::Status st = SetAttr(h, kAttrRdonly, 0, false); !st.ok()) return st;
+  }
+  if (absl::Status st = SetAttr("/dev", kAttrRdonly, 0, false); !st.ok()) return st;
+  for (const Source& s : devices) ::close(s.fd);
+  for (const Source& s : ro) ::close(s.fd);
+  ::close(slot->fd);
+  return absl::OkStatus();
+}
+
+absl::Status MountProc() {
+  if (::mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
+    return Errno("cannot mount the sandbox's own", "/proc");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BringUpLoopback() {
+  const int s = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (s < 0) return Errno("cannot open a socket for", "lo");
+  ifreq ifr{};
+  std::strncpy(ifr.ifr_name, "lo", IFNAMSIZ - 1);
+  int rc = ::ioctl(s, SIOCGIFFLAGS, &ifr);
+  if (rc == 0) {
+    ifr.ifr_flags |= IFF_UP;
+    rc = ::ioctl(s, SIOCSIFFLAGS, &ifr);
+  }
+  const int err = errno;
+  ::close(s);
+  errno = err;
+  return rc == 0 ? absl::OkStatus() : Errno("cannot bring up", "lo");
+}
+
+std::vector<std::string> HiddenPaths(const std::string& work_dir, const std::string& home,
+                                     const std::vector<std::string>& other_homes) {
+  std::set<std::string> out = {"/home", "/root", "/run", "/media", "/mnt", "/srv", "/var/mail"};
+  auto add = [&](const std::string& p) {
+    const std::string clean = std::filesystem::path(p).lexically_normal().string();
+    // A "home" at / or a system dir (daemons' homes: /bin, /usr/sbin, /var/lib/x...) is not
+    // hidden wholesale: only real dirs below the first level.
+    if (clean.empty() || clean[0] != '/' || std::count(clean.begin(), clean.end(), '/') < 2) return;
+    for (const char* sys : {"/bin", "/sbin", "/usr", "/lib", "/etc", "/dev", "/proc", "/sys"}) {
+      if (Under(clean, sys)) return;
+    }
+    out.insert(clean);
+  };
+  add(work_dir);
+  add(home);
+  for (const auto& h : other_homes) add(h);
+  return {out.begin(), out.end()};
+}
+
+std::vector<std::string> BaseDevices() {
+  return {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"};
+}
+
+}  // namespace idlepool::sandbox

@@ -1,0 +1,244 @@
+// The task sandbox with real namespaces: a slot's agent (build/idlepool sandbox-agent; $IDLEPOOL
+// overrides the path) started as the worker would, tasks launched in it, and what they can and
+// cannot reach or do. Runs in the tier this test's user gets (root: uid; else userns).
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "gtest/gtest.h"
+#include "sandbox/messages.h"
+#include "sandbox/mounts.h"
+#include "sandbox/probe.h"
+#include "sandbox/slot_sandbox.h"
+
+namespace idlepool::sandbox {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(SandboxMessages, RoundTrip) {
+  Config c;
+  c.uid = 7;
+  c.gid = 8;
+  c.drop_groups = true;
+  c.slot_dir = "/w/slots/1";
+  c.hide = {"/home", "/root"};
+  c.devices = {"/dev/null"};
+  c.pids_max = 99;
+  auto d = DecodeSetup(EncodeSetup(c));
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->uid, 7u);
+  EXPECT_EQ(d->gid, 8u);
+  EXPECT_TRUE(d->drop_groups);
+  EXPECT_EQ(d->slot_dir, "/w/slots/1");
+  EXPECT_EQ(d->hide, c.hide);
+  EXPECT_EQ(d->pids_max, 99u);
+  LaunchRequest q{{"sh", "-c", "x"}, {"A=1"}, "/w", "/bin", 64, true, true};
+  auto l = DecodeLaunch(EncodeLaunch(q));
+  ASSERT_TRUE(l.ok());
+  EXPECT_EQ(l->argv, q.argv);
+  EXPECT_TRUE(l->has_cgroup);
+  // Truncated or mistyped bodies are refused, never read past their end.
+  const std::string body = EncodeLaunch(q);
+  for (size_t n = 0; n < body.size(); ++n) {
+    EXPECT_FALSE(DecodeLaunch(body.substr(0, n)).ok()) << n;
+  }
+  EXPECT_FALSE(DecodeLaunch(EncodeSetup(c)).ok());
+}
+
+TEST(SandboxMounts, HiddenPaths) {
+  auto h = HiddenPaths("/var/lib/idlepool/work", "/home/ann",
+                       {"/opt/bob", "/", "/usr/sbin", "/nonexistent"});
+  for (const char* p : {"/home", "/root", "/run", "/var/lib/idlepool/work", "/opt/bob"}) {
+    EXPECT_NE(std::find(h.begin(), h.end(), p), h.end()) << p;
+  }
+  for (const char* p : {"/", "/usr/sbin", "/nonexistent"}) {
+    EXPECT_EQ(std::find(h.begin(), h.end(), p), h.end()) << p;
+  }
+}
+
+class SandboxTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* exe = std::getenv("IDLEPOOL");
+    exe_ = exe != nullptr ? exe : IDLEPOOL_BINARY;
+    root_ = fs::temp_directory_path() / ("sandbox_test." + std::to_string(::getpid()));
+    fs::create_directories(root_ / "work" / "slots" / "0");
+    fs::create_directories(root_ / "owner" / ".ssh");
+    std::ofstream(root_ / "owner" / ".ssh" / "id_rsa") << "SECRET-KEY";
+    std::ofstream(root_ / "work" / "credential.key") << "SECRET-CREDENTIAL";
+    settings_ = DetectSettings((root_ / "work").string());
+    settings_.agent_exe = exe_;
+    settings_.hidden.push_back((root_ / "owner").string());
+    slot_ = (root_ / "work" / "slots" / "0").string();
+    if (settings_.tier == Tier::kUid) fs::permissions(slot_, fs::perms::all);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+  }
+  std::unique_ptr<SlotSandbox> Start(bool host_network = false, uint64_t pids_max = 4096) {
+    Settings s = settings_;
+    s.pids_max = pids_max;
+    auto sb = SlotSandbox::Start(ConfigFor(s, 0, slot_, host_network, {}), exe_);
+    EXPECT_TRUE(sb.ok()) << sb.status();
+    return sb.ok() ? std::move(*sb) : nullptr;
+  }
+  // Runs `sh -c script` in `sb`; returns its exit info, stdout in *out.
+  platform::ExitInfo Run(SlotSandbox& sb, const std::string& script, std::string* out = nullptr) {
+    platform::SpawnOptions o;
+    o.argv = {"sh", "-c", script};
+    o.env = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + (root_ / "owner").string()};
+    o.cwd = slot_;
+    o.stdout_path = (root_ / "out.log").string();
+    o.stderr_path = (root_ / "err.log").string();
+    fs::remove(o.stdout_path);
+    auto p = sb.Launch(o);
+    EXPECT_TRUE(p.ok()) << p.status();
+    if (!p.ok()) return {};
+    platform::ExitInfo e =
+        (*p)->Wait(std::chrono::milliseconds(0), std::chrono::milliseconds(1000));
+    if (out) *out = ReadAll(o.stdout_path);
+    return e;
+  }
+  std::string exe_;
+  fs::path root_;
+  Settings settings_;
+  std::string slot_;
+};
+
+TEST_F(SandboxTest, RunsTasksOneAfterAnotherAndReportsExitCodes) {
+  auto sb = Start();
+  ASSERT_NE(sb, nullptr);
+  std::string out;
+  EXPECT_EQ(Run(*sb, "echo hello; exit 3", &out).exit_code, 3);
+  EXPECT_EQ(out, "hello\n");
+  EXPECT_EQ(Run(*sb, "id -u", &out).exit_code, 0);
+  const uint64_t uid = settings_.tier == Tier::kUid ? settings_.uid_base : ::getuid();
+  EXPECT_EQ(out, std::to_string(uid) + "\n");
+  platform::SpawnOptions o;
+  o.argv = {"no-such-command-here"};
+  o.cwd = slot_;
+  auto p = sb->Launch(o);
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kNotFound) << p.status();
+  EXPECT_EQ(Run(*sb, "exit 0").exit_code, 0);  // still serving
+}
+
+TEST_F(SandboxTest, OwnerFilesWorkDirAndWorkerAreOutOfReach) {
+  auto sb = Start();
+  ASSERT_NE(sb, nullptr);
+  std::string out;
+  const std::string owner = (root_ / "owner").string();
+  const std::string work = (root_ / "work").string();
+  // (b) the owner's home is empty; (a) the work dir shows only this slot; the worker's
+  // environment is not reachable (its PID is not in this namespace).
+  Run(*sb,
+      "ls -A " + owner + " | wc -l; ls -A " + work + "; ls -A " + work + "/slots; cat " + work +
+          "/credential.key; cat /proc/" + std::to_string(::getpid()) + "/environ; echo end",
+      &out);
+  EXPECT_EQ(out, "0\nslots\n0\nend\n");
+  EXPECT_EQ(ReadAll((root_ / "err.log").string()).find("SECRET"), std::string::npos);
+  // Only PID 1 (the agent) and the task itself are in the PID namespace.
+  Run(*sb, "ls /proc | grep -c '^[0-9]'", &out);
+  EXPECT_LE(std::stoi(out), 4);
+}
+
+TEST_F(SandboxTest, WritesOnlyToTheSlotDirAndPrivateScratch) {
+  auto sb = Start();
+  ASSERT_NE(sb, nullptr);
+  std::string out;
+  // (c)
+  Run(*sb,
+      "touch /usr/x 2>/dev/null && echo usr; touch /etc/x 2>/dev/null && echo etc; "
+      "touch " +
+          root_.string() + "/x; touch " + slot_ + "/ok && echo slot; touch /tmp/p && echo tmp",
+      &out);
+  EXPECT_EQ(out, "slot\ntmp\n");
+  EXPECT_TRUE(fs::exists(fs::path(slot_) / "ok"));
+  EXPECT_FALSE(fs::exists(root_ / "x"));  // it landed in the sandbox's private /tmp
+  EXPECT_FALSE(fs::exists("/tmp/p"));     // the sandbox's /tmp is its own
+}
+
+TEST_F(SandboxTest, KillingEverythingReachesOnlyTheTask) {
+  auto sb = Start();
+  ASSERT_NE(sb, nullptr);
+  // (d) kill -9 -1 and kill of PID 1 and of the parent: only the task's own processes die.
+  // kill(-1) spares the caller itself: the background sleep dies, the shell goes on.
+  std::string out;
+  platform::ExitInfo e = Run(*sb,
+                             "sleep 1000 & s=$!; kill -9 1; kill -9 $PPID; kill -9 -1; "
+                             "wait $s; echo \"sleep $?\"; echo alive",
+                             &out);
+  EXPECT_EQ(e.exit_code, 0);
+  EXPECT_EQ(out, "sleep 137\nalive\n");
+  EXPECT_EQ(Run(*sb, "echo next", &out).exit_code, 0);
+  EXPECT_EQ(out, "next\n");
+}
+
+TEST_F(SandboxTest, NothingOutlivesItsTask) {
+  auto sb = Start();
+  ASSERT_NE(sb, nullptr);
+  EXPECT_EQ(Run(*sb, "(setsid sleep 1000 &); (sleep 1001 &); exit 0").exit_code, 0);
+  std::string out;
+  Run(*sb, "cat /proc/[0-9]*/cmdline | tr '\\0' ' '", &out);
+  EXPECT_EQ(out.find("sleep 100"), std::string::npos) << out;
+}
+
+TEST_F(SandboxTest, ForkBombEndsAtThePidsLimit) {
+  auto sb = Start(/*host_network=*/false, /*pids_max=*/64);
+  ASSERT_NE(sb, nullptr);
+  // (e)
+  // bash retries a fork that fails and keeps looping: only the limit's kill ends it.
+  const platform::ExitInfo e = Run(*sb, "exec bash -c 'while :; do sleep 100 & done' 2>/dev/null");
+  EXPECT_TRUE(e.pids_limit);
+  std::string out;
+  EXPECT_EQ(Run(*sb, "echo after", &out).exit_code, 0);
+  EXPECT_EQ(out, "after\n");
+}
+
+TEST_F(SandboxTest, NetworkNoneHasOnlyItsOwnLoopback) {
+  const int s = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(s, 8), 0);
+  socklen_t len = sizeof a;
+  ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
+  const std::string port = std::to_string(ntohs(a.sin_port));
+  const std::string probe = "if bash -c 'exec 3<>/dev/tcp/127.0.0.1/" + port +
+                            "' 2>/dev/null; then echo yes; else echo no; fi";
+  std::string out;
+  auto none = Start(false);
+  ASSERT_NE(none, nullptr);
+  Run(*none, probe, &out);
+  EXPECT_EQ(out, "no\n");
+  none.reset();
+  auto host = Start(true);
+  ASSERT_NE(host, nullptr);
+  Run(*host, probe, &out);
+  EXPECT_EQ(out, "yes\n");
+  ::close(s);
+}
+
+TEST_F(SandboxTest, ProbePasses) {
+  auto abi = Probe(settings_);
+  EXPECT_TRUE(abi.ok()) << abi.status();
+}
+
+}  // namespace
+}  // namespace idlepool::sandbox
