@@ -161,6 +161,20 @@ void AddNetworkFlags(CLI::App* work, WorkerFlags& f) {
   work->add_flag("--no-probe", f.no_probe,
                  "never measure the link (the planner then assumes a default link)");
   work->add_flag("--no-calibrate", f.no_calibrate, "skip the CPU calibration at start");
+  work->add_flag("--no-sandbox", f.options.no_sandbox,
+                 "run tasks unsandboxed, as this user, with this user's files in their reach "
+                 "(default: every task in its own namespaces; docs/guide/sandbox.md)");
+  work->add_option("--sandbox-uid-base", f.options.sandbox_uid_base,
+                   "as root: slot N's tasks run as uid and gid BASE+N")
+      ->check(CLI::Range(uint64_t{100'000}, uint64_t{4'000'000'000}))
+      ->capture_default_str();
+  work->add_option("--task-pids-max", f.options.task_pids_max,
+                   "processes and threads one task may have at once (a fork bomb ends there)")
+      ->check(CLI::Range(uint64_t{16}, uint64_t{4'194'304}))
+      ->capture_default_str();
+  work->add_option("--device-root", f.options.device_root,
+                   "bind GPU device nodes from this dir instead of / (tests: stand-in nodes)")
+      ->group("");
   f.heartbeat_opt = work->add_option("--heartbeat-ms", f.heartbeat_ms,
                                      "heartbeat interval (default: the coordinator's)")
                         ->check(CLI::Range(int64_t{10}, int64_t{600'000}));

@@ -70,7 +70,7 @@ absl::Status DropCapabilities() {
   int abi = 0;
   if (c.landlock) {
     std::vector<std::string> writable = c.scratch;
-    writable.push_back(c.slot_dir);
+    writable.insert(writable.end(), c.writable.begin(), c.writable.end());
     auto applied = RestrictWithLandlock(writable);
     if (!applied.ok()) Fail(ch, std::string(applied.status().message()));
     abi = *applied;
@@ -109,8 +109,10 @@ void AgentMain() {
   if (!maps.ok()) ::_exit(1);
   auto done = DecodeSimple(maps->body);
   if (!done.ok() || done->type != Msg::kMapsDone) ::_exit(1);
+  auto sources = OpenSources(c);
+  if (!sources.ok()) Fail(ch, std::string(sources.status().message()));
   TakeIds(ch, c);
-  if (absl::Status st = ApplyMounts(c); !st.ok()) Fail(ch, std::string(st.message()));
+  if (absl::Status st = ApplyMounts(c, *sources); !st.ok()) Fail(ch, std::string(st.message()));
   if (!c.host_network) {
     if (absl::Status st = BringUpLoopback(); !st.ok()) Fail(ch, std::string(st.message()));
   }

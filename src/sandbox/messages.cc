@@ -28,7 +28,7 @@ std::string EncodeSetup(const Config& c) {
   Writer w;
   w.U64(static_cast<uint64_t>(Msg::kSetup)).U64(c.uid).U64(c.gid).U64(c.drop_groups);
   w.U64(c.host_network).Str(c.slot_dir).Strs(c.hide).Strs(c.scratch).Strs(c.devices);
-  w.Strs(c.ro_binds).U64(c.pids_max).U64(c.landlock);
+  w.Strs(c.ro_binds).U64(c.pids_max).U64(c.landlock).Str(c.device_root).Strs(c.writable);
   return w.body();
 }
 
@@ -51,6 +51,8 @@ absl::StatusOr<Config> DecodeSetup(std::string_view body) {
   SANDBOX_READ(c.pids_max, r.U64());
   SANDBOX_READ(flag, r.U64());
   c.landlock = flag != 0;
+  SANDBOX_READ(c.device_root, r.Str());
+  SANDBOX_READ(c.writable, r.Strs());
   return c;
 }
 

@@ -37,10 +37,12 @@ struct Config {
   uint64_t gid = 0;
   bool drop_groups = false;           // setgroups(0): only a root worker (tier uid) may
   bool host_network = false;          // false: a network namespace of its own with only loopback
-  std::string slot_dir;               // writable, bound at the same path
+  std::string slot_dir;               // bound read-only at the same path
+  std::vector<std::string> writable;  // in it: bound writable (the task and checkpoint dirs)
   std::vector<std::string> hide;      // each covered by an empty read-only tmpfs
   std::vector<std::string> scratch;   // each an empty writable tmpfs (/tmp, /dev/shm)
   std::vector<std::string> devices;   // device nodes bound into the sandbox's own /dev
+  std::string device_root;            // where they are bound from ("": the host's; tests)
   std::vector<std::string> ro_binds;  // shown again read-only inside a hidden path
   uint64_t pids_max = 4096;           // processes and threads of one task, all together
   bool landlock = true;               // restrict file access with Landlock where the kernel has it

@@ -79,13 +79,6 @@ absl::Status MakeMountPoint(const std::string& path, bool dir) {
   return absl::OkStatus();
 }
 
-// A source opened before it is covered, bound later through /proc/self/fd.
-struct Source {
-  std::string target;
-  int fd = -1;
-  bool dir = false;
-};
-
 absl::StatusOr<Source> Open(const std::string& path, bool required) {
   Source s{path, ::open(path.c_str(), O_PATH | O_CLOEXEC), false};
   if (s.fd < 0) {
@@ -137,17 +130,19 @@ absl::Status MakeDev(const std::vector<Source>& devices) {
 
 }  // namespace
 
-absl::Status ApplyMounts(const Config& c) {
-  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
-    return Errno("cannot make private", "/");
-  }
-  // Everything to bind back is opened first: once covered it cannot be reached by path.
+absl::StatusOr<Sources> OpenSources(const Config& c) {
+  Sources out;
   auto slot = Open(c.slot_dir, /*required=*/true);
   if (!slot.ok()) return slot.status();
-  std::vector<Source> devices, ro;
+  out.slot = *slot;
+  std::vector<Source>& devices = out.devices;
+  std::vector<Source>& ro = out.ro;
+  const std::vector<std::string> base_devices = BaseDevices();  // always the host's own
   for (const auto& d : c.devices) {
-    auto s = Open(d, /*required=*/false);
+    const bool base = std::find(base_devices.begin(), base_devices.end(), d) != base_devices.end();
+    auto s = Open(base ? d : c.device_root + d, /*required=*/false);
     if (!s.ok()) return s.status();
+    s->target = d;
     devices.push_back(*s);
   }
   for (const auto& p : c.ro_binds) {
@@ -155,6 +150,21 @@ absl::Status ApplyMounts(const Config& c) {
     if (!s.ok()) return s.status();
     ro.push_back(*s);
   }
+  for (const auto& p : c.writable) {
+    auto s = Open(p, /*required=*/true);
+    if (!s.ok()) return s.status();
+    out.rw.push_back(*s);
+  }
+  return out;
+}
+
+absl::Status ApplyMounts(const Config& c, Sources& sources) {
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+    return Errno("cannot make private", "/");
+  }
+  const std::vector<Source>& devices = sources.devices;
+  const std::vector<Source>& ro = sources.ro;
+  Source* slot = &sources.slot;
   if (absl::Status st = SetAttr("/", kAttrRdonly | kAttrNosuid, 0, /*recursive=*/true); !st.ok()) {
     return st;
   }
@@ -178,7 +188,10 @@ absl::Status ApplyMounts(const Config& c) {
     if (!writable) hidden.push_back(path);
   }
   slot->target = c.slot_dir;
-  if (absl::Status st = Bind(*slot, /*writable=*/true); !st.ok()) return st;
+  if (absl::Status st = Bind(*slot, /*writable=*/false); !st.ok()) return st;
+  for (const Source& s : sources.rw) {
+    if (absl::Status st = Bind(s, /*writable=*/true); !st.ok()) return st;
+  }
   for (const Source& s : ro) {
     if (absl::Status st = Bind(s, /*writable=*/false); !st.ok()) return st;
   }
@@ -186,10 +199,14 @@ absl::Status ApplyMounts(const Config& c) {
     if (absl::Status st = SetAttr(h, kAttrRdonly, 0, false); !st.ok()) return st;
   }
   if (absl::Status st = SetAttr("/dev", kAttrRdonly, 0, false); !st.ok()) return st;
+  return absl::OkStatus();
+}
+
+Sources::~Sources() {
   for (const Source& s : devices) ::close(s.fd);
   for (const Source& s : ro) ::close(s.fd);
-  ::close(slot->fd);
-  return absl::OkStatus();
+  for (const Source& s : rw) ::close(s.fd);
+  if (slot.fd >= 0) ::close(slot.fd);
 }
 
 absl::Status MountProc() {

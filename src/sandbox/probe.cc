@@ -82,10 +82,12 @@ Config ConfigFor(const Settings& s, int slot, const std::string& slot_dir, bool 
   }
   c.host_network = host_network;
   c.slot_dir = slot_dir;
+  c.writable = {slot_dir + "/task", slot_dir + "/checkpoint"};
   c.hide = s.hidden;
   c.scratch = {"/tmp", "/var/tmp", "/dev/shm"};
   c.devices = BaseDevices();
   c.devices.insert(c.devices.end(), devices.begin(), devices.end());
+  c.device_root = s.device_root;
   // Name resolution for host-network tasks where /etc/resolv.conf points into /run.
   if (host_network) c.ro_binds = {"/run/systemd/resolve"};
   c.pids_max = s.pids_max;
@@ -95,7 +97,8 @@ Config ConfigFor(const Settings& s, int slot, const std::string& slot_dir, bool 
 absl::StatusOr<int> Probe(const Settings& s) {
   const std::string dir = s.work_dir + "/slots/probe";
   std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
+  std::filesystem::create_directories(dir + "/task", ec);
+  std::filesystem::create_directories(dir + "/checkpoint", ec);
   if (ec)
     return absl::FailedPreconditionError(absl::StrCat("cannot create ", dir, ": ", ec.message()));
   Config c = ConfigFor(s, 0, dir, /*host_network=*/false, {});
@@ -113,7 +116,7 @@ absl::StatusOr<int> Probe(const Settings& s) {
   if (!sb.ok()) return fail(std::string(sb.status().message()));
   platform::SpawnOptions opts;
   opts.argv = {"true"};
-  opts.cwd = dir;
+  opts.cwd = dir + "/task";
   auto p = (*sb)->Launch(opts);
   if (!p.ok()) return fail(std::string(p.status().message()));
   const platform::ExitInfo exit =

@@ -39,14 +39,16 @@ struct Settings {
   uint64_t uid_base = kDefaultUidBase;
   uint64_t pids_max = kDefaultPidsMax;
   std::vector<std::string> hidden;  // HiddenPaths(), read once
+  std::string device_root;          // Config::device_root
 };
 
 // The tier this process can offer (root: kUid, else kUserns) and the hidden paths, from $HOME
 // and the password database.
 Settings DetectSettings(const std::string& work_dir);
 
-// The sandbox of slot `slot` (its dir WORK_DIR/slots/<slot>), with the host's network or none,
-// and `devices` (GPU nodes) added to the base ones.
+// The sandbox of slot `slot` (its dir WORK_DIR/slots/<slot>, read-only inside but for its
+// task/ and checkpoint/ dirs, which must exist), with the host's network or none, and `devices`
+// (GPU nodes) added to the base ones.
 Config ConfigFor(const Settings& s, int slot, const std::string& slot_dir, bool host_network,
                  const std::vector<std::string>& devices);
 

@@ -46,6 +46,8 @@ struct Attempt {
   uint64_t id = 0;
   v1::Assignment assignment;
   AttemptPaths paths;
+  int slot = -1;  // its sandbox slot (worker/sandbox_slots.h); -1: not sandboxed
+  std::vector<std::string> device_nodes;  // its GPUs' device nodes, shown in its sandbox
   // Its GPUs' environment (worker/gpu_binding.h), bound when it was assigned.
   std::vector<std::pair<std::string, std::string>> gpu_env;
   std::vector<uint32_t> gpus;  // its devices (Assignment.gpus)

@@ -22,6 +22,11 @@ PhaseResult ClassifyExit(const platform::ExitInfo& exit, uint32_t timeout_s,
   if (exit.timed_out) {
     return AttemptEnd{Ending::kTimedOut, absl::StrCat("timed out after ", timeout_s, " s")};
   }
+  if (exit.pids_limit) {
+    return Failed(
+        "stopped at the sandbox's limit on processes and threads (a fork bomb, or a task that "
+        "needs more: the worker's --task-pids-max)");
+  }
   if ((exit.signal != 0 || exit.exit_code != 0) && disk_low()) {
     // The task most likely failed for want of space: the machine's fault, not the task's.
     return MachineFault(absl::StrCat("the task failed (",

@@ -25,6 +25,16 @@ struct AttemptPaths {
     return AttemptPaths{prefix + ".task", prefix + ".checkpoint", prefix + ".stdout.log",
                         prefix + ".stderr.log"};
   }
+  // A sandboxed attempt's: its slot's task/ and checkpoint/ dirs (the only part of the work dir
+  // its sandbox shows, and the only writable one; emptied in place after each attempt, so the
+  // slot's sandbox keeps them bound), its logs (written by the worker) where they always are.
+  [[nodiscard]] static AttemptPaths InSlot(const std::string& work_dir, const std::string& slot_dir,
+                                           uint64_t id) {
+    AttemptPaths p = For(work_dir, id);
+    p.task_dir = slot_dir + "/task";
+    p.checkpoint_dir = slot_dir + "/checkpoint";
+    return p;
+  }
 };
 
 }  // namespace idlepool::worker

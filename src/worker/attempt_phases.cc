@@ -26,6 +26,9 @@ bool StagingStopped(Attempt& a) {
   return a.killed || a.vacating;
 }
 
+// The job asked for the host's network ([sandbox] network = "host").
+bool WantsHostNetwork(const Attempt& a) { return false; }
+
 bool Vacating(Attempt& a) {
   std::lock_guard lock(a.mu);
   return a.vacating;
@@ -37,6 +40,9 @@ bool Vacating(Attempt& a) {
 
 PhaseResult AttemptRunner::MakeDirs(Attempt& a) {
   const std::string& task_dir = a.paths.task_dir;
+  // Sandboxed: its slot's dirs, there already and empty (nothing outlives its task there,
+  // sandbox/agent.h): no inode to allocate.
+  if (a.slot >= 0) return std::nullopt;
   if (::mkdir(task_dir.c_str(), 0755) != 0) {
     const int err = errno;
     const std::string why = absl::StrCat("cannot create ", task_dir, ": ", std::strerror(err));
@@ -109,6 +115,18 @@ PhaseResult AttemptRunner::RestoreCheckpoint(Attempt& a) {
   return std::nullopt;
 }
 
+PhaseResult AttemptRunner::GiveToSlot(Attempt& a) {
+  if (a.slot < 0 || d_.sandboxes == nullptr) return std::nullopt;
+  const auto owner = d_.sandboxes->Owner(a.slot);
+  if (!owner) return std::nullopt;
+  for (const std::string& dir : {a.paths.task_dir, a.paths.checkpoint_dir}) {
+    if (absl::Status st = RecycledDirs::ChownTree(dir, owner->first, owner->second); !st.ok()) {
+      return OutOfResources(std::string(st.message()));
+    }
+  }
+  return std::nullopt;
+}
+
 // --- Run -----------------------------------------------------------------------------------
 
 platform::SpawnOptions AttemptRunner::SpawnFor(const Attempt& a,
@@ -166,11 +184,16 @@ PhaseResult AttemptRunner::Spawn(Attempt& a, const platform::SpawnOptions& sp,
   // Read before the spawn, so that run time (AttemptReport.timing) never misses the task's
   // first moments: it is at least as long as the task ran.
   const core::MonoTime spawn_at = d_.clock->Now();
-  auto proc = d_.launcher->Start(sp);
+  auto proc = a.slot >= 0 && d_.sandboxes != nullptr
+                  ? d_.sandboxes->Launch(a.slot, sp, WantsHostNetwork(a), a.device_nodes)
+                  : d_.launcher->Start(sp);
   if (!proc.ok()) {
     report->set_exit_code(127);
     if (absl::IsResourceExhausted(proc.status())) {  // out of descriptors or processes
       return OutOfResources(std::string(proc.status().message()));
+    }
+    if (absl::IsFailedPrecondition(proc.status()) || absl::IsUnavailable(proc.status())) {
+      return OutOfResources(std::string(proc.status().message()));  // the sandbox's fault
     }
     return Failed(std::string(proc.status().message()));
   }

@@ -2,6 +2,8 @@
 // attempt_phases.cc).
 #include "worker/attempt_runner.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -35,6 +37,7 @@ void AttemptRunner::Run(std::shared_ptr<Attempt> a) {
   // Outside the lock: the group goes after the process that may still signal it, and after
   // the report (emptying or removing a group can wait for a straggler to die).
   process.reset();
+  LeaveSlot(*a);
   bool undelivered;
   {
     std::lock_guard lock(a->mu);
@@ -55,6 +58,7 @@ void AttemptRunner::Execute(Attempt& a, v1::AttemptReport* report) {
   PhaseResult end = MakeDirs(a);
   if (!end) end = StageInputs(a, &input_paths);
   if (!end) end = RestoreCheckpoint(a);
+  if (!end) end = GiveToSlot(a);
   if (!end) end = Launch(a, report);
   auto short_of_fds = [this] { return d_.hooks.short_of_fds && d_.hooks.short_of_fds(); };
   if (end) {
@@ -64,6 +68,18 @@ void AttemptRunner::Execute(Attempt& a, v1::AttemptReport* report) {
     if (!end) end = MachineFaultIfShortOfFds(FileAndUpload(a, report), short_of_fds());
   }
   if (end) Conclude(a, *end, report);
+}
+
+void AttemptRunner::LeaveSlot(Attempt& a) {
+  if (a.slot < 0 || d_.sandboxes == nullptr) return;
+  {
+    std::lock_guard lock(a.ckpt_mu);  // a checkpoint upload in flight finishes first
+  }
+  for (const std::string& dir : {a.paths.task_dir, a.paths.checkpoint_dir}) {
+    RecycledDirs::RemoveContents(dir);  // its outputs are in the outbox by now
+    ::chmod(dir.c_str(), 0755);         // whatever the task made of it
+  }
+  d_.sandboxes->Release(a.slot);
 }
 
 // Everything put in a report is valid UTF-8 (protobuf refuses anything else, and the session

@@ -35,6 +35,7 @@
 #include "worker/launcher.h"
 #include "worker/outbox.h"
 #include "worker/recycled_dirs.h"
+#include "worker/sandbox_slots.h"
 #include "worker/sender.h"
 #include "worker/stop_signal.h"
 #include "worker/transfers.h"
@@ -72,6 +73,7 @@ struct AttemptRunnerDeps {
   StopSignal* stop = nullptr;
   Sender send;
   AttemptHooks hooks;
+  SandboxSlots* sandboxes = nullptr;  // null: --no-sandbox (attempts have no slot)
 };
 
 class AttemptRunner {
@@ -100,6 +102,8 @@ class AttemptRunner {
   [[nodiscard]] PhaseResult MakeDirs(Attempt& a);
   [[nodiscard]] PhaseResult StageInputs(Attempt& a, std::set<std::string>* input_paths);
   [[nodiscard]] PhaseResult RestoreCheckpoint(Attempt& a);
+  // Tier uid: the task and checkpoint dirs, and all staged into them, become the slot user's.
+  [[nodiscard]] PhaseResult GiveToSlot(Attempt& a);
   [[nodiscard]] PhaseResult Launch(Attempt& a, v1::AttemptReport* report);
   [[nodiscard]] PhaseResult AwaitExit(Attempt& a, v1::AttemptReport* report);
   [[nodiscard]] PhaseResult CollectOutputs(Attempt& a, const std::set<std::string>& input_paths,
@@ -121,6 +125,9 @@ class AttemptRunner {
   [[nodiscard]] PhaseResult Spawn(Attempt& a, const platform::SpawnOptions& sp,
                                   v1::AttemptReport* report, bool* frozen);
   void Conclude(Attempt& a, const AttemptEnd& end, v1::AttemptReport* report);
+  // Empties a sandboxed attempt's dirs out of its slot and frees the slot (its last process
+  // is gone): the slot's next attempt never sees them.
+  void LeaveSlot(Attempt& a);
   void PreemptedReport(Attempt& a, v1::AttemptReport* report);
   [[nodiscard]] bool DiskLow(bool check) const { return check && d_.hooks.low_on_disk(); }
 

@@ -32,4 +32,13 @@ struct GpuBinding {
 GpuBinding BindGpus(const std::vector<uint32_t>& assigned,
                     const std::vector<v1::GpuDevice>& offered);
 
+// The device nodes a sandboxed attempt needs for its GPUs `assigned`, and no other GPU's:
+// NVIDIA: /dev/nvidiactl, nvidia-uvm, nvidia-uvm-tools, nvidia-modeset and /dev/nvidiaN, N the
+// device minor that `nvidia_proc` (/proc/driver/nvidia/gpus/*/information) gives for its UUID,
+// else its cuda_id; AMD: /dev/kfd and every /dev/dri/renderD* (not told apart yet); Intel: every
+// /dev/dri/renderD*; CPU OpenCL (pocl) and others: none. Reads `nvidia_proc` and /dev/dri.
+std::vector<std::string> GpuDeviceNodes(
+    const std::vector<uint32_t>& assigned, const std::vector<v1::GpuDevice>& offered,
+    const std::string& nvidia_proc = "/proc/driver/nvidia/gpus");
+
 }  // namespace idlepool::worker

@@ -24,11 +24,15 @@ class RealProcess final : public TaskProcess {
 
 }  // namespace
 
+std::unique_ptr<TaskProcess> WrapProcess(std::unique_ptr<platform::Process> p) {
+  return std::make_unique<RealProcess>(std::move(p));
+}
+
 absl::StatusOr<std::unique_ptr<TaskProcess>> RealLauncher::Start(
     const platform::SpawnOptions& options) {
   auto p = platform::Process::Start(options);
   if (!p.ok()) return p.status();
-  return std::unique_ptr<TaskProcess>(std::make_unique<RealProcess>(std::move(*p)));
+  return WrapProcess(std::move(*p));
 }
 
 }  // namespace idlepool::worker

@@ -44,6 +44,9 @@ class ProcessLauncher {
       const platform::SpawnOptions& options) = 0;
 };
 
+// A TaskProcess over a platform::Process (started here, or adopted from a sandbox).
+std::unique_ptr<TaskProcess> WrapProcess(std::unique_ptr<platform::Process> p);
+
 // Over platform::Process. Stateless: any thread.
 class RealLauncher final : public ProcessLauncher {
  public:

@@ -1,6 +1,7 @@
 #include "worker/recycled_dirs.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -41,6 +42,21 @@ void RecycledDirs::RemoveContents(const fs::path& dir) {
     if (it->is_directory(ec2) && !it->is_symlink(ec2)) RemoveContents(it->path());
     fs::remove(it->path(), ec2);
   }
+}
+
+absl::Status RecycledDirs::ChownTree(const std::string& dir, uid_t uid, gid_t gid) {
+  auto give = [&](const std::string& path) {
+    if (::lchown(path.c_str(), uid, gid) == 0) return absl::OkStatus();
+    return absl::InternalError(absl::StrCat("cannot give ", path, " to the slot's user ", uid, ": ",
+                                            std::strerror(errno)));
+  };
+  if (absl::Status st = give(dir); !st.ok()) return st;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (absl::Status st = give(it->path().string()); !st.ok()) return st;
+  }
+  if (ec) return absl::InternalError(absl::StrCat("cannot walk ", dir, ": ", ec.message()));
+  return absl::OkStatus();
 }
 
 void RecycledDirs::RemoveTree(const fs::path& dir) {

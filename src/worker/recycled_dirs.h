@@ -10,6 +10,8 @@
 // Any thread; one mutex guards the spare list. Errors: kInternal when a dir cannot be made.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <filesystem>
 #include <mutex>
@@ -32,6 +34,9 @@ class RecycledDirs {
 
   // Removes everything below `dir` (not `dir` itself), also subdirs a task made read-only.
   static void RemoveContents(const std::filesystem::path& dir);
+  // Gives `dir` and everything below it (links themselves, never followed) to uid:gid.
+  // kInternal naming the path that could not be changed.
+  [[nodiscard]] static absl::Status ChownTree(const std::string& dir, uid_t uid, gid_t gid);
   // Removes `dir` and everything below it; logs a failure.
   static void RemoveTree(const std::filesystem::path& dir);
 

@@ -44,6 +44,7 @@
 #include "worker/outbox.h"
 #include "worker/owner_monitor.h"
 #include "worker/recycled_dirs.h"
+#include "worker/sandbox_slots.h"
 #include "worker/session.h"
 #include "worker/stop_signal.h"
 #include "worker/transfers.h"
@@ -103,6 +104,7 @@ class Worker::Impl final : public SessionHandler {
   absl::Status StartPeerServer();
   absl::StatusOr<std::vector<v1::AttemptReport>> ReopenOutbox();
   void OpenCgroups();
+  absl::Status OpenSandbox();
   absl::Status OpenSensors();
   void StartUnits(std::vector<v1::AttemptReport> to_redeliver);
   void KillLeftoverProcessGroups();
@@ -137,6 +139,7 @@ class Worker::Impl final : public SessionHandler {
   std::unique_ptr<blob::PeerServer> peer_server_;
   std::unique_ptr<platform::TaskCgroups> cgroups_;
   std::unique_ptr<CgroupPool> cgroup_pool_;
+  std::unique_ptr<SandboxSlots> sandboxes_;  // null: --no-sandbox
   std::unique_ptr<BlobTransfers> transfers_;
   std::unique_ptr<AttemptRunner> runner_;
   Calibration calibration_;
@@ -238,6 +241,7 @@ void Worker::Impl::JoinThreads() {
 
 absl::Status Worker::Impl::Run() {
   if (absl::Status st = PrepareWorkDir(); !st.ok()) return st;
+  if (absl::Status st = OpenSandbox(); !st.ok()) return st;
   if (auto st = cache_.Init(clock_.WallMs()); !st.ok()) return st;
   if (absl::Status st = StartPeerServer(); !st.ok()) return st;
   auto to_redeliver = ReopenOutbox();
@@ -268,6 +272,7 @@ absl::Status Worker::Impl::PrepareWorkDir() {
   KillLeftoverProcessGroups();
   fs::remove_all(fs::path(options_.work_dir) / "attempts", ec);
   fs::remove_all(fs::path(options_.work_dir) / "spare", ec);
+  fs::remove_all(fs::path(options_.work_dir) / "slots", ec);
   fs::create_directories(fs::path(options_.work_dir) / "attempts", ec);
   fs::create_directories(fs::path(options_.work_dir) / "spare", ec);
   if (ec) {
@@ -312,6 +317,29 @@ absl::StatusOr<std::vector<v1::AttemptReport>> Worker::Impl::ReopenOutbox() {
     attempts_[a->id] = a;
   }
   return filed;
+}
+
+// The task sandbox, probed: a worker that cannot sandbox its tasks refuses to start unless told
+// --no-sandbox.
+absl::Status Worker::Impl::OpenSandbox() {
+  if (options_.no_sandbox) {
+    options_.sandbox_tier = "none";
+    spdlog::warn(
+        "--no-sandbox: tasks run as this worker's user, with this user's files, keys and "
+        "processes in their reach; lend this machine only to work you trust");
+    return absl::OkStatus();
+  }
+  sandbox::Settings s = sandbox::DetectSettings(work_dir_real_);
+  s.uid_base = options_.sandbox_uid_base;
+  s.pids_max = options_.task_pids_max;
+  s.device_root = options_.device_root;
+  auto landlock = sandbox::Probe(s);
+  if (!landlock.ok()) return landlock.status();
+  options_.sandbox_tier = std::string(sandbox::TierName(s.tier));
+  spdlog::info("tasks run sandboxed (tier {}{})", options_.sandbox_tier,
+               *landlock > 0 ? absl::StrCat(", Landlock ABI ", *landlock) : ", no Landlock");
+  sandboxes_ = std::make_unique<SandboxSlots>(std::move(s));
+  return absl::OkStatus();
 }
 
 // Containment: one cgroup per attempt where the machine allows it.
@@ -375,7 +403,7 @@ void Worker::Impl::StartUnits(std::vector<v1::AttemptReport> to_redeliver) {
                           options_.task_fd_limit},
       AttemptRunnerDeps{&clock_, &launcher_, transfers_.get(), &outbox_, &dirs_, cgroup_pool_.get(),
                         &checkpointer_, &stop_, [this](const v1::WorkerMessage& m) { Send(m); },
-                        std::move(hooks)});
+                        std::move(hooks), sandboxes_.get()});
   owner_.Step();  // the first hello already says whether this worker accepts work
   owner_.Start();
   checkpointer_.Start(
@@ -528,6 +556,11 @@ void Worker::Impl::OnAssign(const v1::Assignment& as) {
   }
   a->gpu_env = std::move(binding.env);
   a->gpus.assign(as.gpus().begin(), as.gpus().end());
+  if (sandboxes_) {
+    a->slot = sandboxes_->Acquire();
+    a->paths = AttemptPaths::InSlot(options_.work_dir, sandboxes_->SlotDir(a->slot), a->id);
+    a->device_nodes = GpuDeviceNodes(a->gpus, offered_gpus_);
+  }
   if (attempts_.count(a->id)) return;
   attempts_[a->id] = a;
   run_queue_.push_back(a);
@@ -615,11 +648,13 @@ void Worker::Impl::Forget(uint64_t id) {
     acked_cv_.notify_all();
   }
   std::error_code ec;
-  RecycledDirs::RemoveTree(a->paths.task_dir);
-  {
-    std::lock_guard lock(a->ckpt_mu);  // an upload in flight finishes first
+  if (a->slot < 0) {  // a sandboxed attempt's dirs are its slot's, emptied when it ended
+    RecycledDirs::RemoveTree(a->paths.task_dir);
+    {
+      std::lock_guard lock(a->ckpt_mu);  // an upload in flight finishes first
+    }
+    dirs_.Recycle(a->paths.checkpoint_dir);
   }
-  dirs_.Recycle(a->paths.checkpoint_dir);
   fs::remove(a->paths.stdout_log, ec);
   fs::remove(a->paths.stderr_log, ec);
   outbox_.Remove(id);

@@ -41,6 +41,7 @@
 #include "owner/owner_policy.h"
 #include "platform/clock.h"
 #include "platform/gpu.h"
+#include "sandbox/probe.h"
 
 namespace idlepool::worker {
 
@@ -91,6 +92,15 @@ struct Options {
   bool probe = true;
   core::Millis probe_interval{std::chrono::minutes(10)};
   bool calibrate = true;
+  // The task sandbox (sandbox/, docs/guide/sandbox.md). `no_sandbox`: tasks run as this
+  // worker's user with its files in reach (a warning at start; `workers` shows "none"). Else the
+  // worker probes its tier at start and refuses to start when the sandbox does not work.
+  bool no_sandbox = false;
+  uint64_t sandbox_uid_base = sandbox::kDefaultUidBase;  // tier uid: slot N runs as base + N
+  uint64_t task_pids_max = sandbox::kDefaultPidsMax;     // processes and threads per task
+  // Where device nodes are bound from (tests: stand-ins); "" = the host's own.
+  std::string device_root;
+  std::string sandbox_tier;  // set by Run: "userns", "uid" or "none" (Hello.sandbox)
 };
 
 class Worker {

@@ -26,13 +26,14 @@ wait_until 20 is_owner_state laptop run
 JOB=$("$IDLEPOOL" submit "$T/job.toml")
 wait_until 30 is_busy laptop
 A1=$(running_attempt "$JOB")
-D=$T/laptop/attempts/$A1
-wait_until 30 test -s "$D.task/escapee.pid"
-ESC=$(cat "$D.task/escapee.pid")
+D=$(attempt_task_dir laptop "$A1")
+C=$(attempt_checkpoint_dir laptop "$A1")
+wait_until 30 test -s "$D/escapee.pid"
+ESC=$(host_pid laptop "$(cat "$D/escapee.pid")") || fail "escapee not found"  # its own PID numbers
 kill -0 "$ESC" || fail "escapee $ESC not running"
-wait_until 30 test -s "$D.checkpoint/step"
+wait_until 30 test -s "$C/step"
 # Let it get somewhere, and have at least one periodic checkpoint stored.
-wait_until 30 step_at_least "$D.checkpoint/step" 10
+wait_until 30 step_at_least "$C/step" 10
 wait_until 30 has_checkpoint "$JOB"
 
 sense "$S" sleep_imminent 1       # the lid is about to close / the machine suspends
@@ -62,7 +63,7 @@ pass "resumed from the checkpoint ($(cat "$OUT"/count.txt "$OUT"/*/count.txt 2>/
 JOB2=$("$IDLEPOOL" submit "$T/job.toml")
 wait_until 30 is_busy laptop
 A2=$(running_attempt "$JOB2")
-wait_until 30 step_at_least "$T/laptop/attempts/$A2.checkpoint/step" 5
+wait_until 30 step_at_least "$(attempt_checkpoint_dir laptop "$A2")/step" 5
 kill -TERM "$WPID_laptop"
 wait "$WPID_laptop" || fail "worker exited non-zero after SIGTERM"
 [ "$(sql "SELECT outcome FROM attempts WHERE id=$A2")" = preempted ] || fail "attempt $A2 not preempted"

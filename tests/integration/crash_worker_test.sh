@@ -3,6 +3,9 @@
 # it fails with the reason, and the job ends instead of crashing every worker that takes it.
 # A killed worker restarted at once (as systemd does) does not get the task straight back. The
 # coordinator stays up and the pool still runs a normal job, outputs once.
+# The workers run --no-sandbox: a sandboxed task cannot reach its worker at all (sandbox_test,
+# sandbox_test.sh); a worker can still die under a task in other ways (the kernel's OOM killer),
+# and this is the coordinator's answer to that.
 source "$(dirname "$0")/lib.sh"
 cat >"$T/crash.toml" <<'TOML'
 name = "crasher"
@@ -16,13 +19,13 @@ count = 4
 outputs = ["out-*.txt"]
 TOML
 start_coordinator --lease-timeout-ms 1500
-for w in w1 w2 w3 w4; do start_worker $w --slots 1 --heartbeat-ms 200; done
+for w in w1 w2 w3 w4; do start_worker $w --slots 1 --heartbeat-ms 200 --no-sandbox; done
 for w in w1 w2 w3 w4; do wait_until 20 is_connected $w; done
 
 JOB=$("$IDLEPOOL" submit "$T/crash.toml")
 # Workers are taken in name order: w1 first. Restart it as soon as it is dead, as systemd would.
 wait_until 30 dead "$WPID_w1"
-start_worker w1 --slots 1 --heartbeat-ms 200
+start_worker w1 --slots 1 --heartbeat-ms 200 --no-sandbox
 rc=0; "$IDLEPOOL" wait "$JOB" --quiet >/dev/null 2>&1 || rc=$?
 [ "$rc" != 0 ] || fail "the crashing job succeeded"
 [ "$(job_field "$JOB" state)" = failed ] || fail "job state $(job_field "$JOB" state), want failed"

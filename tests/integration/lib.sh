@@ -151,3 +151,45 @@ assert_fetched_output() {
   got=$(sha256sum "$(find "$2" -name out.bin)" | cut -c1-64)
   [ "$got" = "$(cat "$(find "$2" -name out.sha)")" ] || fail "job $1: fetched out.bin does not match the task's hash"
 }
+
+# Sandboxed tasks (docs/guide/sandbox.md) run in their worker's slot dirs,
+# WORK_DIR/slots/N/task and /checkpoint (WORK_DIR/attempts/ID.task with --no-sandbox), and see
+# their own PID numbers. These find them from outside.
+# attempt_task_dir W A: the task dir of attempt A, running on worker W.
+_attempt_task_dir() {
+  local e
+  for e in /proc/[0-9]*/environ; do
+    tr '\0' '\n' <"$e" 2>/dev/null | grep -qx "IDLEPOOL_ATTEMPT_ID=$2" || continue
+    tr '\0' '\n' <"$e" 2>/dev/null | grep -qx "IDLEPOOL_WORKER=$1" || continue
+    tr '\0' '\n' <"$e" | sed -n 's/^IDLEPOOL_TASK_DIR=//p'
+    return 0
+  done
+  return 1
+}
+attempt_task_dir() { wait_until 30 _attempt_task_dir "$1" "$2"; _attempt_task_dir "$1" "$2"; }
+# attempt_checkpoint_dir W A: its checkpoint dir.
+attempt_checkpoint_dir() {
+  local d; d=$(attempt_task_dir "$1" "$2") || return 1
+  case $d in */task) echo "${d%/task}/checkpoint" ;; *) echo "${d%.task}.checkpoint" ;; esac
+}
+# task_file W NAME: file NAME in the task dir of a task running on W, once it is not empty.
+_task_file() {
+  local f
+  for f in "$T/$1"/slots/*/task/"$2" "$T/$1"/attempts/*.task/"$2"; do
+    if [ -s "$f" ]; then echo "$f"; return 0; fi
+  done
+  return 1
+}
+task_file() { wait_until 30 _task_file "$1" "$2"; _task_file "$1" "$2"; }
+# host_pid W PID: the PID, as this machine numbers it, of the process of a task of worker W that
+# calls itself PID ($$ inside its sandbox's PID namespace; the same number without one).
+host_pid() {
+  local s p
+  for s in /proc/[0-9]*/status; do
+    p=${s#/proc/}; p=${p%/status}
+    [ "$(awk '/^NSpid:/ {print $NF}' "$s" 2>/dev/null)" = "$2" ] || continue
+    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "IDLEPOOL_WORKER=$1" || continue
+    echo "$p"; return 0
+  done
+  return 1
+}

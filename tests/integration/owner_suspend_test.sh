@@ -23,7 +23,7 @@ TOML
 JOB=$("$IDLEPOOL" submit "$T/job.toml")
 wait_until 30 is_busy laptop
 A=$(running_attempt "$JOB")
-TICKS=$T/laptop/attempts/$A.task/ticks
+TICKS=$(attempt_task_dir laptop "$A")/ticks
 wait_until 30 test -s "$TICKS"
 
 sense "$S" idle_seconds 0        # the owner touches the keyboard

@@ -6,7 +6,7 @@
 source "$(dirname "$0")/lib.sh"
 cat >"$T/job.toml" <<'TOML'
 name = "offline-stop"
-command = ["sh", "-c", "echo $$ > $IDLEPOOL_TASK_DIR/../pid; exec sleep 600"]
+command = ["sh", "-c", "echo $$ > pid; exec sleep 600"]
 count = 1
 TOML
 for round in 1 2 3; do
@@ -17,8 +17,7 @@ for round in 1 2 3; do
   wait_until 20 is_connected "w$round"
   "$IDLEPOOL" submit "$T/job.toml" >/dev/null
   wait_until 30 is_busy "w$round"
-  wait_until 30 test -s "$T/w$round/attempts/pid"
-  task_pid=$(cat "$T/w$round/attempts/pid")
+  task_pid=$(host_pid "w$round" "$(cat "$(task_file "w$round" pid)")") || fail "task not found"
   kill -9 "$COORD_PID"
   wait_until 30 grep -q "ended (.*reconnecting in" "$T/w$round.log"
   pid_var=WPID_w$round

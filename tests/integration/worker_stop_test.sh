@@ -5,7 +5,7 @@
 source "$(dirname "$0")/lib.sh"
 cat >"$T/job.toml" <<'TOML'
 name = "vacate"
-command = ["sh", "-c", "echo $$ > $IDLEPOOL_TASK_DIR/../pid-$IDLEPOOL_WORKER; if [ $IDLEPOOL_WORKER = owner ]; then sleep 600; fi; echo ok > out.txt"]
+command = ["sh", "-c", "echo $$ > pid-$IDLEPOOL_WORKER; if [ $IDLEPOOL_WORKER = owner ]; then sleep 600; fi; echo ok > out.txt"]
 count = 1
 outputs = ["out.txt"]
 TOML
@@ -15,8 +15,7 @@ start_worker owner --slots 1
 wait_until 20 is_connected owner
 JOB=$("$IDLEPOOL" submit "$T/job.toml")
 wait_until 30 is_busy owner
-wait_until 30 test -s "$T/owner/attempts/pid-owner"
-task_pid=$(cat "$T/owner/attempts/pid-owner")
+task_pid=$(host_pid owner "$(cat "$(task_file owner pid-owner)")") || fail "task not found"
 kill -TERM "$WPID_owner"
 wait "$WPID_owner" || fail "worker exited non-zero after SIGTERM"
 kill -0 "$task_pid" 2>/dev/null && fail "task process $task_pid survived the vacate"

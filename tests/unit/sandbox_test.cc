@@ -77,7 +77,8 @@ class SandboxTest : public ::testing::Test {
     const char* exe = std::getenv("IDLEPOOL");
     exe_ = exe != nullptr ? exe : IDLEPOOL_BINARY;
     root_ = fs::temp_directory_path() / ("sandbox_test." + std::to_string(::getpid()));
-    fs::create_directories(root_ / "work" / "slots" / "0");
+    fs::create_directories(root_ / "work" / "slots" / "0" / "task");
+    fs::create_directories(root_ / "work" / "slots" / "0" / "checkpoint");
     fs::create_directories(root_ / "owner" / ".ssh");
     std::ofstream(root_ / "owner" / ".ssh" / "id_rsa") << "SECRET-KEY";
     std::ofstream(root_ / "work" / "credential.key") << "SECRET-CREDENTIAL";
@@ -85,7 +86,11 @@ class SandboxTest : public ::testing::Test {
     settings_.agent_exe = exe_;
     settings_.hidden.push_back((root_ / "owner").string());
     slot_ = (root_ / "work" / "slots" / "0").string();
-    if (settings_.tier == Tier::kUid) fs::permissions(slot_, fs::perms::all);
+    task_ = slot_ + "/task";
+    if (settings_.tier == Tier::kUid) {
+      fs::permissions(task_, fs::perms::all);
+      fs::permissions(slot_ + "/checkpoint", fs::perms::all);
+    }
   }
   void TearDown() override {
     std::error_code ec;
@@ -103,7 +108,7 @@ class SandboxTest : public ::testing::Test {
     platform::SpawnOptions o;
     o.argv = {"sh", "-c", script};
     o.env = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + (root_ / "owner").string()};
-    o.cwd = slot_;
+    o.cwd = task_;
     o.stdout_path = (root_ / "out.log").string();
     o.stderr_path = (root_ / "err.log").string();
     fs::remove(o.stdout_path);
@@ -119,6 +124,7 @@ class SandboxTest : public ::testing::Test {
   fs::path root_;
   Settings settings_;
   std::string slot_;
+  std::string task_;
 };
 
 TEST_F(SandboxTest, RunsTasksOneAfterAnotherAndReportsExitCodes) {
@@ -132,7 +138,7 @@ TEST_F(SandboxTest, RunsTasksOneAfterAnotherAndReportsExitCodes) {
   EXPECT_EQ(out, std::to_string(uid) + "\n");
   platform::SpawnOptions o;
   o.argv = {"no-such-command-here"};
-  o.cwd = slot_;
+  o.cwd = task_;
   auto p = sb->Launch(o);
   EXPECT_EQ(p.status().code(), absl::StatusCode::kNotFound) << p.status();
   EXPECT_EQ(Run(*sb, "exit 0").exit_code, 0);  // still serving
@@ -150,25 +156,28 @@ TEST_F(SandboxTest, OwnerFilesWorkDirAndWorkerAreOutOfReach) {
       "ls -A " + owner + " | wc -l; ls -A " + work + "; ls -A " + work + "/slots; cat " + work +
           "/credential.key; cat /proc/" + std::to_string(::getpid()) + "/environ; echo end",
       &out);
-  EXPECT_EQ(out, "0\nslots\n0\nend\n");
+  EXPECT_EQ(out, "0\nslots\n0\nend\n");  // (the work dir shows its slots/0 and nothing else)
   EXPECT_EQ(ReadAll((root_ / "err.log").string()).find("SECRET"), std::string::npos);
   // Only PID 1 (the agent) and the task itself are in the PID namespace.
   Run(*sb, "ls /proc | grep -c '^[0-9]'", &out);
   EXPECT_LE(std::stoi(out), 4);
 }
 
-TEST_F(SandboxTest, WritesOnlyToTheSlotDirAndPrivateScratch) {
+TEST_F(SandboxTest, WritesOnlyToItsTaskAndCheckpointDirsAndPrivateScratch) {
   auto sb = Start();
   ASSERT_NE(sb, nullptr);
   std::string out;
-  // (c)
+  // (c) the root file system, the slot dir itself (shared by the slot's attempts: no channel
+  // from one job to the next) and the rest of the work dir are read-only.
   Run(*sb,
-      "touch /usr/x 2>/dev/null && echo usr; touch /etc/x 2>/dev/null && echo etc; "
-      "touch " +
-          root_.string() + "/x; touch " + slot_ + "/ok && echo slot; touch /tmp/p && echo tmp",
+      "touch /usr/x 2>/dev/null && echo usr; touch /etc/x 2>/dev/null && echo etc; touch " +
+          root_.string() + "/x; touch " + slot_ + "/no 2>/dev/null && echo slot; chmod 777 " +
+          slot_ + " 2>/dev/null && echo chmod; touch " + task_ + "/ok && echo task; touch " +
+          slot_ + "/checkpoint/ok && echo checkpoint; touch /tmp/p && echo tmp",
       &out);
-  EXPECT_EQ(out, "slot\ntmp\n");
-  EXPECT_TRUE(fs::exists(fs::path(slot_) / "ok"));
+  EXPECT_EQ(out, "task\ncheckpoint\ntmp\n") << ReadAll((root_ / "err.log").string());
+  EXPECT_TRUE(fs::exists(fs::path(task_) / "ok"));
+  EXPECT_FALSE(fs::exists(fs::path(slot_) / "no"));
   EXPECT_FALSE(fs::exists(root_ / "x"));  // it landed in the sandbox's private /tmp
   EXPECT_FALSE(fs::exists("/tmp/p"));     // the sandbox's /tmp is its own
 }
