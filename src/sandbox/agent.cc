@@ -76,7 +76,7 @@ absl::Status DropCapabilities() {
     abi = *applied;
   }
   if (!ch.Send(EncodeSimple(Msg::kReady, static_cast<uint64_t>(abi))).ok()) ::_exit(1);
-  internal::RunInit(ch.fd(), c.pids_max);
+  internal::RunInit(ch.fd(), c.pids_max, c.scratch);
 }
 
 void TakeIds(Channel& ch, const Config& c) {

@@ -10,15 +10,19 @@
 // itself with Landlock (landlock.h), says kReady and serves kLaunch requests, one task at a time:
 // each task is forked with its own session, the cgroup entered before exec, its limits
 // (RLIMIT_NPROC = pids_max, RLIMIT_NOFILE) and priority set. When the task's leader exits, every
-// other process in the namespace is killed and reaped before kExited is sent: nothing a task
-// started outlives it. Signals the task's processes send to -1 or to PID 1 never reach the init
-// (the kernel protects a namespace's init), and nothing outside the namespace is visible.
-// A task whose processes and threads reach pids_max is killed (kExited says so).
-// End of file on the channel (the worker stopped or died) ends the init, and with it every
-// process of the namespace.
+// other process in the namespace is killed and reaped, the scratch dirs (/tmp, /var/tmp,
+// /dev/shm) emptied and System V IPC objects removed before kExited is sent: nothing a task
+// started or left outlives it or reaches the slot's next task. Signals the task's processes send to
+// -1 or to PID 1 never reach the init (the kernel protects a namespace's init), and nothing outside
+// the namespace is visible. A task whose processes and threads reach pids_max is killed (kExited
+// says so). End of file on the channel (the worker stopped or died) ends the init, and with it
+// every process of the namespace.
 //
 // Single-threaded. Exit status: 0 after the channel closed, 1 when setup failed (after kError).
 #pragma once
+
+#include <string>
+#include <vector>
 
 namespace idlepool::sandbox {
 
@@ -28,9 +32,9 @@ inline constexpr int kAgentChannelFd = 3;
 [[noreturn]] void AgentMain();
 
 namespace internal {
-struct InitState;
 // The init's loop (agent_init.cc), entered as PID 1 after setup.
-[[noreturn]] void RunInit(int channel_fd, unsigned long pids_max);
+[[noreturn]] void RunInit(int channel_fd, unsigned long pids_max,
+                          const std::vector<std::string>& scratch);
 }  // namespace internal
 
 }  // namespace idlepool::sandbox

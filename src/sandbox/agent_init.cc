@@ -3,16 +3,24 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
+#include <sys/ipc.h>
+#include <sys/msg.h>
 #include <sys/resource.h>
+#include <sys/sem.h>
+#include <sys/shm.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -95,6 +103,45 @@ struct Task {
   }
   fail(err);
   ::_exit(127);
+}
+
+// Removes what is below `dir` (not `dir`), making dirs the task closed writable again, never
+// crossing into another file system (the slot dir's binds, when the work dir is under /tmp);
+// what cannot go (the mount points on the way there) stays. Same user as the task: no
+// capability needed.
+void EmptyDir(const std::string& dir) {
+  struct stat top;
+  if (::lstat(dir.c_str(), &top) != 0) return;
+  std::error_code ec;
+  std::filesystem::permissions(dir, std::filesystem::perms::owner_all,
+                               std::filesystem::perm_options::add, ec);
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code e2;
+    struct stat st;
+    if (::lstat(it->path().c_str(), &st) != 0 || st.st_dev != top.st_dev) continue;
+    if (S_ISDIR(st.st_mode)) EmptyDir(it->path().string());
+    std::filesystem::remove(it->path(), e2);
+  }
+}
+
+// Every System V IPC object of this IPC namespace (the task's user owns them all): a task's
+// shared memory, queues and semaphores never reach the slot's next task.
+void RemoveSysvIpc() {
+  const std::pair<const char*, int> kinds[] = {
+      {"/proc/sysvipc/shm", 0}, {"/proc/sysvipc/msg", 1}, {"/proc/sysvipc/sem", 2}};
+  for (const auto& [file, kind] : kinds) {
+    std::ifstream in(file);
+    std::string line;
+    std::getline(in, line);  // the header
+    while (std::getline(in, line)) {
+      long key = 0, id = -1;
+      if (std::sscanf(line.c_str(), "%ld %ld", &key, &id) != 2 || id < 0) continue;
+      const int i = static_cast<int>(id);
+      if (kind == 0) ::shmctl(i, IPC_RMID, nullptr);
+      if (kind == 1) ::msgctl(i, IPC_RMID, nullptr);
+      if (kind == 2) ::semctl(i, 0, IPC_RMID);
+    }
+  }
 }
 
 void SendOrExit(Channel& ch, std::string_view body, const std::vector<int>& fds = {}) {
@@ -183,7 +230,8 @@ void Launch(Channel& ch, Frame f, Task* task, unsigned long pids_max) {
 
 // Reaps what ended. Once the leader is gone everything else is killed; once nothing is left,
 // kExited.
-void Reap(Channel& ch, Task* task, unsigned long pids_max) {
+void Reap(Channel& ch, Task* task, unsigned long pids_max,
+          const std::vector<std::string>& scratch) {
   while (true) {
     int status = 0;
     const pid_t p = ::waitpid(-1, &status, WNOHANG);
@@ -199,6 +247,9 @@ void Reap(Channel& ch, Task* task, unsigned long pids_max) {
     }
     if (p < 0 && errno == EINTR) continue;
     if (p < 0 && errno == ECHILD && task->leader_done) {
+      // Nothing of this task reaches the slot's next one (the worker empties the task dir).
+      for (const auto& dir : scratch) EmptyDir(dir);
+      RemoveSysvIpc();
       SendOrExit(ch, EncodeExited(ExitReport{task->status, task->pids_limit}));
       *task = Task{};
     }
@@ -208,7 +259,7 @@ void Reap(Channel& ch, Task* task, unsigned long pids_max) {
 
 }  // namespace
 
-void RunInit(int channel_fd, unsigned long pids_max) {
+void RunInit(int channel_fd, unsigned long pids_max, const std::vector<std::string>& scratch) {
   Channel ch(channel_fd);
   sigset_t chld;
   sigemptyset(&chld);
@@ -226,7 +277,7 @@ void RunInit(int channel_fd, unsigned long pids_max) {
       signalfd_siginfo info;
       while (::read(sigfd, &info, sizeof info) > 0) {
       }
-      Reap(ch, &task, pids_max);
+      Reap(ch, &task, pids_max, scratch);
     }
     if (n > 0 && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
       auto f = ch.Receive();

@@ -30,7 +30,10 @@ constexpr uint64_t kIoctlDev = 1ull << 15;       // ABI 5
 
 struct RulesetAttr {
   uint64_t handled_access_fs;
+  uint64_t handled_access_net;  // ABI 4; none handled
+  uint64_t scoped;              // ABI 6
 };
+constexpr uint64_t kScopeAbstractUnixSocket = 1ull << 0, kScopeSignal = 1ull << 1;
 struct __attribute__((packed)) PathBeneath {
   uint64_t allowed_access;
   int32_t parent_fd;
@@ -68,8 +71,11 @@ absl::StatusOr<int> RestrictWithLandlock(const std::vector<std::string>& writabl
   const int abi = LandlockAbi();
   if (abi <= 0) return 0;
   const uint64_t all = HandledFor(abi);
-  RulesetAttr attr{all};
-  const int ruleset = static_cast<int>(::syscall(kCreateRuleset, &attr, sizeof attr, 0));
+  // ABI 6: no connecting to abstract Unix sockets (X11, D-Bus) or signalling outside the sandbox,
+  // also where it shares the host's network namespace.
+  RulesetAttr attr{all, 0, abi >= 6 ? kScopeAbstractUnixSocket | kScopeSignal : 0};
+  const size_t size = abi >= 6 ? sizeof attr : sizeof attr.handled_access_fs;
+  const int ruleset = static_cast<int>(::syscall(kCreateRuleset, &attr, size, 0));
   if (ruleset < 0) {
     return absl::InternalError(absl::StrCat("landlock ruleset: ", std::strerror(errno)));
   }

@@ -207,6 +207,19 @@ TEST_F(SandboxTest, NothingOutlivesItsTask) {
   EXPECT_EQ(out.find("sleep 100"), std::string::npos) << out;
 }
 
+TEST_F(SandboxTest, ScratchAndIpcDoNotReachTheNextTask) {
+  auto sb = Start();
+  ASSERT_NE(sb, nullptr);
+  std::string out;
+  Run(*sb,
+      "echo x > /tmp/leak; echo y > /dev/shm/leak; mkdir /var/tmp/d; chmod 0 /var/tmp/d; "
+      "ipcmk -M 4096 >/dev/null && echo shm",
+      &out);
+  EXPECT_EQ(out, "shm\n");
+  Run(*sb, "ls -A /tmp /dev/shm /var/tmp | grep -c leak; ipcs -m | grep -c '^0x'", &out);
+  EXPECT_EQ(out, "0\n0\n");
+}
+
 TEST_F(SandboxTest, ForkBombEndsAtThePidsLimit) {
   auto sb = Start(/*host_network=*/false, /*pids_max=*/64);
   ASSERT_NE(sb, nullptr);
