@@ -1,11 +1,14 @@
-// bench/throughput: end-to-end task throughput of a pool on this machine, against GNU parallel.
+// bench/throughput: end-to-end task throughput of a pool on this machine, against GNU parallel
+// and Dask.
 //
 // A coordinator and 2 workers (in this process, over gRPC on 127.0.0.1, with the real SQLite
 // store) run a job of N no-op tasks (`count = N`, command `true`); the figure is N over the
-// job's makespan (submit to last commit, from the coordinator's records). In the same run, GNU
-// parallel runs the same number of `true` with the same concurrency, and a serial posix_spawn
-// loop gives the machine's ceiling for spawning processes one after another. Each figure is the
-// median of --repeats runs.
+// job's makespan (submit to last commit, from the coordinator's records), with every task in
+// its slot's sandbox (the default) and with --no-sandbox. In the same run, GNU parallel runs the
+// same number of `true` with the same concurrency, Dask distributed (Debian
+// python3-distributed: a LocalCluster of 2 processes x `slots` threads, each task
+// subprocess.run(["true"])) the same, and a serial posix_spawn loop gives the machine's ceiling
+// for spawning processes one after another. Each figure is the median of --repeats runs.
 //
 //   build/bench/throughput [--tasks 5000] [--repeats 3] [--slots 4]
 #include <spawn.h>
@@ -26,6 +29,7 @@
 #include "cli/client.h"
 #include "coordinator/coordinator.h"
 #include "platform/random.h"
+#include "sandbox/agent.h"
 #include "spdlog/spdlog.h"
 #include "spec/spec.h"
 #include "worker/identity.h"
@@ -48,7 +52,7 @@ double Seconds(Clock::time_point a, Clock::time_point b) {
 }
 
 // One pool run; returns tasks per second (N / makespan).
-double RunPool(int tasks, int slots, const std::string& dir) {
+double RunPool(int tasks, int slots, const std::string& dir, bool sandbox) {
   idlepool::coordinator::Options co;
   co.listen = "127.0.0.1:0";
   co.data_dir = dir + "/coordinator";
@@ -81,6 +85,7 @@ double RunPool(int tasks, int slots, const std::string& dir) {
     // read as the owner's. The bench measures the pool, so the machine is dedicated.
     idlepool::owner::MakeDedicated(&o.policy);
     o.probe = false;  // a loopback link probe would only compete with the measured work
+    o.no_sandbox = !sandbox;
     ws.push_back(std::make_unique<idlepool::worker::Worker>(o));
     threads.emplace_back([w = ws.back().get()] { (void)w->Run(); });
   }
@@ -128,6 +133,34 @@ double RunParallel(int tasks, int jobs, const std::string& dir) {
   return tasks / Seconds(t0, t1);
 }
 
+// Dask distributed on the same work; -1 when python3-distributed is not installed.
+double RunDask(int tasks, int slots, const std::string& dir) {
+  const std::string script = dir + "/dask_bench.py";
+  {
+    std::ofstream out(script);
+    out << "import subprocess, sys, time\n"
+           "from distributed import Client, LocalCluster\n"
+           "def noop(i):\n"
+           "    subprocess.run(['true'])\n"
+           "    return i\n"
+           "if __name__ == '__main__':\n"
+           "    n, threads = int(sys.argv[1]), int(sys.argv[2])\n"
+           "    with LocalCluster(n_workers=2, threads_per_worker=threads, processes=True,\n"
+           "                      dashboard_address=None) as cluster, Client(cluster) as client:\n"
+           "        client.gather(client.map(noop, range(50), key=[f'w{i}' for i in range(50)]))\n"
+           "        t = time.monotonic()\n"
+           "        client.gather(client.map(noop, range(n)))\n"
+           "        print(n / (time.monotonic() - t))\n";
+  }
+  const std::string cmd = absl::StrCat("python3 ", script, " ", tasks, " ", slots, " 2>/dev/null");
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr) return -1;
+  double rate = -1;
+  if (std::fscanf(p, "%lf", &rate) != 1) rate = -1;
+  ::pclose(p);
+  return rate;
+}
+
 double RunSerialSpawn(int tasks) {
   char* argv[] = {const_cast<char*>("true"), nullptr};
   auto t0 = Clock::now();
@@ -142,6 +175,9 @@ double RunSerialSpawn(int tasks) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == idlepool::sandbox::kAgentSubcommand) {
+    idlepool::sandbox::AgentMain();  // the in-process workers' sandbox agents run this binary
+  }
   int tasks = 5000, repeats = 3, slots = 4;
   bool pool_only = false;  // --pool-only: skip the peers (for profiling)
   for (int i = 1; i < argc; ++i) {
@@ -159,19 +195,29 @@ int main(int argc, char** argv) {
   fs::create_directories(dir);
   std::printf("bench/throughput: %d no-op tasks (`true`), 2 workers x %d slots, %d repeats, %u cores\n",
               tasks, slots, repeats, std::thread::hardware_concurrency());
-  std::vector<double> pool, par, spawn;
+  std::vector<double> pool, bare, par, dask, spawn;
   for (int r = 0; r < repeats; ++r) {
-    pool.push_back(RunPool(tasks, slots, absl::StrCat(dir, "/run-", r)));
+    pool.push_back(RunPool(tasks, slots, absl::StrCat(dir, "/run-", r), /*sandbox=*/true));
+    bare.push_back(RunPool(tasks, slots, absl::StrCat(dir, "/bare-", r), /*sandbox=*/false));
     par.push_back(pool_only ? 0 : RunParallel(tasks, 2 * slots, dir));
+    dask.push_back(pool_only ? 0 : RunDask(tasks, slots, dir));
     spawn.push_back(pool_only ? 0 : RunSerialSpawn(tasks));
-    std::printf("  run %d: idlepool %.0f tasks/s, GNU parallel %.0f tasks/s, serial spawn %.0f/s\n",
-                r + 1, pool.back(), par.back(), spawn.back());
+    std::printf(
+        "  run %d: idlepool %.0f tasks/s sandboxed, %.0f --no-sandbox | GNU parallel %.0f | "
+        "Dask %.0f | serial spawn %.0f/s\n",
+        r + 1, pool.back(), bare.back(), par.back(), dask.back(), spawn.back());
     std::fflush(stdout);
   }
-  double p = Median(pool), g = Median(par), s = Median(spawn);
-  std::printf("median: idlepool %.0f tasks/s end to end | GNU parallel -j%d %.0f tasks/s | "
-              "ratio %.1fx | serial posix_spawn ceiling %.0f/s\n",
-              p, 2 * slots, g, g > 0 ? p / g : 0.0, s);
+  const double p = Median(pool), b = Median(bare), g = Median(par), d = Median(dask),
+               s = Median(spawn);
+  std::printf(
+      "median: idlepool %.0f tasks/s sandboxed, %.0f --no-sandbox (sandboxed/bare %.2f) | "
+      "GNU parallel -j%d %.0f (idlepool/parallel %.2f) | Dask 2x%d %s (idlepool/Dask "
+      "%.2f) | serial posix_spawn ceiling %.0f/s\n",
+      p, b, b > 0 ? p / b : 0.0, 2 * slots, g, g > 0 ? p / g : 0.0, slots,
+      d > 0 ? absl::StrCat(static_cast<int>(d)).c_str()
+            : "n/a (apt-get install python3-distributed)",
+      d > 0 ? p / d : 0.0, s);
   std::error_code ec;
   fs::remove_all(dir, ec);
   return 0;

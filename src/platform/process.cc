@@ -442,6 +442,7 @@ bool Process::ReapLeader(bool poll, int* status, ExitInfo* info) {
     const ReapResult r = control_->Reap();
     *status = r.wait_status;
     info->pids_limit = r.pids_limit;
+    info->memory_limit = r.memory_limit;
     return true;
   }
   return ::waitpid(pid_, status, poll ? WNOHANG : 0) == pid_;

@@ -47,11 +47,15 @@ struct SpawnOptions {
   // The command's soft RLIMIT_NOFILE (never above the hard limit); 0: this process's. A server
   // that raised its own (platform/fd_limit.h) gives its children the one it started with.
   uint64_t nofile_soft = 0;
+  // Sandboxed commands only (sandbox/slot_sandbox.h): the resident memory all its processes may
+  // use together, bytes (the job's memory_mb); 0: no limit.
+  uint64_t memory_limit_bytes = 0;
 };
 
 struct ExitInfo {
   bool timed_out = false;
-  bool pids_limit = false;   // a sandbox killed it for reaching its process limit
+  bool pids_limit = false;    // a sandbox killed it for reaching its process limit
+  bool memory_limit = false;  // a sandbox killed it for passing SpawnOptions::memory_limit_bytes
   bool killed = false;       // ended by Kill()
   int exit_code = -1;        // valid when signal == 0
   int signal = 0;            // terminating signal, 0 if it exited
@@ -64,6 +68,7 @@ struct ExitInfo {
 struct ReapResult {
   int wait_status = 0;
   bool pids_limit = false;
+  bool memory_limit = false;
 };
 class ChildControl {
  public:

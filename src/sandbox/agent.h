@@ -14,8 +14,9 @@
 // /dev/shm) emptied and System V IPC objects removed before kExited is sent: nothing a task
 // started or left outlives it or reaches the slot's next task. Signals the task's processes send to
 // -1 or to PID 1 never reach the init (the kernel protects a namespace's init), and nothing outside
-// the namespace is visible. A task whose processes and threads reach pids_max is killed (kExited
-// says so). End of file on the channel (the worker stopped or died) ends the init, and with it
+// the namespace is visible. A task whose processes and threads reach pids_max, or whose
+// processes' resident memory passes its memory_bytes (read every 100 ms), is killed (kExited
+// says which). End of file on the channel (the worker stopped or died) ends the init, and with it
 // every process of the namespace.
 //
 // Single-threaded. Exit status: 0 after the channel closed, 1 when setup failed (after kError).

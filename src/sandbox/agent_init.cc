@@ -42,6 +42,8 @@ struct Task {
   bool leader_done = false;
   int status = 0;
   bool pids_limit = false;
+  uint64_t memory_bytes = 0;  // its limit; 0: none
+  bool memory_limit = false;
 };
 
 // The task's side of the fork: never returns. Reports an exec failure's errno on `status_fd`.
@@ -148,6 +150,25 @@ void SendOrExit(Channel& ch, std::string_view body, const std::vector<int>& fds 
   if (!ch.Send(body, fds).ok()) ::_exit(0);  // the worker is gone: so is this namespace
 }
 
+// Resident bytes of every process in this namespace but the init (/proc/N/statm, field 2).
+uint64_t ResidentBytes() {
+  uint64_t pages = 0;
+  DIR* d = ::opendir("/proc");
+  if (d == nullptr) return 0;
+  while (dirent* e = ::readdir(d)) {
+    char* end = nullptr;
+    const long pid = std::strtol(e->d_name, &end, 10);
+    if (*end != '\0' || pid <= 1) continue;
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%ld/statm", pid);
+    std::ifstream in(path);
+    uint64_t size = 0, resident = 0;
+    if (in >> size >> resident) pages += resident;
+  }
+  ::closedir(d);
+  return pages * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+}
+
 // Processes and threads in this namespace now, the init left out (/proc/N/stat field 20).
 unsigned long CountTasks() {
   unsigned long total = 0;
@@ -221,7 +242,7 @@ void Launch(Channel& ch, Frame f, Task* task, unsigned long pids_max) {
     return SendOrExit(ch, EncodeSimple(Msg::kExecFailed, static_cast<uint64_t>(exec_err)));
   }
   const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
-  *task = Task{pid, false, 0, false};
+  *task = Task{pid, false, 0, false, q->memory_bytes, false};
   std::vector<int> out;
   if (pidfd >= 0) out.push_back(pidfd);
   SendOrExit(ch, EncodeSimple(Msg::kStarted, static_cast<uint64_t>(pid)), out);
@@ -250,7 +271,7 @@ void Reap(Channel& ch, Task* task, unsigned long pids_max,
       // Nothing of this task reaches the slot's next one (the worker empties the task dir).
       for (const auto& dir : scratch) EmptyDir(dir);
       RemoveSysvIpc();
-      SendOrExit(ch, EncodeExited(ExitReport{task->status, task->pids_limit}));
+      SendOrExit(ch, EncodeExited(ExitReport{task->status, task->pids_limit, task->memory_limit}));
       *task = Task{};
     }
     return;
@@ -300,6 +321,10 @@ void RunInit(int channel_fd, unsigned long pids_max, const std::vector<std::stri
     const bool check = n == 0 || (++wakes % 64) == 0;
     if (check && task.leader != 0 && !task.leader_done && AtLimit(pids_max)) {
       task.pids_limit = true;
+      ::kill(-1, SIGKILL);
+    } else if (check && task.leader != 0 && !task.leader_done && task.memory_bytes > 0 &&
+               ResidentBytes() > task.memory_bytes) {
+      task.memory_limit = true;
       ::kill(-1, SIGKILL);
     }
   }

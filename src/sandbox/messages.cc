@@ -59,7 +59,7 @@ absl::StatusOr<Config> DecodeSetup(std::string_view body) {
 std::string EncodeLaunch(const LaunchRequest& q) {
   Writer w;
   w.U64(static_cast<uint64_t>(Msg::kLaunch)).Strs(q.argv).Strs(q.env).Str(q.cwd).Str(q.path);
-  w.U64(q.nofile_soft).U64(q.low_priority).U64(q.has_cgroup);
+  w.U64(q.nofile_soft).U64(q.low_priority).U64(q.has_cgroup).U64(q.memory_bytes);
   return w.body();
 }
 
@@ -77,6 +77,7 @@ absl::StatusOr<LaunchRequest> DecodeLaunch(std::string_view body) {
   q.low_priority = flag != 0;
   SANDBOX_READ(flag, r.U64());
   q.has_cgroup = flag != 0;
+  SANDBOX_READ(q.memory_bytes, r.U64());
   if (q.argv.empty() || q.argv[0].empty()) return absl::InvalidArgumentError("empty command");
   return q;
 }
@@ -84,7 +85,7 @@ absl::StatusOr<LaunchRequest> DecodeLaunch(std::string_view body) {
 std::string EncodeExited(const ExitReport& e) {
   Writer w;
   w.U64(static_cast<uint64_t>(Msg::kExited)).U64(static_cast<uint32_t>(e.wait_status));
-  w.U64(e.pids_limit);
+  w.U64(e.pids_limit).U64(e.memory_limit);
   return w.body();
 }
 
@@ -97,6 +98,8 @@ absl::StatusOr<ExitReport> DecodeExited(std::string_view body) {
   e.wait_status = static_cast<int>(static_cast<uint32_t>(v));
   SANDBOX_READ(v, r.U64());
   e.pids_limit = v != 0;
+  SANDBOX_READ(v, r.U64());
+  e.memory_limit = v != 0;
   return e;
 }
 

@@ -56,11 +56,13 @@ struct LaunchRequest {
   uint64_t nofile_soft = 0;
   bool low_priority = false;
   bool has_cgroup = false;  // a third descriptor: the cgroup's cgroup.procs, opened for writing
+  uint64_t memory_bytes = 0;  // resident memory of all its processes together; 0: no limit
 };
 
 struct ExitReport {
   int wait_status = 0;
-  bool pids_limit = false;  // the task reached Config::pids_max and was killed
+  bool pids_limit = false;    // the task reached Config::pids_max and was killed
+  bool memory_limit = false;  // its processes' resident memory passed memory_bytes: killed
 };
 
 std::string EncodeSetup(const Config& c);

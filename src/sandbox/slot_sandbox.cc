@@ -159,7 +159,8 @@ absl::StatusOr<std::unique_ptr<platform::Process>> SlotSandbox::Launch(
     return ExecError(opts.argv[0], e);
   }
   std::vector<int> fds = {out[1], err[1]};
-  LaunchRequest q{opts.argv, opts.env, opts.cwd, "", opts.nofile_soft, opts.low_priority, false};
+  LaunchRequest q{opts.argv,        opts.env,          opts.cwd, "",
+                  opts.nofile_soft, opts.low_priority, false,    opts.memory_limit_bytes};
   if (const char* path = std::getenv("PATH")) q.path = path;
   if (opts.cgroup != nullptr) {
     const int procs = ::openat(opts.cgroup->dir_fd(), "cgroup.procs", O_WRONLY | O_CLOEXEC);
@@ -218,7 +219,7 @@ platform::ReapResult SlotSandbox::AwaitExit() {
     if (!type.ok() || *type != Msg::kExited) continue;
     auto e = DecodeExited(f->body);
     if (!e.ok()) break;
-    return platform::ReapResult{e->wait_status, e->pids_limit};
+    return platform::ReapResult{e->wait_status, e->pids_limit, e->memory_limit};
   }
   // The agent died (killed from outside, out of memory): so did every process it held.
   alive_ = false;

@@ -22,6 +22,11 @@ PhaseResult ClassifyExit(const platform::ExitInfo& exit, uint32_t timeout_s,
   if (exit.timed_out) {
     return AttemptEnd{Ending::kTimedOut, absl::StrCat("timed out after ", timeout_s, " s")};
   }
+  if (exit.memory_limit) {
+    return Failed(
+        "stopped for using more memory than its job's memory_mb (resident memory of all its "
+        "processes together)");
+  }
   if (exit.pids_limit) {
     return Failed(
         "stopped at the sandbox's limit on processes and threads (a fork bomb, or a task that "

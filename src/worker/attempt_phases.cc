@@ -138,6 +138,7 @@ platform::SpawnOptions AttemptRunner::SpawnFor(const Attempt& a,
   sp.cgroup = a.cgroup.get();
   sp.low_priority = config_.low_priority;
   sp.nofile_soft = config_.task_fd_limit;
+  sp.memory_limit_bytes = as.resources().memory_mb() << 20;
   sp.cwd = a.paths.task_dir;
   sp.stdout_path = a.paths.stdout_log;
   sp.stderr_path = a.paths.stderr_log;

@@ -220,6 +220,26 @@ TEST_F(SandboxTest, ScratchAndIpcDoNotReachTheNextTask) {
   EXPECT_EQ(out, "0\n0\n");
 }
 
+TEST_F(SandboxTest, MemoryPastItsLimitEndsTheTask) {
+  auto sb = Start();
+  ASSERT_NE(sb, nullptr);
+  platform::SpawnOptions o;
+  // 64 MiB allowed; the task holds 200 MB resident (a shell variable of that many bytes).
+  o.argv = {"bash", "-c", "x=$(head -c 200000000 /dev/zero | tr '\\0' a); sleep 100"};
+  o.env = {"PATH=/usr/bin:/bin"};
+  o.cwd = task_;
+  o.memory_limit_bytes = 64ull << 20;
+  auto p = sb->Launch(o);
+  ASSERT_TRUE(p.ok()) << p.status();
+  const platform::ExitInfo e =
+      (*p)->Wait(std::chrono::milliseconds(0), std::chrono::milliseconds(1000));
+  EXPECT_TRUE(e.memory_limit);
+  p->reset();
+  std::string out;
+  EXPECT_EQ(Run(*sb, "echo after", &out).exit_code, 0);
+  EXPECT_EQ(out, "after\n");
+}
+
 TEST_F(SandboxTest, ForkBombEndsAtThePidsLimit) {
   auto sb = Start(/*host_network=*/false, /*pids_max=*/64);
   ASSERT_NE(sb, nullptr);
