@@ -30,7 +30,8 @@ class RecycledDirs {
   // Empties `path` and keeps it as a spare (or removes it when the pool is full).
   void Recycle(const std::string& path);
 
-  // Removes everything below `dir` (not `dir` itself), also subdirs a task made read-only.
+  // Removes everything below `dir` (not `dir` itself), also subdirs a task made read-only,
+  // never following a link (platform/remove_beneath.h).
   static void RemoveContents(const std::filesystem::path& dir);
   // Removes `dir` and everything below it; logs a failure.
   static void RemoveTree(const std::filesystem::path& dir);
