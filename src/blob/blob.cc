@@ -164,23 +164,22 @@ absl::StatusOr<int> internal::OpenRegularFile(const std::string& path, bool foll
 absl::StatusOr<FileDigest> HashFile(const std::string& path, bool follow_symlinks) {
   absl::StatusOr<int> opened = internal::OpenRegularFile(path, follow_symlinks);
   if (!opened.ok()) return opened.status();
-  const int fd = *opened;
+  absl::StatusOr<FileDigest> d = HashFd(*opened, path);
+  ::close(*opened);
+  return d;
+}
+
+absl::StatusOr<FileDigest> HashFd(int fd, const std::string& name) {
   Sha256 h;
   FileDigest d;
   std::string buf(kChunkBytes, '\0');
   while (true) {
-    ssize_t n = ::read(fd, buf.data(), buf.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int err = errno;
-      ::close(fd);
-      return ErrnoStatus(absl::StrCat("cannot read ", path), err);
-    }
-    if (n == 0) break;
-    h.Update(buf.data(), static_cast<size_t>(n));
-    d.size += static_cast<uint64_t>(n);
+    absl::StatusOr<size_t> n = internal::PreadFull(fd, buf.data(), buf.size(), d.size, name);
+    if (!n.ok()) return n.status();
+    if (*n == 0) break;
+    h.Update(buf.data(), *n);
+    d.size += *n;
   }
-  ::close(fd);
   d.sha256 = h.HexDigest();
   return d;
 }

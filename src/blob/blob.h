@@ -54,6 +54,9 @@ struct FileDigest {
 // a link to a file of the lent machine between a directory scan and the read).
 [[nodiscard]] absl::StatusOr<FileDigest> HashFile(const std::string& path,
                                                   bool follow_symlinks = true);
+// The same of a file the caller opened (read with pread from offset 0; `fd` stays open and its
+// offset untouched); `name` only names it in messages.
+[[nodiscard]] absl::StatusOr<FileDigest> HashFd(int fd, const std::string& name);
 
 // A directory of blobs, each at DIR/ab/abcdef... (its hash). Only verified bytes ever appear
 // under a hash name.

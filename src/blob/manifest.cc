@@ -80,16 +80,18 @@ absl::StatusOr<Manifest> FromProto(const v1::BlobManifest& p, uint64_t max_size)
 absl::StatusOr<Manifest> ManifestOfFile(const std::string& path, bool follow_symlinks) {
   absl::StatusOr<int> opened = internal::OpenRegularFile(path, follow_symlinks);
   if (!opened.ok()) return opened.status();
-  const int fd = *opened;
+  absl::StatusOr<Manifest> m = ManifestOfFd(*opened, path);
+  ::close(*opened);
+  return m;
+}
+
+absl::StatusOr<Manifest> ManifestOfFd(int fd, const std::string& name) {
   Manifest m;
   Sha256 whole;
   std::string buf(kChunkBytes, '\0');
   while (true) {
-    absl::StatusOr<size_t> n = internal::PreadFull(fd, buf.data(), buf.size(), m.size, path);
-    if (!n.ok()) {
-      ::close(fd);
-      return n.status();
-    }
+    absl::StatusOr<size_t> n = internal::PreadFull(fd, buf.data(), buf.size(), m.size, name);
+    if (!n.ok()) return n.status();
     if (*n == 0) break;
     whole.Update(buf.data(), *n);
     Sha256 chunk;
@@ -97,13 +99,11 @@ absl::StatusOr<Manifest> ManifestOfFile(const std::string& path, bool follow_sym
     m.chunk_sha256.push_back(chunk.RawDigest());
     m.size += *n;
     if (m.size > kMaxBlobBytes) {
-      ::close(fd);
       return absl::OutOfRangeError(
-          absl::StrCat(path, " is larger than the blob limit of ", kMaxBlobBytes, " bytes"));
+          absl::StrCat(name, " is larger than the blob limit of ", kMaxBlobBytes, " bytes"));
     }
     if (*n < buf.size()) break;
   }
-  ::close(fd);
   m.sha256 = whole.HexDigest();
   return m;
 }

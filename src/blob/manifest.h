@@ -55,5 +55,8 @@ v1::BlobManifest ToProto(const Manifest& m);
 // for a file larger than kMaxBlobBytes.
 [[nodiscard]] absl::StatusOr<Manifest> ManifestOfFile(const std::string& path,
                                                       bool follow_symlinks = true);
+// The same of a file the caller opened (pread from offset 0; `fd` stays open); `name` only
+// names it in messages.
+[[nodiscard]] absl::StatusOr<Manifest> ManifestOfFd(int fd, const std::string& name);
 
 }  // namespace idlepool::blob

@@ -42,7 +42,9 @@ absl::Status UploadOnce(v1::Blobs::Stub* stub, const std::string& token, const s
       resume = reply.resume_offset(0);
     }
   }
-  absl::StatusOr<int> opened = internal::OpenRegularFile(path, options.follow_symlinks);
+  const bool own_fd = options.source_fd < 0;
+  absl::StatusOr<int> opened = own_fd ? internal::OpenRegularFile(path, options.follow_symlinks)
+                                      : absl::StatusOr<int>(options.source_fd);
   if (!opened.ok()) return opened.status();
   const int fd = *opened;
   grpc::ClientContext ctx;
@@ -85,7 +87,7 @@ absl::Status UploadOnce(v1::Blobs::Stub* stub, const std::string& token, const s
       break;
     }
   }
-  ::close(fd);
+  if (own_fd) ::close(fd);
   // A half-close, not a cancel: the coordinator keeps every chunk it was sent.
   writer->WritesDone();
   grpc::Status st = writer->Finish();
@@ -212,7 +214,9 @@ absl::StatusOr<Manifest> FetchManifest(v1::Blobs::Stub* stub, const std::string&
 absl::StatusOr<TransferStats> UploadResumable(v1::Blobs::Stub* stub, const std::string& token,
                                               const std::string& path, const FileDigest& digest,
                                               const TransferOptions& options) {
-  absl::StatusOr<Manifest> m = ManifestOfFile(path, options.follow_symlinks);
+  absl::StatusOr<Manifest> m = options.source_fd >= 0
+                                   ? ManifestOfFd(options.source_fd, path)
+                                   : ManifestOfFile(path, options.follow_symlinks);
   if (!m.ok()) return m.status();
   if ((!digest.sha256.empty() && m->sha256 != digest.sha256) ||
       (!digest.sha256.empty() && m->size != digest.size)) {

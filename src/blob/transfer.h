@@ -44,6 +44,9 @@ struct TransferOptions {
   std::function<bool()> cancelled;
   RetryPolicy retry;
   bool follow_symlinks = true;  // uploads: false refuses a symlink (see HashFile)
+  // Uploads: read this open regular file (the caller's, left open; pread, so its offset does not
+  // matter) instead of opening `path`, which then only names it in messages. -1: open `path`.
+  int source_fd = -1;
 };
 
 struct TransferStats {

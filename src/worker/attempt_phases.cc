@@ -1,5 +1,5 @@
-// The attempt runner's phases: stage, run, collect, upload (see attempt_runner.h).
-#include <glob.h>
+// The attempt runner's phases: stage, run, upload (see attempt_runner.h; collect:
+// attempt_collect.cc).
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -247,87 +247,17 @@ PhaseResult AttemptRunner::AwaitExit(Attempt& a, v1::AttemptReport* report) {
   return ClassifyExit(exit, a.assignment.timeout_s(), d_.hooks.low_on_disk, d_.hooks.disk_reason);
 }
 
-// --- Collect -------------------------------------------------------------------------------
-
-// A pattern that matches nothing fails the attempt: a render that wrote no frame must not count
-// as done.
-PhaseResult AttemptRunner::CollectOutputs(Attempt& a, const std::set<std::string>& input_paths,
-                                          v1::AttemptReport* report) {
-  std::set<std::string> seen;
-  std::error_code ec;
-  const std::string real_task_dir = fs::canonical(a.paths.task_dir, ec).string();
-  for (const auto& pattern : a.assignment.outputs()) {
-    if (PhaseResult end = CollectPattern(a, pattern, input_paths, real_task_dir, &seen, report)) {
-      return end;
-    }
-  }
-  return std::nullopt;
-}
-
-PhaseResult AttemptRunner::CollectPattern(Attempt& a, const std::string& pattern,
-                                          const std::set<std::string>& input_paths,
-                                          const std::string& real_task_dir,
-                                          std::set<std::string>* seen, v1::AttemptReport* report) {
-  const std::string& task_dir = a.paths.task_dir;
-  const std::string full = task_dir + "/" + pattern;
-  glob_t g{};
-  struct Free {
-    glob_t* g;
-    ~Free() { ::globfree(g); }
-  } free_glob{&g};
-  size_t matched = 0;
-  const bool any = ::glob(full.c_str(), 0, nullptr, &g) == 0;
-  for (size_t i = 0; any && i < g.gl_pathc; ++i) {
-    const std::string path = g.gl_pathv[i];
-    struct stat st;
-    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-    const std::string rel = path.substr(task_dir.size() + 1);
-    if (input_paths.count(rel)) continue;  // staged inputs are not outputs
-    if (!text::IsValidUtf8(rel)) {
-      report->clear_outputs();
-      return Failed(absl::StrCat("output file name '", rel,
-                                 "' is not valid UTF-8; rename it in the command"));
-    }
-    // A symlink may point inside the task dir (latest.png -> frame10.png), never out of it: an
-    // output is the task's work, not a file of the lending machine.
-    std::error_code ec;
-    const fs::path real = fs::canonical(path, ec);
-    if (ec || real.string().rfind(real_task_dir + "/", 0) != 0) {
-      report->clear_outputs();
-      return Failed(absl::StrCat("output '", rel, "' is a link to a file outside the task dir"));
-    }
-    ++matched;
-    if (!seen->insert(rel).second) continue;
-    auto digest = blob::HashFile(path);
-    if (!digest.ok()) return Failed(std::string(digest.status().message()));
-    if (digest->size == 0 && !a.assignment.allow_empty_outputs()) {
-      report->clear_outputs();
-      return Failed(absl::StrCat("output '", rel,
-                                 "' is empty (0 bytes); set "
-                                 "allow_empty_outputs = true if that is a result"));
-    }
-    auto* o = report->add_outputs();
-    o->set_path(rel);
-    o->set_sha256(digest->sha256);
-    o->set_size(digest->size);
-  }
-  if (matched == 0) {
-    report->clear_outputs();
-    return Failed(absl::StrCat("output pattern '", pattern, "' matched no file"));
-  }
-  return std::nullopt;
-}
-
 // --- Upload --------------------------------------------------------------------------------
 
 // Files the outputs and the report in the durable outbox (from here on the work survives cut
 // links, coordinator restarts and a restart of this worker), then uploads them: never a reason
 // to run the task again.
-PhaseResult AttemptRunner::FileAndUpload(Attempt& a, v1::AttemptReport* report) {
+PhaseResult AttemptRunner::FileAndUpload(Attempt& a, const HashedOutputs& hashed,
+                                         v1::AttemptReport* report) {
   report->set_result(v1::AttemptReport::SUCCEEDED);
   a.transfer.ToProto(report->mutable_transfer());
   FillTiming(a, /*with_upload=*/false, d_.clock->Now(), report->mutable_timing());
-  if (absl::Status st = d_.outbox->File(*report, a.paths.task_dir); !st.ok()) {
+  if (absl::Status st = d_.outbox->File(*report, a.paths.task_dir, hashed); !st.ok()) {
     report->clear_outputs();
     if (st.code() == absl::StatusCode::kResourceExhausted) {
       return MachineFault(absl::StrCat("cannot keep the outputs: ", st.message()));

@@ -55,6 +55,7 @@ void AttemptRunner::Run(std::shared_ptr<Attempt> a) {
 
 void AttemptRunner::Execute(Attempt& a, v1::AttemptReport* report) {
   std::set<std::string> input_paths;
+  HashedOutputs hashed;
   PhaseResult end = MakeDirs(a);
   if (!end) end = StageInputs(a, &input_paths);
   if (!end) end = RestoreCheckpoint(a);
@@ -64,8 +65,8 @@ void AttemptRunner::Execute(Attempt& a, v1::AttemptReport* report) {
   if (end) {
     end = MachineFaultIfShortOfFds(end, short_of_fds());
   } else if (!(end = AwaitExit(a, report))) {  // the task's own end is never the machine's
-    end = MachineFaultIfShortOfFds(CollectOutputs(a, input_paths, report), short_of_fds());
-    if (!end) end = MachineFaultIfShortOfFds(FileAndUpload(a, report), short_of_fds());
+    end = MachineFaultIfShortOfFds(CollectOutputs(a, input_paths, &hashed, report), short_of_fds());
+    if (!end) end = MachineFaultIfShortOfFds(FileAndUpload(a, hashed, report), short_of_fds());
   }
   if (end) Conclude(a, *end, report);
 }
@@ -170,8 +171,8 @@ absl::Status AttemptRunner::DeliverOutputs(Attempt& a, const v1::AttemptReport& 
   for (const auto& o : report.outputs()) {
     while (true) {
       if (abandoned() || d_.stop->stopping()) return absl::CancelledError("attempt stopped");
-      absl::Status st = d_.transfers->Upload(d_.outbox->PathOf(a.id, o.path()), o,
-                                             /*follow_symlinks=*/true, sent);
+      absl::Status st =
+          d_.transfers->Upload(UploadSource{d_.outbox->PathOf(a.id, o.path())}, o, sent);
       if (st.ok()) break;
       if (OutputDamaged(st)) {
         return absl::Status(st.code(),

@@ -3,7 +3,8 @@
 //            checkpoint restored),
 //   run     (the command rendered, spawned through the ProcessLauncher with IDLEPOOL_*
 //            variables, frozen at once if the owner or a held GPU says so, waited for),
-//   collect (outputs matching the job's globs, hashed),
+//   collect (outputs matching the job's globs, matched, opened and hashed beneath the task dir:
+//            a symbolic link or a file with more than one link fails the attempt),
 //   upload  (filed in the durable outbox, then uploaded until the coordinator has them) —
 // and reports the result. Each phase returns a PhaseResult; the one classifier
 // (attempt_error.h) and Conclude() turn an early end into the report.
@@ -107,12 +108,12 @@ class AttemptRunner {
   [[nodiscard]] PhaseResult Launch(Attempt& a, v1::AttemptReport* report);
   [[nodiscard]] PhaseResult AwaitExit(Attempt& a, v1::AttemptReport* report);
   [[nodiscard]] PhaseResult CollectOutputs(Attempt& a, const std::set<std::string>& input_paths,
-                                           v1::AttemptReport* report);
-  [[nodiscard]] PhaseResult CollectPattern(Attempt& a, const std::string& pattern,
+                                           HashedOutputs* hashed, v1::AttemptReport* report);
+  [[nodiscard]] PhaseResult CollectPattern(Attempt& a, int task_fd, const std::string& pattern,
                                            const std::set<std::string>& input_paths,
-                                           const std::string& real_task_dir,
-                                           std::set<std::string>* seen, v1::AttemptReport* report);
-  [[nodiscard]] PhaseResult FileAndUpload(Attempt& a, v1::AttemptReport* report);
+                                           HashedOutputs* hashed, v1::AttemptReport* report);
+  [[nodiscard]] PhaseResult FileAndUpload(Attempt& a, const HashedOutputs& hashed,
+                                          v1::AttemptReport* report);
   // Helpers.
   [[nodiscard]] PhaseResult StageBlob(Attempt& a, const std::string& sha256, uint64_t size,
                                       const std::string& dst, const std::string& what,

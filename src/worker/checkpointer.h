@@ -4,7 +4,9 @@
 // since its last upload (a cheap fingerprint: relative paths, sizes, mtimes) and whose last
 // upload is at least `interval` old is uploaded and told to the coordinator
 // (WorkerMessage.checkpoint). Finally (Upload with force, from a vacated attempt's runner
-// thread): the dir as it is, for its PREEMPTED report.
+// thread): the dir as it is, for its PREEMPTED report. The dir is listed, and each file hashed
+// and uploaded from one descriptor, beneath it (checkpoint_files.h): symbolic links, files with
+// more than one link and special files are left out, named in a warning in the worker's log.
 //
 // Threads: Upload from the checkpoint thread and runner threads; one upload per attempt at a
 // time (Attempt::ckpt_mu). Ownership: attempts are shared (attempt.h); the upload function is
@@ -24,6 +26,7 @@
 #include "worker/attempt.h"
 #include "worker/sender.h"
 #include "worker/stop_signal.h"
+#include "worker/transfers.h"
 
 namespace idlepool::worker {
 
@@ -41,10 +44,10 @@ struct CheckpointUpload {
 
 class Checkpointer {
  public:
-  // Uploads the file at `path` as blob `file` unless the coordinator has it (never following
-  // symlinks); adds the bytes sent to `*sent`.
-  using UploadFn = std::function<absl::Status(const std::string& path, const v1::OutputFile& file,
-                                              std::atomic<uint64_t>* sent)>;
+  // Uploads `source` (an open file: see checkpoint_files.h) as blob `file` unless the
+  // coordinator has it; adds the bytes sent to `*sent`.
+  using UploadFn = std::function<absl::Status(
+      const UploadSource& source, const v1::OutputFile& file, std::atomic<uint64_t>* sent)>;
 
   Checkpointer(const platform::Clock& clock, UploadFn upload)
       : clock_(clock), upload_(std::move(upload)) {}

@@ -1,6 +1,7 @@
 #include "worker/outbox.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "platform/beneath.h"
 #include "spdlog/spdlog.h"
 
 namespace idlepool::worker {
@@ -74,6 +76,42 @@ absl::Status WriteDurably(const std::string& path, const std::string& data) {
   return absl::OkStatus();
 }
 
+// Moves output `rel` out of the task dir (`task_fd`) to `dst`: renamed from its parent dir,
+// opened beneath the task dir, then checked to be the file that was hashed. Two patterns list
+// the same file only once (the worker dedups), so a rename suffices.
+absl::Status MoveOutput(int task_fd, const std::string& rel, const std::string& dst,
+                        const HashedOutputs& hashed) {
+  const auto it = hashed.find(rel);
+  if (it == hashed.end()) return absl::InternalError(absl::StrCat("output '", rel, "' not hashed"));
+  std::error_code ec;
+  fs::create_directories(fs::path(dst).parent_path(), ec);
+  if (ec) return FromErrorCode(absl::StrCat("cannot create dir for ", dst), ec);
+  const size_t slash = rel.rfind('/');
+  platform::UniqueFd parent;
+  if (slash != std::string::npos) {
+    absl::StatusOr<platform::UniqueFd> p =
+        platform::OpenDirectoryBeneath(task_fd, std::string_view(rel).substr(0, slash));
+    if (!p.ok()) {
+      return absl::Status(p.status().code(),
+                          absl::StrCat("output '", rel, "': ", p.status().message()));
+    }
+    parent = std::move(*p);
+  }
+  const std::string name = rel.substr(slash == std::string::npos ? 0 : slash + 1);
+  if (::renameat(parent.valid() ? parent.get() : task_fd, name.c_str(), AT_FDCWD, dst.c_str()) !=
+      0) {
+    return ErrnoStatus(absl::StrCat("cannot move output ", rel), errno);
+  }
+  struct stat st;
+  if (::lstat(dst.c_str(), &st) != 0) return ErrnoStatus(absl::StrCat("cannot stat ", dst), errno);
+  if (!S_ISREG(st.st_mode) || st.st_nlink != 1 ||
+      !(FileIdentity{st.st_dev, st.st_ino} == it->second)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("output '", rel, "' was replaced after it was hashed"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 Outbox::Outbox(std::string dir) : dir_(std::move(dir)) {}
@@ -117,31 +155,24 @@ absl::StatusOr<std::vector<v1::AttemptReport>> Outbox::Open() {
   return out;
 }
 
-absl::Status Outbox::File(const v1::AttemptReport& report, const std::string& task_dir) {
+absl::Status Outbox::File(const v1::AttemptReport& report, const std::string& task_dir,
+                          const HashedOutputs& hashed) {
   const std::string entry = EntryDir(report.attempt());
   std::error_code ec;
   fs::remove_all(entry, ec);
   fs::create_directories(entry + "/files", ec);
   if (ec) return FromErrorCode(absl::StrCat("cannot create ", entry), ec);
-  for (const auto& o : report.outputs()) {
-    const std::string src = task_dir + "/" + o.path();
-    const std::string dst = PathOf(report.attempt(), o.path());
-    fs::create_directories(fs::path(dst).parent_path(), ec);
-    if (ec) {
-      absl::Status st = FromErrorCode(absl::StrCat("cannot create dir for ", dst), ec);
-      Remove(report.attempt());
-      return st;
-    }
-    // Two patterns may list the same file only once (the worker dedups), so a rename suffices.
-    if (::rename(src.c_str(), dst.c_str()) != 0) {
-      absl::Status st = ErrnoStatus(absl::StrCat("cannot move output ", src), errno);
-      Remove(report.attempt());
-      return st;
-    }
+  absl::StatusOr<platform::UniqueFd> task = platform::OpenDirectory(task_dir);
+  absl::Status st = task.status();
+  for (int i = 0; st.ok() && i < report.outputs_size(); ++i) {
+    const std::string& rel = report.outputs(i).path();
+    st = MoveOutput(task->get(), rel, PathOf(report.attempt(), rel), hashed);
   }
   std::string data;
-  if (!report.SerializeToString(&data)) return absl::InternalError("cannot serialize report");
-  absl::Status st = WriteDurably(entry + "/report.pb", data);
+  if (st.ok() && !report.SerializeToString(&data)) {
+    st = absl::InternalError("cannot serialize report");
+  }
+  if (st.ok()) st = WriteDurably(entry + "/report.pb", data);
   if (!st.ok()) Remove(report.attempt());
   return st;
 }

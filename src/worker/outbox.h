@@ -15,10 +15,14 @@
 // Thread safety: all methods may be called from any thread; entries of different attempts are
 // independent; the caller must not File and Remove the same attempt concurrently.
 // Errors: kResourceExhausted when the disk is full (ENOSPC/EDQUOT: the machine's fault, not the
-// task's), kNotFound for a missing output, kInternal otherwise.
+// task's), kNotFound for a missing output, kFailedPrecondition for an output that is no longer
+// the file hashed, kInternal otherwise.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,6 +33,15 @@
 
 namespace idlepool::worker {
 
+// Which file an output was when it was hashed (st_dev, st_ino): filing checks that its name
+// still leads to it (a task may swap the name for another file after the hash).
+struct FileIdentity {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  bool operator==(const FileIdentity&) const = default;
+};
+using HashedOutputs = std::map<std::string, FileIdentity>;  // by output path
+
 class Outbox {
  public:
   explicit Outbox(std::string dir);  // WORK_DIR/outbox
@@ -38,9 +51,13 @@ class Outbox {
   absl::StatusOr<std::vector<v1::AttemptReport>> Open();
 
   // Files a finished attempt: moves each output (path relative to `task_dir`) into the entry,
-  // then writes the report durably. On error the entry is removed with whatever it held (the
-  // attempt then fails, or is the machine's fault when the disk is full).
-  absl::Status File(const v1::AttemptReport& report, const std::string& task_dir);
+  // then writes the report durably. The move is a rename from the output's parent dir opened
+  // beneath `task_dir` (platform/beneath.h), and what arrives must be the file that was hashed
+  // (`hashed`), still a regular file with a single link: else kFailedPrecondition naming the
+  // output. On error the entry is removed with whatever it held (the attempt then fails, or is
+  // the machine's fault when the disk is full).
+  absl::Status File(const v1::AttemptReport& report, const std::string& task_dir,
+                    const HashedOutputs& hashed);
 
   // Where output `rel` of `attempt` lies while it waits.
   std::string PathOf(uint64_t attempt, const std::string& rel) const;

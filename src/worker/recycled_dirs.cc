@@ -8,6 +8,8 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "platform/beneath.h"
+#include "platform/remove_beneath.h"
 #include "spdlog/spdlog.h"
 
 namespace idlepool::worker {
@@ -34,13 +36,14 @@ absl::Status RecycledDirs::Make(const std::string& path) {
   return absl::InternalError(absl::StrCat("cannot create ", path, ": ", std::strerror(errno)));
 }
 
+// The dir itself is the worker's path; below it, nothing is followed (platform/remove_beneath.h).
 void RecycledDirs::RemoveContents(const fs::path& dir) {
   std::error_code ec;
   fs::permissions(dir, fs::perms::owner_all, fs::perm_options::add, ec);
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    std::error_code ec2;
-    if (it->is_directory(ec2) && !it->is_symlink(ec2)) RemoveContents(it->path());
-    fs::remove(it->path(), ec2);
+  absl::StatusOr<platform::UniqueFd> fd = platform::OpenDirectory(dir.string());
+  if (!fd.ok()) return;  // gone, or RemoveTree's remove says why
+  if (absl::Status st = platform::RemoveContentsBeneath(fd->get()); !st.ok()) {
+    spdlog::warn("cannot empty {}: {}", dir.string(), std::string(st.message()));
   }
 }
 

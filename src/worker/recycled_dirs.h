@@ -32,7 +32,8 @@ class RecycledDirs {
   // Empties `path` and keeps it as a spare (or removes it when the pool is full).
   void Recycle(const std::string& path);
 
-  // Removes everything below `dir` (not `dir` itself), also subdirs a task made read-only.
+  // Removes everything below `dir` (not `dir` itself), also subdirs a task made read-only,
+  // never following a link (platform/remove_beneath.h).
   static void RemoveContents(const std::filesystem::path& dir);
   // Gives `dir` and everything below it (links themselves, never followed) to uid:gid.
   // kInternal naming the path that could not be changed.

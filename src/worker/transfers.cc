@@ -75,15 +75,16 @@ absl::StatusOr<std::string> BlobTransfers::Stage(Attempt& a, const std::string& 
   return c_.cache->PathOf(sha256);
 }
 
-absl::Status BlobTransfers::Upload(const std::string& path, const v1::OutputFile& file,
-                                   bool follow_symlinks, std::atomic<uint64_t>* sent) {
+absl::Status BlobTransfers::Upload(const UploadSource& source, const v1::OutputFile& file,
+                                   std::atomic<uint64_t>* sent) {
   blob::TransferOptions opts;
-  opts.follow_symlinks = follow_symlinks;
+  opts.follow_symlinks = false;
+  opts.source_fd = source.fd;
   // Not cancelled when the worker stops: a vacated attempt's final checkpoint still goes up.
   opts.retry.max_tries = 3;  // callers retry further on their own schedule
   opts.retry.wait = [this](std::chrono::milliseconds d) { c_.stop->WaitFor(d); };
   TransferGauge::Scope moving(*c_.gauge);
-  auto stats = blob::UploadResumable(c_.stub, c_.token, path,
+  auto stats = blob::UploadResumable(c_.stub, c_.token, source.path,
                                      blob::FileDigest{file.sha256(), file.size()}, opts);
   if (!stats.ok()) return stats.status();
   if (sent != nullptr) *sent += stats->bytes_sent;

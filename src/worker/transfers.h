@@ -32,6 +32,14 @@
 
 namespace idlepool::worker {
 
+// What an upload reads: the open regular file `fd` when it is >= 0 (the caller's, left open: a
+// task's file is uploaded from the descriptor that was checked and hashed), else the file at
+// `path`, never through a symbolic link at its end. `path` names it in messages either way.
+struct UploadSource {
+  std::string path;
+  int fd = -1;
+};
+
 class Transfers {
  public:
   virtual ~Transfers() = default;
@@ -41,11 +49,11 @@ class Transfers {
   [[nodiscard]] virtual absl::StatusOr<std::string> Stage(Attempt& a, const std::string& sha256,
                                                           uint64_t size,
                                                           const std::function<bool()>& stopped) = 0;
-  // Uploads `path` as blob `file` unless the coordinator has it (resuming a cut upload; three
+  // Uploads `source` as blob `file` unless the coordinator has it (resuming a cut upload; three
   // tries, callers retry further); adds the bytes sent to `*sent` when given. kDataLoss or
   // kNotFound: the file no longer holds the bytes hashed.
-  [[nodiscard]] virtual absl::Status Upload(const std::string& path, const v1::OutputFile& file,
-                                            bool follow_symlinks, std::atomic<uint64_t>* sent) = 0;
+  [[nodiscard]] virtual absl::Status Upload(const UploadSource& source, const v1::OutputFile& file,
+                                            std::atomic<uint64_t>* sent) = 0;
 };
 
 // Counts the transfers in flight (inputs or outputs moving).
@@ -87,8 +95,8 @@ class BlobTransfers final : public Transfers {
   [[nodiscard]] absl::StatusOr<std::string> Stage(Attempt& a, const std::string& sha256,
                                                   uint64_t size,
                                                   const std::function<bool()>& stopped) override;
-  [[nodiscard]] absl::Status Upload(const std::string& path, const v1::OutputFile& file,
-                                    bool follow_symlinks, std::atomic<uint64_t>* sent) override;
+  [[nodiscard]] absl::Status Upload(const UploadSource& source, const v1::OutputFile& file,
+                                    std::atomic<uint64_t>* sent) override;
 
  private:
   struct Fetched {

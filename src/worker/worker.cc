@@ -191,9 +191,9 @@ Worker::Impl::Impl(Options options, const platform::Clock& clock)
                              options_.min_free_disk_bytes},
           clock_, stop_, [this] { return Snapshot(); },
           [this](const v1::WorkerMessage& m) { Send(m); }),
-      checkpointer_(clock_, [this](const std::string& path, const v1::OutputFile& f,
+      checkpointer_(clock_, [this](const UploadSource& source, const v1::OutputFile& f,
                                    std::atomic<uint64_t>* sent) {
-        return transfers_->Upload(path, f, /*follow_symlinks=*/false, sent);
+        return transfers_->Upload(source, f, sent);
       }) {
   session_.Connect(options_.probe);
   if (options_.probe) {

@@ -4,6 +4,8 @@
 #include "worker/attempt_runner.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -109,19 +111,31 @@ class FakeTransfers final : public Transfers {
     a.transfer.Staged(size, false, size, 0);
     return path;
   }
-  absl::Status Upload(const std::string& path, const v1::OutputFile& file, bool,
+  absl::Status Upload(const UploadSource& source, const v1::OutputFile& file,
                       std::atomic<uint64_t>* sent) override {
     std::lock_guard lock(mu);
     if (!upload_error.ok()) return upload_error;
-    uploaded[file.path()] = path;
+    uploaded[file.path()] = source.path;
+    uploaded_bytes[file.path()] = source.fd >= 0 ? ReadFd(source.fd) : ReadPath(source.path);
     if (sent) *sent += file.size();
     return absl::OkStatus();
+  }
+  static std::string ReadFd(int fd) {
+    std::string out(1 << 16, '\0');
+    const ssize_t n = ::pread(fd, out.data(), out.size(), 0);
+    out.resize(n > 0 ? static_cast<size_t>(n) : 0);
+    return out;
+  }
+  static std::string ReadPath(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
   }
   std::map<std::string, std::string> blobs;
   absl::Status stage_error;
   absl::Status upload_error;
   std::mutex mu;
-  std::map<std::string, std::string> uploaded;  // rel path -> local path
+  std::map<std::string, std::string> uploaded;        // rel path -> local path
+  std::map<std::string, std::string> uploaded_bytes;  // rel path -> the bytes read
 
  private:
   std::string dir_;
@@ -136,9 +150,9 @@ class AttemptRunnerTest : public ::testing::Test {
         transfers_((work_dir_ / "cache").string()),
         outbox_((work_dir_ / "outbox").string()),
         dirs_(work_dir_.string()),
-        checkpointer_(clock_, [this](const std::string& path, const v1::OutputFile& f,
+        checkpointer_(clock_, [this](const UploadSource& source, const v1::OutputFile& f,
                                      std::atomic<uint64_t>* sent) {
-          return transfers_.Upload(path, f, false, sent);
+          return transfers_.Upload(source, f, sent);
         }) {
     fs::remove_all(work_dir_);
     fs::create_directories(work_dir_ / "attempts");
@@ -484,6 +498,127 @@ TEST_F(AttemptRunnerTest, CheckpointerSaysUnchangedUntilTheDirChanges) {
   up = checkpointer_.Upload(*a, /*force=*/false);
   EXPECT_EQ(up.result, CheckpointResult::kFailed);
   EXPECT_EQ(up.error.code(), absl::StatusCode::kUnavailable);
+}
+
+// Worker hygiene (issue 19 point 4): what a task leaves in its dirs is read beneath them. The
+// "owner's key" lives in the work dir's parent, outside every task dir.
+class OutputLinksTest : public AttemptRunnerTest {
+ protected:
+  OutputLinksTest() : secret_(work_dir_ / "owner_home" / ".ssh" / "id_rsa") {
+    WriteFile(secret_, kSecret);
+  }
+  static constexpr const char* kSecret = "-----BEGIN OPENSSH PRIVATE KEY----- the owner's";
+  // The attempt failed with `message`, and nothing at all was uploaded or filed.
+  void ExpectRefused(uint64_t id, const std::string& message) {
+    const v1::AttemptReport r = Report();
+    EXPECT_EQ(r.result(), v1::AttemptReport::FAILED);
+    EXPECT_EQ(r.message(), message);
+    EXPECT_EQ(r.outputs_size(), 0);
+    EXPECT_TRUE(transfers_.uploaded.empty());
+    EXPECT_FALSE(fs::exists(outbox_.PathOf(id, "")));
+  }
+  fs::path secret_;
+};
+
+TEST_F(OutputLinksTest, ASymlinkOutputFailsTheAttemptNamingItAndIsNeverUploaded) {
+  auto a = NewAttempt(30);
+  a->assignment.add_outputs("out.txt");
+  launcher_.during = [this](const std::string& cwd) {
+    fs::create_symlink(secret_, cwd + "/out.txt");
+  };
+  runner_->Run(a);
+  ExpectRefused(30,
+                "output 'out.txt' is a symbolic link; outputs must be regular files in the task "
+                "dir, each with a single link");
+}
+
+TEST_F(OutputLinksTest, ALinkInsideTheTaskDirIsRefusedToo) {
+  auto a = NewAttempt(31);
+  a->assignment.add_outputs("*.png");
+  launcher_.during = [](const std::string& cwd) {
+    WriteFile(cwd + "/frame10.png", "frame");
+    fs::create_symlink("frame10.png", cwd + "/latest.png");
+  };
+  runner_->Run(a);
+  ExpectRefused(31,
+                "output 'latest.png' is a symbolic link; outputs must be regular files in the "
+                "task dir, each with a single link");
+}
+
+TEST_F(OutputLinksTest, AHardLinkOutputFailsTheAttempt) {
+  auto a = NewAttempt(32);
+  a->assignment.add_outputs("out.txt");
+  launcher_.during = [this](const std::string& cwd) {
+    ASSERT_EQ(::link(secret_.c_str(), (cwd + "/out.txt").c_str()), 0);
+  };
+  runner_->Run(a);
+  ExpectRefused(32,
+                "output 'out.txt' has 2 hard links; outputs must be regular files in the task "
+                "dir, each with a single link");
+}
+
+TEST_F(OutputLinksTest, APatternThroughALinkedDirectoryFailsTheAttempt) {
+  auto a = NewAttempt(33);
+  a->assignment.add_outputs("outdir/*");
+  launcher_.during = [this](const std::string& cwd) {
+    fs::create_directory_symlink(secret_.parent_path(), cwd + "/outdir");
+  };
+  runner_->Run(a);
+  ExpectRefused(33,
+                "output pattern 'outdir/*': 'outdir' is a symbolic link; outputs must be regular "
+                "files in the task dir, each with a single link");
+}
+
+// Filing re-checks: a name swapped after the hash is refused, and the owner's file behind a
+// swapped-in parent link is never moved.
+TEST_F(OutputLinksTest, FilingRefusesAnOutputSwappedAfterItWasHashed) {
+  const std::string task = (work_dir_ / "attempts" / "40.task").string();
+  WriteFile(task + "/out.txt", "the task's work");
+  WriteFile(task + "/sub/x.txt", "x");
+  struct stat st;
+  ASSERT_EQ(::stat((task + "/out.txt").c_str(), &st), 0);
+  HashedOutputs hashed{{"out.txt", FileIdentity{st.st_dev, st.st_ino}}};
+  v1::AttemptReport report;
+  report.set_attempt(40);
+  report.add_outputs()->set_path("out.txt");
+  // Another file under the name.
+  WriteFile(task + "/new.txt", "other bytes");
+  fs::rename(task + "/new.txt", task + "/out.txt");
+  absl::Status filed = outbox_.File(report, task, hashed);
+  EXPECT_EQ(filed.code(), absl::StatusCode::kFailedPrecondition) << filed;
+  EXPECT_EQ(filed.message(), "output 'out.txt' was replaced after it was hashed");
+  EXPECT_FALSE(fs::exists(outbox_.PathOf(40, "")));
+  // A link under the name.
+  fs::remove(task + "/out.txt");
+  fs::create_symlink(secret_, task + "/out.txt");
+  EXPECT_EQ(outbox_.File(report, task, hashed).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(fs::exists(secret_));
+  // The parent dir swapped for a link to the secret's dir.
+  ASSERT_EQ(::stat((task + "/sub/x.txt").c_str(), &st), 0);
+  hashed = {{"sub/id_rsa", FileIdentity{st.st_dev, st.st_ino}}};
+  report.mutable_outputs(0)->set_path("sub/id_rsa");
+  fs::remove_all(task + "/sub");
+  fs::create_directory_symlink(secret_.parent_path(), task + "/sub");
+  filed = outbox_.File(report, task, hashed);
+  EXPECT_EQ(filed.code(), absl::StatusCode::kFailedPrecondition) << filed;
+  EXPECT_EQ(filed.message(), "output 'sub/id_rsa': 'sub' is a symbolic link");
+  EXPECT_EQ(FakeTransfers::ReadPath(secret_.string()), kSecret);  // still where it was
+}
+
+TEST_F(OutputLinksTest, ACheckpointLeavesOutLinksAndHardLinks) {
+  auto a = NewAttempt(34);
+  const std::string ck = a->paths.checkpoint_dir;
+  fs::create_directories(ck);
+  checkpointer_.Restored(*a);
+  WriteFile(ck + "/state", "step 7");
+  fs::create_symlink(secret_, ck + "/key");
+  ASSERT_EQ(::link(secret_.c_str(), (ck + "/hard").c_str()), 0);
+  fs::create_directory_symlink(secret_.parent_path(), ck + "/ssh");
+  CheckpointUpload up = checkpointer_.Upload(*a, /*force=*/false);
+  ASSERT_EQ(up.result, CheckpointResult::kUploaded) << up.error;
+  ASSERT_EQ(up.files.size(), 1u);
+  EXPECT_EQ(up.files[0].path(), "state");
+  EXPECT_EQ(transfers_.uploaded_bytes, (std::map<std::string, std::string>{{"state", "step 7"}}));
 }
 
 TEST(ClassifyTest, OneClassifierForPhaseFailures) {

@@ -1,5 +1,8 @@
 // Resumable blob transfers over a real in-process gRPC server whose blob calls are served by
 // blob::BlobStore, exactly as the coordinator serves them.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 
@@ -195,6 +198,35 @@ TEST_F(TransferTest, AFileChangedSinceItWasHashedIsNotUploaded) {
   auto up = UploadResumable(stub_.get(), kToken, path, *digest);
   EXPECT_EQ(up.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_EQ(service_->put_calls.load(), 0);
+}
+
+// A worker uploads a task's file from the descriptor it checked: what the path names by then
+// (here a link to another file) is never read.
+TEST_F(TransferTest, AnUploadFromAnOpenFileReadsThatFileNotThePath) {
+  const std::string path = WriteFile("in", 2 * kChunkBytes + 7);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ::lseek(fd, 5, SEEK_SET);  // the offset does not matter
+  auto digest = HashFd(fd, path);
+  ASSERT_TRUE(digest.ok()) << digest.status();
+  const std::string secret = (root_ / "secret").string();
+  std::ofstream(secret) << "the owner's key";
+  fs::remove(path);
+  fs::create_symlink(secret, path);
+  TransferOptions from_fd;
+  from_fd.source_fd = fd;
+  auto up = UploadResumable(stub_.get(), kToken, path, *digest, from_fd);
+  ASSERT_TRUE(up.ok()) << up.status();
+  EXPECT_EQ(ReadAll(store_->PathOf(digest->sha256)), bytes_);
+  EXPECT_NE(::fcntl(fd, F_GETFD), -1) << "the caller's descriptor was closed";
+  ::close(fd);
+  // By the path the link is refused as before.
+  auto by_path = UploadResumable(stub_.get(), kToken, path, *HashFile(secret), [] {
+    TransferOptions o;
+    o.follow_symlinks = false;
+    return o;
+  }());
+  EXPECT_FALSE(by_path.ok());
 }
 
 TEST(RetryTest, UnavailableIsRetriedWithDoublingBackoffThenGivenUp) {
