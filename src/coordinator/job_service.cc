@@ -448,6 +448,8 @@ void JobService::FillSummary(const core::JobSummary& summary, const store::JobRe
   out->set_attempts_lost(summary.counters.lost);
   out->set_workers_lost(summary.workers_lost);
   out->set_fits_no_worker(summary.fits_no_worker);
+  out->set_host_network(summary.host_network);
+  out->set_host_network_refused(summary.host_network_refused);
   out->set_suspensions(summary.counters.suspensions);
   out->set_lost_ms(static_cast<uint64_t>(summary.counters.lost_work.count()));
   out->set_machine_faults(summary.counters.machine_faults);

@@ -1,7 +1,7 @@
 // The SQLite store's file format: the schema, its versions and the steps that migrate an older
 // file (store/sqlite_store.cc opens, creates and migrates; this header only describes).
 //
-// File format (schema version 8, kept in PRAGMA user_version; PRAGMA application_id marks the
+// File format (schema version 9, kept in PRAGMA user_version; PRAGMA application_id marks the
 // file as an idlepool store):
 //   jobs        (id INTEGER PRIMARY KEY AUTOINCREMENT, ...)  ids are never reused
 //   tasks       (job_id, idx) WITHOUT ROWID
@@ -16,6 +16,8 @@
 //                (version 7, which also added attempts.log_tail)
 //   job_gpus    (job_id PRIMARY KEY, gpu_memory_mb, gpu_api): a job's GPU needs beyond the count,
 //                only for jobs that state them (version 8, which also added attempts.gpus)
+//   job_sandbox (job_id PRIMARY KEY, host_network): how a job's tasks are isolated, only for jobs
+//                that ask for more than the default (version 9)
 // Version 2 added attempts.suspensions, attempts.lost_ms and the checkpoints table; version 3 the
 // attempts' transfer columns (input_bytes ... cache_misses); version 4 the attempts' timing
 // columns (stage_ms, run_ms, upload_ms, resumed) and job_profiles; version 5 the workers table.
@@ -34,7 +36,7 @@
 
 namespace idlepool::store::internal {
 
-inline constexpr int kSchemaVersion = 8;
+inline constexpr int kSchemaVersion = 9;
 
 inline constexpr const char* kSchemaV1 = R"sql(
 CREATE TABLE jobs (
@@ -201,6 +203,19 @@ CREATE TABLE job_gpus (
 )sql";
 // ---- end of schema version 8
 
+// ---- Schema version 9 (issue 19, sandbox): self-contained so it can be renumbered at merge. From
+// version 8 to 9: how each job's tasks are isolated beyond the default (Resources::host_network:
+// spec `[sandbox] network = "host"`), in its own table (jobs.spec must stay jobs' last column),
+// one row per job that asks for more than the default; a job without a row has the default.
+inline constexpr int kSandboxSchemaVersion = 9;
+inline constexpr const char* kMigrateV9Sandbox = R"sql(
+CREATE TABLE job_sandbox (
+  job_id        INTEGER PRIMARY KEY REFERENCES jobs(id),
+  host_network  INTEGER NOT NULL DEFAULT 0
+);
+)sql";
+// ---- end of schema version 9
+
 // Every step from version 1 up, in order: a fresh file runs kSchemaV1 and then all of them; an
 // older file, the steps above its version, each in its own transaction.
 struct Migration {
@@ -213,7 +228,8 @@ inline constexpr Migration kMigrations[] = {{2, kMigrateV2},
                                             {kWorkersSchemaVersion, kMigrateV5Workers},
                                             {6, kMigrateV6},
                                             {kEventsSchemaVersion, kMigrateV7Events},
-                                            {kGpusSchemaVersion, kMigrateV8Gpus}};
+                                            {kGpusSchemaVersion, kMigrateV8Gpus},
+                                            {kSandboxSchemaVersion, kMigrateV9Sandbox}};
 static_assert(std::size(kMigrations) + 1 == kSchemaVersion, "one migration step per version");
 
 }  // namespace idlepool::store::internal

@@ -74,15 +74,15 @@ constexpr const char* kTrimEventsByRowsSql =
 // (GetJobHeader, ListJobs) select only these, so they never copy the spec blob; spec is the
 // table's last column, so they never walk its overflow pages either.
 // The profile columns come from job_profiles (a job stored before version 4 has no row there).
-#define IDLEPOOL_JOB_HEADER_COLUMNS                                                            \
-  "j.id, j.name, j.task_count, j.cpus, j.gpus, j.memory_mb, j.max_attempts, j.timeout_ms, "    \
-  "j.state, j.submitted_ms, j.finished_ms, coalesce(p.profile_key, ''), "                    \
+#define IDLEPOOL_JOB_HEADER_COLUMNS                                                         \
+  "j.id, j.name, j.task_count, j.cpus, j.gpus, j.memory_mb, j.max_attempts, j.timeout_ms, " \
+  "j.state, j.submitted_ms, j.finished_ms, coalesce(p.profile_key, ''), "                   \
   "coalesce(p.input_bytes, 0), coalesce(p.input_files, 0), coalesce(g.gpu_memory_mb, 0), "  \
-  "coalesce(g.gpu_api, '')"
-#define IDLEPOOL_JOB_HEADER_FROM                                          \
+  "coalesce(g.gpu_api, ''), coalesce(x.host_network, 0)"
+#define IDLEPOOL_JOB_HEADER_FROM                                                   \
   " FROM jobs j LEFT JOIN job_profiles p ON p.job_id = j.id LEFT JOIN job_gpus g " \
-  "ON g.job_id = j.id "
-constexpr int kJobHeaderColumns = 16;  // spec, when selected, is column kJobHeaderColumns
+  "ON g.job_id = j.id LEFT JOIN job_sandbox x ON x.job_id = j.id "
+constexpr int kJobHeaderColumns = 17;  // spec, when selected, is column kJobHeaderColumns
 constexpr const char* kGetJobSql = "SELECT " IDLEPOOL_JOB_HEADER_COLUMNS
                                    ", j.spec" IDLEPOOL_JOB_HEADER_FROM "WHERE j.id = ?";
 constexpr const char* kGetJobHeaderSql =
@@ -139,6 +139,7 @@ struct Statements {
   StmtPtr put_prediction, get_prediction;  // schema version 6
   StmtPtr append_event, list_events, trim_events_by_time, trim_events_by_rows;  // version 7
   StmtPtr insert_job_gpus;  // version 8
+  StmtPtr insert_job_sandbox;  // version 9
 };
 
 // --- the store --------------------------------------------------------------------------------
@@ -407,8 +408,9 @@ absl::Status SqliteStore::PrepareAll() {
       {&st_.update_job, "UPDATE jobs SET state = ?, finished_ms = ? WHERE id = ?"},
       {&st_.load_jobs,
        "SELECT j.id, j.task_count, j.cpus, j.gpus, j.memory_mb, j.max_attempts, j.timeout_ms, "
-       "j.state, coalesce(g.gpu_memory_mb, 0), coalesce(g.gpu_api, '') "
-       "FROM jobs j LEFT JOIN job_gpus g ON g.job_id = j.id ORDER BY j.id"},
+       "j.state, coalesce(g.gpu_memory_mb, 0), coalesce(g.gpu_api, ''), "
+       "coalesce(x.host_network, 0) FROM jobs j LEFT JOIN job_gpus g ON g.job_id = j.id "
+       "LEFT JOIN job_sandbox x ON x.job_id = j.id ORDER BY j.id"},
       {&st_.load_counts, "SELECT job_id, outcome, count(*) FROM attempts GROUP BY job_id, outcome"},
       {&st_.load_lost,
        "SELECT DISTINCT job_id, worker FROM attempts WHERE outcome = ? "
@@ -449,6 +451,7 @@ absl::Status SqliteStore::PrepareAll() {
       {&st_.trim_events_by_rows, kTrimEventsByRowsSql},
       {&st_.insert_job_gpus,
        "INSERT INTO job_gpus (job_id, gpu_memory_mb, gpu_api) VALUES (?, ?, ?)"},
+      {&st_.insert_job_sandbox, "INSERT INTO job_sandbox (job_id, host_network) VALUES (?, 1)"},
   };
   for (const auto& [stmt, sql] : all) {
     if (absl::Status s = Prepare(sql, *stmt); !s.ok()) return s;
@@ -503,6 +506,13 @@ absl::StatusOr<core::JobId> SqliteStore::InsertJob(const NewJob& job, int64_t no
         .Text(r.gpu_api);
     if (b.rc() != SQLITE_OK) return fail(Err(b.rc(), "InsertJob: bind job gpus"));
     if (absl::Status s = Step(u, "InsertJob: insert job gpus"); !s.ok()) return fail(s);
+  }
+  if (job.sched.resources.host_network) {  // a row only for a job that asks for more
+    Use u(st_.insert_job_sandbox);
+    if (int rc = sqlite3_bind_int64(u, 1, static_cast<int64_t>(id)); rc != SQLITE_OK) {
+      return fail(Err(rc, "InsertJob: bind job sandbox"));
+    }
+    if (absl::Status s = Step(u, "InsertJob: insert job sandbox"); !s.ok()) return fail(s);
   }
   {
     Use u(st_.insert_task);
@@ -768,6 +778,7 @@ absl::StatusOr<core::RestoredState> SqliteStore::Load() {
       }
       j.spec.resources.gpu_memory_mb = static_cast<uint64_t>(ColInt(u, 8));
       j.spec.resources.gpu_api = ColText(u, 9);
+      j.spec.resources.host_network = ColInt(u, 10) != 0;
       pos[j.spec.job] = out.jobs.size();
       out.jobs.push_back(std::move(j));
     }
@@ -898,6 +909,7 @@ absl::Status SqliteStore::ReadJobHeader(sqlite3_stmt* s, JobRecord& out) const {
   out.input_files = static_cast<uint32_t>(ColInt(s, 13));
   out.sched.resources.gpu_memory_mb = static_cast<uint64_t>(ColInt(s, 14));
   out.sched.resources.gpu_api = ColText(s, 15);
+  out.sched.resources.host_network = ColInt(s, 16) != 0;
   return absl::OkStatus();
 }
 
