@@ -207,7 +207,9 @@ nlohmann::json WorkerJson(const v1::WorkerInfo& w) {
                       {"stalled", w.stalled()},
                       {"cache_bytes", w.cache_bytes()},
                       {"cache_blobs", w.cache_blobs()},
-                      {"peer_address", w.peer_address()}};
+                      {"peer_address", w.peer_address()},
+                      {"sandbox", w.sandbox()},
+                      {"allow_host_network", w.allow_host_network()}};
   j["sensors"] = SensorsJson(w);
   j["gpu_devices"] = GpuDevicesJson(w);
   AddMeasurementsJson(w, j);

@@ -190,7 +190,8 @@ std::optional<int> DiscoverGpus(WorkerFlags& f) {
   f.options.gpus = platform::GpuInventory::Discover(gopts);
   const platform::GpuInventory& gpus = *f.options.gpus;
   if (f.print_resources) {
-    return PrintResources(gpus, {f.options.slots, f.options.memory_mb, f.resources_json});
+    return PrintResources(
+        gpus, {f.options.slots, f.options.memory_mb, f.resources_json, f.options.sandbox_tier});
   }
   for (const auto& b : gpus.backends()) spdlog::info("gpu discovery: {}: {}", b.backend, b.message);
   for (uint32_t m : gpus.missing()) {

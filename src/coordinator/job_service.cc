@@ -232,6 +232,7 @@ grpc::Status JobService::ListWorkersInternal(v1::ListWorkersReply* reply) {
     out->set_worker(w.worker);
     out->set_state(WorkerStateName(w.state));
     *out->mutable_capacity() = wire::ToProto(w.capacity);
+    out->set_allow_host_network(w.capacity.host_network);
     out->set_slots_busy(w.slots_busy);
     out->set_attempts_running(w.attempts_running);
     out->set_last_seen_ms_ago((now - w.last_seen).count());

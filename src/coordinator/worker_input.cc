@@ -118,6 +118,10 @@ double HelloCpuScore(const v1::Hello& hello) {
 
 uint32_t HelloCores(const v1::Hello& hello) { return hello.cores() <= 65536 ? hello.cores() : 0; }
 
+std::string HelloSandbox(const v1::Hello& hello) {
+  return text::PrintableText(text::TruncateUtf8(hello.sandbox(), 32));
+}
+
 core::OwnerStateChanged OwnerEvent(const std::string& worker, core::SessionId session,
                                    const v1::OwnerState& o) {
   core::OwnerStateChanged ev;

@@ -62,6 +62,10 @@ struct Options {
   // SIGTERM -> SIGKILL on timeout (HTCondor's default is 10 s).
   core::Millis kill_grace{std::chrono::seconds(10)};
   owner::PolicyConfig policy;  // the owner policy, vacate grace and checkpoint interval
+  // How tasks are isolated here, as every Hello says it (`idlepool workers`' SANDBOX) and
+  // --print-resources prints it: "userns", "uid" or "none". Default "none" (no sandbox); the
+  // command sets it from its probe of the machine.
+  std::string sandbox_tier = "none";
   // Non-empty: read the owner's sensors from one-value files in this dir (platform/sensors.h);
   // empty: the machine's own sensors (platform/linux_sensors.h).
   std::string sensors_dir;
