@@ -1,8 +1,9 @@
 #include "api/json.h"
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <string>
 
 namespace idlepool::api {
 namespace {
@@ -22,6 +23,18 @@ nlohmann::json TransferJson(const v1::Transfer& t) {
 }
 
 }  // namespace
+
+std::string WaitingReason(const v1::JobStatus& s) {
+  if (s.fits_no_worker()) {
+    return "no connected worker has the cpus/memory/gpus (with their memory and API) one task "
+           "needs";
+  }
+  if (s.host_network_refused() > 0) {
+    return "needs host network; no worker allows it (" + std::to_string(s.host_network_refused()) +
+           (s.host_network_refused() == 1 ? " refuses" : " refuse") + " it in their policy)";
+  }
+  return "";
+}
 
 nlohmann::json JobJson(const v1::JobStatus& s) {
   nlohmann::json j;
@@ -44,6 +57,10 @@ nlohmann::json JobJson(const v1::JobStatus& s) {
   j["submitted_ms"] = s.submitted_ms();
   j["finished_ms"] = s.finished_ms();
   j["fits_no_worker"] = s.fits_no_worker();
+  j["host_network"] = s.host_network();
+  j["host_network_refused"] = s.host_network_refused();
+  const std::string waiting = WaitingReason(s);
+  j["waiting"] = waiting.empty() ? nlohmann::json() : nlohmann::json(waiting);
   j["makespan_s"] = s.finished_ms() ? (s.finished_ms() - s.submitted_ms()) / 1000.0 : 0.0;
   j["machine_faults"] = s.machine_faults();
   j["profile_key"] = s.profile_key();
@@ -190,7 +207,9 @@ nlohmann::json WorkerJson(const v1::WorkerInfo& w) {
                       {"stalled", w.stalled()},
                       {"cache_bytes", w.cache_bytes()},
                       {"cache_blobs", w.cache_blobs()},
-                      {"peer_address", w.peer_address()}};
+                      {"peer_address", w.peer_address()},
+                      {"sandbox", w.sandbox()},
+                      {"allow_host_network", w.allow_host_network()}};
   j["sensors"] = SensorsJson(w);
   j["gpu_devices"] = GpuDevicesJson(w);
   AddMeasurementsJson(w, j);

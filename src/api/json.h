@@ -5,6 +5,8 @@
 // double (an infinite makespan) is written as null. Pure functions; thread-safe.
 #pragma once
 
+#include <string>
+
 #include "idlepool.pb.h"
 #include "nlohmann/json.hpp"
 
@@ -13,6 +15,12 @@ namespace idlepool::api {
 // A job as `idlepool status N --json` prints it (fields documented in docs/guide/cli.md and
 // docs/guide/http-api.md).
 nlohmann::json JobJson(const v1::JobStatus& s);
+
+// Why a job's pending tasks wait, in words (JobJson's "waiting", `status`'s "waiting:" line), or
+// "" when no connected worker is known to refuse them: "no connected worker has the
+// cpus/memory/gpus (with their memory and API) one task needs" (fits_no_worker), or "needs host
+// network; no worker allows it (2 refuse it in their policy)" (host_network_refused).
+std::string WaitingReason(const v1::JobStatus& s);
 
 // A failed task (JobJson's failed_tasks, which lists the first 20 with more_failed_tasks set
 // when there are more): {index, message, attempt, exit_code, outcome}.

@@ -84,10 +84,9 @@ void PrintJobDetails(const v1::JobStatus& s) {
                 std::isfinite(p.single_makespan_s()) ? Seconds(p.single_makespan_s()).c_str() : "-",
                 p.basis().c_str(), check.c_str());
   }
-  if (s.fits_no_worker()) {
-    std::printf(
-        "  waiting: no connected worker has the cpus/memory/gpus (with their memory and "
-        "API) one task needs\n");
+  if (s.host_network()) std::printf("  network: host (its tasks share the worker's network)\n");
+  if (const std::string why = api::WaitingReason(s); !why.empty()) {
+    std::printf("  waiting: %s\n", why.c_str());
   }
   PrintFailedTasks(s.failed_tasks());
   if (s.failed_tasks_size() > 0) {

@@ -331,6 +331,9 @@ std::string JobBlock(const v1::JobStatus& s, int64_t now_ms, const TermStyle& st
   // Most important first (see the header); what must never be dropped is kept.
   std::vector<Part> parts;
   if (s.fits_no_worker()) parts.push_back({Paint(st, kRed, "no worker fits a task"), true});
+  if (s.host_network_refused() > 0) {
+    parts.push_back({Paint(st, kRed, "no worker allows host network"), true});
+  }
   parts.push_back({absl::StrCat(s.succeeded(), " succeeded"), false});
   if (s.failed()) parts.push_back({Paint(st, kRed, absl::StrCat(s.failed(), " failed")), true});
   parts.push_back(

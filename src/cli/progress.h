@@ -72,10 +72,11 @@ std::string ShortDuration(double seconds);
 //   job 12  render  running  ETA 2m10s
 //     [█████▓▒▒░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░]  412/1000  41%
 //     400 succeeded · 3 failed · 8 running · 589 pending · 2 preemptions · 430 attempts
-// The counts line keeps its parts most important first ("no worker fits a task", succeeded,
-// failed, running, pending, cancelled, preemptions, suspensions, attempts) and, when narrow,
-// drops the least important ones, but never a non-zero failed count or "no worker fits"; a
-// zero failed count is left out. now_ms: wall clock, Unix ms (for the ETA).
+// The counts line keeps its parts most important first ("no worker fits a task" or "no worker
+// allows host network", succeeded, failed, running, pending, cancelled, preemptions,
+// suspensions, attempts) and, when narrow, drops the least important ones, but never a non-zero
+// failed count or why the job waits; a zero failed count is left out. now_ms: wall clock, Unix ms
+// (for the ETA).
 std::string JobBlock(const v1::JobStatus& s, int64_t now_ms, const TermStyle& style);
 
 // A worker's state in one word: WorkerInfo.activity when the coordinator says it, else derived

@@ -68,6 +68,7 @@ int PrintResources(const platform::GpuInventory& gpus, const ResourcesView& view
     j["memory_mb"] = PhysicalMemoryMb();
     j["memory_offered_mb"] = view.memory_mb ? nlohmann::json(view.memory_mb) : nlohmann::json();
     j["slots"] = slots;
+    j["sandbox"] = view.sandbox;
     j["gpus"] = nlohmann::json::array();
     for (const auto& g : offered) j["gpus"].push_back(GpuJson(g));
     j["not_offered"] = nlohmann::json::array();
@@ -86,6 +87,7 @@ int PrintResources(const platform::GpuInventory& gpus, const ResourcesView& view
               static_cast<unsigned long long>(PhysicalMemoryMb()),
               view.memory_mb ? absl::StrCat(view.memory_mb, " MiB").c_str() : "not stated");
   std::printf("slots     %u\n", slots);
+  std::printf("sandbox   %s\n", view.sandbox.c_str());
   std::printf("gpus      %zu offered\n", offered.size());
   for (const auto& g : offered) std::printf("  gpu %u: %s\n", g.index, GpuLine(g).c_str());
   for (const auto& g : left_out) {

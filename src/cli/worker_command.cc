@@ -1,4 +1,6 @@
 // `idlepool worker`: lends this machine to a pool until SIGTERM or Ctrl-C (which vacate).
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -19,6 +21,7 @@
 #include "platform/harden.h"
 #include "platform/memory.h"
 #include "platform/process.h"
+#include "sandbox/probe.h"
 #include "spdlog/spdlog.h"
 #include "text/host_port.h"
 #include "text/names.h"
@@ -187,6 +190,23 @@ int BadFlag(const std::string& flag, const absl::Status& st) {
   return 2;
 }
 
+// The tier tasks would run in, probed as the worker does at start (in a scratch dir: this needs
+// no work dir); "none" with --no-sandbox or when the probe fails (the reason on stderr).
+std::string ProbedTier(bool no_sandbox, uint64_t pids_max) {
+  if (no_sandbox) return "none";
+  std::error_code ec;
+  const fs::path dir = fs::temp_directory_path(ec) / absl::StrCat("idlepool-probe-", ::getpid());
+  sandbox::Settings s = sandbox::DetectSettings(dir.string());
+  s.pids_max = pids_max;
+  auto probed = sandbox::Probe(s);
+  fs::remove_all(dir, ec);
+  if (!probed.ok()) {
+    std::fprintf(stderr, "idlepool worker: %s\n", std::string(probed.status().message()).c_str());
+    return "none";
+  }
+  return std::string(sandbox::TierName(s.tier));
+}
+
 // GPUs are discovered before anything else, so --print-resources needs no work dir or token.
 // Returns an exit code when the command ends here.
 std::optional<int> DiscoverGpus(WorkerFlags& f) {
@@ -204,7 +224,8 @@ std::optional<int> DiscoverGpus(WorkerFlags& f) {
   f.options.gpus = platform::GpuInventory::Discover(gopts);
   const platform::GpuInventory& gpus = *f.options.gpus;
   if (f.print_resources) {
-    return PrintResources(gpus, {f.options.slots, f.options.memory_mb, f.resources_json});
+    return PrintResources(gpus, {f.options.slots, f.options.memory_mb, f.resources_json,
+                                 ProbedTier(f.options.no_sandbox, f.options.task_pids_max)});
   }
   for (const auto& b : gpus.backends()) spdlog::info("gpu discovery: {}: {}", b.backend, b.message);
   for (uint32_t m : gpus.missing()) {

@@ -93,9 +93,9 @@ int ListWorkers(Common& common, bool json) {
     std::printf("%s\n", api::WorkersJson(*w).dump().c_str());
     return 0;
   }
-  std::printf("%-20s %-20s %-13s %-14s %6s %6s %-16s %10s  %s %6s  %s  %s\n", "WORKER", "HOST",
-              "STATE", "ACTIVITY", "SLOTS", "BUSY", "GPUS", "SEEN", Pad("LINK", 26).c_str(), "CPU",
-              Pad("UP", 32).c_str(), "OWNER");
+  std::printf("%-20s %-20s %-13s %-14s %6s %6s %-16s %-7s %10s  %s %6s  %s  %s\n", "WORKER", "HOST",
+              "STATE", "ACTIVITY", "SLOTS", "BUSY", "GPUS", "SANDBOX", "SEEN",
+              Pad("LINK", 26).c_str(), "CPU", Pad("UP", 32).c_str(), "OWNER");
   for (const auto& x : w->workers()) {
     // Only a worker that is there has an owner policy to show.
     const bool here = x.state() == "connected" || x.state() == "disconnected";
@@ -109,10 +109,12 @@ int ListWorkers(Common& common, bool json) {
         x.cpu_score() > 0 ? std::to_string(static_cast<int64_t>(x.cpu_score() + 0.5)) : "-";
     // Shown escaped: a row stored before names were checked, or a host name, may hold
     // what would not show (text/names.h).
-    std::printf("%-20s %-20s %-13s %-14s %6u %6u %-16s %10s  %s %6s  %s  %s\n",
+    // SANDBOX: its tier as its last Hello said ("-": not known, e.g. an older worker).
+    const std::string sandbox = x.sandbox().empty() ? "-" : text::VisibleText(x.sandbox());
+    std::printf("%-20s %-20s %-13s %-14s %6u %6u %-16s %-7s %10s  %s %6s  %s  %s\n",
                 text::VisibleText(x.worker()).c_str(), text::VisibleText(x.hostname()).c_str(),
                 x.state().c_str(), x.activity().empty() ? "-" : x.activity().c_str(),
-                x.capacity().cpus(), x.slots_busy(), GpusText(x).c_str(), seen,
+                x.capacity().cpus(), x.slots_busy(), GpusText(x).c_str(), sandbox.c_str(), seen,
                 Pad(LinkText(x), 26).c_str(), cpu.c_str(), Pad(UpText(x), 32).c_str(),
                 owner.c_str());
   }

@@ -41,20 +41,10 @@ class CoreLoop::SessionTarget final : public DecisionTarget {
     auto s = deps_.sessions.Find(a.session);
     auto it = jobs_.find(a.task.job);
     if (!s || it == jobs_.end() || a.task.index >= it->second.tasks.size()) return;
-    const v1::JobSpec& spec = it->second.spec;
     v1::CoordinatorMessage m;
     auto* as = m.mutable_assign();
-    as->set_attempt(a.attempt);
-    as->set_job(a.task.job);
-    as->set_job_name(spec.name());
-    *as->mutable_task() = wire::ToProto(it->second.tasks[a.task.index]);
-    *as->mutable_command() = spec.command();
-    *as->mutable_inputs() = spec.inputs();
-    *as->mutable_outputs() = spec.outputs();
-    as->set_allow_empty_outputs(spec.allow_empty_outputs());
-    *as->mutable_resources() = spec.resources();
-    as->set_timeout_s(spec.timeout_s());
-    for (uint32_t g : a.gpus) as->add_gpus(g);
+    *as = wire::ToAssignment(it->second.spec, a.task.job, it->second.tasks[a.task.index], a.attempt,
+                             a.gpus);
     if (it->second.any_checkpoint) AddCheckpoint(a, as);
     s->Send(std::move(m));
   }

@@ -232,6 +232,7 @@ grpc::Status JobService::ListWorkersInternal(v1::ListWorkersReply* reply) {
     out->set_worker(w.worker);
     out->set_state(WorkerStateName(w.state));
     *out->mutable_capacity() = wire::ToProto(w.capacity);
+    out->set_allow_host_network(w.capacity.host_network);
     out->set_slots_busy(w.slots_busy);
     out->set_attempts_running(w.attempts_running);
     out->set_last_seen_ms_ago((now - w.last_seen).count());
@@ -448,6 +449,8 @@ void JobService::FillSummary(const core::JobSummary& summary, const store::JobRe
   out->set_attempts_lost(summary.counters.lost);
   out->set_workers_lost(summary.workers_lost);
   out->set_fits_no_worker(summary.fits_no_worker);
+  out->set_host_network(summary.host_network);
+  out->set_host_network_refused(summary.host_network_refused);
   out->set_suspensions(summary.counters.suspensions);
   out->set_lost_ms(static_cast<uint64_t>(summary.counters.lost_work.count()));
   out->set_machine_faults(summary.counters.machine_faults);

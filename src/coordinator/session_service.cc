@@ -39,6 +39,7 @@ grpc::Status SessionService::Session(
   session->id = next_session_.fetch_add(1);
   session->worker = hello.worker();
   session->hostname = text::PrintableText(text::TruncateUtf8(hello.hostname(), 256));
+  session->sandbox = HelloSandbox(hello);
   session->ctx = ctx;
   session->stream = stream;
   d_.sessions.Add(session);
@@ -79,7 +80,8 @@ void SessionService::Welcome(const SessionPtr& session, const std::string& peer_
   // This worker's view only: a hello never copies the whole pool.
   if (auto w = d_.core.sched().Worker(session->worker);
       w && w->session == session->id && w->state == core::WorkerState::kConnected) {
-    d_.sessions.Welcomed(session->worker, session->hostname, gpus, peer_address);
+    d_.sessions.Welcomed(session->worker, {session->hostname, session->sandbox}, gpus,
+                         peer_address);
     {
       std::lock_guard lock(d_.tracker.mu);
       d_.tracker.tracker.Connected(session->worker, session->id, peer_address, cached);

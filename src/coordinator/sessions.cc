@@ -82,10 +82,10 @@ std::vector<std::shared_ptr<Session>> SessionRegistry::OpenOf(const std::string&
   return open;
 }
 
-void SessionRegistry::Welcomed(const std::string& worker, const std::string& hostname,
+void SessionRegistry::Welcomed(const std::string& worker, HelloHost host,
                                std::vector<v1::GpuDevice> gpus, const std::string& peer_address) {
   std::lock_guard lock(mu_);
-  hostnames_[worker] = hostname;
+  hosts_[worker] = std::move(host);
   gpus_[worker] = std::move(gpus);
   if (peer_address.empty()) {
     peer_addresses_.erase(worker);
@@ -118,8 +118,10 @@ std::optional<std::vector<GpuFlip>> SessionRegistry::UpdateGpus(
 
 void SessionRegistry::Describe(bool connected, v1::WorkerInfo* out) {
   std::lock_guard lock(mu_);
-  auto it = hostnames_.find(out->worker());
-  if (it != hostnames_.end()) out->set_hostname(it->second);
+  if (auto it = hosts_.find(out->worker()); it != hosts_.end()) {
+    out->set_hostname(it->second.hostname);
+    out->set_sandbox(it->second.sandbox);
+  }
   if (auto g = gpus_.find(out->worker()); g != gpus_.end()) {
     for (const v1::GpuDevice& d : g->second) *out->add_gpus() = d;
   }
@@ -132,7 +134,7 @@ void SessionRegistry::Describe(bool connected, v1::WorkerInfo* out) {
 void SessionRegistry::Forget(const std::vector<std::string>& workers) {
   std::lock_guard lock(mu_);
   for (const std::string& w : workers) {
-    hostnames_.erase(w);
+    hosts_.erase(w);
     gpus_.erase(w);
     peer_addresses_.erase(w);
   }

@@ -43,6 +43,7 @@ struct Session {
   core::SessionId id = 0;
   std::string worker;
   std::string hostname;
+  std::string sandbox;  // its Hello's sandbox tier (HelloSandbox)
   grpc::ServerContext* ctx = nullptr;
   grpc::ServerReaderWriter<v1::CoordinatorMessage, v1::WorkerMessage>* stream = nullptr;
 
@@ -73,6 +74,12 @@ struct Session {
 // A GPU whose `unavailable` changed with live readings: its index and new value ("" = free).
 using GpuFlip = std::pair<uint32_t, std::string>;
 
+// What a welcomed Hello said of its machine, for display (WorkerInfo.hostname, .sandbox).
+struct HelloHost {
+  std::string hostname;
+  std::string sandbox;
+};
+
 class SessionRegistry {
  public:
   void Add(std::shared_ptr<Session> s);
@@ -84,13 +91,14 @@ class SessionRegistry {
 
   // The core welcomed a session of `worker`: what its Hello said. An empty peer_address
   // forgets the previous one.
-  void Welcomed(const std::string& worker, const std::string& hostname,
-                std::vector<v1::GpuDevice> gpus, const std::string& peer_address);
+  void Welcomed(const std::string& worker, HelloHost host, std::vector<v1::GpuDevice> gpus,
+                const std::string& peer_address);
   // Live readings onto the devices the worker's Hello listed; returns the devices whose
   // `unavailable` changed; nullopt when no Hello of the worker was welcomed.
   std::optional<std::vector<GpuFlip>> UpdateGpus(const std::string& worker,
                                                  const std::vector<v1::GpuDevice>& live);
-  // Fills the host name, GPUs and (only while `connected`) the peer address of `out->worker()`.
+  // Fills the host name, sandbox tier, GPUs and (only while `connected`) the peer address of
+  // `out->worker()`.
   void Describe(bool connected, v1::WorkerInfo* out);
   // Drops what the Hellos of these workers said (the core forgot them).
   void Forget(const std::vector<std::string>& workers);
@@ -98,7 +106,7 @@ class SessionRegistry {
  private:
   std::mutex mu_;
   std::map<core::SessionId, std::shared_ptr<Session>> sessions_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, std::string> hostnames_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, HelloHost> hosts_ ABSL_GUARDED_BY(mu_);
   // worker -> the GPUs its last accepted Hello listed (WorkerInfo.gpus)
   std::map<std::string, std::vector<v1::GpuDevice>> gpus_ ABSL_GUARDED_BY(mu_);
   // worker -> its Peer service host:port

@@ -99,6 +99,7 @@ core::WorkerHello HelloEvent(const v1::Hello& hello, core::SessionId session) {
   ev.session = session;
   ev.boot_id = hello.boot_id();
   ev.capacity = wire::FromProto(hello.capacity());
+  ev.capacity.host_network = hello.allow_host_network();  // not a field of v1::Resources
   // The devices it listed are what it offers (an older worker lists none: no GPUs).
   ev.gpus = wire::GpusFromProto(hello.gpus());
   ev.capacity.gpus = static_cast<uint32_t>(ev.gpus.size());
@@ -116,6 +117,10 @@ double HelloCpuScore(const v1::Hello& hello) {
 }
 
 uint32_t HelloCores(const v1::Hello& hello) { return hello.cores() <= 65536 ? hello.cores() : 0; }
+
+std::string HelloSandbox(const v1::Hello& hello) {
+  return text::PrintableText(text::TruncateUtf8(hello.sandbox(), 32));
+}
 
 core::OwnerStateChanged OwnerEvent(const std::string& worker, core::SessionId session,
                                    const v1::OwnerState& o) {

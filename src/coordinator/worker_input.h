@@ -50,6 +50,10 @@ core::WorkerHello HelloEvent(const v1::Hello& hello, core::SessionId session);
 double HelloCpuScore(const v1::Hello& hello);
 uint32_t HelloCores(const v1::Hello& hello);
 
+// The Hello's sandbox tier for display: at most 32 bytes, printable (text::PrintableText), as the
+// worker said it ("userns", "uid", "none"; a newer worker's other word is kept); "" when none.
+std::string HelloSandbox(const v1::Hello& hello);
+
 // An OwnerState as the core takes it: state and cause cut to 32 bytes, reason to 256, all
 // printable, at most kMaxListedAttempts suspended attempts (its sensors go through CleanSensors).
 core::OwnerStateChanged OwnerEvent(const std::string& worker, core::SessionId session,

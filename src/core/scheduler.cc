@@ -942,7 +942,7 @@ uint32_t Scheduler::FreeSlots(const WorkerRec& w) {
 }
 
 bool Scheduler::Fits(const WorkerRec& w, const Resources& need) {
-  if (!Schedulable(w)) return false;
+  if (!Schedulable(w) || !NetworkFits(w, need)) return false;
   if (FreeSlots(w) < need.cpus) return false;
   if (need.gpus > 0 && !ChooseGpus(w, need)) return false;
   if (need.memory_mb != 0 && w.capacity.memory_mb != 0) {
@@ -1004,7 +1004,7 @@ void Scheduler::Release(WorkerRec& w, const Resources& need, AttemptId id, const
 }
 
 bool Scheduler::CapacityFits(const WorkerRec& w, const Resources& need) {
-  if (w.capacity.cpus < need.cpus) return false;
+  if (w.capacity.cpus < need.cpus || !NetworkFits(w, need)) return false;
   if (need.gpus > 0 &&
       std::count_if(w.gpus.begin(), w.gpus.end(),
                     [&](const GpuDevice& d) { return GpuFits(d, need); }) < need.gpus) {

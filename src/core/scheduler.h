@@ -62,7 +62,10 @@
 //     pick on expected finish = missing input bytes / Options::link_bytes_per_ms + the job's
 //     mean runtime / rank; the lowest wins (ties keep the order above). A task is not placed on
 //     a worker where it ended kMachineFault, or whose process died running it (see "Failures"),
-//     within Options::machine_fault_avoid.
+//     within Options::machine_fault_avoid. A task whose job asks for the host network
+//     (Resources::host_network) is placed, backups included, only on a worker whose capacity
+//     offers it (its owner policy allows it); JobSummary::host_network_refused says when a job
+//     waits for that alone.
 //   - GPUs: an attempt of a task with gpus = N gets N of its worker's free devices that have the
 //     task's gpu_memory_mb and gpu_api, best fit (the smallest memory that fits, then the lowest
 //     index; AttemptCreated/AssignAttempt::gpus). A device belongs to one running attempt at a
@@ -399,6 +402,10 @@ struct JobSummary {
   // capacity, or fewer of its GPUs with the task's gpu_memory_mb and gpu_api than it needs): they
   // wait for a bigger worker to join.
   bool fits_no_worker = false;
+  bool host_network = false;  // the job asks for the host network (Resources::host_network)
+  // Its pending tasks wait because every connected worker that fits them refuses the host
+  // network: how many refuse. 0 when it does not wait for that (also when fits_no_worker).
+  uint32_t host_network_refused = 0;
 };
 
 // kLeft: said it was leaving (WorkerLeaving); never declared lost for its silence afterwards
@@ -819,6 +826,10 @@ class Scheduler {
   static uint32_t FreeSlots(const WorkerRec& w);
   static bool Fits(const WorkerRec& w, const Resources& need);
   static bool CapacityFits(const WorkerRec& w, const Resources& need);  // when idle
+  // A task of a host-network job goes only to a worker that offers it (Resources::host_network).
+  static bool NetworkFits(const WorkerRec& w, const Resources& need) {
+    return !need.host_network || w.capacity.host_network;
+  }
   // GPUs: whether device `d` meets `need`'s gpu_memory_mb and gpu_api; the free ones of `w` that
   // do, best fit first (the smallest memory that fits, then the lowest index), `need.gpus` of them
   // in ascending index order, or std::nullopt when fewer are free.

@@ -38,11 +38,19 @@ std::optional<JobSummary> Scheduler::Job(JobId id) const {
   }
   s.counters = job.counters;
   s.workers_lost = static_cast<uint32_t>(job.workers_lost.size());
+  s.host_network = job.spec.resources.host_network;
   if (s.pending > 0) {
-    const Resources& need = job.spec.resources;
-    s.fits_no_worker = std::none_of(workers_.begin(), workers_.end(), [&](const auto& kv) {
-      return Connected(kv.second) && CapacityFits(kv.second, need);
-    });
+    // Capacity first (cpus, memory, GPUs), then, among the workers it fits, the network.
+    Resources need = job.spec.resources;
+    need.host_network = false;
+    uint32_t fit = 0, refuse = 0;
+    for (const auto& [name, w] : workers_) {
+      if (!Connected(w) || !CapacityFits(w, need)) continue;
+      ++fit;
+      if (!NetworkFits(w, job.spec.resources)) ++refuse;
+    }
+    s.fits_no_worker = fit == 0;
+    if (fit > 0 && refuse == fit) s.host_network_refused = refuse;
   }
   return s;
 }

@@ -41,13 +41,17 @@ struct TaskKey {
 // two slots). memory_mb 0 means "not stated". A task's gpus are whole devices of one worker,
 // each with at least gpu_memory_mb MiB (0: any) offering gpu_api ("cuda", "opencl", "rocm",
 // "metal"; empty: any); a worker's gpus is the number of devices it offers (WorkerHello::gpus),
-// and its gpu_memory_mb / gpu_api are unused.
+// and its gpu_memory_mb / gpu_api are unused. host_network: a task's job asks for the worker's
+// network (spec `[sandbox] network = "host"`); a worker offers it when its owner policy allows
+// that (Hello.allow_host_network). False for a worker refuses: a worker that never said it allows
+// it gets no such task.
 struct Resources {
   uint32_t cpus = 1;
   uint32_t gpus = 0;
   uint64_t memory_mb = 0;
   uint64_t gpu_memory_mb = 0;
   std::string gpu_api{};
+  bool host_network = false;
   bool operator==(const Resources&) const = default;
 };
 

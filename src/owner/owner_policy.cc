@@ -202,7 +202,14 @@ std::string DefaultConfigToml() {
       << "\n"
       << "# Suspend the GPU tasks on a device hotter than this (degrees Celsius; resume 5 degrees\n"
       << "# below it); it gets no new GPU work meanwhile. CPU-only tasks keep running.\n"
-      << "max_temperature_c = " << Num(d.gpu.max_temperature_c) << "\n";
+      << "max_temperature_c = " << Num(d.gpu.max_temperature_c) << "\n"
+      << "\n"
+      << "[sandbox]\n"
+      << "\n"
+      << "# Let tasks of jobs that ask for the host network ([sandbox] network = \"host\" in the\n"
+      << "# job) run here: they share this machine's network, its LAN and its localhost services.\n"
+      << "# false: the pool runs such jobs on other machines. Other jobs get no network at all.\n"
+      << "allow_host_network = " << (d.allow_host_network ? "true" : "false") << "\n";
   return out.str();
 }
 

@@ -116,6 +116,16 @@ struct PolicyConfig {
 
   // GPUs (owner/gpu_policy.h): not read by Decide(); the worker decides per device.
   GpuPolicyConfig gpu;
+
+  // [sandbox]: what the pool's tasks may do on this machine. Not read by Decide(); the worker
+  // says it in every Hello and the coordinator places accordingly.
+  // Tasks of jobs that ask for the host network (job spec `[sandbox] network = "host"`: they
+  // share this machine's network, so they can reach its LAN and the services listening on its
+  // localhost) may run here. Default true, as before sandboxes: only jobs that ask get it (a
+  // job's default is no network), and a pool whose owners wrote no policy still runs them; an
+  // owner who does not want that writes `allow_host_network = false`, and the coordinator then
+  // places such jobs elsewhere.
+  bool allow_host_network = true;
 };
 
 // A policy setting in seconds (vacate_grace_s, checkpoint_interval_s) as the shells' durations.

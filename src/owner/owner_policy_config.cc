@@ -24,8 +24,9 @@ namespace toml_util = spec::toml_util;
 
 absl::string_view A(std::string_view s) { return {s.data(), s.size()}; }
 
-constexpr std::string_view kTopKeys[] = {"owner", "gpu"};
+constexpr std::string_view kTopKeys[] = {"owner", "gpu", "sandbox"};
 constexpr std::string_view kGpuKeys[] = {"owner_use", "max_temperature_c"};
+constexpr std::string_view kSandboxKeys[] = {"allow_host_network"};
 constexpr std::string_view kOwnerKeys[] = {"start_idle_minutes",
                                            "resume_idle_seconds",
                                            "vacate_after_suspend_seconds",
@@ -53,7 +54,10 @@ absl::Status CheckKeys(const std::string& file, const toml::table& t, std::strin
   return toml_util::CheckKeys(file, t, prefix, allowed, [prefix](std::string_view name) {
     const bool owner_key =
         std::find(std::begin(kOwnerKeys), std::end(kOwnerKeys), name) != std::end(kOwnerKeys);
-    return prefix.empty() && owner_key ? std::string(" (it belongs under [owner])") : std::string();
+    if (prefix.empty() && owner_key) return std::string(" (it belongs under [owner])");
+    if (prefix.empty() && name == kSandboxKeys[0])
+      return std::string(" (it belongs under [sandbox])");
+    return std::string();
   });
 }
 
@@ -295,6 +299,26 @@ absl::Status ReadGpu(const std::string& file, const toml::table& root, PolicyCon
   return absl::OkStatus();
 }
 
+// The optional [sandbox] table into config->allow_host_network.
+absl::Status ReadSandbox(const std::string& file, const toml::table& root, PolicyConfig* config) {
+  const toml::node* node = root.get("sandbox");
+  if (node == nullptr) return absl::OkStatus();
+  const toml::table* sandbox = node->as_table();
+  if (sandbox == nullptr) {
+    return KeyError(file, node->source(), "sandbox",
+                    absl::StrCat("must be a table, got ", Describe(*node)));
+  }
+  if (absl::Status s = CheckKeys(file, *sandbox, "sandbox.", kSandboxKeys); !s.ok()) return s;
+  if (const toml::node* n = sandbox->get("allow_host_network")) {
+    if (!n->is_boolean()) {
+      return KeyError(file, n->source(), "sandbox.allow_host_network",
+                      absl::StrCat("must be true or false, got ", Describe(*n)));
+    }
+    config->allow_host_network = n->as_boolean()->get();
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<PolicyConfig> ParsePolicyConfig(std::string_view toml,
@@ -304,6 +328,7 @@ absl::StatusOr<PolicyConfig> ParsePolicyConfig(std::string_view toml,
   absl::StatusOr<PolicyConfig> config = ReadOwner(file_name, *root);
   if (!config.ok()) return config.status();
   if (absl::Status s = ReadGpu(file_name, *root, &*config); !s.ok()) return s;
+  if (absl::Status s = ReadSandbox(file_name, *root, &*config); !s.ok()) return s;
   return config;
 }
 

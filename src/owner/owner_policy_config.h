@@ -16,6 +16,8 @@
 // and an optional table [gpu] (PolicyConfig::gpu, owner/gpu_policy.h):
 //   owner_use                    "suspend" | "vacate" | "ignore"
 //   max_temperature_c            number in 30..150
+// and an optional table [sandbox]:
+//   allow_host_network           true | false (PolicyConfig::allow_host_network, default true)
 // Unknown keys, wrong types and out-of-range values are errors of the form
 // "FILE:LINE:COL: key 'owner.x': ..." (kInvalidArgument). DefaultConfigToml() round-trips.
 #pragma once

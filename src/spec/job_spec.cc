@@ -31,6 +31,7 @@
 #include "absl/strings/str_split.h"
 #include "spec/command_internal.h"
 #include "spec/frames_internal.h"
+#include "spec/sandbox_internal.h"
 #include "spec/spec.h"
 #include "spec/toml_util.h"
 #include "text/utf8.h"
@@ -57,7 +58,8 @@ constexpr std::string_view kAttemptsWhy =
 
 constexpr std::string_view kTopKeys[] = {"name",    "command",    "frames", "chunk",
                                          "items",   "items_file", "count",  "inputs",
-                                         "outputs", "resources",  "retry", "allow_empty_outputs"};
+                                         "outputs", "resources",  "retry",  "allow_empty_outputs",
+                                         "sandbox"};
 constexpr std::string_view kResourceKeys[] = {"cpus", "gpus", "memory_mb", "gpu_memory_mb",
                                               "gpu_api"};
 // The GPU APIs a task may ask for (proto Resources.gpu_api, GpuDevice.apis).
@@ -378,21 +380,28 @@ bool Contains(const std::string_view (&list)[N], std::string_view s) {
   return std::find(std::begin(list), std::end(list), s) != std::end(list);
 }
 
+// Where an unknown key `name` found under `prefix` ("" or "table.") belongs, as a parenthesized
+// hint, or "".
+std::string MisplacedHint(std::string_view prefix, std::string_view name) {
+  if (prefix.empty()) {
+    if (Contains(kResourceKeys, name)) return " (it belongs under [resources])";
+    if (Contains(kRetryKeys, name)) return " (it belongs under [retry])";
+    if (Contains(internal::kSandboxKeys, name)) return " (it belongs under [sandbox])";
+  } else if (Contains(kTopKeys, name)) {
+    // Every key after a [table] header belongs to that table.
+    return absl::StrCat(" (keys after the [", ToAbsl(prefix.substr(0, prefix.size() - 1)),
+                        "] header belong to that table; move '", ToAbsl(name), "' above it)");
+  }
+  return std::string();
+}
+
 // Refuses keys not in `allowed`, reporting the first one in file order; a key of another table
 // is told where it belongs.
 template <size_t N>
 absl::Status CheckKeys(const Ctx& ctx, const toml::table& t, std::string_view prefix,
                        const std::string_view (&allowed)[N]) {
   return toml_util::CheckKeys(ctx.file, t, prefix, allowed, [prefix](std::string_view name) {
-    if (prefix.empty()) {
-      if (Contains(kResourceKeys, name)) return std::string(" (it belongs under [resources])");
-      if (Contains(kRetryKeys, name)) return std::string(" (it belongs under [retry])");
-    } else if (Contains(kTopKeys, name)) {
-      // Every key after a [table] header belongs to that table.
-      return absl::StrCat(" (keys after the [", ToAbsl(prefix.substr(0, prefix.size() - 1)),
-                          "] header belong to that table; move '", ToAbsl(name), "' above it)");
-    }
-    return std::string();
+    return MisplacedHint(prefix, name);
   });
 }
 
@@ -788,6 +797,12 @@ absl::StatusOr<JobSpec> ReadJob(const Ctx& ctx, const toml::table& root) {
                       absl::StrCat("must be true or false, got ", Describe(*n)));
     }
     spec.allow_empty_outputs = n->as_boolean()->get();
+  }
+  if (absl::Status s = internal::ReadSandboxTable(
+          ctx.file, root, [](std::string_view name) { return MisplacedHint("sandbox.", name); },
+          spec);
+      !s.ok()) {
+    return s;
   }
 
   if (resources != nullptr) {

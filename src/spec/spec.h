@@ -104,7 +104,9 @@ struct JobSpec {
   // this is set (`allow_empty_outputs = true`: a task whose empty log is a result).
   bool allow_empty_outputs = false;
   // cpus default 1. gpu_memory_mb (per GPU) and gpu_api ("cuda", "opencl", "rocm", "metal")
-  // need gpus >= 1.
+  // need gpus >= 1. host_network comes from `[sandbox] network = "host"` (default "none":
+  // false), not from [resources]: the task shares the worker's network, and only a worker whose
+  // owner allows it gets the job's tasks.
   core::Resources resources;
   uint32_t max_attempts = 3;         // failures per task, 1..kMaxAttempts; preemptions never count
   uint32_t timeout_s = 0;            // per attempt; 0 = none

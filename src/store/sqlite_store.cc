@@ -1,29 +1,6 @@
 // The SQLite store: one database file in WAL mode with synchronous=FULL.
 //
-// File format (schema version 8, kept in PRAGMA user_version; PRAGMA application_id marks the
-// file as an idlepool store):
-//   jobs        (id INTEGER PRIMARY KEY AUTOINCREMENT, ...)  ids are never reused
-//   tasks       (job_id, idx) WITHOUT ROWID
-//   attempts    (id INTEGER PRIMARY KEY = AttemptId, job_id, idx, worker, outcome, ...,
-//                suspensions, lost_ms)
-//   outputs     (job_id, idx, path) WITHOUT ROWID
-//   checkpoints (job_id, idx, path) WITHOUT ROWID: each task's latest checkpoint
-//   job_profiles (job_id PRIMARY KEY, profile_key, input_bytes, input_files), indexed by key
-//   workers     (worker) WITHOUT ROWID: what the pool measured of each worker (version 5)
-//   job_predictions (job_id PRIMARY KEY, prediction BLOB): makespan predictions (version 6)
-//   worker_events (id INTEGER PRIMARY KEY, worker, at_ms, kind, ...): what happened to workers
-//                (version 7, which also added attempts.log_tail)
-//   job_gpus    (job_id PRIMARY KEY, gpu_memory_mb, gpu_api): a job's GPU needs beyond the count,
-//                only for jobs that state them (version 8, which also added attempts.gpus)
-// Version 2 added attempts.suspensions, attempts.lost_ms and the checkpoints table; version 3 the
-// attempts' transfer columns (input_bytes ... cache_misses); version 4 the attempts' timing
-// columns (stage_ms, run_ms, upload_ms, resumed) and job_profiles; version 5 the workers table.
-// Older files are migrated in place when opened. The profile key lives in its own table, not in
-// jobs: jobs.spec must stay the last column of jobs (see kSchemaV1), and ALTER TABLE can only
-// append.
-// Enums are stored as lowercase names (store_internal.h), never as C++ enum values. Job counters
-// and lost workers are not stored: Load recomputes them from the attempts table, so they can
-// never disagree with it.
+// File format and migrations: store/sqlite_schema.h.
 //
 // Concurrency: one connection guarded by one mutex; every statement is prepared once at open.
 
@@ -44,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "store/sqlite_schema.h"
 #include "store/sqlite_util.h"
 #include "store/store.h"
 #include "store/store_internal.h"
@@ -59,131 +37,14 @@ using in::ColInt;
 using in::ColText;
 using in::ColTiming;
 using in::ColTransfer;
+using in::kSchemaVersion;
 using in::StmtPtr;
 using in::Use;
 
-constexpr int kSchemaVersion = 8;
 constexpr int32_t kApplicationId = 0x49504f4c;  // "IPOL"
 constexpr int kBusyTimeoutMs = 10000;
 
-constexpr const char* kSchemaV1 = R"sql(
-CREATE TABLE jobs (
-  id            INTEGER PRIMARY KEY AUTOINCREMENT,
-  name          TEXT    NOT NULL,
-  task_count    INTEGER NOT NULL,
-  cpus          INTEGER NOT NULL,
-  gpus          INTEGER NOT NULL,
-  memory_mb     INTEGER NOT NULL,
-  max_attempts  INTEGER NOT NULL,
-  timeout_ms    INTEGER NOT NULL,
-  state         TEXT    NOT NULL,
-  submitted_ms  INTEGER NOT NULL,
-  finished_ms   INTEGER NOT NULL DEFAULT 0,
-  -- Last: reading the columns before it never walks the blob's overflow pages, so a status
-  -- poll costs microseconds even for a job whose spec holds a million items.
-  spec          BLOB    NOT NULL
-);
-CREATE TABLE tasks (
-  job_id             INTEGER NOT NULL REFERENCES jobs(id),
-  idx                INTEGER NOT NULL,
-  state              TEXT    NOT NULL,
-  failures           INTEGER NOT NULL DEFAULT 0,
-  committed_attempt  INTEGER NOT NULL DEFAULT 0,
-  PRIMARY KEY (job_id, idx)
-) WITHOUT ROWID;
-CREATE TABLE attempts (
-  id          INTEGER PRIMARY KEY,
-  job_id      INTEGER NOT NULL,
-  idx         INTEGER NOT NULL,
-  worker      TEXT    NOT NULL,
-  outcome     TEXT    NOT NULL,
-  exit_code   INTEGER NOT NULL DEFAULT 0,
-  message     TEXT    NOT NULL DEFAULT '',
-  started_ms  INTEGER NOT NULL,
-  ended_ms    INTEGER NOT NULL DEFAULT 0,
-  FOREIGN KEY (job_id, idx) REFERENCES tasks(job_id, idx)
-);
-CREATE INDEX attempts_by_task ON attempts(job_id, idx);
-CREATE TABLE outputs (
-  job_id  INTEGER NOT NULL,
-  idx     INTEGER NOT NULL,
-  path    TEXT    NOT NULL,
-  sha256  TEXT    NOT NULL,
-  size    INTEGER NOT NULL,
-  PRIMARY KEY (job_id, idx, path),
-  FOREIGN KEY (job_id, idx) REFERENCES tasks(job_id, idx)
-) WITHOUT ROWID;
-)sql";
-
-// From version 1 to 2.
-constexpr const char* kMigrateV2 = R"sql(
-ALTER TABLE attempts ADD COLUMN suspensions INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE attempts ADD COLUMN lost_ms INTEGER NOT NULL DEFAULT 0;
-CREATE TABLE checkpoints (
-  job_id  INTEGER NOT NULL,
-  idx     INTEGER NOT NULL,
-  path    TEXT    NOT NULL,
-  sha256  TEXT    NOT NULL,
-  size    INTEGER NOT NULL,
-  attempt INTEGER NOT NULL,
-  PRIMARY KEY (job_id, idx, path),
-  FOREIGN KEY (job_id, idx) REFERENCES tasks(job_id, idx)
-) WITHOUT ROWID;
-)sql";
-
-// From version 2 to 3: what each attempt moved (AttemptEnded::transfer).
-constexpr const char* kMigrateV3 = R"sql(
-ALTER TABLE attempts ADD COLUMN input_bytes INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE attempts ADD COLUMN cached_bytes INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE attempts ADD COLUMN coordinator_bytes INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE attempts ADD COLUMN peer_bytes INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE attempts ADD COLUMN output_bytes INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE attempts ADD COLUMN cache_hits INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE attempts ADD COLUMN cache_misses INTEGER NOT NULL DEFAULT 0;
-)sql";
-
-// ---- BEGIN timing migration (branch `timing`; renumber at merge if another lands first) ----
-// From version 3 to 4: where each attempt's time went (AttemptEnded::timing), and each job's
-// profile key (spec/profile_key.h) with its input size, for the planner's history.
-constexpr int kTimingSchemaVersion = 4;
-constexpr const char* kMigrateV4 = R"sql(
-ALTER TABLE attempts ADD COLUMN stage_ms INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE attempts ADD COLUMN run_ms INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE attempts ADD COLUMN upload_ms INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE attempts ADD COLUMN resumed INTEGER NOT NULL DEFAULT 0;
-CREATE TABLE job_profiles (
-  job_id       INTEGER PRIMARY KEY REFERENCES jobs(id),
-  profile_key  TEXT    NOT NULL,
-  input_bytes  INTEGER NOT NULL DEFAULT 0,
-  input_files  INTEGER NOT NULL DEFAULT 0
-);
-CREATE INDEX job_profiles_by_key ON job_profiles(profile_key);
-)sql";
-// ---- END timing migration ----
-
-// ---- Schema version 5 (issue 6, "measure the pool"): self-contained so it can be renumbered at
-// merge. From version 4 to 5: one row per worker name with what the pool measured of it
-// (store::WorkerRecord; written by PutWorkers, never by Apply).
-constexpr int kWorkersSchemaVersion = 5;
-constexpr const char* kMigrateV5Workers = R"sql(
-CREATE TABLE workers (
-  worker            TEXT    PRIMARY KEY,
-  hostname          TEXT    NOT NULL DEFAULT '',
-  link_measured_ms  INTEGER NOT NULL DEFAULT 0,
-  rtt_us            INTEGER NOT NULL DEFAULT 0,
-  down_bytes_per_s  INTEGER NOT NULL DEFAULT 0,
-  up_bytes_per_s    INTEGER NOT NULL DEFAULT 0,
-  probe_bytes       INTEGER NOT NULL DEFAULT 0,
-  cpu_score         REAL    NOT NULL DEFAULT 0,
-  cores             INTEGER NOT NULL DEFAULT 0,
-  first_seen_ms     INTEGER NOT NULL DEFAULT 0,
-  up_ms             INTEGER NOT NULL DEFAULT 0,
-  down_ms           INTEGER NOT NULL DEFAULT 0,
-  up_periods        INTEGER NOT NULL DEFAULT 0,
-  down_periods      INTEGER NOT NULL DEFAULT 0,
-  updated_ms        INTEGER NOT NULL DEFAULT 0
-) WITHOUT ROWID;
-)sql";
+// The workers table (schema version 5).
 #define IDLEPOOL_WORKER_COLUMNS                                                                \
   "worker, hostname, link_measured_ms, rtt_us, down_bytes_per_s, up_bytes_per_s, probe_bytes, " \
   "cpu_score, cores, first_seen_ms, up_ms, down_ms, up_periods, down_periods, updated_ms"
@@ -195,35 +56,7 @@ constexpr const char* kListWorkersSql =
 constexpr const char* kGetWorkerSql =
     "SELECT " IDLEPOOL_WORKER_COLUMNS " FROM workers WHERE worker = ?";
 #undef IDLEPOOL_WORKER_COLUMNS
-// ---- end of schema version 5
-
-// From version 5 to 6: each job's makespan prediction (coordinator/planner.h), opaque bytes.
-constexpr const char* kMigrateV6 = R"sql(
-CREATE TABLE job_predictions (
-  job_id      INTEGER PRIMARY KEY REFERENCES jobs(id),
-  prediction  BLOB    NOT NULL
-);
-)sql";
-
-// ---- Schema version 7 (issue 7, "see the pool"): self-contained so it can be renumbered at
-// merge. From version 6 to 7: each attempt's log tail (AttemptEnded::log_tail), and what happened
-// to workers (store::WorkerEvent; written by AppendWorkerEvents, never by Apply; ordered by id
-// among equal times). worker_events is bounded by TrimWorkerEvents, by time and by rows.
-constexpr int kEventsSchemaVersion = 7;
-constexpr const char* kMigrateV7Events = R"sql(
-ALTER TABLE attempts ADD COLUMN log_tail TEXT NOT NULL DEFAULT '';
-CREATE TABLE worker_events (
-  id      INTEGER PRIMARY KEY,
-  worker  TEXT    NOT NULL,
-  at_ms   INTEGER NOT NULL,
-  kind    TEXT    NOT NULL,
-  state   TEXT    NOT NULL DEFAULT '',
-  cause   TEXT    NOT NULL DEFAULT '',
-  reason  TEXT    NOT NULL DEFAULT ''
-);
-CREATE INDEX worker_events_by_worker ON worker_events(worker, at_ms);
-CREATE INDEX worker_events_by_time ON worker_events(at_ms);
-)sql";
+// The worker_events table (schema version 7).
 constexpr const char* kAppendWorkerEventSql =
     "INSERT INTO worker_events (worker, at_ms, kind, state, cause, reason) "
     "VALUES (?, ?, ?, ?, ?, ?)";
@@ -236,37 +69,20 @@ constexpr const char* kTrimEventsByTimeSql = "DELETE FROM worker_events WHERE at
 constexpr const char* kTrimEventsByRowsSql =
     "DELETE FROM worker_events WHERE id <= "
     "(SELECT id FROM worker_events ORDER BY id DESC LIMIT 1 OFFSET ?)";
-// ---- end of schema version 7
-
-// ---- Schema version 8 (issue 8, GPUs): self-contained so it can be renumbered at merge. From
-// version 7 to 8: each attempt's GPUs (AttemptCreated::gpus, in::GpusText), restored with a
-// running attempt so its devices stay busy across a coordinator restart; and each job's
-// Resources.gpu_memory_mb / gpu_api, in their own table (jobs.spec must stay jobs' last column),
-// one row per job that states either.
-constexpr int kGpusSchemaVersion = 8;
-constexpr const char* kMigrateV8Gpus = R"sql(
-ALTER TABLE attempts ADD COLUMN gpus TEXT NOT NULL DEFAULT '';
-CREATE TABLE job_gpus (
-  job_id         INTEGER PRIMARY KEY REFERENCES jobs(id),
-  gpu_memory_mb  INTEGER NOT NULL DEFAULT 0,
-  gpu_api        TEXT    NOT NULL DEFAULT ''
-);
-)sql";
-// ---- end of schema version 8
 
 // Every column of a jobs row except spec, in the order ReadJobHeader reads them. Header reads
 // (GetJobHeader, ListJobs) select only these, so they never copy the spec blob; spec is the
 // table's last column, so they never walk its overflow pages either.
 // The profile columns come from job_profiles (a job stored before version 4 has no row there).
-#define IDLEPOOL_JOB_HEADER_COLUMNS                                                            \
-  "j.id, j.name, j.task_count, j.cpus, j.gpus, j.memory_mb, j.max_attempts, j.timeout_ms, "    \
-  "j.state, j.submitted_ms, j.finished_ms, coalesce(p.profile_key, ''), "                    \
+#define IDLEPOOL_JOB_HEADER_COLUMNS                                                         \
+  "j.id, j.name, j.task_count, j.cpus, j.gpus, j.memory_mb, j.max_attempts, j.timeout_ms, " \
+  "j.state, j.submitted_ms, j.finished_ms, coalesce(p.profile_key, ''), "                   \
   "coalesce(p.input_bytes, 0), coalesce(p.input_files, 0), coalesce(g.gpu_memory_mb, 0), "  \
-  "coalesce(g.gpu_api, '')"
-#define IDLEPOOL_JOB_HEADER_FROM                                          \
+  "coalesce(g.gpu_api, ''), coalesce(x.host_network, 0)"
+#define IDLEPOOL_JOB_HEADER_FROM                                                   \
   " FROM jobs j LEFT JOIN job_profiles p ON p.job_id = j.id LEFT JOIN job_gpus g " \
-  "ON g.job_id = j.id "
-constexpr int kJobHeaderColumns = 16;  // spec, when selected, is column kJobHeaderColumns
+  "ON g.job_id = j.id LEFT JOIN job_sandbox x ON x.job_id = j.id "
+constexpr int kJobHeaderColumns = 17;  // spec, when selected, is column kJobHeaderColumns
 constexpr const char* kGetJobSql = "SELECT " IDLEPOOL_JOB_HEADER_COLUMNS
                                    ", j.spec" IDLEPOOL_JOB_HEADER_FROM "WHERE j.id = ?";
 constexpr const char* kGetJobHeaderSql =
@@ -323,6 +139,7 @@ struct Statements {
   StmtPtr put_prediction, get_prediction;  // schema version 6
   StmtPtr append_event, list_events, trim_events_by_time, trim_events_by_rows;  // version 7
   StmtPtr insert_job_gpus;  // version 8
+  StmtPtr insert_job_sandbox;  // version 9
 };
 
 // --- the store --------------------------------------------------------------------------------
@@ -516,11 +333,10 @@ absl::Status SqliteStore::Open() {
   if (absl::Status s = Exec("PRAGMA synchronous = FULL", "set synchronous"); !s.ok()) return s;
 
   if (fresh) {
-    std::string ddl = absl::StrCat("BEGIN IMMEDIATE;", kSchemaV1, kMigrateV2, kMigrateV3,
-                                   kMigrateV4, kMigrateV5Workers, kMigrateV6, kMigrateV7Events,
-                                   kMigrateV8Gpus, "PRAGMA application_id = ",
-                                   kApplicationId, ";",
-                                   "PRAGMA user_version = ", kSchemaVersion, ";", "COMMIT;");
+    std::string ddl = absl::StrCat("BEGIN IMMEDIATE;", in::kSchemaV1);
+    for (const in::Migration& step : in::kMigrations) absl::StrAppend(&ddl, step.ddl);
+    absl::StrAppend(&ddl, "PRAGMA application_id = ", kApplicationId, ";",
+                    "PRAGMA user_version = ", kSchemaVersion, ";", "COMMIT;");
     if (absl::Status s = Exec(ddl.c_str(), "create schema"); !s.ok()) {
       if (!sqlite3_get_autocommit(db_)) Exec("ROLLBACK", "rollback").IgnoreError();
       return s;
@@ -528,19 +344,7 @@ absl::Status SqliteStore::Open() {
   }
   // Each step in its own transaction, from the file's version up: a crash between two steps
   // leaves a file of the earlier version, migrated again at the next open.
-  struct Step {
-    int to;
-    const char* ddl;
-  };
-  const Step steps[] = {{2, kMigrateV2},
-                        {3, kMigrateV3},
-                        {kTimingSchemaVersion, kMigrateV4},
-                        {kWorkersSchemaVersion, kMigrateV5Workers},
-                        {6, kMigrateV6},
-                        {kEventsSchemaVersion, kMigrateV7Events},
-                        {kGpusSchemaVersion, kMigrateV8Gpus}};
-  static_assert(std::size(steps) + 1 == kSchemaVersion, "one migration step per version");
-  for (const Step& step : steps) {
+  for (const in::Migration& step : in::kMigrations) {
     if (fresh || *version >= step.to) continue;
     std::string ddl = absl::StrCat("BEGIN IMMEDIATE;", step.ddl, "PRAGMA user_version = ",
                                    step.to, ";", "COMMIT;");
@@ -604,8 +408,9 @@ absl::Status SqliteStore::PrepareAll() {
       {&st_.update_job, "UPDATE jobs SET state = ?, finished_ms = ? WHERE id = ?"},
       {&st_.load_jobs,
        "SELECT j.id, j.task_count, j.cpus, j.gpus, j.memory_mb, j.max_attempts, j.timeout_ms, "
-       "j.state, coalesce(g.gpu_memory_mb, 0), coalesce(g.gpu_api, '') "
-       "FROM jobs j LEFT JOIN job_gpus g ON g.job_id = j.id ORDER BY j.id"},
+       "j.state, coalesce(g.gpu_memory_mb, 0), coalesce(g.gpu_api, ''), "
+       "coalesce(x.host_network, 0) FROM jobs j LEFT JOIN job_gpus g ON g.job_id = j.id "
+       "LEFT JOIN job_sandbox x ON x.job_id = j.id ORDER BY j.id"},
       {&st_.load_counts, "SELECT job_id, outcome, count(*) FROM attempts GROUP BY job_id, outcome"},
       {&st_.load_lost,
        "SELECT DISTINCT job_id, worker FROM attempts WHERE outcome = ? "
@@ -646,6 +451,7 @@ absl::Status SqliteStore::PrepareAll() {
       {&st_.trim_events_by_rows, kTrimEventsByRowsSql},
       {&st_.insert_job_gpus,
        "INSERT INTO job_gpus (job_id, gpu_memory_mb, gpu_api) VALUES (?, ?, ?)"},
+      {&st_.insert_job_sandbox, "INSERT INTO job_sandbox (job_id, host_network) VALUES (?, 1)"},
   };
   for (const auto& [stmt, sql] : all) {
     if (absl::Status s = Prepare(sql, *stmt); !s.ok()) return s;
@@ -700,6 +506,13 @@ absl::StatusOr<core::JobId> SqliteStore::InsertJob(const NewJob& job, int64_t no
         .Text(r.gpu_api);
     if (b.rc() != SQLITE_OK) return fail(Err(b.rc(), "InsertJob: bind job gpus"));
     if (absl::Status s = Step(u, "InsertJob: insert job gpus"); !s.ok()) return fail(s);
+  }
+  if (job.sched.resources.host_network) {  // a row only for a job that asks for more
+    Use u(st_.insert_job_sandbox);
+    if (int rc = sqlite3_bind_int64(u, 1, static_cast<int64_t>(id)); rc != SQLITE_OK) {
+      return fail(Err(rc, "InsertJob: bind job sandbox"));
+    }
+    if (absl::Status s = Step(u, "InsertJob: insert job sandbox"); !s.ok()) return fail(s);
   }
   {
     Use u(st_.insert_task);
@@ -965,6 +778,7 @@ absl::StatusOr<core::RestoredState> SqliteStore::Load() {
       }
       j.spec.resources.gpu_memory_mb = static_cast<uint64_t>(ColInt(u, 8));
       j.spec.resources.gpu_api = ColText(u, 9);
+      j.spec.resources.host_network = ColInt(u, 10) != 0;
       pos[j.spec.job] = out.jobs.size();
       out.jobs.push_back(std::move(j));
     }
@@ -1095,6 +909,7 @@ absl::Status SqliteStore::ReadJobHeader(sqlite3_stmt* s, JobRecord& out) const {
   out.input_files = static_cast<uint32_t>(ColInt(s, 13));
   out.sched.resources.gpu_memory_mb = static_cast<uint64_t>(ColInt(s, 14));
   out.sched.resources.gpu_api = ColText(s, 15);
+  out.sched.resources.host_network = ColInt(s, 16) != 0;
   return absl::OkStatus();
 }
 

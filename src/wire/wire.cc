@@ -75,6 +75,7 @@ v1::JobSpec ToProto(const spec::JobSpec& s) {
   for (const auto& o : s.outputs) p.add_outputs(o);
   p.set_allow_empty_outputs(s.allow_empty_outputs);
   *p.mutable_resources() = ToProto(s.resources);
+  p.set_host_network(s.resources.host_network);  // not a field of v1::Resources
   p.set_max_attempts(s.max_attempts);
   p.set_timeout_s(s.timeout_s);
   return p;
@@ -103,6 +104,7 @@ spec::JobSpec FromProto(const v1::JobSpec& p) {
   s.outputs.assign(p.outputs().begin(), p.outputs().end());
   s.allow_empty_outputs = p.allow_empty_outputs();
   s.resources = FromProto(p.resources());
+  s.resources.host_network = p.host_network();
   s.max_attempts = p.max_attempts();
   s.timeout_s = p.timeout_s();
   return s;
@@ -128,6 +130,24 @@ spec::TaskParams FromProto(const v1::TaskParams& p) {
   t.chunk.step = p.frame_step();
   t.item = p.item();
   return t;
+}
+
+v1::Assignment ToAssignment(const v1::JobSpec& spec, uint64_t job, const spec::TaskParams& task,
+                            uint64_t attempt, const std::vector<uint32_t>& gpus) {
+  v1::Assignment as;
+  as.set_attempt(attempt);
+  as.set_job(job);
+  as.set_job_name(spec.name());
+  *as.mutable_task() = ToProto(task);
+  *as.mutable_command() = spec.command();
+  *as.mutable_inputs() = spec.inputs();
+  *as.mutable_outputs() = spec.outputs();
+  as.set_allow_empty_outputs(spec.allow_empty_outputs());
+  as.set_host_network(spec.host_network());
+  *as.mutable_resources() = spec.resources();
+  as.set_timeout_s(spec.timeout_s());
+  for (uint32_t g : gpus) as.add_gpus(g);
+  return as;
 }
 
 v1::Kill ToKill(uint64_t attempt, core::KillReason reason) {

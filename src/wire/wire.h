@@ -39,6 +39,13 @@ std::string GpusProblem(const google::protobuf::RepeatedPtrField<v1::GpuDevice>&
 std::vector<core::GpuDevice> GpusFromProto(
     const google::protobuf::RepeatedPtrField<v1::GpuDevice>& gpus);
 
+// What a worker is told to run: attempt `attempt` of task `task` of job `job`, whose spec (as
+// stored) is `spec`, on its devices `gpus`. Every field of the spec the worker acts on is copied
+// (command, inputs, outputs, allow_empty_outputs, host_network, resources, timeout); the
+// checkpoint is the caller's to add.
+v1::Assignment ToAssignment(const v1::JobSpec& spec, uint64_t job, const spec::TaskParams& task,
+                            uint64_t attempt, const std::vector<uint32_t>& gpus);
+
 // The kill of `attempt` for `reason`: the typed code and a text for people.
 v1::Kill ToKill(uint64_t attempt, core::KillReason reason);
 // Whether a worker keeps an attempt's finished outputs (and delivers its report) when killed for

@@ -27,7 +27,7 @@ bool StagingStopped(Attempt& a) {
 }
 
 // The job asked for the host's network ([sandbox] network = "host").
-bool WantsHostNetwork(const Attempt& a) { return false; }
+bool WantsHostNetwork(const Attempt& a) { return a.assignment.host_network(); }
 
 bool Vacating(Attempt& a) {
   std::lock_guard lock(a.mu);

@@ -493,6 +493,8 @@ void Worker::Impl::FillHello(v1::Hello* hello) {
     }
   }
   hello->set_not_accepting(!owner_.accepting());
+  hello->set_allow_host_network(options_.policy.allow_host_network);
+  hello->set_sandbox(options_.sandbox_tier);
   hello->set_cpu_score(calibration_.cpu_score);
   hello->set_cores(calibration_.cores);
   cache_.TakeChanges();  // the Hello lists the whole cache: queued changes are in it
@@ -539,6 +541,14 @@ void Worker::Impl::OnAssign(const v1::Assignment& as) {
     return HandBack(
         as, v1::AttemptReport::PREEMPTED,
         stop_.stopping() ? "worker is leaving" : "the machine's owner policy accepts no work now");
+  }
+  if (as.host_network() && !options_.policy.allow_host_network) {
+    // The coordinator places such a job elsewhere (Hello.allow_host_network); one that did not
+    // (an older one) gets it back as the machine's refusal, never the task's failure.
+    spdlog::warn("attempt {}: refused: its job asks for the host network", as.attempt());
+    return HandBack(as, v1::AttemptReport::MACHINE_FAULT,
+                    "the machine's owner policy refuses the host network "
+                    "([sandbox] allow_host_network = false)");
   }
   auto a = std::make_shared<Attempt>();
   a->id = as.attempt();

@@ -63,6 +63,10 @@ struct Options {
   // SIGTERM -> SIGKILL on timeout (HTCondor's default is 10 s).
   core::Millis kill_grace{std::chrono::seconds(10)};
   owner::PolicyConfig policy;  // the owner policy, vacate grace and checkpoint interval
+  // How tasks are isolated here, as every Hello says it (`idlepool workers`' SANDBOX) and
+  // --print-resources prints it: "userns", "uid" or "none". Run sets it from its probe of the
+  // machine (sandbox/probe.h; "none" with no_sandbox).
+  std::string sandbox_tier = "none";
   // Non-empty: read the owner's sensors from one-value files in this dir (platform/sensors.h);
   // empty: the machine's own sensors (platform/linux_sensors.h).
   std::string sensors_dir;
@@ -100,7 +104,6 @@ struct Options {
   uint64_t task_pids_max = sandbox::kDefaultPidsMax;     // processes and threads per task
   // Where device nodes are bound from (tests: stand-ins); "" = the host's own.
   std::string device_root;
-  std::string sandbox_tier;  // set by Run: "userns", "uid" or "none" (Hello.sandbox)
 };
 
 class Worker {

@@ -10,7 +10,7 @@
 #   (d) kill $PPID, kill -9 -1 reach no process outside the sandbox: the worker and an owner's
 #       process of the same uid live on;
 #   (e) a fork bomb ends at --task-pids-max: the attempt fails saying so, the worker carries on;
-#   (f) network "none" (the default): the coordinator's port cannot be reached;
+#   (f) network "none" (the default): the coordinator's port cannot be reached; "host": it can;
 #   (h) a GPU task sees only its own GPU's device nodes (stand-in files, --device-root);
 #   (i) a worker whose sandbox probe fails refuses to start and names why.
 # After all of it, a normal job completes on each worker with its outputs exactly once.
@@ -113,6 +113,20 @@ for w in "${workers[@]}"; do
   stop_tier "$w"
 done
 start_tier w
+
+# (f) asked for, the host's network reaches the coordinator's port (a refusing worker never gets
+# such a job: host_network_policy_test).
+cat >"$T/host.toml" <<TOML
+name = "host-network"
+command = ["bash", "-c", "exec 1>&2; if exec 3<>/dev/tcp/127.0.0.1/$PORT_C; then echo f-host-reached; fi"]
+count = 1
+[sandbox]
+network = "host"
+TOML
+JOB=$("$IDLEPOOL" submit "$T/host.toml")
+"$IDLEPOOL" wait "$JOB" --quiet >/dev/null || fail "host-network job failed: $(log_of "$JOB")"
+log_of "$JOB" | grep -q f-host-reached || fail "(f) host network: $(log_of "$JOB")"
+pass "(f) with network = \"host\" the task reached the coordinator's port"
 
 # (h) GPU device nodes: each gpus = 1 task sees its own /dev/nvidiaN and the shared nodes only.
 cat >"$T/gpu.toml" <<TOML

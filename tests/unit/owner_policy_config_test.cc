@@ -13,6 +13,7 @@
 namespace idlepool::owner {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 constexpr char kFile[] = "policy.toml";
@@ -40,6 +41,7 @@ void ExpectDefaults(const PolicyConfig& c) {
   EXPECT_EQ(c.checkpoint_interval_s, d.checkpoint_interval_s);
   EXPECT_EQ(c.gpu.owner_use, d.gpu.owner_use);
   EXPECT_EQ(c.gpu.max_temperature_c, d.gpu.max_temperature_c);
+  EXPECT_EQ(c.allow_host_network, d.allow_host_network);
   EXPECT_TRUE(c.windows.empty());
 }
 
@@ -415,6 +417,52 @@ TEST(PolicyConfigParse, GpuTableErrors) {
               testing::HasSubstr("gpu.max_temperature_c"));
   EXPECT_THAT(err("[gpu]\nmax_temp = 80\n"), testing::HasSubstr("max_temp"));
   EXPECT_THAT(err("gpu = 1\n"), testing::HasSubstr("'gpu'"));
+}
+
+// [sandbox] allow_host_network (issue 19): true by default (the owner can refuse), and every
+// bad value names the file, line and key.
+TEST(PolicyConfigParse, SandboxTable) {
+  EXPECT_TRUE(PolicyConfig{}.allow_host_network);
+  absl::StatusOr<PolicyConfig> r = P("[sandbox]\nallow_host_network = false\n");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE(r->allow_host_network);
+  EXPECT_EQ(r->start_idle_s, PolicyConfig{}.start_idle_s);  // the rest keeps its defaults
+  r = P("[sandbox]\nallow_host_network = true\n");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->allow_host_network);
+  r = P("[owner]\nstart_idle_minutes = 1\n[sandbox]\n");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->allow_host_network);
+  // The default file says it, and refusing it there round-trips.
+  std::string toml = DefaultConfigToml();
+  const std::string line = "allow_host_network = true\n";
+  const size_t at = toml.find("[sandbox]\n");
+  ASSERT_NE(at, std::string::npos) << toml;
+  ASSERT_NE(toml.find(line, at), std::string::npos) << toml;
+  toml.replace(toml.find(line, at), line.size(), "allow_host_network = false\n");
+  r = P(toml);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE(r->allow_host_network);
+}
+
+TEST(PolicyConfigErrors, SandboxTableErrors) {
+  EXPECT_EQ(Err("[sandbox]\nallow_host_network = \"no\"\n"),
+            "policy.toml:2:22: key 'sandbox.allow_host_network': must be true or false, got the "
+            "string \"no\"");
+  EXPECT_THAT(Err("[sandbox]\nallow_host_network = 0\n"),
+              HasSubstr("policy.toml:2:22: key 'sandbox.allow_host_network': must be true or "
+                        "false, got 0"));
+  EXPECT_THAT(Err("[sandbox]\nallow_host_networks = false\n"),
+              AllOf(HasSubstr("policy.toml:2:1: unknown key 'sandbox.allow_host_networks'"),
+                    HasSubstr("did you mean 'allow_host_network'?")));
+  EXPECT_THAT(Err("[sandbox]\nnetwork = \"host\"\n"),
+              AllOf(HasSubstr("unknown key 'sandbox.network'"),
+                    HasSubstr("allowed here: allow_host_network")));
+  EXPECT_THAT(Err("allow_host_network = false\n"),
+              HasSubstr("policy.toml:1:1: unknown key 'allow_host_network' (it belongs under "
+                        "[sandbox])"));
+  EXPECT_THAT(Err("sandbox = false\n"),
+              HasSubstr("policy.toml:1:11: key 'sandbox': must be a table, got false"));
 }
 
 }  // namespace

@@ -167,6 +167,18 @@ TEST(JobBlock, ANonZeroFailedCountIsNeverDropped) {
   }
 }
 
+TEST(JobBlock, AJobWaitingForTheHostNetworkSaysSoAndKeepsIt) {
+  auto s = Job(4'000'000'000u, 3'000'000'000u, 0, 0);
+  s.set_host_network_refused(2);
+  for (const auto& style : {Ascii(40), Fancy(40)}) {
+    const auto l = Lines(JobBlock(s, 9'000'000, style));
+    EXPECT_NE(l[2].find("no worker allows host network"), std::string::npos) << l[2];
+    EXPECT_LE(VisibleWidth(l[2]), 40);
+  }
+  s.set_host_network_refused(0);
+  EXPECT_EQ(JobBlock(s, 9'000'000, Ascii(200)).find("host network"), std::string::npos);
+}
+
 TEST(JobBlock, FinishedShowsDurationAndHundredPercent) {
   auto s = Job(8, 0, 8, 0);
   s.set_state("failed");

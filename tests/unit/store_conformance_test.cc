@@ -966,8 +966,14 @@ class SqliteStoreTest : public ::testing::Test {
   // Makes a current file a version 3 file, as idlepool wrote it before attempt timing, profile
   // keys and the workers table.
   // Makes a current file a version 6 file, as idlepool wrote it before log tails and events.
+  // Makes a current file a version 8 file, as idlepool wrote it before sandbox needs.
+  static void DowngradeToV8(const std::string& path) {
+    RawExec(path, "DROP TABLE job_sandbox");
+    RawExec(path, "PRAGMA user_version = 8");
+  }
   // Makes a current file a version 7 file, as idlepool wrote it before GPUs.
   static void DowngradeToV7(const std::string& path) {
+    DowngradeToV8(path);
     RawExec(path, "DROP TABLE job_gpus");
     RawExec(path, "ALTER TABLE attempts DROP COLUMN gpus");
     RawExec(path, "PRAGMA user_version = 7");
@@ -1089,15 +1095,15 @@ TEST_F(SqliteStoreTest, NewerSchemaVersionIsRefused) {
     ASSERT_TRUE(s.ok()) << s.status();
     ASSERT_TRUE((*s)->InsertJob(MakeJob("a", 1), 1).ok());
   }
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "8");
-  RawExec(path, "PRAGMA user_version = 9");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "9");
+  RawExec(path, "PRAGMA user_version = 10");
   absl::StatusOr<std::unique_ptr<Store>> s = OpenSqliteStore(path);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), absl::StatusCode::kDataLoss) << s.status();
   EXPECT_THAT(s.status().message(), HasSubstr(path));
-  EXPECT_THAT(s.status().message(), HasSubstr("schema version 9"));
+  EXPECT_THAT(s.status().message(), HasSubstr("schema version 10"));
   // Back to the known version, it opens again with the data intact.
-  RawExec(path, "PRAGMA user_version = 8");
+  RawExec(path, "PRAGMA user_version = 9");
   auto again = OpenSqliteStore(path);
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ((*again)->ListJobs()->size(), 1u);
@@ -1119,7 +1125,7 @@ TEST_F(SqliteStoreTest, SchemaVersionOneIsMigratedInPlace) {
   RawExec(path, "PRAGMA user_version = 1");
   auto s = OpenSqliteStore(path);
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "8");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "9");
   ASSERT_TRUE((*s)->Apply({core::AttemptSuspended{1, {1, 0}},
                            core::TaskCheckpointed{{1, 0}, 1, {File("x", 'a', 1)}}},
                           3)
@@ -1141,7 +1147,7 @@ TEST_F(SqliteStoreTest, SchemaVersionTwoIsMigratedInPlace) {
   DowngradeToV2(path);
   auto s = OpenSqliteStore(path);
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "8");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "9");
   core::AttemptEnded ended{1, {1, 0}, "w1", core::AttemptOutcome::kFailed, 1, "x"};
   ended.transfer.input_bytes = 10;
   ended.transfer.cache_hits = 1;
@@ -1165,7 +1171,7 @@ TEST_F(SqliteStoreTest, SchemaVersionThreeGainsTimingAndProfiles) {
   EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "3");
   auto s = OpenSqliteStore(path);
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "8");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "9");
   // The old job and attempt read with an empty key and zero timing; nothing else lost.
   auto old = (*s)->GetJobHeader(1);
   ASSERT_TRUE(old.ok()) << old.status();
@@ -1247,7 +1253,7 @@ TEST_F(SqliteStoreTest, SchemaVersionThreeGainsTheWorkersTable) {
   EXPECT_EQ(RawQuery(path, "SELECT count(*) FROM sqlite_master WHERE name = 'workers'"), "0");
   auto s = OpenSqliteStore(path);
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "8");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "9");
   EXPECT_EQ((*s)->ListJobs()->size(), 1u);
   auto none = (*s)->ListWorkers();
   ASSERT_TRUE(none.ok()) << none.status();
@@ -1280,7 +1286,7 @@ TEST_F(SqliteStoreTest, SchemaVersionSixGainsLogTailsAndWorkerEventsAndKeepsEver
             "0");
   auto s = OpenSqliteStore(path);
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "8");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "9");
   // Everything of version 6 is still there; the old attempt has no log tail.
   auto attempts = (*s)->ListAttempts(1);
   ASSERT_TRUE(attempts.ok()) << attempts.status();
@@ -1319,7 +1325,7 @@ TEST_F(SqliteStoreTest, SchemaVersionSevenGainsGpusAndKeepsEverything) {
   DowngradeToV7(path);
   auto s = OpenSqliteStore(path);
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "8");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "9");
   // Everything of version 7 is still there; old attempts and jobs have no GPUs.
   auto attempts = (*s)->ListAttempts(1);
   ASSERT_TRUE(attempts.ok()) << attempts.status();
@@ -1340,6 +1346,38 @@ TEST_F(SqliteStoreTest, SchemaVersionSevenGainsGpusAndKeepsEverything) {
   ASSERT_TRUE((*s)->Apply({core::AttemptCreated{3, {*id, 0}, "w1", false, {5}}}, 4).ok());
   EXPECT_EQ((*s)->ListAttempts(*id)->at(0).gpus, (std::vector<uint32_t>{5}));
   EXPECT_EQ((*s)->GetJobHeader(*id)->sched.resources.gpu_api, "opencl");
+}
+
+TEST_F(SqliteStoreTest, SchemaVersionEightGainsSandboxNeedsAndKeepsEverything) {
+  const std::string path = Path("state.db");
+  NewJob gpu = MakeJob("gpu", 1);
+  gpu.sched.resources.gpu_api = "cuda";
+  {
+    auto s = OpenSqliteStore(path);
+    ASSERT_TRUE(s.ok()) << s.status();
+    ASSERT_TRUE((*s)->InsertJob(MakeJob("old", 2), 1).ok());
+    ASSERT_TRUE((*s)->InsertJob(gpu, 1).ok());
+  }
+  DowngradeToV8(path);
+  auto s = OpenSqliteStore(path);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "9");
+  // A job of version 8 has no sandbox row: the default (no host network); the rest is kept.
+  auto state = (*s)->Load();
+  ASSERT_TRUE(state.ok()) << state.status();
+  ASSERT_EQ(state->jobs.size(), 2u);
+  EXPECT_FALSE(state->jobs[0].spec.resources.host_network);
+  EXPECT_EQ(state->jobs[1].spec.resources.gpu_api, "cuda");
+  // A new job keeps its own, in a row of the new table.
+  NewJob host = MakeJob("host", 1);
+  host.sched.resources.host_network = true;
+  auto id = (*s)->InsertJob(host, 3);
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_TRUE((*s)->GetJobHeader(*id)->sched.resources.host_network);
+  EXPECT_EQ(RawQuery(path, "SELECT count(*) FROM job_sandbox"), "1");
+  state = (*s)->Load();
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_TRUE(state->jobs.at(2).spec.resources.host_network);
 }
 
 }  // namespace

@@ -57,5 +57,48 @@ TEST(JobSpecTest, ABombSentAsAProtoIsRefusedByTheCoordinatorsCheck) {
   EXPECT_TRUE(spec::Validate(FromProto(p)).ok());
 }
 
+// [sandbox] network = "host" travels from the spec to the wire and back (SubmitJob), and from
+// the stored spec into every assignment of the job (issue 19), with the other job fields.
+TEST(JobSpecTest, HostNetworkTravelsToTheCoordinatorAndIntoEveryAssignment) {
+  spec::JobSpec s;
+  s.name = "net";
+  s.command = {"curl", "{item}"};
+  s.kind = spec::TaskKind::kItems;
+  s.items = {"a", "b"};
+  s.outputs = {"out.txt"};
+  s.resources.cpus = 2;
+  s.resources.host_network = true;
+  s.timeout_s = 30;
+  v1::JobSpec p = ToProto(s);
+  EXPECT_TRUE(p.host_network());
+  EXPECT_TRUE(FromProto(p).resources.host_network);
+  EXPECT_EQ(FromProto(p).resources.cpus, 2u);
+  s.resources.host_network = false;
+  EXPECT_FALSE(ToProto(s).host_network());
+  EXPECT_FALSE(FromProto(ToProto(s)).resources.host_network);
+
+  spec::TaskParams task;
+  task.index = 1;
+  task.item = "b";
+  v1::Assignment as = ToAssignment(p, 7, task, 42, {3});
+  EXPECT_TRUE(as.host_network());
+  EXPECT_EQ(as.attempt(), 42u);
+  EXPECT_EQ(as.job(), 7u);
+  EXPECT_EQ(as.job_name(), "net");
+  EXPECT_EQ(as.task().index(), 1u);
+  EXPECT_EQ(as.task().item(), "b");
+  EXPECT_EQ(as.command_size(), 2);
+  EXPECT_EQ(as.outputs(0), "out.txt");
+  EXPECT_EQ(as.resources().cpus(), 2u);
+  EXPECT_EQ(as.timeout_s(), 30u);
+  ASSERT_EQ(as.gpus_size(), 1);
+  EXPECT_EQ(as.gpus(0), 3u);
+  p.set_host_network(false);
+  p.set_allow_empty_outputs(true);
+  as = ToAssignment(p, 7, task, 43, {});
+  EXPECT_FALSE(as.host_network());
+  EXPECT_TRUE(as.allow_empty_outputs());
+}
+
 }  // namespace
 }  // namespace idlepool::wire

@@ -151,6 +151,24 @@ TEST(HelloFigures, OutOfRangeReadsAsUnknown) {
   EXPECT_EQ(HelloCores(h), 0u);
 }
 
+// Issue 19: the owner's allow_host_network becomes the capacity the core places by, and the
+// sandbox tier is kept for display, cut and printable.
+TEST(HelloSandbox, HostNetworkPermissionAndTier) {
+  v1::Hello h = GoodHello();
+  EXPECT_FALSE(HelloEvent(h, 1).capacity.host_network);  // an older worker: refuses
+  h.set_allow_host_network(true);
+  EXPECT_TRUE(HelloEvent(h, 1).capacity.host_network);
+  EXPECT_EQ(HelloSandbox(h), "");
+  for (const char* tier : {"userns", "uid", "none"}) {
+    h.set_sandbox(tier);
+    EXPECT_EQ(HelloSandbox(h), tier);
+  }
+  h.set_sandbox("vm\x1b[2J" + std::string(100, 'x'));
+  const std::string shown = HelloSandbox(h);
+  EXPECT_LE(shown.size(), 32u);
+  EXPECT_EQ(shown.find('\x1b'), std::string::npos) << shown;
+}
+
 TEST(OwnerEvent, TextsAreCutAndMadePrintable) {
   v1::OwnerState o;
   o.set_accepting(true);

@@ -146,7 +146,7 @@ function gpuCell(w, connected) {
 function workersTable(workers, leftCount) {
   const num = new Set(['Slots', 'Temp', 'CPU', 'GPUs', 'Up']);
   return scroller(el('table', { id: 'workers' },
-    el('thead', {}, el('tr', {}, ['Worker', 'State', 'Slots', 'Temp', 'Battery', 'Link', 'CPU', 'GPUs', 'Up', 'Why']
+    el('thead', {}, el('tr', {}, ['Worker', 'State', 'Slots', 'Temp', 'Battery', 'Link', 'CPU', 'GPUs', 'Sandbox', 'Up', 'Why']
       .map(h => el('th', { class: num.has(h) ? 'num' : null }, h)))),
     el('tbody', {}, workers.length ? workers.map(w => {
       const act = w.activity || w.state;
@@ -163,9 +163,10 @@ function workersTable(workers, leftCount) {
         el('td', {}, link),
         el('td', { class: 'num', title: 'SHA-256 MB/s per core' }, w.cpu_score ? `${w.cores || '?'} × ${w.cpu_score.toFixed(0)}` : '-'),
         gpuCell(w, w.state === 'connected'),
+        el('td', { class: 'sandbox', title: w.allow_host_network ? 'host network allowed' : 'host network refused' }, w.sandbox || '-'),
         el('td', { class: 'num' }, a.observed_s ? (100 * a.up_fraction).toFixed(0) + '%' : '-'),
         el('td', { class: 'muted why' }, why));
-    }) : el('tr', {}, el('td', { colspan: 10, class: 'muted' },
+    }) : el('tr', {}, el('td', { colspan: 11, class: 'muted' },
       leftCount ? 'No workers in the pool now.' : 'No workers: idlepool worker --coordinator HOST:PORT')))));
 }
 function card(label, value, id, title) { return el('div', { class: 'card', id, title }, el('b', {}, String(value)), label); }

@@ -1,0 +1,235 @@
+// The SQLite store's file format: the schema, its versions and the steps that migrate an older
+// file (store/sqlite_store.cc opens, creates and migrates; this header only describes).
+//
+// File format (schema version 9, kept in PRAGMA user_version; PRAGMA application_id marks the
+// file as an idlepool store):
+//   jobs        (id INTEGER PRIMARY KEY AUTOINCREMENT, ...)  ids are never reused
+//   tasks       (job_id, idx) WITHOUT ROWID
+//   attempts    (id INTEGER PRIMARY KEY = AttemptId, job_id, idx, worker, outcome, ...,
+//                suspensions, lost_ms)
+//   outputs     (job_id, idx, path) WITHOUT ROWID
+//   checkpoints (job_id, idx, path) WITHOUT ROWID: each task's latest checkpoint
+//   job_profiles (job_id PRIMARY KEY, profile_key, input_bytes, input_files), indexed by key
+//   workers     (worker) WITHOUT ROWID: what the pool measured of each worker (version 5)
+//   job_predictions (job_id PRIMARY KEY, prediction BLOB): makespan predictions (version 6)
+//   worker_events (id INTEGER PRIMARY KEY, worker, at_ms, kind, ...): what happened to workers
+//                (version 7, which also added attempts.log_tail)
+//   job_gpus    (job_id PRIMARY KEY, gpu_memory_mb, gpu_api): a job's GPU needs beyond the count,
+//                only for jobs that state them (version 8, which also added attempts.gpus)
+//   job_sandbox (job_id PRIMARY KEY, host_network): how a job's tasks are isolated, only for jobs
+//                that ask for more than the default (version 9)
+// Version 2 added attempts.suspensions, attempts.lost_ms and the checkpoints table; version 3 the
+// attempts' transfer columns (input_bytes ... cache_misses); version 4 the attempts' timing
+// columns (stage_ms, run_ms, upload_ms, resumed) and job_profiles; version 5 the workers table.
+// Older files are migrated in place when opened. The profile key lives in its own table, not in
+// jobs: jobs.spec must stay the last column of jobs (see kSchemaV1), and ALTER TABLE can only
+// append.
+// Enums are stored as lowercase names (store_internal.h), never as C++ enum values. Job counters
+// and lost workers are not stored: Load recomputes them from the attempts table, so they can
+// never disagree with it.
+
+// Constants only; the SQL is part of the file format: change nothing of an older version, add a
+// version instead.
+#pragma once
+
+#include <iterator>
+
+namespace idlepool::store::internal {
+
+inline constexpr int kSchemaVersion = 9;
+
+inline constexpr const char* kSchemaV1 = R"sql(
+CREATE TABLE jobs (
+  id            INTEGER PRIMARY KEY AUTOINCREMENT,
+  name          TEXT    NOT NULL,
+  task_count    INTEGER NOT NULL,
+  cpus          INTEGER NOT NULL,
+  gpus          INTEGER NOT NULL,
+  memory_mb     INTEGER NOT NULL,
+  max_attempts  INTEGER NOT NULL,
+  timeout_ms    INTEGER NOT NULL,
+  state         TEXT    NOT NULL,
+  submitted_ms  INTEGER NOT NULL,
+  finished_ms   INTEGER NOT NULL DEFAULT 0,
+  -- Last: reading the columns before it never walks the blob's overflow pages, so a status
+  -- poll costs microseconds even for a job whose spec holds a million items.
+  spec          BLOB    NOT NULL
+);
+CREATE TABLE tasks (
+  job_id             INTEGER NOT NULL REFERENCES jobs(id),
+  idx                INTEGER NOT NULL,
+  state              TEXT    NOT NULL,
+  failures           INTEGER NOT NULL DEFAULT 0,
+  committed_attempt  INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (job_id, idx)
+) WITHOUT ROWID;
+CREATE TABLE attempts (
+  id          INTEGER PRIMARY KEY,
+  job_id      INTEGER NOT NULL,
+  idx         INTEGER NOT NULL,
+  worker      TEXT    NOT NULL,
+  outcome     TEXT    NOT NULL,
+  exit_code   INTEGER NOT NULL DEFAULT 0,
+  message     TEXT    NOT NULL DEFAULT '',
+  started_ms  INTEGER NOT NULL,
+  ended_ms    INTEGER NOT NULL DEFAULT 0,
+  FOREIGN KEY (job_id, idx) REFERENCES tasks(job_id, idx)
+);
+CREATE INDEX attempts_by_task ON attempts(job_id, idx);
+CREATE TABLE outputs (
+  job_id  INTEGER NOT NULL,
+  idx     INTEGER NOT NULL,
+  path    TEXT    NOT NULL,
+  sha256  TEXT    NOT NULL,
+  size    INTEGER NOT NULL,
+  PRIMARY KEY (job_id, idx, path),
+  FOREIGN KEY (job_id, idx) REFERENCES tasks(job_id, idx)
+) WITHOUT ROWID;
+)sql";
+
+// From version 1 to 2.
+inline constexpr const char* kMigrateV2 = R"sql(
+ALTER TABLE attempts ADD COLUMN suspensions INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE attempts ADD COLUMN lost_ms INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE checkpoints (
+  job_id  INTEGER NOT NULL,
+  idx     INTEGER NOT NULL,
+  path    TEXT    NOT NULL,
+  sha256  TEXT    NOT NULL,
+  size    INTEGER NOT NULL,
+  attempt INTEGER NOT NULL,
+  PRIMARY KEY (job_id, idx, path),
+  FOREIGN KEY (job_id, idx) REFERENCES tasks(job_id, idx)
+) WITHOUT ROWID;
+)sql";
+
+// From version 2 to 3: what each attempt moved (AttemptEnded::transfer).
+inline constexpr const char* kMigrateV3 = R"sql(
+ALTER TABLE attempts ADD COLUMN input_bytes INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE attempts ADD COLUMN cached_bytes INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE attempts ADD COLUMN coordinator_bytes INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE attempts ADD COLUMN peer_bytes INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE attempts ADD COLUMN output_bytes INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE attempts ADD COLUMN cache_hits INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE attempts ADD COLUMN cache_misses INTEGER NOT NULL DEFAULT 0;
+)sql";
+
+// ---- BEGIN timing migration (branch `timing`; renumber at merge if another lands first) ----
+// From version 3 to 4: where each attempt's time went (AttemptEnded::timing), and each job's
+// profile key (spec/profile_key.h) with its input size, for the planner's history.
+inline constexpr int kTimingSchemaVersion = 4;
+inline constexpr const char* kMigrateV4 = R"sql(
+ALTER TABLE attempts ADD COLUMN stage_ms INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE attempts ADD COLUMN run_ms INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE attempts ADD COLUMN upload_ms INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE attempts ADD COLUMN resumed INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE job_profiles (
+  job_id       INTEGER PRIMARY KEY REFERENCES jobs(id),
+  profile_key  TEXT    NOT NULL,
+  input_bytes  INTEGER NOT NULL DEFAULT 0,
+  input_files  INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX job_profiles_by_key ON job_profiles(profile_key);
+)sql";
+// ---- END timing migration ----
+
+// ---- Schema version 5 (issue 6, "measure the pool"): self-contained so it can be renumbered at
+// merge. From version 4 to 5: one row per worker name with what the pool measured of it
+// (store::WorkerRecord; written by PutWorkers, never by Apply).
+inline constexpr int kWorkersSchemaVersion = 5;
+inline constexpr const char* kMigrateV5Workers = R"sql(
+CREATE TABLE workers (
+  worker            TEXT    PRIMARY KEY,
+  hostname          TEXT    NOT NULL DEFAULT '',
+  link_measured_ms  INTEGER NOT NULL DEFAULT 0,
+  rtt_us            INTEGER NOT NULL DEFAULT 0,
+  down_bytes_per_s  INTEGER NOT NULL DEFAULT 0,
+  up_bytes_per_s    INTEGER NOT NULL DEFAULT 0,
+  probe_bytes       INTEGER NOT NULL DEFAULT 0,
+  cpu_score         REAL    NOT NULL DEFAULT 0,
+  cores             INTEGER NOT NULL DEFAULT 0,
+  first_seen_ms     INTEGER NOT NULL DEFAULT 0,
+  up_ms             INTEGER NOT NULL DEFAULT 0,
+  down_ms           INTEGER NOT NULL DEFAULT 0,
+  up_periods        INTEGER NOT NULL DEFAULT 0,
+  down_periods      INTEGER NOT NULL DEFAULT 0,
+  updated_ms        INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+)sql";
+// ---- end of schema version 5
+
+// From version 5 to 6: each job's makespan prediction (coordinator/planner.h), opaque bytes.
+inline constexpr const char* kMigrateV6 = R"sql(
+CREATE TABLE job_predictions (
+  job_id      INTEGER PRIMARY KEY REFERENCES jobs(id),
+  prediction  BLOB    NOT NULL
+);
+)sql";
+
+// ---- Schema version 7 (issue 7, "see the pool"): self-contained so it can be renumbered at
+// merge. From version 6 to 7: each attempt's log tail (AttemptEnded::log_tail), and what happened
+// to workers (store::WorkerEvent; written by AppendWorkerEvents, never by Apply; ordered by id
+// among equal times). worker_events is bounded by TrimWorkerEvents, by time and by rows.
+inline constexpr int kEventsSchemaVersion = 7;
+inline constexpr const char* kMigrateV7Events = R"sql(
+ALTER TABLE attempts ADD COLUMN log_tail TEXT NOT NULL DEFAULT '';
+CREATE TABLE worker_events (
+  id      INTEGER PRIMARY KEY,
+  worker  TEXT    NOT NULL,
+  at_ms   INTEGER NOT NULL,
+  kind    TEXT    NOT NULL,
+  state   TEXT    NOT NULL DEFAULT '',
+  cause   TEXT    NOT NULL DEFAULT '',
+  reason  TEXT    NOT NULL DEFAULT ''
+);
+CREATE INDEX worker_events_by_worker ON worker_events(worker, at_ms);
+CREATE INDEX worker_events_by_time ON worker_events(at_ms);
+)sql";
+// ---- end of schema version 7
+
+// ---- Schema version 8 (issue 8, GPUs): self-contained so it can be renumbered at merge. From
+// version 7 to 8: each attempt's GPUs (AttemptCreated::gpus, in::GpusText), restored with a
+// running attempt so its devices stay busy across a coordinator restart; and each job's
+// Resources.gpu_memory_mb / gpu_api, in their own table (jobs.spec must stay jobs' last column),
+// one row per job that states either.
+inline constexpr int kGpusSchemaVersion = 8;
+inline constexpr const char* kMigrateV8Gpus = R"sql(
+ALTER TABLE attempts ADD COLUMN gpus TEXT NOT NULL DEFAULT '';
+CREATE TABLE job_gpus (
+  job_id         INTEGER PRIMARY KEY REFERENCES jobs(id),
+  gpu_memory_mb  INTEGER NOT NULL DEFAULT 0,
+  gpu_api        TEXT    NOT NULL DEFAULT ''
+);
+)sql";
+// ---- end of schema version 8
+
+// ---- Schema version 9 (issue 19, sandbox): self-contained so it can be renumbered at merge. From
+// version 8 to 9: how each job's tasks are isolated beyond the default (Resources::host_network:
+// spec `[sandbox] network = "host"`), in its own table (jobs.spec must stay jobs' last column),
+// one row per job that asks for more than the default; a job without a row has the default.
+inline constexpr int kSandboxSchemaVersion = 9;
+inline constexpr const char* kMigrateV9Sandbox = R"sql(
+CREATE TABLE job_sandbox (
+  job_id        INTEGER PRIMARY KEY REFERENCES jobs(id),
+  host_network  INTEGER NOT NULL DEFAULT 0
+);
+)sql";
+// ---- end of schema version 9
+
+// Every step from version 1 up, in order: a fresh file runs kSchemaV1 and then all of them; an
+// older file, the steps above its version, each in its own transaction.
+struct Migration {
+  int to;
+  const char* ddl;
+};
+inline constexpr Migration kMigrations[] = {{2, kMigrateV2},
+                                            {3, kMigrateV3},
+                                            {kTimingSchemaVersion, kMigrateV4},
+                                            {kWorkersSchemaVersion, kMigrateV5Workers},
+                                            {6, kMigrateV6},
+                                            {kEventsSchemaVersion, kMigrateV7Events},
+                                            {kGpusSchemaVersion, kMigrateV8Gpus},
+                                            {kSandboxSchemaVersion, kMigrateV9Sandbox}};
+static_assert(std::size(kMigrations) + 1 == kSchemaVersion, "one migration step per version");
+
+}  // namespace idlepool::store::internal
