@@ -37,6 +37,13 @@ constexpr int kIoprioClassShift = 13;
 constexpr int kPidsCheckMs = 100;
 constexpr unsigned long kAgentProcesses = 2;  // how often a running task's process count is read
 
+union semun_compat {  // semctl(2)'s fourth argument, which the caller defines
+  int val;
+  semid_ds* buf;
+  unsigned short* array;
+  seminfo* info;
+};
+
 struct Task {
   pid_t leader = 0;  // 0: none running
   bool leader_done = false;
@@ -46,14 +53,58 @@ struct Task {
   bool memory_limit = false;
 };
 
-// The task's side of the fork: never returns. Reports an exec failure's errno on `status_fd`.
-[[noreturn]] void ExecTask(const LaunchRequest& q, const std::vector<int>& fds, int status_fd,
-                           unsigned long pids_max) {
+// What the task's side of the vfork needs, built before it: the child shares the init's memory
+// until it execs, so it only makes system calls.
+struct ExecPlan {
+  std::vector<std::string> files;  // argv[0], or each PATH candidate for a bare name
+  std::vector<char*> argv, envp;
+  const char* cwd = nullptr;
+  int out_fd = -1, err_fd = -1, cgroup_fd = -1, status_fd = -1;
+  bool low_priority = false;
+  rlimit nproc{};
+  uint64_t nofile_soft = 0;
+};
+
+ExecPlan PlanExec(LaunchRequest& q, const std::vector<int>& fds, int status_fd,
+                  unsigned long pids_max) {
+  ExecPlan p;
+  const std::string& name = q.argv[0];
+  if (name.find('/') != std::string::npos) {
+    p.files.push_back(name);
+  } else {
+    const std::string dirs = q.path.empty() ? "/usr/local/bin:/usr/bin:/bin" : q.path;
+    size_t pos = 0;
+    while (pos <= dirs.size()) {
+      size_t colon = dirs.find(':', pos);
+      if (colon == std::string::npos) colon = dirs.size();
+      p.files.push_back((colon > pos ? dirs.substr(pos, colon - pos) : ".") + "/" + name);
+      pos = colon + 1;
+    }
+  }
+  for (auto& a : q.argv) p.argv.push_back(a.data());
+  p.argv.push_back(nullptr);
+  for (auto& e : q.env) p.envp.push_back(e.data());
+  p.envp.push_back(nullptr);
+  p.cwd = q.cwd.empty() ? nullptr : q.cwd.c_str();
+  p.out_fd = fds[0];
+  p.err_fd = fds[1];
+  p.cgroup_fd = q.has_cgroup ? fds[2] : -1;
+  p.status_fd = status_fd;
+  p.low_priority = q.low_priority;
+  // RLIMIT_NPROC counts this user's processes in the slot's user namespace: the task's, plus
+  // the init and the outer agent.
+  p.nproc = rlimit{pids_max + kAgentProcesses, pids_max + kAgentProcesses};
+  p.nofile_soft = q.nofile_soft;
+  return p;
+}
+
+// The task's side of the vfork: never returns. Reports an exec failure's errno on status_fd.
+[[noreturn]] void ExecTask(const ExecPlan& p) {
   auto fail = [&](int err) {
-    (void)!::write(status_fd, &err, sizeof err);
+    (void)!::write(p.status_fd, &err, sizeof err);
     ::_exit(127);
   };
-  if (q.has_cgroup && ::write(fds[2], "0", 1) != 1) fail(errno);
+  if (p.cgroup_fd >= 0 && ::write(p.cgroup_fd, "0", 1) != 1) fail(errno);
   ::setsid();
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
@@ -62,46 +113,26 @@ struct Task {
   sigemptyset(&empty);
   ::sigprocmask(SIG_SETMASK, &empty, nullptr);
   const int devnull = ::open("/dev/null", O_RDONLY);
-  if (devnull < 0 || ::dup2(devnull, 0) < 0 || ::dup2(fds[0], 1) < 0 || ::dup2(fds[1], 2) < 0) {
+  if (devnull < 0 || ::dup2(devnull, 0) < 0 || ::dup2(p.out_fd, 1) < 0 || ::dup2(p.err_fd, 2) < 0) {
     fail(errno);
   }
-  if (!q.cwd.empty() && ::chdir(q.cwd.c_str()) != 0) fail(errno);
-  if (q.low_priority) {
+  if (p.cwd != nullptr && ::chdir(p.cwd) != 0) fail(errno);
+  if (p.low_priority) {
     sched_param param{};
     ::sched_setscheduler(0, SCHED_IDLE, &param);  // best effort, as for unsandboxed tasks
     ::setpriority(PRIO_PROCESS, 0, 19);
     ::syscall(SYS_ioprio_set, 1, 0, kIoprioClassIdle << kIoprioClassShift);
   }
-  // RLIMIT_NPROC counts this user's processes in the slot's user namespace: the task's, plus
-  // the init and the outer agent.
-  rlimit nproc{pids_max + kAgentProcesses, pids_max + kAgentProcesses};
-  ::setrlimit(RLIMIT_NPROC, &nproc);
+  ::setrlimit(RLIMIT_NPROC, &p.nproc);
   rlimit rl{};
-  if (q.nofile_soft > 0 && ::getrlimit(RLIMIT_NOFILE, &rl) == 0 && q.nofile_soft < rl.rlim_cur) {
-    rl.rlim_cur = q.nofile_soft;
+  if (p.nofile_soft > 0 && ::getrlimit(RLIMIT_NOFILE, &rl) == 0 && p.nofile_soft < rl.rlim_cur) {
+    rl.rlim_cur = p.nofile_soft;
     ::setrlimit(RLIMIT_NOFILE, &rl);
   }
-  std::vector<char*> argv, envp;
-  for (const auto& a : q.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  for (const auto& e : q.env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
-  const std::string& name = q.argv[0];
-  if (name.find('/') != std::string::npos) {
-    ::execve(name.c_str(), argv.data(), envp.data());
-    fail(errno);
-  }
   int err = ENOENT;
-  size_t pos = 0;
-  const std::string& dirs = q.path.empty() ? std::string("/usr/local/bin:/usr/bin:/bin") : q.path;
-  while (pos <= dirs.size()) {
-    size_t colon = dirs.find(':', pos);
-    if (colon == std::string::npos) colon = dirs.size();
-    const std::string dir = colon > pos ? dirs.substr(pos, colon - pos) : std::string(".");
-    const std::string file = dir + "/" + name;
-    ::execve(file.c_str(), argv.data(), envp.data());
+  for (const std::string& file : p.files) {
+    ::execve(file.c_str(), p.argv.data(), p.envp.data());
     if (errno != ENOENT && errno != ENOTDIR) err = errno;
-    pos = colon + 1;
   }
   fail(err);
   ::_exit(127);
@@ -126,9 +157,69 @@ void EmptyDir(const std::string& dir) {
   }
 }
 
+// The dirs left in the scratch dirs after they were emptied (the roots, and the mount points on
+// the way to the slot dir) with their change times: while none changed, nothing was added
+// anywhere below (every new entry changes the time of the dir it is made in), and emptying them
+// again is skipped.
+struct ScratchSeen {
+  std::vector<std::pair<std::string, std::pair<timespec, timespec>>> dirs;  // mtime, ctime
+};
+
+bool SameTimes(const timespec& a, const timespec& b) {
+  return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
+}
+
+bool ScratchUnchanged(const ScratchSeen& seen) {
+  if (seen.dirs.empty()) return false;
+  for (const auto& [dir, times] : seen.dirs) {
+    struct stat st;
+    if (::lstat(dir.c_str(), &st) != 0 || !SameTimes(st.st_mtim, times.first) ||
+        !SameTimes(st.st_ctim, times.second)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void RecordDirs(const std::string& dir, dev_t dev, ScratchSeen* seen) {
+  struct stat st;
+  if (::lstat(dir.c_str(), &st) != 0 || st.st_dev != dev || !S_ISDIR(st.st_mode)) return;
+  seen->dirs.push_back({dir, {st.st_mtim, st.st_ctim}});
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    RecordDirs(it->path().string(), dev, seen);
+  }
+}
+
+void EmptyScratch(const std::vector<std::string>& scratch, ScratchSeen* seen) {
+  if (ScratchUnchanged(*seen)) return;
+  seen->dirs.clear();
+  for (const auto& dir : scratch) {
+    EmptyDir(dir);
+    struct stat st;
+    if (::lstat(dir.c_str(), &st) == 0) RecordDirs(dir, st.st_dev, seen);
+  }
+}
+
 // Every System V IPC object of this IPC namespace (the task's user owns them all): a task's
-// shared memory, queues and semaphores never reach the slot's next task.
+// shared memory, queues and semaphores never reach the slot's next task. The counts first (one
+// call each), the lists only when there is something to remove.
+bool AnySysvIpc() {
+  shm_info shm{};
+  msginfo msg{};
+  seminfo sem{};
+  semun_compat arg{};
+  arg.info = &sem;
+  const bool shm_any =
+      ::shmctl(0, SHM_INFO, reinterpret_cast<shmid_ds*>(&shm)) < 0 || shm.used_ids > 0;
+  const bool msg_any =
+      ::msgctl(0, MSG_INFO, reinterpret_cast<msqid_ds*>(&msg)) < 0 || msg.msgpool > 0;
+  const bool sem_any = ::semctl(0, 0, SEM_INFO, arg) < 0 || sem.semusz > 0;
+  return shm_any || msg_any || sem_any;
+}
+
 void RemoveSysvIpc() {
+  if (!AnySysvIpc()) return;
   const std::pair<const char*, int> kinds[] = {
       {"/proc/sysvipc/shm", 0}, {"/proc/sysvipc/msg", 1}, {"/proc/sysvipc/sem", 2}};
   for (const auto& [file, kind] : kinds) {
@@ -219,11 +310,10 @@ void Launch(Channel& ch, Frame f, Task* task, unsigned long pids_max) {
     CloseAll(f.fds);
     return SendOrExit(ch, EncodeSimple(Msg::kExecFailed, static_cast<uint64_t>(errno)));
   }
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::close(status_pipe[0]);
-    ExecTask(*q, f.fds, status_pipe[1], pids_max);
-  }
+  // vfork: a fork would copy the init's page tables for every task.
+  const ExecPlan plan = PlanExec(*q, f.fds, status_pipe[1], pids_max);
+  const pid_t pid = ::vfork();
+  if (pid == 0) ExecTask(plan);
   const int fork_err = errno;
   ::close(status_pipe[1]);
   CloseAll(f.fds);
@@ -251,8 +341,8 @@ void Launch(Channel& ch, Frame f, Task* task, unsigned long pids_max) {
 
 // Reaps what ended. Once the leader is gone everything else is killed; once nothing is left,
 // kExited.
-void Reap(Channel& ch, Task* task, unsigned long pids_max,
-          const std::vector<std::string>& scratch) {
+void Reap(Channel& ch, Task* task, unsigned long pids_max, const std::vector<std::string>& scratch,
+          ScratchSeen* seen) {
   while (true) {
     int status = 0;
     const pid_t p = ::waitpid(-1, &status, WNOHANG);
@@ -269,7 +359,7 @@ void Reap(Channel& ch, Task* task, unsigned long pids_max,
     if (p < 0 && errno == EINTR) continue;
     if (p < 0 && errno == ECHILD && task->leader_done) {
       // Nothing of this task reaches the slot's next one (the worker empties the task dir).
-      for (const auto& dir : scratch) EmptyDir(dir);
+      EmptyScratch(scratch, seen);
       RemoveSysvIpc();
       SendOrExit(ch, EncodeExited(ExitReport{task->status, task->pids_limit, task->memory_limit}));
       *task = Task{};
@@ -289,6 +379,7 @@ void RunInit(int channel_fd, unsigned long pids_max, const std::vector<std::stri
   const int sigfd = ::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
   if (sigfd < 0) ::_exit(1);
   Task task;
+  ScratchSeen seen;
   unsigned wakes = 0;
   while (true) {
     pollfd fds[2] = {{ch.fd(), POLLIN, 0}, {sigfd, POLLIN, 0}};
@@ -298,7 +389,7 @@ void RunInit(int channel_fd, unsigned long pids_max, const std::vector<std::stri
       signalfd_siginfo info;
       while (::read(sigfd, &info, sizeof info) > 0) {
       }
-      Reap(ch, &task, pids_max, scratch);
+      Reap(ch, &task, pids_max, scratch, &seen);
     }
     if (n > 0 && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
       auto f = ch.Receive();
