@@ -44,4 +44,24 @@ PhaseResult ClassifyExit(const platform::ExitInfo& exit, uint32_t timeout_s,
   return std::nullopt;
 }
 
+std::string SandboxHint(const std::string& tail, bool host_network) {
+  auto has = [&](const char* word) { return tail.find(word) != std::string::npos; };
+  if (!host_network &&
+      (has("Network is unreachable") || has("Temporary failure in name resolution") ||
+       has("Could not resolve host") || has("Name or service not known") ||
+       has("No address associated with hostname") || has("getaddrinfo"))) {
+    return "the task runs without network (sandbox): a job that needs it asks with "
+           "[sandbox] network = \"host\"";
+  }
+  if (has("Read-only file system")) {
+    return "in the sandbox only the task dir ($IDLEPOOL_TASK_DIR), the checkpoint dir and /tmp "
+           "are writable";
+  }
+  if (has("/home/") || has("/root/") || has("/mnt/") || has("/media/")) {
+    return "the sandbox hides the machine's home and mount dirs: give the task its files as the "
+           "job's inputs";
+  }
+  return "";
+}
+
 }  // namespace idlepool::worker

@@ -73,4 +73,10 @@ using PhaseResult = std::optional<AttemptEnd>;
                                        const std::function<bool()>& disk_low,
                                        const std::function<std::string()>& disk_reason);
 
+// For a sandboxed attempt that failed: what in its stderr tail (`tail`) says the sandbox hid
+// something it needed, and how to ask for it; "" when nothing does. `host_network`: the job
+// asked for the host's network. Looks for the C library's and common tools' words: no network
+// (unreachable, name resolution), a read-only file system, a hidden home or mount dir.
+[[nodiscard]] std::string SandboxHint(const std::string& tail, bool host_network);
+
 }  // namespace idlepool::worker

@@ -244,7 +244,13 @@ PhaseResult AttemptRunner::AwaitExit(Attempt& a, v1::AttemptReport* report) {
   report->set_exit_code(exit.exit_code);
   report->set_log_tail(text::TailUtf8(exit.stderr_tail, 2048));
   if (vacating) return Preempted();
-  return ClassifyExit(exit, a.assignment.timeout_s(), d_.hooks.low_on_disk, d_.hooks.disk_reason);
+  PhaseResult end =
+      ClassifyExit(exit, a.assignment.timeout_s(), d_.hooks.low_on_disk, d_.hooks.disk_reason);
+  if (end && end->ending == Ending::kFailed && a.slot >= 0) {
+    const std::string hint = SandboxHint(exit.stderr_tail, a.assignment.host_network());
+    if (!hint.empty()) end->message += " (" + hint + ")";
+  }
+  return end;
 }
 
 // --- Upload --------------------------------------------------------------------------------

@@ -9,6 +9,8 @@ FAKE=$(dirname "${IDLEPOOL:?set IDLEPOOL to the idlepool binary}")
 FAKE=$FAKE/tests/fake_nvml/libidlepool-fake-nvml.so
 [ -f "$FAKE" ] || { echo "SKIP: no fake NVML library at $FAKE"; exit 77; }
 source "$(dirname "$0")/lib.sh"
+# The worker runs --no-sandbox: these tasks talk to the test through files in $T, which a
+# sandbox hides (GPU variables and device nodes inside the sandbox: sandbox_test (h)).
 
 cat >"$T/nvml.state" <<'STATE'
 name=Fake A100 uuid=GPU-0001 memory_mb=40960 temp=40 util=0 pids=
@@ -17,7 +19,7 @@ STATE
 start_coordinator
 # The worker's own CUDA_VISIBLE_DEVICES must never reach a task.
 CUDA_VISIBLE_DEVICES=leaked IDLEPOOL_NVML_LIBRARY=$FAKE IDLEPOOL_FAKE_NVML_STATE=$T/nvml.state \
-  start_worker gpubox --slots 4
+  start_worker gpubox --slots 4 --no-sandbox
 wait_until 20 is_connected gpubox
 
 gpu_devices() {

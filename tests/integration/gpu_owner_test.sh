@@ -10,6 +10,8 @@ FAKE=$(dirname "${IDLEPOOL:?set IDLEPOOL to the idlepool binary}")
 FAKE=$FAKE/tests/fake_nvml/libidlepool-fake-nvml.so
 [ -f "$FAKE" ] || { echo "SKIP: no fake NVML library at $FAKE"; exit 77; }
 source "$(dirname "$0")/lib.sh"
+# The worker runs --no-sandbox: these tasks talk to the test through files in $T, which a
+# sandbox hides (GPU variables and device nodes inside the sandbox: sandbox_test (h)).
 
 # nvml_state PIDS0 TEMP0 UTIL0 PIDS1: rewrites the fake NVML state atomically.
 nvml_state() {
@@ -21,7 +23,7 @@ nvml_state() {
 }
 nvml_state "" 40 0 ""
 start_coordinator
-IDLEPOOL_NVML_LIBRARY=$FAKE IDLEPOOL_FAKE_NVML_STATE=$T/nvml.state start_worker gpubox --slots 4
+IDLEPOOL_NVML_LIBRARY=$FAKE IDLEPOOL_FAKE_NVML_STATE=$T/nvml.state start_worker gpubox --slots 4 --no-sandbox
 wait_until 20 is_connected gpubox
 
 gpu() {  # gpu INDEX FIELD: a field of the worker's device as workers --json shows it

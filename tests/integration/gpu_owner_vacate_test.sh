@@ -22,7 +22,7 @@ IDLEPOOL_NVML_LIBRARY=$FAKE IDLEPOOL_FAKE_NVML_STATE=$T/nvml.state \
 wait_until 20 is_connected gpubox
 cat >"$T/job.toml" <<TOML
 name = "gpu-long"
-command = ["sh", "-c", "while [ ! -e $T/go ]; do sleep 0.05; done"]
+command = ["sh", "-c", "while [ ! -e go ]; do sleep 0.05; done"]
 count = 1
 [resources]
 gpus = 1
@@ -43,6 +43,6 @@ pass "a task frozen for its GPU past vacate_after_suspend_seconds is vacated (pr
 kill "$OWNER"
 nvml_state ""                           # the owner is done: the task runs again and finishes
 wait_until 30 is_running_on "$JOB" gpubox
-touch "$T/go"
+touch "$(attempt_task_dir gpubox "$(running_attempt "$JOB")")/go"  # in its (sandboxed) task dir
 "$IDLEPOOL" wait "$JOB" --quiet >/dev/null || fail "job did not succeed after the GPU was free"
 pass "it runs again once the GPU is free"

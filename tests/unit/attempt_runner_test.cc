@@ -633,3 +633,24 @@ TEST(ClassifyTest, OneClassifierForPhaseFailures) {
 
 }  // namespace
 }  // namespace idlepool::worker
+
+TEST(SandboxHintTest, SaysWhatTheSandboxHidAndHowToAskForIt) {
+  EXPECT_NE(idlepool::worker::SandboxHint("curl: (6) Could not resolve host: example.org", false)
+                .find("[sandbox] network = \"host\""),
+            std::string::npos);
+  EXPECT_NE(idlepool::worker::SandboxHint("connect: Network is unreachable", false)
+                .find("without network"),
+            std::string::npos);
+  // With the host's network, a name that does not resolve is the task's own problem.
+  EXPECT_EQ(idlepool::worker::SandboxHint("curl: (6) Could not resolve host: example.org", true),
+            "");
+  EXPECT_NE(
+      idlepool::worker::SandboxHint("touch: cannot touch '/usr/x': Read-only file system", false)
+          .find("only the task dir"),
+      std::string::npos);
+  EXPECT_NE(
+      idlepool::worker::SandboxHint("cat: /home/ann/data.csv: No such file or directory", false)
+          .find("inputs"),
+      std::string::npos);
+  EXPECT_EQ(idlepool::worker::SandboxHint("segmentation fault", false), "");
+}
