@@ -71,7 +71,7 @@ rss0=$(kib_of "$COORD_PID" VmRSS); fds0=$(fds_of "$COORD_PID")
 echo "idle: data dir ${used0} KiB, coordinator VmRSS ${rss0} KiB, ${fds0} fds"
 
 # --- 1. abandoned partial uploads -------------------------------------------------------------
-JOB1=$(held_job hold1 "$T/go1" 0)
+JOB1=$(held_job hold1 go1 0)
 wait_until 30 is_busy w1
 DISK_FILL_COUNT=40 DISK_FILL_MIB=16 DISK_FILL_CHUNKS=12 attack_disk_fill >/dev/null
 abandoned=$(jq -r .abandoned "$T/disk_fill.json"); refused=$(jq -r .refused "$T/disk_fill.json")
@@ -86,7 +86,7 @@ avail=$(df -k --output=avail "$T/coord" | tail -1)
 rss1=$(kib_of "$COORD_PID" VmRSS); fds1=$(fds_of "$COORD_PID")
 if "$IDLEPOOL" submit "$T/big.toml" >"$T/big.out" 2>&1; then fail "a 100 MiB upload was admitted"; fi
 grep -q "nearly full" "$T/big.out" || fail "big upload: unclear error: $(cat "$T/big.out")"
-touch "$T/go1"
+open_gate go1
 wait_until 60 job_done "$JOB1"
 [ "$(job_field "$JOB1" state)" = succeeded ] || fail "job 1: $("$IDLEPOOL" status "$JOB1")"
 assert_outputs_once "$JOB1" 1
@@ -100,11 +100,11 @@ wait_until 30 rss_near_idle
 rss1b=$(kib_of "$COORD_PID" VmRSS)
 
 # --- 2. the disk filled to the last byte by something else ------------------------------------
-JOB2=$(held_job hold2 "$T/go2" 3)  # fails: its end is a record with no upload before it
+JOB2=$(held_job hold2 go2 3)  # fails: its end is a record with no upload before it
 wait_until 30 is_busy w1
 wal_truncate
 fill_disk
-touch "$T/go2"
+open_gate go2
 wait_until 30 log_has "holding .* decisions"
 alive || fail "the coordinator died when the store's commit failed"
 log_has "store write failed, the disk of $T/coord is full" || fail "the held commit was not logged clearly"

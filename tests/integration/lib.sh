@@ -160,7 +160,7 @@ _attempt_task_dir() {
   local e
   for e in /proc/[0-9]*/environ; do
     tr '\0' '\n' <"$e" 2>/dev/null | grep -qx "IDLEPOOL_ATTEMPT_ID=$2" || continue
-    tr '\0' '\n' <"$e" 2>/dev/null | grep -qx "IDLEPOOL_WORKER=$1" || continue
+    tr '\0' '\n' <"$e" 2>/dev/null | grep -qx "IDLEPOOL_WORK_DIR=$(readlink -f "$T/$1")" || continue
     tr '\0' '\n' <"$e" | sed -n 's/^IDLEPOOL_TASK_DIR=//p'
     return 0
   done
@@ -188,8 +188,32 @@ host_pid() {
   for s in /proc/[0-9]*/status; do
     p=${s#/proc/}; p=${p%/status}
     [ "$(awk '/^NSpid:/ {print $NF}' "$s" 2>/dev/null)" = "$2" ] || continue
-    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "IDLEPOOL_WORKER=$1" || continue
+    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "IDLEPOOL_WORK_DIR=$(readlink -f "$T/$1")" || continue
     echo "$p"; return 0
   done
   return 1
+}
+
+# open_gate NAME / close_gate NAME: a task that waits for file NAME in its task dir
+# (`while [ ! -e NAME ]`) goes on once the gate is open. A sandbox hides the test's $T from its
+# tasks, so the gate is the file put in the task dir of every task of this test's workers, now
+# and while the gate stays open (a task that starts later finds it too).
+_gate_once() {
+  local f d root
+  root=$(readlink -f "$T")
+  for f in $(grep -lz "^IDLEPOOL_TASK_DIR=$root/" /proc/[0-9]*/environ 2>/dev/null); do
+    d=$(tr '\0' '\n' <"$f" 2>/dev/null | sed -n 's/^IDLEPOOL_TASK_DIR=//p')
+    [ -n "$d" ] && touch "$d/$1" 2>/dev/null
+  done
+}
+open_gate() {
+  ( while :; do _gate_once "$1"; sleep 0.05; done ) &
+  printf -v "GATE_${1//[^a-zA-Z0-9]/_}" '%s' "$!"
+  PIDS+=($!)
+}
+close_gate() {
+  local v="GATE_${1//[^a-zA-Z0-9]/_}"
+  [ -n "${!v:-}" ] && kill "${!v}" 2>/dev/null
+  wait "${!v}" 2>/dev/null || true
+  printf -v "$v" '%s' ""
 }

@@ -10,7 +10,7 @@ sense "$A" on_ac_power 1
 sense "$B" idle_seconds 0         # B's owner is at the keyboard: B takes no work yet
 cat >"$T/job.toml" <<'TOML'
 name = "long"
-command = ["sh", "-c", "echo $IDLEPOOL_WORKER > out.txt; while [ ! -e $IDLEPOOL_TASK_DIR/../../../go ]; do sleep 0.05; done"]
+command = ["sh", "-c", "echo $IDLEPOOL_WORKER > out.txt; while [ ! -e go ]; do sleep 0.05; done"]
 count = 1
 outputs = ["out.txt"]
 [retry]
@@ -35,12 +35,12 @@ wait_until 20 is_running_on "$JOB" desk
   || fail "first attempt: $(sql "SELECT outcome, message FROM attempts WHERE job_id=$JOB")"
 sql "SELECT message FROM attempts WHERE job_id=$JOB ORDER BY id LIMIT 1" | grep -q battery \
   || fail "vacate reason does not say battery"
-touch "$T/go"
+open_gate go
 "$IDLEPOOL" wait "$JOB" --quiet >/dev/null || fail "job did not finish on desk"
 pass "on battery: vacated on laptop, finished on desk"
 
 # Ten preemptions of one task, max_attempts = 1: it still succeeds.
-rm -f "$T/go"
+close_gate go
 kill -TERM "$WPID_desk"; wait "$WPID_desk" || fail "desk did not stop cleanly"
 JOB2=$("$IDLEPOOL" submit "$T/job.toml")
 sense "$A" on_ac_power 1
@@ -51,7 +51,7 @@ for i in $(seq 1 10); do
   sense "$A" on_ac_power 1
 done
 wait_until 30 is_running_on "$JOB2" laptop
-touch "$T/go"
+open_gate go
 "$IDLEPOOL" wait "$JOB2" --quiet >/dev/null || fail "job preempted 10 times failed"
 [ "$(job_field "$JOB2" preemptions)" = 10 ] || fail "preemptions $(job_field "$JOB2" preemptions)"
 [ "$(job_field "$JOB2" failures)" = 0 ] || fail "failures $(job_field "$JOB2" failures)"

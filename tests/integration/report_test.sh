@@ -14,7 +14,7 @@ sense "$A" on_ac_power 1
 sense "$B" idle_seconds 0         # B's owner is at the keyboard: B takes no work yet
 cat >"$T/job.toml" <<'TOML'
 name = "report-me"
-command = ["sh", "-c", "echo hello from $IDLEPOOL_WORKER; echo $IDLEPOOL_WORKER > out.txt; while [ ! -e $IDLEPOOL_TASK_DIR/../../../go ]; do sleep 0.05; done"]
+command = ["sh", "-c", "echo hello from $IDLEPOOL_WORKER; echo $IDLEPOOL_WORKER > out.txt; while [ ! -e go ]; do sleep 0.05; done"]
 count = 1
 outputs = ["out.txt"]
 TOML
@@ -36,7 +36,7 @@ SECOND=$(running_attempt "$JOB")
 "$IDLEPOOL" report "$JOB" --out "$T/running.html" >"$T/report.out" || fail "report of a running job"
 grep -q 'class="attempt outcome-running"' "$T/running.html" || fail "no running bar"
 
-touch "$T/go"
+open_gate go
 "$IDLEPOOL" wait "$JOB" --quiet >/dev/null || fail "job did not finish on desk"
 
 "$IDLEPOOL" report "$JOB" --out "$T/report.html" >"$T/report.out" || fail "report exited $?"

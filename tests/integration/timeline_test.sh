@@ -13,7 +13,7 @@ sense "$S" lid_closed 0
 sense "$S" temperature_c 50
 cat >"$T/job.toml" <<'TOML'
 name = "timeline"
-command = ["sh", "-c", "echo \"task {index} says hello\" >&2; echo x > out.txt; while [ ! -e $IDLEPOOL_TASK_DIR/../../../go ]; do sleep 0.05; done"]
+command = ["sh", "-c", "echo \"task {index} says hello\" >&2; echo x > out.txt; while [ ! -e go ]; do sleep 0.05; done"]
 count = 3
 outputs = ["out.txt"]
 TOML
@@ -58,7 +58,7 @@ pass "workers: vacated for the lid, then for the battery: on_battery"
 sense "$S" lid_closed 0
 sense "$S" idle_seconds 1000
 wait_until 30 is_w .activity running
-touch "$T/go"
+open_gate go
 "$IDLEPOOL" wait "$JOB" --quiet >/dev/null || fail "job did not finish"
 wait_until 20 is_w .activity idle
 
