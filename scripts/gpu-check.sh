@@ -131,7 +131,8 @@ cat >"$T/env.sh" <<SH
 SH
 cat >"$T/env.toml" <<TOML
 name = "gpu-check-env"
-command = ["sh", "$T/env.sh"]
+command = ["sh", "env.sh"]
+inputs = ["env.sh"]   # staged into the task dir: the sandbox hides the script's own $T
 count = 1
 outputs = ["out.txt"]
 [resources]
@@ -166,7 +167,8 @@ SH
 for n in a b; do
   cat >"$T/span-$n.toml" <<TOML
 name = "gpu-check-$n"
-command = ["sh", "$T/span.sh"]
+command = ["sh", "span.sh"]
+inputs = ["span.sh"]
 count = 1
 outputs = ["span.txt"]
 [resources]

@@ -26,6 +26,19 @@ bool StagingStopped(Attempt& a) {
   return a.killed || a.vacating;
 }
 
+// A sandboxed task's home and temporary dir are its private /tmp (emptied after each task): the
+// owner's home and runtime dir are hidden there, and programs that keep caches under $HOME
+// (PoCL's kernel cache, pip, fontconfig) would fail on a read-only empty dir.
+void SandboxEnvironment(std::vector<std::string>* env) {
+  std::erase_if(*env, [](const std::string& e) {
+    return e.rfind("HOME=", 0) == 0 || e.rfind("TMPDIR=", 0) == 0 ||
+           e.rfind("XDG_RUNTIME_DIR=", 0) == 0 || e.rfind("XDG_CACHE_HOME=", 0) == 0 ||
+           e.rfind("XDG_CONFIG_HOME=", 0) == 0 || e.rfind("XDG_DATA_HOME=", 0) == 0;
+  });
+  env->push_back("HOME=/tmp");
+  env->push_back("TMPDIR=/tmp");
+}
+
 // The job asked for the host's network ([sandbox] network = "host").
 bool WantsHostNetwork(const Attempt& a) { return a.assignment.host_network(); }
 
@@ -151,6 +164,7 @@ platform::SpawnOptions AttemptRunner::SpawnFor(const Attempt& a,
       sp.env.emplace_back(*e);
     }
   }
+  if (a.slot >= 0) SandboxEnvironment(&sp.env);
   const uint32_t cpus = std::max(1u, as.resources().cpus());
   auto add = [&](const std::string& k, const std::string& v) { sp.env.push_back(k + "=" + v); };
   add("IDLEPOOL_JOB_ID", std::to_string(as.job()));

@@ -53,7 +53,8 @@ wait_until 20 is_connected gone
 kill -TERM "$WPID_gone"
 wait "$WPID_gone" || fail "worker gone exited non-zero after SIGTERM"
 [ "$(worker_state gone)" = left ] || fail "gone's state is $(worker_state gone), want left"
-start_worker laptop --slots 2 --config "$T/owner.toml" --sensors-dir "$S"
+# --no-sandbox: the page test releases each task through a file in $T, which a sandbox hides.
+start_worker laptop --slots 2 --config "$T/owner.toml" --sensors-dir "$S" --no-sandbox
 wait_until 20 is_owner_state laptop run
 JOB=$("$IDLEPOOL" submit "$T/job.toml")
 wait_until 30 job_at_least "$JOB" running 2

@@ -105,10 +105,12 @@ fi
 
 # (l) A task cannot read its worker's environment or memory through /proc. Root may read any
 # process, so the worker runs as an unprivileged user here, as a lent machine's owner would.
+# --no-sandbox: this is the defence that holds even then (non-dumpable); a sandboxed task does not
+# see its worker at all (sandbox_test (a)).
 if id nobody >/dev/null 2>&1 && command -v setpriv >/dev/null; then
   chmod 711 "$T"; mkdir -p "$T/nobody"; chmod 777 "$T/nobody"; chmod 755 "$T/no-sensors"
   IDLEPOOL_JOIN_TOKEN=$JOIN setpriv --reuid=nobody --regid=nogroup --clear-groups \
-    "$IDLEPOOL" worker --name unpriv --work-dir "$T/nobody/w" --join "$ADDR" \
+    "$IDLEPOOL" worker --name unpriv --work-dir "$T/nobody/w" --join "$ADDR" --no-sandbox \
     --sensors-dir "$T/no-sensors" >"$T/unpriv.log" 2>&1 &
   PIDS+=($!)
   wait_until 30 is_connected unpriv
