@@ -12,7 +12,8 @@
 #   (e) a fork bomb ends at --task-pids-max: the attempt fails saying so, the worker carries on;
 #   (f) network "none" (the default): the coordinator's port cannot be reached; "host": it can;
 #   (h) a GPU task sees only its own GPU's device nodes (stand-in files, --device-root);
-#   (i) a worker whose sandbox probe fails refuses to start and names why.
+#   (i) a worker whose sandbox probe fails refuses to start and names why;
+# and timeouts reach every process of a sandboxed task.
 # After all of it, a normal job completes on each worker with its outputs exactly once.
 FAKE=$(dirname "${IDLEPOOL:?set IDLEPOOL to the idlepool binary}")/tests/fake_nvml/libidlepool-fake-nvml.so
 source "$(dirname "$0")/lib.sh"
@@ -127,6 +128,23 @@ JOB=$("$IDLEPOOL" submit "$T/host.toml")
 "$IDLEPOOL" wait "$JOB" --quiet >/dev/null || fail "host-network job failed: $(log_of "$JOB")"
 log_of "$JOB" | grep -q f-host-reached || fail "(f) host network: $(log_of "$JOB")"
 pass "(f) with network = \"host\" the task reached the coordinator's port"
+
+# Timeouts reach the whole sandboxed tree: SIGTERM to every process, then SIGKILL.
+cat >"$T/slow.toml" <<'TOML'
+name = "slow"
+command = ["sh", "-c", "trap '' TERM; (setsid sleep 600 &); sleep 600"]
+count = 1
+[retry]
+max_attempts = 1
+timeout_s = 1
+TOML
+JOB=$("$IDLEPOOL" submit "$T/slow.toml")
+rc=0; "$IDLEPOOL" wait "$JOB" --quiet >/dev/null 2>&1 || rc=$?
+[ "$rc" != 0 ] || fail "a task past its timeout succeeded"
+[ "$(sql "SELECT outcome FROM attempts WHERE job_id=$JOB")" = timed_out ] ||
+  fail "timeout: $(sql "SELECT outcome, message FROM attempts WHERE job_id=$JOB")"
+pgrep -f "sleep 600" >/dev/null && fail "a process of the timed-out task survived"
+pass "a sandboxed task past its timeout_s timed out, and nothing of it survived"
 
 # (h) GPU device nodes: each gpus = 1 task sees its own /dev/nvidiaN and the shared nodes only.
 cat >"$T/gpu.toml" <<TOML
