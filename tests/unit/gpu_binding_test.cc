@@ -4,8 +4,13 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -106,3 +111,50 @@ TEST(HelloGpus, SaneListsPassAndJunkIsNamed) {
 
 }  // namespace
 }  // namespace idlepool
+
+namespace idlepool::worker {
+namespace {
+
+v1::GpuDevice NodeDevice(uint32_t index, const std::string& vendor, const std::string& uuid,
+                         const std::string& cuda_id) {
+  v1::GpuDevice d;
+  d.set_index(index);
+  d.set_vendor(vendor);
+  d.set_uuid(uuid);
+  d.set_cuda_id(cuda_id);
+  return d;
+}
+
+// The nodes a sandboxed attempt gets are its own GPU's, by the driver's device minor for its
+// UUID (not its NVML index), plus the shared control nodes; never another GPU's.
+TEST(GpuDeviceNodes, OnlyTheAssignedGpusNodesByDeviceMinor) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("gpu_nodes_test." + std::to_string(::getpid()));
+  for (const auto& [bus, uuid, minor] :
+       {std::tuple{"0000:01:00.0", "GPU-aaa", "3"}, std::tuple{"0000:02:00.0", "GPU-bbb", "0"}}) {
+    std::filesystem::create_directories(dir / bus);
+    std::ofstream(dir / bus / "information")
+        << "Model: \t\t Fake\nGPU UUID: \t " << uuid << "\nDevice Minor: \t " << minor << "\n";
+  }
+  const std::vector<v1::GpuDevice> offered = {NodeDevice(0, "nvidia", "GPU-aaa", "0"),
+                                              NodeDevice(1, "nvidia", "GPU-bbb", "1"),
+                                              NodeDevice(2, "pocl", "", "")};
+  const auto first = GpuDeviceNodes({0}, offered, dir.string());
+  EXPECT_EQ(first,
+            (std::vector<std::string>{"/dev/nvidia-modeset", "/dev/nvidia-uvm",
+                                      "/dev/nvidia-uvm-tools", "/dev/nvidia3", "/dev/nvidiactl"}));
+  const auto second = GpuDeviceNodes({1}, offered, dir.string());
+  EXPECT_NE(std::find(second.begin(), second.end(), "/dev/nvidia0"), second.end());
+  EXPECT_EQ(std::find(second.begin(), second.end(), "/dev/nvidia3"), second.end());
+  // No driver information: the NVML index stands in for the minor.
+  const auto fallback = GpuDeviceNodes({1}, offered, (dir / "none").string());
+  EXPECT_NE(std::find(fallback.begin(), fallback.end(), "/dev/nvidia1"), fallback.end());
+  // A CPU OpenCL device and no GPU at all need no node.
+  EXPECT_TRUE(GpuDeviceNodes({2}, offered, dir.string()).empty());
+  EXPECT_TRUE(GpuDeviceNodes({}, offered, dir.string()).empty());
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+}
+
+}  // namespace
+}  // namespace idlepool::worker
