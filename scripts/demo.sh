@@ -72,6 +72,17 @@ unset IDLEPOOL_TOKEN IDLEPOOL_JOIN_TOKEN
 "$BIN" login "$ADDR" --token-file "$OUT/submit.token"
 
 say "starting 3 workers (one slot each), their owners away and on AC power"
+# Every task runs in a sandbox (docs/guide/sandbox.md). Where this machine cannot make one (a
+# chroot, user namespaces switched off), a lent machine's worker would refuse to start; the demo
+# says so and runs its own tasks unsandboxed instead.
+sandbox_flag=()
+tier=$("$BIN" worker --print-resources --gpus none --json 2>"$OUT/logs/sandbox-probe.log" | jq -r '.sandbox // "none"')
+if [ "$tier" = none ]; then
+  say "this machine cannot sandbox tasks ($(head -c 300 "$OUT/logs/sandbox-probe.log")): the demo's workers run --no-sandbox"
+  sandbox_flag=(--no-sandbox)
+else
+  say "tasks run sandboxed (tier $tier)"
+fi
 # The owner policy, shortened so that the demo moves quickly (see the file's comments).
 cp examples/owner-policies/quick.toml "$OUT/owner.toml"
 declare -A wpid
@@ -80,7 +91,7 @@ for w in 1 2 3; do
   sense $w idle_seconds 1000
   sense $w on_ac_power 1
   "$BIN" worker --name "worker-$w" --slots 1 --join "$ADDR" --token-file "$OUT/join.token" \
-    --work-dir "$OUT/worker-$w" --sensors-dir "$OUT/sensors-$w" --config "$OUT/owner.toml" \
+    --work-dir "$OUT/worker-$w" --sensors-dir "$OUT/sensors-$w" --config "$OUT/owner.toml" "${sandbox_flag[@]}" \
     >"$OUT/logs/worker-$w.log" 2>&1 &
   wpid[$w]=$!
   pids+=($!); disown $!

@@ -62,6 +62,9 @@ absl::StatusOr<worker::Options> LocalWorker(const RunFlags& f, const LocalPool& 
   // Your own job on your own machine: your typing and the charger do not stop it (the lid,
   // sleep and heat rules still do); Ctrl-C gives tasks 1 s to save a checkpoint.
   owner::MakeDedicated(&o.policy);
+  // Your own jobs on your own machine: sandboxed where the machine allows it, else with a
+  // warning (a lent machine's worker refuses instead).
+  o.sandbox_optional = true;
   o.policy.on_battery = owner::BatteryAction::kRun;
   o.policy.vacate_grace_s = 1;
   o.probe = false;  // a loopback link tells the planner nothing

@@ -334,6 +334,12 @@ absl::Status Worker::Impl::OpenSandbox() {
   s.pids_max = options_.task_pids_max;
   s.device_root = options_.device_root;
   auto landlock = sandbox::Probe(s);
+  if (!landlock.ok() && options_.sandbox_optional) {
+    options_.sandbox_tier = "none";
+    spdlog::warn("tasks run unsandboxed, as this user: {}",
+                 std::string(landlock.status().message()));
+    return absl::OkStatus();
+  }
   if (!landlock.ok()) return landlock.status();
   options_.sandbox_tier = std::string(sandbox::TierName(s.tier));
   spdlog::info("tasks run sandboxed (tier {}{})", options_.sandbox_tier,

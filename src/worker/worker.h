@@ -100,6 +100,9 @@ struct Options {
   // worker's user with its files in reach (a warning at start; `workers` shows "none"). Else the
   // worker probes its tier at start and refuses to start when the sandbox does not work.
   bool no_sandbox = false;
+  // When the probe fails: warn and run unsandboxed instead of refusing to start. For
+  // `idlepool run` (the user's own jobs on their own machine), never for a lent machine.
+  bool sandbox_optional = false;
   uint64_t sandbox_uid_base = sandbox::kDefaultUidBase;  // tier uid: slot N runs as base + N
   uint64_t task_pids_max = sandbox::kDefaultPidsMax;     // processes and threads per task
   // Where device nodes are bound from (tests: stand-ins); "" = the host's own.

@@ -28,7 +28,7 @@ TOML
 
 # --print-resources names the tier this worker would report.
 # The tier the sandbox probe finds: uid as root, userns otherwise; none only with --no-sandbox.
-TIER=$([ "$(id -u)" = 0 ] && echo uid || echo userns)
+TIER=$SANDBOX_TIER
 "$IDLEPOOL" worker --print-resources --gpus none --no-sandbox | grep -q '^sandbox *none$' ||
   fail "--print-resources --no-sandbox does not say none"
 "$IDLEPOOL" worker --print-resources --gpus none >"$T/resources.txt"

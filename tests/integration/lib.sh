@@ -70,8 +70,19 @@ start_coordinator() {
 # runs worker NAME; sets WPID_<NAME>.
 # Unless the test passes --sensors-dir, the worker reads an empty one: every owner sensor unknown,
 # so other load on a busy CI machine (read as the owner's) never suspends the test's work.
+# Whether this machine can sandbox tasks (a chroot, some containers and kernels with user
+# namespaces off cannot): the tier the worker's probe finds, "none" when it fails. Where it is
+# "none", start_worker adds --no-sandbox and the sandbox's own tests skip.
+SANDBOX_TIER=$("$IDLEPOOL" worker --print-resources --gpus none --json 2>/dev/null | jq -r '.sandbox // "none"')
+[ -n "$SANDBOX_TIER" ] || SANDBOX_TIER=none
+sandbox_or_skip() {
+  [ "$SANDBOX_TIER" != none ] && return 0
+  echo "SKIP: this machine cannot sandbox tasks: $("$IDLEPOOL" worker --print-resources --gpus none 2>&1 >/dev/null | head -c 400)"
+  exit 77
+}
 start_worker() {
   local name=$1; shift
+  if [ "$SANDBOX_TIER" = none ] && [[ " $* " != *" --no-sandbox "* ]]; then set -- "$@" --no-sandbox; fi
   local sensors=()
   [[ " $* " == *" --sensors-dir "* ]] || { mkdir -p "$T/no-sensors"; sensors=(--sensors-dir "$T/no-sensors"); }
   local join=(--join "$ADDR")

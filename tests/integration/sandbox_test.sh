@@ -17,6 +17,7 @@
 # After all of it, a normal job completes on each worker with its outputs exactly once.
 FAKE=$(dirname "${IDLEPOOL:?set IDLEPOOL to the idlepool binary}")/tests/fake_nvml/libidlepool-fake-nvml.so
 source "$(dirname "$0")/lib.sh"
+sandbox_or_skip
 start_coordinator
 PORT_C=${ADDR##*:}
 
@@ -42,7 +43,12 @@ start_tier() {
 }
 stop_tier() { local v=WPID_$1; kill -TERM "${!v}"; wait "${!v}" 2>/dev/null || true; }
 workers=(w)
-[ "$(id -u)" = 0 ] && workers+=(u)
+if [ "$(id -u)" = 0 ]; then
+  chmod 755 "$T"
+  u_tier=$(cd / && setpriv --reuid=65534 --regid=65534 --clear-groups env HOME=/nonexistent \
+    "$IDLEPOOL" worker --print-resources --gpus none --json 2>/dev/null | jq -r '.sandbox // "none"')
+  if [ "$u_tier" = userns ]; then workers+=(u); else echo "skip tier userns: nobody cannot sandbox here"; fi
+fi
 
 # run_on WORKER SCRIPT: runs SCRIPT as one task pinned to WORKER; prints the job id.
 run_on() {

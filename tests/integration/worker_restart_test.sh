@@ -16,13 +16,18 @@ wait_until 20 is_connected w
 rc=0; "$IDLEPOOL" worker --name w --work-dir "$T/w" >"$T/other.log" 2>&1 || rc=$?
 [ $rc -ne 0 ] && grep -q "in use by another worker" "$T/other.log" || fail "work dir shared: rc $rc"
 
-JOB=$("$IDLEPOOL" submit "$T/job.toml")
-task_pid=$(host_pid w "$(cat "$(task_file w pid)")") || fail "task not found"
-kill -9 "$WPID_w"
-wait "$WPID_w" 2>/dev/null || true
-wait_until 30 dead "$task_pid"
-"$IDLEPOOL" cancel "$JOB" >/dev/null
-echo "sandboxed: task $task_pid ended with its SIGKILLed worker"
+if [ "$SANDBOX_TIER" != none ]; then
+  JOB=$("$IDLEPOOL" submit "$T/job.toml")
+  task_pid=$(host_pid w "$(cat "$(task_file w pid)")") || fail "task not found"
+  kill -9 "$WPID_w"
+  wait "$WPID_w" 2>/dev/null || true
+  wait_until 30 dead "$task_pid"
+  "$IDLEPOOL" cancel "$JOB" >/dev/null
+  echo "sandboxed: task $task_pid ended with its SIGKILLed worker"
+else
+  kill -9 "$WPID_w"; wait "$WPID_w" 2>/dev/null || true
+  echo "skip the sandboxed part: this machine cannot sandbox tasks"
+fi
 
 start_worker u --slots 1 --no-sandbox
 wait_until 20 is_connected u
