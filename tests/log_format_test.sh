@@ -3,6 +3,10 @@
 # level, logger, thread and msg; text stays the default; a bad value is bad input (exit 2).
 set -euo pipefail
 : "${IDLEPOOL:?set IDLEPOOL to the idlepool binary}"
+# A machine that cannot sandbox tasks (a chroot): the worker runs them unsandboxed.
+if [ "$("$IDLEPOOL" worker --print-resources --gpus none --json 2>/dev/null | jq -r '.sandbox // "none"')" = none ]; then
+  export IDLEPOOL_NO_SANDBOX=1
+fi
 T=$(mktemp -d)
 PIDS=()
 cleanup() {

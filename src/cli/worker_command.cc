@@ -166,7 +166,9 @@ void AddNetworkFlags(CLI::App* work, WorkerFlags& f) {
   work->add_flag("--no-calibrate", f.no_calibrate, "skip the CPU calibration at start");
   work->add_flag("--no-sandbox", f.options.no_sandbox,
                  "run tasks unsandboxed, as this user, with this user's files in their reach "
-                 "(default: every task in its own namespaces; docs/guide/sandbox.md)");
+                 "(default: every task in its own namespaces; docs/guide/sandbox.md); also env "
+                 "IDLEPOOL_NO_SANDBOX=1")
+      ->envname("IDLEPOOL_NO_SANDBOX");
   work->add_option("--sandbox-uid-base", f.options.sandbox_uid_base,
                    "as root: slot N's tasks run as uid and gid BASE+N")
       ->check(CLI::Range(uint64_t{100'000}, uint64_t{4'000'000'000}))

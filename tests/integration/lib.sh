@@ -75,6 +75,8 @@ start_coordinator() {
 # "none", start_worker adds --no-sandbox and the sandbox's own tests skip.
 SANDBOX_TIER=$("$IDLEPOOL" worker --print-resources --gpus none --json 2>/dev/null | jq -r '.sandbox // "none"')
 [ -n "$SANDBOX_TIER" ] || SANDBOX_TIER=none
+# Workers a test starts itself (not through start_worker) get it from the environment.
+if [ "$SANDBOX_TIER" = none ]; then export IDLEPOOL_NO_SANDBOX=1; fi
 sandbox_or_skip() {
   [ "$SANDBOX_TIER" != none ] && return 0
   echo "SKIP: this machine cannot sandbox tasks: $("$IDLEPOOL" worker --print-resources --gpus none 2>&1 >/dev/null | head -c 400)"
