@@ -172,9 +172,9 @@ assert_fetched_output() {
 _attempt_task_dir() {
   local e
   for e in /proc/[0-9]*/environ; do
-    tr '\0' '\n' <"$e" 2>/dev/null | grep -qx "IDLEPOOL_ATTEMPT_ID=$2" || continue
-    tr '\0' '\n' <"$e" 2>/dev/null | grep -qx "IDLEPOOL_WORK_DIR=$(readlink -f "$T/$1")" || continue
-    tr '\0' '\n' <"$e" | sed -n 's/^IDLEPOOL_TASK_DIR=//p'
+    { tr '\0' '\n' <"$e"; } 2>/dev/null | grep -qx "IDLEPOOL_ATTEMPT_ID=$2" || continue
+    { tr '\0' '\n' <"$e"; } 2>/dev/null | grep -qx "IDLEPOOL_WORK_DIR=$(readlink -f "$T/$1")" || continue
+    { tr '\0' '\n' <"$e"; } 2>/dev/null | sed -n 's/^IDLEPOOL_TASK_DIR=//p'
     return 0
   done
   return 1
@@ -201,7 +201,7 @@ host_pid() {
   for s in /proc/[0-9]*/status; do
     p=${s#/proc/}; p=${p%/status}
     [ "$(awk '/^NSpid:/ {print $NF}' "$s" 2>/dev/null)" = "$2" ] || continue
-    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "IDLEPOOL_WORK_DIR=$(readlink -f "$T/$1")" || continue
+    { tr '\0' '\n' <"/proc/$p/environ"; } 2>/dev/null | grep -qx "IDLEPOOL_WORK_DIR=$(readlink -f "$T/$1")" || continue
     echo "$p"; return 0
   done
   return 1
@@ -215,18 +215,21 @@ _gate_once() {
   local f d root
   root=$(readlink -f "$T")
   for f in $(grep -lz "^IDLEPOOL_TASK_DIR=$root/" /proc/[0-9]*/environ 2>/dev/null); do
-    d=$(tr '\0' '\n' <"$f" 2>/dev/null | sed -n 's/^IDLEPOOL_TASK_DIR=//p')
-    [ -n "$d" ] && touch "$d/$1" 2>/dev/null
+    # A process may end between the grep and here: its environ is gone, and that is fine.
+    d=$({ tr '\0' '\n' <"$f"; } 2>/dev/null | sed -n 's/^IDLEPOOL_TASK_DIR=//p') || continue
+    if [ -n "$d" ]; then touch "$d/$1" 2>/dev/null || true; fi
   done
 }
 open_gate() {
-  ( while :; do _gate_once "$1"; sleep 0.05; done ) &
+  ( set +e; while :; do _gate_once "$1"; sleep 0.05; done ) &
   printf -v "GATE_${1//[^a-zA-Z0-9]/_}" '%s' "$!"
   PIDS+=($!)
 }
 close_gate() {
   local v="GATE_${1//[^a-zA-Z0-9]/_}"
-  [ -n "${!v:-}" ] && kill "${!v}" 2>/dev/null
-  wait "${!v}" 2>/dev/null || true
+  if [ -n "${!v:-}" ]; then
+    kill "${!v}" 2>/dev/null || true
+    wait "${!v}" 2>/dev/null || true
+  fi
   printf -v "$v" '%s' ""
 }
