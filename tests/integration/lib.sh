@@ -80,6 +80,8 @@ if [ "$SANDBOX_TIER" = none ]; then export IDLEPOOL_NO_SANDBOX=1; fi
 sandbox_or_skip() {
   [ "$SANDBOX_TIER" != none ] && return 0
   echo "SKIP: this machine cannot sandbox tasks: $("$IDLEPOOL" worker --print-resources --gpus none 2>&1 >/dev/null | head -c 400)"
+  trap - EXIT  # nothing started yet; cleanup's report would turn 77 into a failure
+  rm -rf "$T"
   exit 77
 }
 start_worker() {
