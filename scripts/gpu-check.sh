@@ -79,6 +79,14 @@ echo "== idlepool worker --print-resources"
 "$IDLEPOOL" worker --print-resources || abort "--print-resources failed"
 "$IDLEPOOL" worker --print-resources --json >"$T/res.json" 2>/dev/null ||
   abort "--print-resources --json failed"
+# The tasks below run in the worker's sandbox (its own /dev with only the GPU's nodes); where
+# this machine cannot make one (a chroot), the worker runs them unsandboxed and says so here.
+if [ "$(jq -r '.sandbox // "none"' "$T/res.json")" = none ]; then
+  echo "note: this machine cannot sandbox tasks; the check's worker runs --no-sandbox"
+  export IDLEPOOL_NO_SANDBOX=1
+else
+  echo "sandbox tier: $(jq -r .sandbox "$T/res.json")"
+fi
 GPU=$(jq -c '[.gpus[] | select(.apis | index("cuda"))][0] // empty' "$T/res.json")
 [ -n "$GPU" ] || abort "no NVIDIA (CUDA) GPU found"
 MEM=$(jq -r '.memory_mb' <<<"$GPU")
