@@ -216,12 +216,7 @@ absl::StatusOr<std::unique_ptr<Process>> Process::Start(const SpawnOptions& opts
     return absl::NotFoundError(
         absl::StrCat("cannot run '", opts.argv[0], "': ", std::strerror(resolve_err)));
   }
-  std::unique_ptr<Process> p(new Process());
-  p->stdout_path_ = opts.stdout_path;
-  p->stderr_path_ = opts.stderr_path;
-  p->head_cap_ = opts.log_head_bytes;
-  p->tail_cap_ = opts.log_tail_bytes;
-  p->cgroup_ = opts.cgroup;
+  std::unique_ptr<Process> p(new Process(opts));
   int out_pipe[2], err_pipe[2], status_pipe[2];
   auto pipe_error = [&] {
     return SpawnError(
@@ -315,12 +310,7 @@ absl::StatusOr<std::unique_ptr<Process>> Process::Start(const SpawnOptions& opts
 }
 
 std::unique_ptr<Process> Process::Adopt(AdoptedChild child, const SpawnOptions& opts) {
-  std::unique_ptr<Process> p(new Process());
-  p->stdout_path_ = opts.stdout_path;
-  p->stderr_path_ = opts.stderr_path;
-  p->head_cap_ = opts.log_head_bytes;
-  p->tail_cap_ = opts.log_tail_bytes;
-  p->cgroup_ = opts.cgroup;
+  std::unique_ptr<Process> p(new Process(opts));
   p->pid_ = child.pid;
   p->pidfd_ = child.pidfd;
   p->out_fd_ = child.out_fd;

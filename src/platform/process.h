@@ -127,7 +127,13 @@ class Process {
   std::vector<pid_t> TreePids() const;
 
  private:
-  Process() = default;
+  // Its logs' paths and caps and its cgroup, from `opts`.
+  explicit Process(const SpawnOptions& opts)
+      : stdout_path_(opts.stdout_path),
+        stderr_path_(opts.stderr_path),
+        head_cap_(opts.log_head_bytes),
+        tail_cap_(opts.log_tail_bytes),
+        cgroup_(opts.cgroup) {}
   pid_t pid_ = -1;
   int out_fd_ = -1;
   int err_fd_ = -1;
