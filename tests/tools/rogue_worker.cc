@@ -202,6 +202,14 @@ int main(int argc, char** argv) {
   f.name = id->name;
   grpc::ChannelArguments args;
   args.SetMaxSendMessageSize(256 << 20);
+  if (!f.read) {
+    // A reader that never reads also keeps its receive window shut: no BDP probing (which grows
+    // the window with the link's speed, so a fast machine's client swallows every answer and the
+    // coordinator's queue never fills) and HTTP/2's initial 64 KiB. The answers then wait in the
+    // coordinator, as they would for the most hostile worker, on any machine.
+    args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+    args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 64 << 10);
+  }
   auto channel = grpc::CreateCustomChannel(
       f.coordinator, idlepool::trust::WorkerChannelCredentials(id->tls), args);
   auto stub = v1::WorkerSession::NewStub(channel);
