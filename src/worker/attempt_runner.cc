@@ -61,12 +61,17 @@ void AttemptRunner::Execute(Attempt& a, v1::AttemptReport* report) {
   if (!end) end = RestoreCheckpoint(a);
   if (!end) end = GiveToSlot(a);
   if (!end) end = Launch(a, report);
-  auto short_of_fds = [this] { return d_.hooks.short_of_fds && d_.hooks.short_of_fds(); };
+  // A failed step while short of descriptors is the machine's fault (counted only on failure:
+  // counting /proc/self/fd costs as much as a no-op task's filing).
+  auto fault_if_short = [this](PhaseResult e) {
+    if (!e || e->ending != Ending::kFailed || !d_.hooks.short_of_fds) return e;
+    return MachineFaultIfShortOfFds(std::move(e), d_.hooks.short_of_fds());
+  };
   if (end) {
-    end = MachineFaultIfShortOfFds(end, short_of_fds());
+    end = fault_if_short(std::move(end));
   } else if (!(end = AwaitExit(a, report))) {  // the task's own end is never the machine's
-    end = MachineFaultIfShortOfFds(CollectOutputs(a, input_paths, &hashed, report), short_of_fds());
-    if (!end) end = MachineFaultIfShortOfFds(FileAndUpload(a, hashed, report), short_of_fds());
+    end = fault_if_short(CollectOutputs(a, input_paths, &hashed, report));
+    if (!end) end = fault_if_short(FileAndUpload(a, hashed, report));
   }
   if (end) Conclude(a, *end, report);
 }

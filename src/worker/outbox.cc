@@ -10,10 +10,12 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "platform/beneath.h"
 #include "spdlog/spdlog.h"
 
@@ -41,8 +43,9 @@ void SyncDir(const std::string& dir) {
   }
 }
 
-// Writes `data` to `path` durably: temp file, fsync, rename, fsync of the dir.
-absl::Status WriteDurably(const std::string& path, const std::string& data) {
+// Writes `data` to `path`: temp file, then rename; with `sync`, fsync of the file before the
+// rename and of its dir after it.
+absl::Status WriteReport(const std::string& path, const std::string& data, bool sync) {
   const std::string temp = path + ".tmp";
   int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return ErrnoStatus(absl::StrCat("cannot create ", temp), errno);
@@ -60,7 +63,7 @@ absl::Status WriteDurably(const std::string& path, const std::string& data) {
     p += n;
     left -= static_cast<size_t>(n);
   }
-  if (::fsync(fd) != 0) {
+  if (sync && ::fsync(fd) != 0) {
     int err = errno;
     ::close(fd);
     ::unlink(temp.c_str());
@@ -72,8 +75,20 @@ absl::Status WriteDurably(const std::string& path, const std::string& data) {
     ::unlink(temp.c_str());
     return ErrnoStatus(absl::StrCat("cannot rename ", temp), err);
   }
-  SyncDir(fs::path(path).parent_path().string());
+  if (sync) SyncDir(fs::path(path).parent_path().string());
   return absl::OkStatus();
+}
+
+// Whether losing `r` to a power cut would cost more work than syncing it (kSyncReportAfterMs).
+bool WorthSyncing(const v1::AttemptReport& r) {
+  return r.timing().stage_ms() + r.timing().run_ms() >= kSyncReportAfterMs;
+}
+
+// The attempt an outbox name is of: "ID" (an entry dir) or "ID.pb" (a bare report); 0 if none.
+uint64_t AttemptOfName(absl::string_view name, bool* bare) {
+  *bare = absl::ConsumeSuffix(&name, ".pb");
+  uint64_t id = 0;
+  return absl::SimpleAtoi(name, &id) ? id : 0;
 }
 
 // Moves output `rel` out of the task dir (`task_fd`) to `dst`: renamed from its parent dir,
@@ -124,30 +139,32 @@ std::string Outbox::PathOf(uint64_t attempt, const std::string& rel) const {
   return absl::StrCat(EntryDir(attempt), "/files/", rel);
 }
 
+std::string Outbox::BarePath(uint64_t attempt) const {
+  return absl::StrCat(dir_, "/", attempt, ".pb");
+}
+
 absl::StatusOr<std::vector<v1::AttemptReport>> Outbox::Open() {
   std::error_code ec;
   fs::create_directories(dir_, ec);
   if (ec) return FromErrorCode(absl::StrCat("cannot create ", dir_), ec);
-  std::vector<v1::AttemptReport> out;
-  std::vector<uint64_t> ids;
+  std::map<uint64_t, std::string> reports;  // attempt -> its report's path
   for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
-    uint64_t id = 0;
-    const std::string name = it->path().filename().string();
-    if (!absl::SimpleAtoi(name, &id) || id == 0) {
-      fs::remove_all(it->path(), ec);  // not ours (or a stray temp): garbage
+    bool bare = false;
+    const uint64_t id = AttemptOfName(it->path().filename().string(), &bare);
+    if (id == 0 || reports.contains(id)) {
+      fs::remove_all(it->path(), ec);  // not ours (a stray temp, a duplicate): garbage
       ec.clear();
       continue;
     }
-    ids.push_back(id);
+    reports[id] = bare ? BarePath(id) : EntryDir(id) + "/report.pb";
   }
-  std::sort(ids.begin(), ids.end());
-  for (uint64_t id : ids) {
-    const std::string report_path = EntryDir(id) + "/report.pb";
+  std::vector<v1::AttemptReport> out;
+  for (const auto& [id, report_path] : reports) {
     std::ifstream in(report_path, std::ios::binary);
     v1::AttemptReport r;
     if (!in || !r.ParseFromIstream(&in) || r.attempt() != id) {
       if (in) spdlog::warn("outbox: {} is unreadable; dropping the entry", report_path);
-      Remove(id);  // incomplete: the worker died while filing it
+      Remove(id);  // incomplete: the worker died while filing it (or a power cut tore it)
       continue;
     }
     out.push_back(std::move(r));
@@ -157,6 +174,14 @@ absl::StatusOr<std::vector<v1::AttemptReport>> Outbox::Open() {
 
 absl::Status Outbox::File(const v1::AttemptReport& report, const std::string& task_dir,
                           const HashedOutputs& hashed) {
+  std::string data;
+  if (!report.SerializeToString(&data)) return absl::InternalError("cannot serialize report");
+  const bool sync = WorthSyncing(report);
+  if (report.outputs_size() == 0) {
+    absl::Status st = WriteReport(BarePath(report.attempt()), data, sync);
+    if (!st.ok()) Remove(report.attempt());
+    return st;
+  }
   const std::string entry = EntryDir(report.attempt());
   std::error_code ec;
   fs::remove_all(entry, ec);
@@ -168,16 +193,13 @@ absl::Status Outbox::File(const v1::AttemptReport& report, const std::string& ta
     const std::string& rel = report.outputs(i).path();
     st = MoveOutput(task->get(), rel, PathOf(report.attempt(), rel), hashed);
   }
-  std::string data;
-  if (st.ok() && !report.SerializeToString(&data)) {
-    st = absl::InternalError("cannot serialize report");
-  }
-  if (st.ok()) st = WriteDurably(entry + "/report.pb", data);
+  if (st.ok()) st = WriteReport(entry + "/report.pb", data, sync);
   if (!st.ok()) Remove(report.attempt());
   return st;
 }
 
 void Outbox::Remove(uint64_t attempt) {
+  if (::unlink(BarePath(attempt).c_str()) == 0) return;
   std::error_code ec;
   fs::remove_all(EntryDir(attempt), ec);
   if (ec) spdlog::warn("outbox: cannot remove {}: {}", EntryDir(attempt), ec.message());

@@ -6,7 +6,13 @@
 // rename, not a copy):
 //   <attempt>/files/<path>   the attempt's output files, moved out of its task dir
 //   <attempt>/report.pb      the serialized v1::AttemptReport (SUCCEEDED, outputs with their
-//                            sizes and SHA-256), written last: temp file, fsync, rename, fsync dir
+//                            sizes and SHA-256), written last: temp file, rename
+//   <attempt>.pb             the report of an attempt without outputs, alone (no dir to make
+//                            and remove: a short task's whole outbox cost is one file)
+// A report is fsynced (file, then its dir after the rename) when the attempt staged and ran for
+// at least kSyncReportAfterMs: a report survives the worker's crash either way (the page cache
+// does), and a power cut can only lose one whose rerun costs less than the syncs would cost
+// every short task. A torn or empty report is dropped by Open() and its task requeued.
 // An entry without report.pb is incomplete (the worker died while filing it) and is removed by
 // Open(); the task was requeued by the coordinator anyway. An entry with report.pb is delivered:
 // its files are uploaded (resumable, see blob/blob.h), then its report is sent, resent after each
@@ -42,6 +48,9 @@ struct FileIdentity {
 };
 using HashedOutputs = std::map<std::string, FileIdentity>;  // by output path
 
+// Attempts that staged and ran at least this long get their report fsynced (see above).
+inline constexpr uint64_t kSyncReportAfterMs = 1000;
+
 class Outbox {
  public:
   explicit Outbox(std::string dir);  // WORK_DIR/outbox
@@ -51,8 +60,9 @@ class Outbox {
   absl::StatusOr<std::vector<v1::AttemptReport>> Open();
 
   // Files a finished attempt: moves each output (path relative to `task_dir`) into the entry,
-  // then writes the report durably. The move is a rename from the output's parent dir opened
-  // beneath `task_dir` (platform/beneath.h), and what arrives must be the file that was hashed
+  // then writes the report (fsynced as above). The move is a rename from the output's parent dir
+  // opened beneath `task_dir` (platform/beneath.h), and what arrives must be the file that was
+  // hashed
   // (`hashed`), still a regular file with a single link: else kFailedPrecondition naming the
   // output. On error the entry is removed with whatever it held (the attempt then fails, or is
   // the machine's fault when the disk is full).
@@ -67,6 +77,7 @@ class Outbox {
 
  private:
   std::string EntryDir(uint64_t attempt) const;
+  std::string BarePath(uint64_t attempt) const;  // <attempt>.pb
   std::string dir_;
 };
 
