@@ -73,6 +73,14 @@
 //     its devices back when its worker re-adopts it, a revived one only if they are still free.
 //     A device its worker's owner policy holds (GpusHeld, GpuDevice::held) is not free for new
 //     attempts (its owner uses it, or it is too hot) until the worker frees it.
+//   - Services (JobSubmitted::service): a service's tasks are its replicas. The first
+//     ServiceShape::replicas of them are placed like batch tasks, at most per_machine of them on
+//     one worker; they are never backed up, never stalled, and teach no speeds. A replica never
+//     commits: however its attempt ends, its task is pending again, at once after a preemption,
+//     loss or machine fault (its machine's doing), after a backoff when it exited or failed on
+//     its own (Options::replica_restart_*). Failures never fail a service. ScaleService changes
+//     how many run: a replica beyond the new count is cancelled (KillAttempt{kCancelled}: its
+//     worker drains it) and parked, pending but not placed. Only JobCancelled ends a service.
 //   - Policies (Options::policy; see Policy for the formulas and where they come from): the core
 //     learns each worker's speed and each job's mean task runtime from succeeded attempts, and each
 //     worker's up periods from its hellos and departures. It uses them to rank free workers
@@ -101,6 +109,14 @@ namespace idlepool::core {
 // ---------------------------------------------------------------------------------------------
 // Events (inputs)
 
+// A service (a job spec's [service] table; docs/guide/job-spec.md): its tasks are replicas,
+// long-running attempts that never succeed or fail. Task i is replica i; the job has max_replicas
+// tasks and runs the first `replicas` of them. See "Services" above.
+struct ServiceShape {
+  uint32_t replicas = 1;     // replicas wanted now, <= task_count (ScaleService changes it)
+  uint32_t per_machine = 1;  // at most this many of its replicas run on one worker; >= 1
+};
+
 struct JobSubmitted {
   JobId job = 0;
   uint32_t task_count = 0;   // > 0
@@ -110,6 +126,14 @@ struct JobSubmitted {
                              // attempt still running at timeout + lease_timeout as a backstop.
   // The blobs every attempt stages (inputs): placement prefers workers that already hold them.
   std::vector<BlobRef> inputs;
+  std::optional<ServiceShape> service{};  // set: a service (task_count = its max_replicas)
+};
+
+// A service now wants `replicas` replicas (clamped to its task count). Ignored for a batch job
+// or a job that is not running.
+struct ScaleService {
+  JobId job = 0;
+  uint32_t replicas = 0;
 };
 
 struct JobCancelled {
@@ -232,7 +256,7 @@ struct Tick {};
 
 using Event = std::variant<JobSubmitted, JobCancelled, WorkerHello, WorkerHeartbeat,
                            SessionClosed, WorkerLeaving, AttemptReport, Tick, OwnerStateChanged,
-                           CheckpointSaved, CacheChanged, GpusHeld>;
+                           CheckpointSaved, CacheChanged, GpusHeld, ScaleService>;
 
 // ---------------------------------------------------------------------------------------------
 // Decisions (outputs)
@@ -403,6 +427,9 @@ struct JobSummary {
   // wait for a bigger worker to join.
   bool fits_no_worker = false;
   bool host_network = false;  // the job asks for the host network (Resources::host_network)
+  bool service = false;       // a service: `tasks` are its replicas, `replicas` of them wanted
+  uint32_t replicas = 0;
+  uint32_t restarting = 0;    // replicas waiting out their restart backoff
   // Its pending tasks wait because every connected worker that fits them refuses the host
   // network: how many refuse. 0 when it does not wait for that (also when fits_no_worker).
   uint32_t host_network_refused = 0;
@@ -575,6 +602,15 @@ struct Options {
 
   // Stalled attempts (see "Stalls" above; core/stall.h). Off unless enabled.
   StallRule stall{};
+
+  // Services: a replica that exited or failed on its own is restarted after a backoff that
+  // doubles from replica_restart_min up to replica_restart_max with its crashes in a row (as
+  // systemd's Restart= with a rising RestartSec, or Kubernetes' CrashLoopBackOff: 10 s doubling to
+  // 5 min; ours starts at 1 s because a lent machine's replica often dies of its machine, not of
+  // itself). A replica that ran replica_healthy_run or longer starts the count over.
+  Millis replica_restart_min{1000};
+  Millis replica_restart_max{300000};
+  Millis replica_healthy_run{60000};
 };
 
 class Scheduler {
@@ -728,6 +764,18 @@ class Scheduler {
   void OnCheckpoint(const CheckpointSaved& e, MonoTime now, std::vector<Decision>& out);
   void OnCacheChanged(const CacheChanged& e, std::vector<Decision>& out);
   void OnGpusHeld(const GpusHeld& e);
+  // Services (scheduler_service.cc).
+  void OnScale(const ScaleService& e, std::vector<Decision>& out);
+  // Moves the task of a running service's ended attempt `a` on: pending again (at once after a
+  // preemption, loss or machine fault; after the backoff when it crashed), or parked when it is
+  // beyond the replicas wanted. Counts the outcome; records TaskChanged.
+  void EndReplica(JobRec& job, const AttemptRec& a, AttemptOutcome outcome, MonoTime now,
+                  std::vector<Decision>& out);
+  // Replicas whose backoff ran out are pending again.
+  void RestartDue(MonoTime now);
+  // `name` already runs as many replicas of `key`'s service as a worker may
+  // (ServiceShape::per_machine); false for a batch job.
+  bool ReplicasFull(const TaskKey& key, const WorkerName& name) const;
   // Commits a kSucceeded report of an attempt that ended kLost (see "Fencing" above); false when
   // the report does not qualify (the caller refuses it).
   bool LateSuccess(const AttemptReport& e, std::vector<Decision>& out);
@@ -884,6 +932,9 @@ class Scheduler {
   // Tasks kept off workers where they ended kMachineFault or their worker died, until the given
   // time.
   std::map<TaskKey, std::map<WorkerName, MonoTime>> avoid_;
+  // Service replicas waiting out their restart backoff (pending, not in pending_), and when each
+  // may start again.
+  std::map<TaskKey, MonoTime> restarts_;
   bool Avoided(const TaskKey& key, const WorkerName& name, MonoTime now) const;
   // Locality: blob -> workers that hold it (or were sent it), for placement.
   std::map<std::string, std::set<WorkerName>> holders_;

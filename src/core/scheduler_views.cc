@@ -39,6 +39,14 @@ std::optional<JobSummary> Scheduler::Job(JobId id) const {
   s.counters = job.counters;
   s.workers_lost = static_cast<uint32_t>(job.workers_lost.size());
   s.host_network = job.spec.resources.host_network;
+  if (job.spec.service) {
+    s.service = true;
+    s.replicas = job.spec.service->replicas;
+    for (auto r = restarts_.lower_bound(TaskKey{id, 0}); r != restarts_.end() && r->first.job == id;
+         ++r) {
+      ++s.restarting;
+    }
+  }
   if (s.pending > 0) {
     // Capacity first (cpus, memory, GPUs), then, among the workers it fits, the network.
     Resources need = job.spec.resources;

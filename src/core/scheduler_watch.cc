@@ -46,7 +46,8 @@ void Scheduler::MoveStalled(MonoTime now, std::vector<Decision>& out) {
   std::map<JobId, std::pair<Millis, std::optional<Millis>>> limits;  // job -> limit, median
   std::vector<std::pair<AttemptId, std::string>> stalled;
   for (const auto& [id, a] : attempts_) {
-    if (a.orphan_deadline || a.suspended_since) continue;
+    // A replica of a service runs until stopped: never stalled.
+    if (a.orphan_deadline || a.suspended_since || JobOf(a.task).spec.service) continue;
     auto [it, added] = limits.try_emplace(a.task.job);
     if (added) {
       const JobRec& job = JobOf(a.task);
