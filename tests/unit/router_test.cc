@@ -216,8 +216,8 @@ TEST(RouterEjection, AtMostHalfTheReplicasAreEjected) {
     ASSERT_TRUE(router.Finish(s.request, Outcome::kUpstreamError, Ms(i)).status.ok());
   }
   int ejected = 0;
-  for (const auto& r : router.Snapshot().services[0].replicas)
-    ejected += r.state == ReplicaState::kEjected;
+  RouterSnapshot snap = router.Snapshot();
+  for (const auto& r : snap.services[0].replicas) ejected += r.state == ReplicaState::kEjected;
   EXPECT_EQ(ejected, 1);
   MustRoute(router, Ms(20));  // the other one still serves
 }
