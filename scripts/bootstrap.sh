@@ -11,6 +11,7 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libsqlite3-dev libtomlplusplus-dev libcli11-dev libspdlog-dev libfmt-dev
   nlohmann-json3-dev libssl-dev libsystemd-dev dbus-daemon libcpp-httplib-dev
+  libboost-dev  # Boost.Beast/Asio (header-only): asynchronous HTTP, e.g. the fake inference engine
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev parallel procps jq sqlite3 curl
   # trust tests: a stand-in TLS server (openssl s_server), a loopback capture (tcpdump)
