@@ -2,8 +2,11 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <sched.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -62,6 +65,7 @@ absl::Status DropCapabilities() {
 
 [[noreturn]] void BecomeInit(Channel& ch, const Config& c) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);  // the outer agent gone: this namespace goes too
+  ::close(kAgentConnectFd);                     // the outer agent's alone
   if (absl::Status st = MountProc(); !st.ok()) Fail(ch, std::string(st.message()));
   if (absl::Status st = DropCapabilities(); !st.ok()) Fail(ch, std::string(st.message()));
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
@@ -91,10 +95,56 @@ void TakeIds(Channel& ch, const Config& c) {
   }
 }
 
+// A TCP socket connected to 127.0.0.1:port in this process's network namespace, or -errno.
+int ConnectLoopback(uint64_t port) {
+  if (port == 0 || port > 65535) return -EINVAL;
+  const int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s < 0) return -errno;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  while (::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    if (errno == EINTR) continue;
+    const int err = errno;
+    ::close(s);
+    return -err;
+  }
+  return s;
+}
+
+// The outer agent's loop while its init lives: answers the worker's kConnect requests on the
+// connect channel (agent.h). Returns when the init ended or the worker closed that channel.
+void ServeConnects(pid_t init) {
+  Channel ch(kAgentConnectFd);
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, init, 0));
+  while (true) {
+    pollfd fds[2] = {{ch.fd(), POLLIN, 0}, {pidfd, POLLIN, 0}};
+    const int n = ::poll(fds, pidfd >= 0 ? 2 : 1, -1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 || (fds[1].revents & POLLIN)) break;
+    auto f = ch.Receive();
+    if (!f.ok()) break;
+    for (int fd : f->fds) ::close(fd);
+    auto m = DecodeSimple(f->body);
+    if (!m.ok() || m->type != Msg::kConnect) break;
+    const int s = ConnectLoopback(m->value);
+    const uint64_t err = s < 0 ? static_cast<uint64_t>(-s) : 0;
+    const bool sent =
+        ch.Send(EncodeSimple(Msg::kConnected, err), s >= 0 ? std::vector<int>{s} : std::vector<int>{})
+            .ok();
+    if (s >= 0) ::close(s);
+    if (!sent) break;
+  }
+  if (pidfd >= 0) ::close(pidfd);
+  ch.Shutdown();
+}
+
 }  // namespace
 
 void AgentMain() {
   ::fcntl(kAgentChannelFd, F_SETFD, FD_CLOEXEC);  // never inherited by a task
+  ::fcntl(kAgentConnectFd, F_SETFD, FD_CLOEXEC);
   Channel ch(kAgentChannelFd);
   auto setup = ch.Receive();
   if (!setup.ok()) ::_exit(1);
@@ -121,6 +171,7 @@ void AgentMain() {
   if (init < 0) Fail(ch, absl::StrCat("fork: ", std::strerror(errno)));
   if (init == 0) BecomeInit(ch, c);
   ::close(kAgentChannelFd);  // only the init talks to the worker now
+  ServeConnects(init);
   int status = 0;
   while (::waitpid(init, &status, 0) < 0 && errno == EINTR) {
   }

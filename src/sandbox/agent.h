@@ -29,6 +29,12 @@ namespace idlepool::sandbox {
 
 inline constexpr char kAgentSubcommand[] = "sandbox-agent";
 inline constexpr int kAgentChannelFd = 3;
+// The second channel: the worker asks for connections to a port on the sandbox's loopback
+// (kConnect); the outer agent, which lives in the sandbox's network namespace but outside its
+// PID namespace (no task can reach it), connects and hands the socket back (kConnected). This is
+// how a service replica that listens on its own loopback (network "none") is reached, through
+// its worker only.
+inline constexpr int kAgentConnectFd = 4;
 
 [[noreturn]] void AgentMain();
 

@@ -2,6 +2,8 @@
 //
 //   worker -> agent   kSetup(Config), kMapsDone, kLaunch(LaunchRequest, fds: stdout, stderr
 //                     [, cgroup.procs]), kSignal(signal number)
+//   on the connect channel: worker -> agent kConnect(port), agent -> worker kConnected(errno;
+//                     fd: a TCP socket connected to 127.0.0.1:port in the sandbox's network)
 //   agent -> worker   kNeedMaps (after unshare: the worker writes its uid and gid maps),
 //                     kReady(landlock ABI), kError(text), kStarted(pid in the sandbox; fd: pidfd),
 //                     kExecFailed(errno), kExited(wait status, pids limit reached)
@@ -23,12 +25,14 @@ enum class Msg : uint64_t {
   kMapsDone = 2,
   kLaunch = 3,
   kSignal = 4,
+  kConnect = 5,  // on the connect channel (agent.h kAgentConnectFd): value = TCP port
   kNeedMaps = 10,
   kReady = 11,
   kError = 12,
   kStarted = 13,
   kExecFailed = 14,
   kExited = 15,
+  kConnected = 16,  // value = errno (0: connected; fd: the socket)
 };
 
 // What one slot's sandbox looks like (see docs/guide/sandbox.md). Paths are absolute.

@@ -69,14 +69,21 @@ absl::Status ExecError(const std::string& command, int err) {
 
 absl::StatusOr<std::unique_ptr<SlotSandbox>> SlotSandbox::Start(const Config& config,
                                                                 const std::string& agent_exe) {
-  int sv[2];
+  int sv[2], cv[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
     return absl::ResourceExhaustedError(
         absl::StrCat("sandbox: socketpair: ", std::strerror(errno)));
   }
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, cv) != 0) {
+    const int err = errno;
+    ::close(sv[0]);
+    ::close(sv[1]);
+    return absl::ResourceExhaustedError(absl::StrCat("sandbox: socketpair: ", std::strerror(err)));
+  }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, sv[1], kAgentChannelFd);
+  posix_spawn_file_actions_adddup2(&actions, cv[1], kAgentConnectFd);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
@@ -92,12 +99,14 @@ absl::StatusOr<std::unique_ptr<SlotSandbox>> SlotSandbox::Start(const Config& co
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   ::close(sv[1]);
+  ::close(cv[1]);
   if (rc != 0) {
     ::close(sv[0]);
+    ::close(cv[0]);
     return absl::InternalError(
         absl::StrCat("sandbox: cannot start ", agent_exe, ": ", std::strerror(rc)));
   }
-  std::unique_ptr<SlotSandbox> s(new SlotSandbox(config, pid, sv[0]));
+  std::unique_ptr<SlotSandbox> s(new SlotSandbox(config, pid, sv[0], cv[0]));
   if (absl::Status st = s->Handshake(); !st.ok()) return st;
   return s;
 }
@@ -139,6 +148,7 @@ absl::Status SlotSandbox::WriteMaps() {
 
 SlotSandbox::~SlotSandbox() {
   ch_.Shutdown();
+  connect_ch_.Shutdown();
   ::kill(agent_, SIGKILL);  // its init follows (parent-death signal), and the namespace with it
   while (::waitpid(agent_, nullptr, 0) < 0 && errno == EINTR) {
   }
@@ -203,6 +213,30 @@ absl::StatusOr<std::unique_ptr<platform::Process>> SlotSandbox::Launch(
   auto control = std::make_unique<SandboxChild>(this);
   return platform::Process::Adopt(
       platform::AdoptedChild{PidOf(pidfd), pidfd, out[0], err[0], std::move(control)}, opts);
+}
+
+absl::StatusOr<platform::UniqueFd> SlotSandbox::ConnectLoopback(uint32_t port) {
+  if (port == 0 || port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat("sandbox: no such port ", port));
+  }
+  std::lock_guard lock(connect_mu_);
+  if (!alive() || !connect_ch_.Send(EncodeSimple(Msg::kConnect, port)).ok()) {
+    return absl::UnavailableError("sandbox: the agent is gone");
+  }
+  auto f = connect_ch_.Receive();
+  if (!f.ok()) return absl::UnavailableError("sandbox: the agent is gone");
+  auto m = DecodeSimple(f->body);
+  if (!m.ok() || m->type != Msg::kConnected || (m->value == 0) != (f->fds.size() == 1)) {
+    for (int fd : f->fds) ::close(fd);
+    return absl::InternalError("sandbox: unexpected answer to a connect");
+  }
+  if (m->value != 0) {
+    const int err = static_cast<int>(m->value);
+    const std::string why =
+        absl::StrCat("sandbox: connect to its 127.0.0.1:", port, ": ", std::strerror(err));
+    return err == ECONNREFUSED ? absl::UnavailableError(why) : absl::InternalError(why);
+  }
+  return platform::UniqueFd(f->fds[0]);
 }
 
 void SlotSandbox::SignalTask(int sig) {

@@ -26,6 +26,7 @@
 
 #include "absl/status/statusor.h"
 #include "platform/process.h"
+#include "platform/unique_fd.h"
 #include "sandbox/channel.h"
 #include "sandbox/messages.h"
 
@@ -47,14 +48,21 @@ class SlotSandbox {
   // False once the agent stopped answering: the slot needs a new sandbox.
   bool alive() const { return alive_.load(); }
 
+  // A TCP socket connected to 127.0.0.1:`port` as the sandbox's tasks see it (their own
+  // loopback under network "none"): how a worker reaches a service replica listening in its
+  // sandbox. Blocking, short (a loopback connect); any thread, one request at a time.
+  // Errors: kUnavailable (nothing listens there yet: ECONNREFUSED, or the agent is gone),
+  // kInvalidArgument (port 0 or above 65535), kInternal otherwise.
+  [[nodiscard]] absl::StatusOr<platform::UniqueFd> ConnectLoopback(uint32_t port);
+
   // For the adopted Process (slot_sandbox.cc): every process of the running task gets `sig`.
   void SignalTask(int sig);
   // Blocks until the agent reports the task's end.
   platform::ReapResult AwaitExit();
 
  private:
-  SlotSandbox(Config config, pid_t agent, int fd)
-      : config_(std::move(config)), agent_(agent), ch_(fd) {}
+  SlotSandbox(Config config, pid_t agent, int fd, int connect_fd)
+      : config_(std::move(config)), agent_(agent), ch_(fd), connect_ch_(connect_fd) {}
   [[nodiscard]] absl::Status Handshake();
   [[nodiscard]] absl::Status WriteMaps();
 
@@ -62,6 +70,8 @@ class SlotSandbox {
   const pid_t agent_;
   Channel ch_;
   std::mutex send_mu_;  // Launch and SignalTask may send from two threads
+  Channel connect_ch_;  // kConnect requests (agent.h kAgentConnectFd)
+  std::mutex connect_mu_;
   std::atomic<bool> alive_{true};
   int landlock_abi_ = 0;
 };

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "gtest/gtest.h"
+#include "platform/clock.h"
 #include "sandbox/messages.h"
 #include "sandbox/mounts.h"
 #include "sandbox/probe.h"
@@ -279,6 +280,50 @@ TEST_F(SandboxTest, NetworkNoneHasOnlyItsOwnLoopback) {
   ASSERT_NE(host, nullptr);
   Run(*host, probe, &out);
   EXPECT_EQ(out, "yes\n");
+  ::close(s);
+}
+
+// A replica listening on its sandbox's own loopback (network "none") is reached through the
+// agent only: the worker's own loopback has nothing on that port.
+TEST_F(SandboxTest, TheWorkerReachesAPortOnTheSandboxsLoopbackThroughItsAgent) {
+  auto sb = Start(false);
+  ASSERT_NE(sb, nullptr);
+  const uint32_t port = 20000 + static_cast<uint32_t>(::getpid() % 20000);
+  platform::SpawnOptions o;
+  o.argv = {"python3", "-c",
+            "import socket\n"
+            "s = socket.socket(); s.bind(('127.0.0.1', " + std::to_string(port) + "))\n"
+            "s.listen(1); c, _ = s.accept(); c.sendall(b'hello from the sandbox'); c.close()\n"};
+  o.env = {"PATH=/usr/local/bin:/usr/bin:/bin"};
+  o.cwd = task_;
+  o.stdout_path = (root_ / "out.log").string();
+  o.stderr_path = (root_ / "err.log").string();
+  auto p = sb->Launch(o);
+  ASSERT_TRUE(p.ok()) << p.status();
+  absl::StatusOr<platform::UniqueFd> conn = absl::UnavailableError("not tried");
+  for (int i = 0; i < 500 && !conn.ok(); ++i) {  // until it listens (python takes a moment)
+    conn = sb->ConnectLoopback(port);
+    if (!conn.ok()) {
+      ASSERT_EQ(conn.status().code(), absl::StatusCode::kUnavailable) << conn.status();
+      platform::SleepFor(std::chrono::milliseconds(20));
+    }
+  }
+  ASSERT_TRUE(conn.ok()) << conn.status() << "; task stderr: " << ReadAll(o.stderr_path);
+  char buf[64] = {};
+  std::string got;
+  for (ssize_t n; (n = ::read(conn->get(), buf, sizeof buf)) > 0;) got.append(buf, n);
+  EXPECT_EQ(got, "hello from the sandbox");
+  platform::ExitInfo e = (*p)->Wait(std::chrono::milliseconds(0), std::chrono::milliseconds(1000));
+  EXPECT_EQ(e.exit_code, 0);
+  // Nothing listens there any more, and the worker's own loopback never had it.
+  EXPECT_EQ(sb->ConnectLoopback(port).status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(sb->ConnectLoopback(0).status().code(), absl::StatusCode::kInvalidArgument);
+  const int s = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_NE(::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
   ::close(s);
 }
 
