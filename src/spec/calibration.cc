@@ -34,6 +34,9 @@ std::vector<uint32_t> SpreadSample(uint64_t n, uint32_t k) {
 
 absl::StatusOr<JobSpec> CalibrationSpec(const JobSpec& job, uint32_t k) {
   if (k == 0) return absl::InvalidArgumentError("calibration: k must be at least 1");
+  if (job.service.has_value()) {
+    return absl::InvalidArgumentError("calibration: a service has replicas, not tasks to sample");
+  }
   absl::StatusOr<uint64_t> n = TaskCount(job);
   if (!n.ok()) return n.status();
   if (*n == 0) return absl::InvalidArgumentError("calibration: the job has no tasks");

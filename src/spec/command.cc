@@ -92,6 +92,7 @@ constexpr uint64_t kU64Max = UINT64_MAX;
 constexpr uint64_t kPointerBytes = sizeof(char*);  // execve counts one per string
 constexpr std::string_view kFramesVariable = "IDLEPOOL_FRAMES=";
 constexpr std::string_view kItemVariable = "IDLEPOOL_ITEM=";
+constexpr uint16_t kLongestPort = 65535;  // {port} before the worker picks one
 
 uint64_t SatAdd(uint64_t a, uint64_t b) { return a > kU64Max - b ? kU64Max : a + b; }
 uint64_t SatMul(uint64_t a, uint64_t b) { return b != 0 && a > kU64Max / b ? kU64Max : a * b; }
@@ -141,6 +142,7 @@ struct TaskValues {
   uint32_t index = 0;
   const FrameChunk* chunk = nullptr;  // null or empty frames: not a frames task
   std::string_view item;
+  uint16_t port = kLongestPort;  // a replica's ({port}); the longest when not known yet
 };
 
 // The length of each placeholder's value for `t`, in kPlaceholders order.
@@ -159,6 +161,8 @@ std::array<uint64_t, kNumPlaceholders> ValueBytes(const TaskValues& t, uint64_t 
   }
   v[PlaceholderIndex("item")] = t.item.size();
   v[PlaceholderIndex("index")] = DecimalBytes(t.index);
+  v[PlaceholderIndex("replica")] = DecimalBytes(t.index);
+  v[PlaceholderIndex("port")] = DecimalBytes(t.port);
   v[PlaceholderIndex("task_dir")] = task_dir;
   v[PlaceholderIndex("checkpoint_dir")] = checkpoint_dir;
   return v;
@@ -230,6 +234,8 @@ ExecSize UpperBound(const std::vector<TemplateSize>& templates, const JobSpec& s
   for (const std::string& i : spec.items) item = std::max<uint64_t>(item, i.size());
   v[PlaceholderIndex("item")] = item;
   v[PlaceholderIndex("index")] = DecimalBytes(kMaxTasks);
+  v[PlaceholderIndex("replica")] = DecimalBytes(kMaxTasks);
+  v[PlaceholderIndex("port")] = DecimalBytes(kLongestPort);
   v[PlaceholderIndex("task_dir")] = kAssumedDirBytes;
   v[PlaceholderIndex("checkpoint_dir")] = kAssumedDirBytes;
   return SizeOf(templates, v, frames, item);
@@ -307,11 +313,13 @@ std::optional<SizeProblem> CommandSizeProblem(const JobSpec& spec) {
         check(TaskValues{static_cast<uint32_t>(i), nullptr, spec.items[i]});
       }
       break;
-    case TaskKind::kCount:  // only {index} varies: its longest value is the last task's
-      if (spec.count > 0 && check(TaskValues{0, nullptr, {}})) {
-        check(TaskValues{static_cast<uint32_t>(spec.count - 1), nullptr, {}});
+    case TaskKind::kCount: {  // only {index} varies: its longest value is the last task's
+      const uint64_t count = spec.service.has_value() ? spec.service->max_replicas : spec.count;
+      if (count > 0 && check(TaskValues{0, nullptr, {}})) {
+        check(TaskValues{static_cast<uint32_t>(count - 1), nullptr, {}});
       }
       break;
+    }
   }
   return problem;
 }
@@ -322,8 +330,13 @@ namespace {
 
 // Appends placeholder `name`'s value for `task` to `arg`; an error names what is missing.
 absl::Status AppendValue(std::string_view name, const TaskParams& task, std::string_view task_dir,
-                         std::string_view checkpoint_dir, std::string& arg) {
+                         std::string_view checkpoint_dir,
+                         const std::optional<ReplicaParams>& replica, std::string& arg) {
   const FrameChunk& c = task.chunk;
+  if ((name == "port" || name == "replica") && !replica.has_value()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("{", ToAbsl(name), "} is only for a service's replica"));
+  }
   const bool frame_placeholder = name == "frame" || name == "frames" || name.starts_with("frame_");
   if (frame_placeholder && c.frames.empty()) {
     return absl::InvalidArgumentError(
@@ -345,8 +358,11 @@ absl::Status AppendValue(std::string_view name, const TaskParams& task, std::str
     arg.append(JoinFrames(c.frames));
   } else if (name == "item") {
     arg.append(task.item);
-  } else if (name == "index") {
+  } else if (name == "index" || name == "replica") {
     absl::StrAppend(&arg, task.index);
+  } else if (name == "port") {
+    if (replica->port == 0) return absl::InvalidArgumentError("{port}: no port was picked (0)");
+    absl::StrAppend(&arg, replica->port);
   } else if (name == "task_dir") {
     arg.append(task_dir);
   } else if (name == "checkpoint_dir") {
@@ -357,14 +373,14 @@ absl::Status AppendValue(std::string_view name, const TaskParams& task, std::str
 
 }  // namespace
 
-absl::StatusOr<std::vector<std::string>> RenderCommand(const std::vector<std::string>& command,
-                                                       const TaskParams& task,
-                                                       std::string_view task_dir,
-                                                       std::string_view checkpoint_dir) {
+absl::StatusOr<std::vector<std::string>> RenderCommand(
+    const std::vector<std::string>& command, const TaskParams& task, std::string_view task_dir,
+    std::string_view checkpoint_dir, const std::optional<ReplicaParams>& replica) {
   // Counted before anything is rendered: a command too big to start is refused, not built.
   absl::StatusOr<std::vector<TemplateSize>> templates = TemplateSizes(command);
   if (!templates.ok()) return templates.status();
-  const TaskValues values{task.index, &task.chunk, task.item};
+  const TaskValues values{task.index, &task.chunk, task.item,
+                          replica.has_value() ? replica->port : kLongestPort};
   if (const ExecSize s = SizeOf(*templates, values, task_dir.size(), checkpoint_dir.size());
       TooBig(s)) {
     return absl::InvalidArgumentError(
@@ -379,7 +395,7 @@ absl::StatusOr<std::vector<std::string>> RenderCommand(const std::vector<std::st
     for (const Piece& p : pieces) {
       if (!p.placeholder) {
         arg.append(p.text);
-      } else if (absl::Status s = AppendValue(p.text, task, task_dir, checkpoint_dir, arg);
+      } else if (absl::Status s = AppendValue(p.text, task, task_dir, checkpoint_dir, replica, arg);
                  !s.ok()) {
         return absl::InvalidArgumentError(
             absl::StrCat("command ", Element(i, command[i]), ": ", s.message()));

@@ -15,9 +15,9 @@
 namespace idlepool::spec::internal {
 
 // The placeholders a command may hold, "{name}".
-inline constexpr std::string_view kPlaceholders[] = {"frame",      "frame_start", "frame_end",
-                                                     "frame_step", "frames",      "item",
-                                                     "index",      "task_dir",    "checkpoint_dir"};
+inline constexpr std::string_view kPlaceholders[] = {
+    "frame", "frame_start", "frame_end",      "frame_step", "frames", "item",
+    "index", "task_dir",    "checkpoint_dir", "port",       "replica"};
 
 // A run of literal text (escapes already undone) or a placeholder name.
 struct Piece {

@@ -32,6 +32,7 @@
 #include "spec/command_internal.h"
 #include "spec/frames_internal.h"
 #include "spec/sandbox_internal.h"
+#include "spec/service_internal.h"
 #include "spec/spec.h"
 #include "spec/toml_util.h"
 #include "text/utf8.h"
@@ -59,7 +60,7 @@ constexpr std::string_view kAttemptsWhy =
 constexpr std::string_view kTopKeys[] = {"name",    "command",    "frames", "chunk",
                                          "items",   "items_file", "count",  "inputs",
                                          "outputs", "resources",  "retry",  "allow_empty_outputs",
-                                         "sandbox"};
+                                         "sandbox", "service"};
 constexpr std::string_view kResourceKeys[] = {"cpus", "gpus", "memory_mb", "gpu_memory_mb",
                                               "gpu_api"};
 // The GPU APIs a task may ask for (proto Resources.gpu_api, GpuDevice.apis).
@@ -238,6 +239,16 @@ MaybeProblem CheckCommand(const JobSpec& spec) {
                          "{frame_end} and {frame_step}, or {frames}"),
             i);
       }
+      if ((p.text == "port" || p.text == "replica") && !spec.service.has_value()) {
+        return Bad("command",
+                   absl::StrCat(Element(i, arg), ": {", ToAbsl(p.text),
+                                "} is only for services (a job with a [service] table)"),
+                   i);
+      }
+      if (p.text == "checkpoint_dir" && spec.service.has_value()) {
+        return Bad("command",
+                   absl::StrCat(Element(i, arg), ": a service's replicas keep no checkpoints"), i);
+      }
       if (p.text == "item" && spec.kind != TaskKind::kItems) {
         return Bad(
             "command",
@@ -280,7 +291,11 @@ MaybeProblem CheckCommand(const JobSpec& spec) {
 
 MaybeProblem CheckSpec(const JobSpec& spec) {
   if (MaybeProblem p = CheckName(spec.name)) return p;
-  if (MaybeProblem p = CheckTasks(spec)) return p;
+  if (!spec.service.has_value()) {
+    if (MaybeProblem p = CheckTasks(spec)) return p;
+  } else if (std::optional<internal::ServiceProblem> p = internal::CheckService(spec)) {
+    return Bad(p->field, p->message);
+  }
   if (spec.resources.cpus == 0) return Bad("resources.cpus", "must be a positive integer, got 0");
   if (const std::string& api = spec.resources.gpu_api;
       !api.empty() && std::find(std::begin(kGpuApis), std::end(kGpuApis), api) ==
@@ -387,6 +402,7 @@ std::string MisplacedHint(std::string_view prefix, std::string_view name) {
     if (Contains(kResourceKeys, name)) return " (it belongs under [resources])";
     if (Contains(kRetryKeys, name)) return " (it belongs under [retry])";
     if (Contains(internal::kSandboxKeys, name)) return " (it belongs under [sandbox])";
+    if (Contains(internal::kServiceKeys, name)) return " (it belongs under [service])";
   } else if (Contains(kTopKeys, name)) {
     // Every key after a [table] header belongs to that table.
     return absl::StrCat(" (keys after the [", ToAbsl(prefix.substr(0, prefix.size() - 1)),
@@ -703,37 +719,8 @@ absl::Status Locate(const Ctx& ctx, const toml::table& root, const Problem& p,
   return absl::Status(p.code, absl::StrCat(where, ": key '", key, "': ", p.message));
 }
 
-absl::StatusOr<JobSpec> ReadJob(const Ctx& ctx, const toml::table& root) {
-  if (absl::Status s = CheckKeys(ctx, root, "", kTopKeys); !s.ok()) return s;
-  const toml::table* resources = SubTable(root, "resources");
-  const toml::table* retry = SubTable(root, "retry");
-  for (std::string_view key : {"resources", "retry"}) {
-    const toml::node* n = root.get(key);
-    if (n != nullptr && !n->is_table()) {
-      return KeyError(ctx, n->source(), key,
-                      absl::StrCat("must be a table ([", ToAbsl(key), "]), got ", Describe(*n)));
-    }
-  }
-  if (resources != nullptr) {
-    if (absl::Status s = CheckKeys(ctx, *resources, "resources.", kResourceKeys); !s.ok()) return s;
-  }
-  if (retry != nullptr) {
-    if (absl::Status s = CheckKeys(ctx, *retry, "retry.", kRetryKeys); !s.ok()) return s;
-  }
-
-  JobSpec spec;
-  spec.name = DefaultName(ctx.file);
-  if (absl::Status s = ReadString(ctx, root, "name", spec.name); !s.ok()) return s;
-
-  if (root.get("command") == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(ctx.file,
-                     ": missing required key 'command' (the program and its arguments, "
-                     "e.g. command = [\"povray\", \"+SF{frame_start}\"])"));
-  }
-  if (absl::Status s = ReadStringArray(ctx, root, "command", spec.command); !s.ok()) return s;
-
-  // Exactly one way to split the job into tasks.
+// Exactly one way to split a batch job into tasks: frames (and chunk), items, items_file or count.
+absl::Status ReadTasks(const Ctx& ctx, const toml::table& root, JobSpec& spec) {
   std::vector<const toml::key*> kinds;
   for (std::string_view k : kKindKeys) {
     if (const toml::key* key = KeyOf(root, k)) kinds.push_back(key);
@@ -742,7 +729,7 @@ absl::StatusOr<JobSpec> ReadJob(const Ctx& ctx, const toml::table& root) {
     return absl::InvalidArgumentError(
         absl::StrCat(ctx.file,
                      ": missing one of the keys 'frames', 'items', 'items_file', 'count' "
-                     "(how the job is split into tasks)"));
+                     "(how the job is split into tasks), or a [service] table"));
   }
   if (kinds.size() > 1) {
     std::sort(kinds.begin(), kinds.end(), [](const toml::key* a, const toml::key* b) {
@@ -784,6 +771,48 @@ absl::StatusOr<JobSpec> ReadJob(const Ctx& ctx, const toml::table& root) {
     if (absl::Status s = ReadInt(ctx, root, "count", "count", 1, kI64Max, spec.count); !s.ok()) {
       return s;
     }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<JobSpec> ReadJob(const Ctx& ctx, const toml::table& root) {
+  if (absl::Status s = CheckKeys(ctx, root, "", kTopKeys); !s.ok()) return s;
+  const toml::table* resources = SubTable(root, "resources");
+  const toml::table* retry = SubTable(root, "retry");
+  for (std::string_view key : {"resources", "retry"}) {
+    const toml::node* n = root.get(key);
+    if (n != nullptr && !n->is_table()) {
+      return KeyError(ctx, n->source(), key,
+                      absl::StrCat("must be a table ([", ToAbsl(key), "]), got ", Describe(*n)));
+    }
+  }
+  if (resources != nullptr) {
+    if (absl::Status s = CheckKeys(ctx, *resources, "resources.", kResourceKeys); !s.ok()) return s;
+  }
+  if (retry != nullptr) {
+    if (absl::Status s = CheckKeys(ctx, *retry, "retry.", kRetryKeys); !s.ok()) return s;
+  }
+
+  JobSpec spec;
+  spec.name = DefaultName(ctx.file);
+  if (absl::Status s = ReadString(ctx, root, "name", spec.name); !s.ok()) return s;
+
+  if (root.get("command") == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(ctx.file,
+                     ": missing required key 'command' (the program and its arguments, "
+                     "e.g. command = [\"povray\", \"+SF{frame_start}\"])"));
+  }
+  if (absl::Status s = ReadStringArray(ctx, root, "command", spec.command); !s.ok()) return s;
+
+  if (absl::Status s = internal::ReadServiceTable(
+          ctx.file, root, [](std::string_view name) { return MisplacedHint("service.", name); },
+          spec);
+      !s.ok()) {
+    return s;
+  }
+  if (!spec.service.has_value()) {  // a service's tasks are its replicas
+    if (absl::Status s = ReadTasks(ctx, root, spec); !s.ok()) return s;
   }
 
   InputExpander expander(ctx);
@@ -896,6 +925,7 @@ absl::StatusOr<uint64_t> TaskCount(const JobSpec& spec) {
     return absl::ResourceExhaustedError(absl::StrCat("job spec: field '", ToAbsl(what), "': ", n,
                                                      " tasks, over the limit of ", kMaxTasks));
   };
+  if (spec.service.has_value()) return spec.service->max_replicas;  // replica i is task i
   switch (spec.kind) {
     case TaskKind::kFrames: {
       absl::StatusOr<uint64_t> n = internal::CountChunks(spec.frames, spec.chunk, kMaxTasks);
@@ -940,9 +970,8 @@ absl::StatusOr<std::vector<TaskParams>> ExpandTasks(const JobSpec& spec) {
         t.item = spec.items[i];
       }
       break;
-    case TaskKind::kCount:
-      for (uint64_t i = 0; i < spec.count; ++i)
-        tasks.emplace_back().index = static_cast<uint32_t>(i);
+    case TaskKind::kCount:  // a service's tasks too: its replicas, by index
+      for (uint64_t i = 0; i < *n; ++i) tasks.emplace_back().index = static_cast<uint32_t>(i);
       break;
   }
   return tasks;

@@ -25,6 +25,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/types.h"
+#include "spec/service.h"
 
 namespace idlepool::spec {
 
@@ -110,6 +111,11 @@ struct JobSpec {
   core::Resources resources;
   uint32_t max_attempts = 3;         // failures per task, 1..kMaxAttempts; preemptions never count
   uint32_t timeout_s = 0;            // per attempt; 0 = none
+  // Set: the job is a service (its [service] table, spec/service.h), whose tasks are its
+  // replicas, 0..max_replicas-1. A service has kind kCount with count 0, no frames, items,
+  // outputs, allow_empty_outputs or timeout_s; a job file's [retry] keys are refused, and
+  // max_attempts, which the wire always carries, means nothing for it.
+  std::optional<ServiceSpec> service;
 };
 
 // Reads and validates a job file. Relative `inputs` and `items_file` are resolved against the
@@ -129,6 +135,9 @@ struct JobSpec {
 // kResourceExhausted "job spec: field 'command': task 0 would start with 1.1 GiB of arguments
 // and variables, the longest (element [1]) 575.09 KiB; the kernel allows 128 KiB per argument
 // ...". A frame list too long for IDLEPOOL_FRAMES is the field 'chunk'.
+// A service is held to its rules (spec/service.h), each named as "service.KEY", and to what it may
+// not have of a batch job (frames, items, count, chunk, outputs, allow_empty_outputs,
+// retry.timeout_s: "job spec: field 'outputs': a service has no outputs: ...").
 // Among them: every string that travels in the wire form (name, command, frames, items,
 // outputs, staged input paths) is valid UTF-8; staged paths and outputs globs are normalized
 // relative paths without NUL or line breaks; no staged path lies under another (a file cannot
@@ -136,7 +145,8 @@ struct JobSpec {
 // Messages name the field ("job spec: field 'chunk': ...").
 [[nodiscard]] absl::Status Validate(const JobSpec& spec);
 
-// Number of tasks the spec expands to, computed without expanding it.
+// Number of tasks the spec expands to, computed without expanding it. A service's: max_replicas
+// (replica i is task i).
 [[nodiscard]] absl::StatusOr<uint64_t> TaskCount(const JobSpec& spec);
 
 // What one task stands for. `frames` is empty unless kind == kFrames; `item` empty unless
@@ -150,15 +160,18 @@ struct TaskParams {
 [[nodiscard]] absl::StatusOr<std::vector<TaskParams>> ExpandTasks(const JobSpec& spec);
 
 // Substitutes placeholders in every argv element: {frame} {frame_start} {frame_end}
-// {frame_step} {frames} (comma-separated) {item} {index} {task_dir} {checkpoint_dir};
-// "{{" and "}}" are literal braces. Validate() has already refused unknown placeholders and ones
-// that do not fit the job's kind, so this fails on a malformed template, and on a command that
-// would be too big to start (as Validate counts it, with the real dir lengths): that is counted
-// before anything is rendered, so a spec that got past an older coordinator fails its attempt
-// with kInvalidArgument instead of rendering gigabytes.
+// {frame_step} {frames} (comma-separated) {item} {index} {task_dir} {checkpoint_dir}, and for a
+// service's replica (`replica` set) {port} (replica->port) and {replica} (task.index, as
+// {index}); "{{" and "}}" are literal braces. Validate() has already refused unknown
+// placeholders and ones that do not fit the job's kind ({port} and {replica} outside a service,
+// {checkpoint_dir} in one), so this fails on a malformed template, on {port} or {replica}
+// without `replica`, and on a command that would be too big to start (as Validate counts it,
+// with the real dir lengths): that is counted before anything is rendered, so a spec that got
+// past an older coordinator fails its attempt with kInvalidArgument instead of rendering
+// gigabytes.
 [[nodiscard]] absl::StatusOr<std::vector<std::string>> RenderCommand(
     const std::vector<std::string>& command, const TaskParams& task, std::string_view task_dir,
-    std::string_view checkpoint_dir);
+    std::string_view checkpoint_dir, const std::optional<ReplicaParams>& replica = std::nullopt);
 
 // "1,2,3" — the `idlepool frames` output format.
 std::string JoinFrames(const std::vector<int64_t>& frames);
@@ -169,7 +182,8 @@ std::string JoinFrames(const std::vector<int64_t>& frames);
 // arithmetic run), chunk size unchanged, so each sampled task renders exactly the frames it would
 // in the job. Items: the picked items. Count: tasks 0..k-1 (a count job's {index} cannot be
 // remapped). Name: the job's + ".calibrate". Everything else (command, inputs, outputs,
-// resources) is the job's. Errors: k == 0, a job without tasks, the job's own spec errors.
+// resources) is the job's. Errors: k == 0, a job without tasks, a service, the job's own spec
+// errors.
 [[nodiscard]] absl::StatusOr<JobSpec> CalibrationSpec(const JobSpec& job, uint32_t k);
 
 // Indices of min(n, k) tasks out of n, spread: the middle of each of k equal slices, ascending.

@@ -81,6 +81,7 @@ class MemoryStore final : public Store {
     h.profile_key = rec.profile_key;
     h.input_bytes = rec.input_bytes;
     h.input_files = rec.input_files;
+    h.service = rec.service;
     return h;
   }
 
@@ -116,6 +117,7 @@ absl::StatusOr<core::JobId> MemoryStore::InsertJob(const NewJob& job, int64_t no
   j.rec.profile_key = job.profile_key;
   j.rec.input_bytes = job.input_bytes;
   j.rec.input_files = job.input_files;
+  j.rec.service = job.service;
   j.tasks.resize(job.sched.task_count);
   for (uint32_t i = 0; i < job.sched.task_count; ++i) j.tasks[i].task = {id, i};
   return id;

@@ -1,7 +1,7 @@
 // The SQLite store's file format: the schema, its versions and the steps that migrate an older
 // file (store/sqlite_store.cc opens, creates and migrates; this header only describes).
 //
-// File format (schema version 9, kept in PRAGMA user_version; PRAGMA application_id marks the
+// File format (schema version 10, kept in PRAGMA user_version; PRAGMA application_id marks the
 // file as an idlepool store):
 //   jobs        (id INTEGER PRIMARY KEY AUTOINCREMENT, ...)  ids are never reused
 //   tasks       (job_id, idx) WITHOUT ROWID
@@ -18,6 +18,8 @@
 //                only for jobs that state them (version 8, which also added attempts.gpus)
 //   job_sandbox (job_id PRIMARY KEY, host_network): how a job's tasks are isolated, only for jobs
 //                that ask for more than the default (version 9)
+//   job_service (job_id PRIMARY KEY, min_replicas, ...): a service's [service] table, only for
+//                services (version 10)
 // Version 2 added attempts.suspensions, attempts.lost_ms and the checkpoints table; version 3 the
 // attempts' transfer columns (input_bytes ... cache_misses); version 4 the attempts' timing
 // columns (stage_ms, run_ms, upload_ms, resumed) and job_profiles; version 5 the workers table.
@@ -36,7 +38,7 @@
 
 namespace idlepool::store::internal {
 
-inline constexpr int kSchemaVersion = 9;
+inline constexpr int kSchemaVersion = 10;
 
 inline constexpr const char* kSchemaV1 = R"sql(
 CREATE TABLE jobs (
@@ -216,6 +218,25 @@ CREATE TABLE job_sandbox (
 )sql";
 // ---- end of schema version 9
 
+// ---- Schema version 10 (issue 17, services): self-contained so it can be renumbered at merge.
+// From version 9 to 10: a service job's [service] table (spec::ServiceSpec, protocol by its
+// name), one row per service; a job without a row is a batch job.
+inline constexpr int kServiceSchemaVersion = 10;
+inline constexpr const char* kMigrateV10Service = R"sql(
+CREATE TABLE job_service (
+  job_id                INTEGER PRIMARY KEY REFERENCES jobs(id),
+  min_replicas          INTEGER NOT NULL,
+  max_replicas          INTEGER NOT NULL,
+  protocol              TEXT    NOT NULL,
+  model                 TEXT    NOT NULL DEFAULT '',
+  health                TEXT    NOT NULL,
+  max_concurrent        INTEGER NOT NULL,
+  drain_seconds         INTEGER NOT NULL,
+  replicas_per_machine  INTEGER NOT NULL
+);
+)sql";
+// ---- end of schema version 10
+
 // Every step from version 1 up, in order: a fresh file runs kSchemaV1 and then all of them; an
 // older file, the steps above its version, each in its own transaction.
 struct Migration {
@@ -229,7 +250,8 @@ inline constexpr Migration kMigrations[] = {{2, kMigrateV2},
                                             {6, kMigrateV6},
                                             {kEventsSchemaVersion, kMigrateV7Events},
                                             {kGpusSchemaVersion, kMigrateV8Gpus},
-                                            {kSandboxSchemaVersion, kMigrateV9Sandbox}};
+                                            {kSandboxSchemaVersion, kMigrateV9Sandbox},
+                                            {kServiceSchemaVersion, kMigrateV10Service}};
 static_assert(std::size(kMigrations) + 1 == kSchemaVersion, "one migration step per version");
 
 }  // namespace idlepool::store::internal

@@ -21,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "store/sqlite_job_rows.h"
 #include "store/sqlite_schema.h"
 #include "store/sqlite_util.h"
 #include "store/store.h"
@@ -78,11 +79,11 @@ constexpr const char* kTrimEventsByRowsSql =
   "j.id, j.name, j.task_count, j.cpus, j.gpus, j.memory_mb, j.max_attempts, j.timeout_ms, " \
   "j.state, j.submitted_ms, j.finished_ms, coalesce(p.profile_key, ''), "                   \
   "coalesce(p.input_bytes, 0), coalesce(p.input_files, 0), coalesce(g.gpu_memory_mb, 0), "  \
-  "coalesce(g.gpu_api, ''), coalesce(x.host_network, 0)"
+  "coalesce(g.gpu_api, ''), coalesce(x.host_network, 0), " IDLEPOOL_JOB_SERVICE_COLUMNS
 #define IDLEPOOL_JOB_HEADER_FROM                                                   \
   " FROM jobs j LEFT JOIN job_profiles p ON p.job_id = j.id LEFT JOIN job_gpus g " \
-  "ON g.job_id = j.id LEFT JOIN job_sandbox x ON x.job_id = j.id "
-constexpr int kJobHeaderColumns = 17;  // spec, when selected, is column kJobHeaderColumns
+  "ON g.job_id = j.id LEFT JOIN job_sandbox x ON x.job_id = j.id" IDLEPOOL_JOB_SERVICE_JOIN
+constexpr int kJobHeaderColumns = 17 + in::kJobServiceColumns;  // then spec, when selected
 constexpr const char* kGetJobSql = "SELECT " IDLEPOOL_JOB_HEADER_COLUMNS
                                    ", j.spec" IDLEPOOL_JOB_HEADER_FROM "WHERE j.id = ?";
 constexpr const char* kGetJobHeaderSql =
@@ -140,6 +141,7 @@ struct Statements {
   StmtPtr append_event, list_events, trim_events_by_time, trim_events_by_rows;  // version 7
   StmtPtr insert_job_gpus;  // version 8
   StmtPtr insert_job_sandbox;  // version 9
+  StmtPtr insert_job_service;  // version 10
 };
 
 // --- the store --------------------------------------------------------------------------------
@@ -434,9 +436,7 @@ absl::Status SqliteStore::PrepareAll() {
       {&st_.task_state, "SELECT state FROM tasks WHERE job_id = ? AND idx = ?"},
       {&st_.succeeded_of_job, kSucceededOfJobSql},
       {&st_.succeeded_of_key, kSucceededOfKeySql},
-      {&st_.insert_job_profile,
-       "INSERT INTO job_profiles (job_id, profile_key, input_bytes, input_files) "
-       "VALUES (?, ?, ?, ?)"},
+      {&st_.insert_job_profile, in::kInsertJobProfileSql},
       {&st_.list_outputs,
        "SELECT idx, path, sha256, size FROM outputs WHERE job_id = ? ORDER BY idx, path"},
       {&st_.put_worker, kPutWorkerSql},
@@ -449,9 +449,9 @@ absl::Status SqliteStore::PrepareAll() {
       {&st_.list_events, kListWorkerEventsSql},
       {&st_.trim_events_by_time, kTrimEventsByTimeSql},
       {&st_.trim_events_by_rows, kTrimEventsByRowsSql},
-      {&st_.insert_job_gpus,
-       "INSERT INTO job_gpus (job_id, gpu_memory_mb, gpu_api) VALUES (?, ?, ?)"},
-      {&st_.insert_job_sandbox, "INSERT INTO job_sandbox (job_id, host_network) VALUES (?, 1)"},
+      {&st_.insert_job_gpus, in::kInsertJobGpusSql},
+      {&st_.insert_job_sandbox, in::kInsertJobSandboxSql},
+      {&st_.insert_job_service, in::kInsertJobServiceSql},
   };
   for (const auto& [stmt, sql] : all) {
     if (absl::Status s = Prepare(sql, *stmt); !s.ok()) return s;
@@ -488,31 +488,11 @@ absl::StatusOr<core::JobId> SqliteStore::InsertJob(const NewJob& job, int64_t no
     if (absl::Status s = Step(u, "InsertJob: insert job"); !s.ok()) return fail(s);
     id = static_cast<core::JobId>(sqlite3_last_insert_rowid(db_));
   }
-  {
-    Use u(st_.insert_job_profile);
-    Binder b(u);
-    b.Int(static_cast<int64_t>(id))
-        .Text(job.profile_key)
-        .Int(static_cast<int64_t>(std::min<uint64_t>(job.input_bytes, INT64_MAX)))
-        .Int(job.input_files);
-    if (b.rc() != SQLITE_OK) return fail(Err(b.rc(), "InsertJob: bind job profile"));
-    if (absl::Status s = Step(u, "InsertJob: insert job profile"); !s.ok()) return fail(s);
-  }
-  if (const core::Resources& r = job.sched.resources; r.gpu_memory_mb != 0 || !r.gpu_api.empty()) {
-    Use u(st_.insert_job_gpus);
-    Binder b(u);
-    b.Int(static_cast<int64_t>(id))
-        .Int(static_cast<int64_t>(std::min<uint64_t>(r.gpu_memory_mb, INT64_MAX)))
-        .Text(r.gpu_api);
-    if (b.rc() != SQLITE_OK) return fail(Err(b.rc(), "InsertJob: bind job gpus"));
-    if (absl::Status s = Step(u, "InsertJob: insert job gpus"); !s.ok()) return fail(s);
-  }
-  if (job.sched.resources.host_network) {  // a row only for a job that asks for more
-    Use u(st_.insert_job_sandbox);
-    if (int rc = sqlite3_bind_int64(u, 1, static_cast<int64_t>(id)); rc != SQLITE_OK) {
-      return fail(Err(rc, "InsertJob: bind job sandbox"));
-    }
-    if (absl::Status s = Step(u, "InsertJob: insert job sandbox"); !s.ok()) return fail(s);
+  if (std::optional<in::RowFailure> f =
+          in::InsertJobRows({st_.insert_job_profile, st_.insert_job_gpus, st_.insert_job_sandbox,
+                             st_.insert_job_service},
+                            id, job)) {
+    return fail(Err(f->rc, f->what));
   }
   {
     Use u(st_.insert_task);
@@ -910,6 +890,7 @@ absl::Status SqliteStore::ReadJobHeader(sqlite3_stmt* s, JobRecord& out) const {
   out.sched.resources.gpu_memory_mb = static_cast<uint64_t>(ColInt(s, 14));
   out.sched.resources.gpu_api = ColText(s, 15);
   out.sched.resources.host_network = ColInt(s, 16) != 0;
+  out.service = in::ColService(s, 17);
   return absl::OkStatus();
 }
 

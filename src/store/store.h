@@ -24,6 +24,7 @@
 #include "absl/status/statusor.h"
 #include "core/scheduler.h"
 #include "core/types.h"
+#include "spec/service.h"
 
 namespace idlepool::store {
 
@@ -37,6 +38,9 @@ struct NewJob {
   std::string profile_key;   // spec/profile_key.h; may be empty
   uint64_t input_bytes = 0;  // total size of the job's inputs
   uint32_t input_files = 0;
+  // Set for a service (its [service] table, also inside `spec`): kept in a table of its own,
+  // so every job read (headers included) has it without parsing the spec.
+  std::optional<spec::ServiceSpec> service;
 };
 
 struct JobRecord {
@@ -51,6 +55,7 @@ struct JobRecord {
   std::string profile_key;
   uint64_t input_bytes = 0;
   uint32_t input_files = 0;
+  std::optional<spec::ServiceSpec> service;  // as submitted (NewJob); empty for a batch job
 };
 
 struct AttemptRecord {

@@ -55,6 +55,32 @@ std::vector<core::GpuDevice> GpusFromProto(
   return out;
 }
 
+v1::ServiceSpec ToProto(const spec::ServiceSpec& s) {
+  v1::ServiceSpec p;
+  p.set_min_replicas(s.min_replicas);
+  p.set_max_replicas(s.max_replicas);
+  p.set_protocol(s.protocol);
+  p.set_model(s.model);
+  p.set_health(s.health);
+  p.set_max_concurrent(s.max_concurrent);
+  p.set_drain_seconds(s.drain_seconds);
+  p.set_replicas_per_machine(s.replicas_per_machine);
+  return p;
+}
+
+spec::ServiceSpec FromProto(const v1::ServiceSpec& p) {
+  spec::ServiceSpec s;
+  s.min_replicas = p.min_replicas();
+  s.max_replicas = p.max_replicas();
+  s.protocol = p.protocol();
+  s.model = p.model();
+  s.health = p.health();
+  s.max_concurrent = p.max_concurrent();
+  s.drain_seconds = p.drain_seconds();
+  s.replicas_per_machine = p.replicas_per_machine();
+  return s;
+}
+
 v1::JobSpec ToProto(const spec::JobSpec& s) {
   v1::JobSpec p;
   p.set_name(s.name);
@@ -68,7 +94,7 @@ v1::JobSpec ToProto(const spec::JobSpec& s) {
       for (const auto& i : s.items) p.mutable_items()->add_items(i);
       break;
     case spec::TaskKind::kCount:
-      p.set_count(s.count);
+      if (!s.service.has_value()) p.set_count(s.count);  // a service's tasks are its replicas
       break;
   }
   for (const auto& in : s.inputs) p.add_inputs()->set_path(in.path);
@@ -78,6 +104,7 @@ v1::JobSpec ToProto(const spec::JobSpec& s) {
   p.set_host_network(s.resources.host_network);  // not a field of v1::Resources
   p.set_max_attempts(s.max_attempts);
   p.set_timeout_s(s.timeout_s);
+  if (s.service.has_value()) *p.mutable_service() = ToProto(*s.service);
   return p;
 }
 
@@ -107,6 +134,7 @@ spec::JobSpec FromProto(const v1::JobSpec& p) {
   s.resources.host_network = p.host_network();
   s.max_attempts = p.max_attempts();
   s.timeout_s = p.timeout_s();
+  if (p.has_service()) s.service = FromProto(p.service());
   return s;
 }
 

@@ -22,6 +22,11 @@ v1::JobSpec ToProto(const spec::JobSpec& spec);
 // wire -> spec, for validation on the coordinator. Inputs' `source` is left empty.
 spec::JobSpec FromProto(const v1::JobSpec& proto);
 
+// A service's [service] table, every field as it is (Validate checks the values; proto3's
+// zeros are not replaced by the defaults). JobSpec.service is set exactly when spec.service is.
+v1::ServiceSpec ToProto(const spec::ServiceSpec& service);
+spec::ServiceSpec FromProto(const v1::ServiceSpec& proto);
+
 v1::TaskParams ToProto(const spec::TaskParams& task);
 spec::TaskParams FromProto(const v1::TaskParams& proto);
 

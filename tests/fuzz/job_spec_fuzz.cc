@@ -5,13 +5,15 @@
 // Properties, beyond not crashing: an error's message is valid UTF-8 and names the file first;
 // the TOML tree is no deeper than toml_util::Prescan allows; an accepted spec passes
 // spec::Validate, before and after its trip through the wire form, counts at least one task and
-// expands and renders every task of a small job without error and without a NUL.
+// expands and renders every task (a service's replicas with a port) of a small job without error
+// and without a NUL.
 //
 // Inputs that name files outside the job dir ('/' first, or a '..' anywhere) are skipped, so
 // that a run never walks the machine's file system.
 #include <cstddef>
 #include <cstdint>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -65,9 +67,12 @@ void CheckAccepted(const spec::JobSpec& spec) {
   if (*n > kMaxExpanded) return;
   absl::StatusOr<std::vector<spec::TaskParams>> tasks = spec::ExpandTasks(spec);
   FUZZ_CHECK(tasks.ok() && tasks->size() == *n, tasks.status().ToString());
+  // A service's replica gets the port the worker picked ({port}).
+  std::optional<spec::ReplicaParams> replica;
+  if (spec.service.has_value()) replica = spec::ReplicaParams{65535};
   for (const spec::TaskParams& t : *tasks) {
     absl::StatusOr<std::vector<std::string>> argv =
-        spec::RenderCommand(spec.command, t, "/task", "/checkpoint");
+        spec::RenderCommand(spec.command, t, "/task", "/checkpoint", replica);
     FUZZ_CHECK(argv.ok(), argv.status().ToString());
     FUZZ_CHECK(argv->size() == spec.command.size(), spec.command[0]);
     for (const std::string& arg : *argv) {

@@ -966,8 +966,14 @@ class SqliteStoreTest : public ::testing::Test {
   // Makes a current file a version 3 file, as idlepool wrote it before attempt timing, profile
   // keys and the workers table.
   // Makes a current file a version 6 file, as idlepool wrote it before log tails and events.
+  // Makes a current file a version 9 file, as idlepool wrote it before services.
+  static void DowngradeToV9(const std::string& path) {
+    RawExec(path, "DROP TABLE job_service");
+    RawExec(path, "PRAGMA user_version = 9");
+  }
   // Makes a current file a version 8 file, as idlepool wrote it before sandbox needs.
   static void DowngradeToV8(const std::string& path) {
+    DowngradeToV9(path);
     RawExec(path, "DROP TABLE job_sandbox");
     RawExec(path, "PRAGMA user_version = 8");
   }
@@ -1095,15 +1101,15 @@ TEST_F(SqliteStoreTest, NewerSchemaVersionIsRefused) {
     ASSERT_TRUE(s.ok()) << s.status();
     ASSERT_TRUE((*s)->InsertJob(MakeJob("a", 1), 1).ok());
   }
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "9");
-  RawExec(path, "PRAGMA user_version = 10");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "10");
+  RawExec(path, "PRAGMA user_version = 11");
   absl::StatusOr<std::unique_ptr<Store>> s = OpenSqliteStore(path);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), absl::StatusCode::kDataLoss) << s.status();
   EXPECT_THAT(s.status().message(), HasSubstr(path));
-  EXPECT_THAT(s.status().message(), HasSubstr("schema version 10"));
+  EXPECT_THAT(s.status().message(), HasSubstr("schema version 11"));
   // Back to the known version, it opens again with the data intact.
-  RawExec(path, "PRAGMA user_version = 9");
+  RawExec(path, "PRAGMA user_version = 10");
   auto again = OpenSqliteStore(path);
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ((*again)->ListJobs()->size(), 1u);
@@ -1125,7 +1131,7 @@ TEST_F(SqliteStoreTest, SchemaVersionOneIsMigratedInPlace) {
   RawExec(path, "PRAGMA user_version = 1");
   auto s = OpenSqliteStore(path);
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "9");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "10");
   ASSERT_TRUE((*s)->Apply({core::AttemptSuspended{1, {1, 0}},
                            core::TaskCheckpointed{{1, 0}, 1, {File("x", 'a', 1)}}},
                           3)
@@ -1147,7 +1153,7 @@ TEST_F(SqliteStoreTest, SchemaVersionTwoIsMigratedInPlace) {
   DowngradeToV2(path);
   auto s = OpenSqliteStore(path);
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "9");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "10");
   core::AttemptEnded ended{1, {1, 0}, "w1", core::AttemptOutcome::kFailed, 1, "x"};
   ended.transfer.input_bytes = 10;
   ended.transfer.cache_hits = 1;
@@ -1171,7 +1177,7 @@ TEST_F(SqliteStoreTest, SchemaVersionThreeGainsTimingAndProfiles) {
   EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "3");
   auto s = OpenSqliteStore(path);
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "9");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "10");
   // The old job and attempt read with an empty key and zero timing; nothing else lost.
   auto old = (*s)->GetJobHeader(1);
   ASSERT_TRUE(old.ok()) << old.status();
@@ -1253,7 +1259,7 @@ TEST_F(SqliteStoreTest, SchemaVersionThreeGainsTheWorkersTable) {
   EXPECT_EQ(RawQuery(path, "SELECT count(*) FROM sqlite_master WHERE name = 'workers'"), "0");
   auto s = OpenSqliteStore(path);
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "9");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "10");
   EXPECT_EQ((*s)->ListJobs()->size(), 1u);
   auto none = (*s)->ListWorkers();
   ASSERT_TRUE(none.ok()) << none.status();
@@ -1286,7 +1292,7 @@ TEST_F(SqliteStoreTest, SchemaVersionSixGainsLogTailsAndWorkerEventsAndKeepsEver
             "0");
   auto s = OpenSqliteStore(path);
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "9");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "10");
   // Everything of version 6 is still there; the old attempt has no log tail.
   auto attempts = (*s)->ListAttempts(1);
   ASSERT_TRUE(attempts.ok()) << attempts.status();
@@ -1325,7 +1331,7 @@ TEST_F(SqliteStoreTest, SchemaVersionSevenGainsGpusAndKeepsEverything) {
   DowngradeToV7(path);
   auto s = OpenSqliteStore(path);
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "9");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "10");
   // Everything of version 7 is still there; old attempts and jobs have no GPUs.
   auto attempts = (*s)->ListAttempts(1);
   ASSERT_TRUE(attempts.ok()) << attempts.status();
@@ -1361,7 +1367,7 @@ TEST_F(SqliteStoreTest, SchemaVersionEightGainsSandboxNeedsAndKeepsEverything) {
   DowngradeToV8(path);
   auto s = OpenSqliteStore(path);
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "9");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "10");
   // A job of version 8 has no sandbox row: the default (no host network); the rest is kept.
   auto state = (*s)->Load();
   ASSERT_TRUE(state.ok()) << state.status();
@@ -1378,6 +1384,47 @@ TEST_F(SqliteStoreTest, SchemaVersionEightGainsSandboxNeedsAndKeepsEverything) {
   state = (*s)->Load();
   ASSERT_TRUE(state.ok()) << state.status();
   EXPECT_TRUE(state->jobs.at(2).spec.resources.host_network);
+}
+
+TEST_F(SqliteStoreTest, SchemaVersionNineGainsServicesAndKeepsEverything) {
+  const std::string path = Path("state.db");
+  NewJob host = MakeJob("host", 1);
+  host.sched.resources.host_network = true;
+  {
+    auto s = OpenSqliteStore(path);
+    ASSERT_TRUE(s.ok()) << s.status();
+    ASSERT_TRUE((*s)->InsertJob(MakeJob("old", 2), 1).ok());
+    ASSERT_TRUE((*s)->InsertJob(host, 1).ok());
+  }
+  DowngradeToV9(path);
+  EXPECT_EQ(RawQuery(path, "SELECT count(*) FROM sqlite_master WHERE name = 'job_service'"), "0");
+  auto s = OpenSqliteStore(path);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "10");
+  // A job of version 9 has no service row: a batch job; the rest is kept.
+  auto jobs = (*s)->ListJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 2u);
+  EXPECT_FALSE(jobs->at(0).service.has_value());
+  EXPECT_FALSE(jobs->at(1).service.has_value());
+  EXPECT_TRUE(jobs->at(1).sched.resources.host_network);
+  auto state = (*s)->Load();
+  ASSERT_TRUE(state.ok()) << state.status();
+  ASSERT_EQ(state->jobs.size(), 2u);
+  EXPECT_EQ(state->tasks.size(), 3u);
+  // A new service keeps its table, in a row of the new table, across a reopen.
+  NewJob svc = MakeJob("svc", 3);
+  svc.service = spec::ServiceSpec{};
+  svc.service->max_replicas = 3;
+  svc.service->drain_seconds = 5;
+  auto id = (*s)->InsertJob(svc, 3);
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_EQ(RawQuery(path, "SELECT count(*) FROM job_service"), "1");
+  s->reset();
+  s = OpenSqliteStore(path);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ((*s)->GetJobHeader(*id)->service, svc.service);
+  EXPECT_FALSE((*s)->GetJobHeader(1)->service.has_value());
 }
 
 }  // namespace

@@ -100,5 +100,52 @@ TEST(JobSpecTest, HostNetworkTravelsToTheCoordinatorAndIntoEveryAssignment) {
   EXPECT_TRUE(as.allow_empty_outputs());
 }
 
+// A service's [service] table travels from the spec to the wire and back (SubmitJob) with every
+// key (issue 17); a batch job carries none, and a service no task kind.
+TEST(JobSpecTest, AServiceTravelsWithEveryKey) {
+  spec::JobSpec s;
+  s.name = "llama";
+  s.command = {"llama-server", "--port", "{port}"};
+  s.inputs = {spec::Input{"/m/model.gguf", "model.gguf"}};
+  s.resources.gpus = 1;
+  s.service = spec::ServiceSpec{};
+  s.service->min_replicas = 0;
+  s.service->max_replicas = 7;
+  s.service->protocol = "openai";
+  s.service->model = "org/llama:8b";
+  s.service->health = "/v1/models";
+  s.service->max_concurrent = 9;
+  s.service->drain_seconds = 11;
+  s.service->replicas_per_machine = 3;
+  const v1::JobSpec p = ToProto(s);
+  ASSERT_TRUE(p.has_service());
+  EXPECT_EQ(p.tasks_case(), v1::JobSpec::TASKS_NOT_SET);
+  EXPECT_EQ(p.service().max_replicas(), 7u);
+  EXPECT_EQ(p.service().protocol(), "openai");
+  // Through bytes, as the coordinator receives and stores it.
+  v1::JobSpec received;
+  ASSERT_TRUE(received.ParseFromString(p.SerializeAsString()));
+  const spec::JobSpec back = FromProto(received);
+  ASSERT_TRUE(back.service.has_value());
+  EXPECT_EQ(*back.service, *s.service);
+  EXPECT_EQ(back.kind, spec::TaskKind::kCount);
+  EXPECT_EQ(back.count, 0u);
+  EXPECT_TRUE(spec::Validate(back).ok()) << spec::Validate(back);
+  EXPECT_EQ(*spec::TaskCount(back), 7u);
+  // The defaults too, and a batch job has no service.
+  s.service = spec::ServiceSpec{};
+  EXPECT_EQ(FromProto(ToProto(s)).service, spec::ServiceSpec{});
+  s.service.reset();
+  s.count = 2;
+  EXPECT_FALSE(ToProto(s).has_service());
+  EXPECT_FALSE(FromProto(ToProto(s)).service.has_value());
+  // A client that sends an empty [service] message gets each zero named, not a default.
+  v1::JobSpec zero = ToProto(s);
+  zero.clear_count();
+  zero.mutable_service();
+  EXPECT_EQ(spec::Validate(FromProto(zero)).message(),
+            "job spec: field 'service.max_replicas': must be 1 to 1024, got 0");
+}
+
 }  // namespace
 }  // namespace idlepool::wire
