@@ -114,6 +114,11 @@ grpc::Status JobService::SubmitJob(grpc::ServerContext* ctx, const v1::SubmitJob
   job.sched.resources = spec.resources;
   job.sched.max_attempts = spec.max_attempts;
   job.sched.timeout = std::chrono::seconds(spec.timeout_s);
+  job.service = spec.service;
+  if (spec.service) {  // its replicas: the minimum until scaled (autoscaling is not built yet)
+    job.sched.service =
+        core::ServiceShape{spec.service->min_replicas, spec.service->replicas_per_machine};
+  }
   std::vector<std::string> input_hashes;
   for (const auto& in : proto.inputs()) {
     job.sched.inputs.push_back(core::BlobRef{in.sha256(), in.size()});

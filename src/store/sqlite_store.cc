@@ -411,8 +411,10 @@ absl::Status SqliteStore::PrepareAll() {
       {&st_.load_jobs,
        "SELECT j.id, j.task_count, j.cpus, j.gpus, j.memory_mb, j.max_attempts, j.timeout_ms, "
        "j.state, coalesce(g.gpu_memory_mb, 0), coalesce(g.gpu_api, ''), "
-       "coalesce(x.host_network, 0) FROM jobs j LEFT JOIN job_gpus g ON g.job_id = j.id "
-       "LEFT JOIN job_sandbox x ON x.job_id = j.id ORDER BY j.id"},
+       "coalesce(x.host_network, 0), coalesce(s.min_replicas, -1), "
+       "coalesce(s.replicas_per_machine, 1) FROM jobs j LEFT JOIN job_gpus g ON g.job_id = j.id "
+       "LEFT JOIN job_sandbox x ON x.job_id = j.id LEFT JOIN job_service s ON s.job_id = j.id "
+       "ORDER BY j.id"},
       {&st_.load_counts, "SELECT job_id, outcome, count(*) FROM attempts GROUP BY job_id, outcome"},
       {&st_.load_lost,
        "SELECT DISTINCT job_id, worker FROM attempts WHERE outcome = ? "
@@ -759,6 +761,10 @@ absl::StatusOr<core::RestoredState> SqliteStore::Load() {
       j.spec.resources.gpu_memory_mb = static_cast<uint64_t>(ColInt(u, 8));
       j.spec.resources.gpu_api = ColText(u, 9);
       j.spec.resources.host_network = ColInt(u, 10) != 0;
+      if (ColInt(u, 11) >= 0) {  // a service: it runs its minimum until scaled
+        j.spec.service = core::ServiceShape{static_cast<uint32_t>(ColInt(u, 11)),
+                                            static_cast<uint32_t>(ColInt(u, 12))};
+      }
       pos[j.spec.job] = out.jobs.size();
       out.jobs.push_back(std::move(j));
     }

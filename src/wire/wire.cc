@@ -174,6 +174,7 @@ v1::Assignment ToAssignment(const v1::JobSpec& spec, uint64_t job, const spec::T
   as.set_host_network(spec.host_network());
   *as.mutable_resources() = spec.resources();
   as.set_timeout_s(spec.timeout_s());
+  if (spec.has_service()) *as.mutable_service() = spec.service();
   for (uint32_t g : gpus) as.add_gpus(g);
   return as;
 }

@@ -47,6 +47,7 @@ struct Attempt {
   v1::Assignment assignment;
   AttemptPaths paths;
   int slot = -1;  // its sandbox slot (worker/sandbox_slots.h); -1: not sandboxed
+  uint16_t port = 0;  // a service replica's ({port}, IDLEPOOL_PORT; set at launch); 0: a task
   std::vector<std::string> device_nodes;  // its GPUs' device nodes, shown in its sandbox
   // Its GPUs' environment (worker/gpu_binding.h), bound when it was assigned.
   std::vector<std::pair<std::string, std::string>> gpu_env;

@@ -13,6 +13,7 @@
 #include "text/utf8.h"
 #include "wire/wire.h"
 #include "worker/attempt_runner.h"
+#include "worker/replica_port.h"
 
 extern char** environ;
 
@@ -188,6 +189,7 @@ platform::SpawnOptions AttemptRunner::SpawnFor(const Attempt& a,
     add("IDLEPOOL_FRAME_STEP", std::to_string(params.chunk.step));
   }
   if (!params.item.empty()) add("IDLEPOOL_ITEM", params.item);
+  if (a.port != 0) add("IDLEPOOL_PORT", std::to_string(a.port));
   return sp;
 }
 
@@ -232,7 +234,14 @@ PhaseResult AttemptRunner::Launch(Attempt& a, v1::AttemptReport* report) {
   const v1::Assignment& as = a.assignment;
   const spec::TaskParams params = wire::FromProto(as.task());
   const std::vector<std::string> cmd(as.command().begin(), as.command().end());
-  auto argv = spec::RenderCommand(cmd, params, a.paths.task_dir, a.paths.checkpoint_dir);
+  std::optional<spec::ReplicaParams> replica;
+  if (as.has_service()) {  // a service's replica: it listens on a port picked now
+    absl::StatusOr<uint16_t> port = PickReplicaPort();
+    if (!port.ok()) return OutOfResources(std::string(port.status().message()));
+    a.port = *port;
+    replica = spec::ReplicaParams{*port};
+  }
+  auto argv = spec::RenderCommand(cmd, params, a.paths.task_dir, a.paths.checkpoint_dir, replica);
   if (!argv.ok()) return Failed(std::string(argv.status().message()));
   if (d_.cgroups) {
     auto group = d_.cgroups->Acquire();
