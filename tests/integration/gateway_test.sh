@@ -12,7 +12,9 @@
 #   6. a client that leaves mid-stream: the engine counts its request cancelled;
 #   7. drain: no new request reaches the drained replica, its in-flight one finishes, "drained";
 #      remove: an in-flight request that sent nothing yet is retried on another replica;
-#   8. 300 streams held through the gateway: its descriptors and memory (VmRSS) measured, and
+#   8. /services/NAME/... passes any request to an http service; a full queue answers 503 with
+#      Retry-After at once, and the queued request is served when a slot frees;
+#   9. 300 streams held through the gateway: its descriptors and memory (VmRSS) measured, and
 #      back down once they close.
 source "$(dirname "$0")/lib.sh"
 BIN=$(dirname "$IDLEPOOL")
@@ -194,7 +196,38 @@ jq -e '.choices[0].message.content == "replica=r2 tok1"' "$T/moved.json" >/dev/n
 wait_until 5 stat_is r1 cancelled 1
 pass "drain: no new request to the drained replica, its own finished; remove: retried elsewhere"
 
-# 8. 300 streams held open through the gateway; descriptors and memory.
+# 8. Pass-through to an http service; a full queue.
+start_engine p1 --tokens 2 --ttft-ms 2000
+mkfifo "$T/g11.ctl"
+"$GATEWAY" --key-file "$T/key" --service raw:http::1 --replica "raw:1:127.0.0.1:$PORT_p1" \
+  --max-queue 1 <"$T/g11.ctl" >"$T/g11.log" 2>&1 &
+PIDS+=($!)
+exec {GW_g11}>"$T/g11.ctl"
+wait_until 10 grep -q "listening on" "$T/g11.log"
+GPORT=$(port_in "$T/g11.log")
+[ "$(code "${H[@]}" "$(gw /services/raw/health)")" = 200 ] || fail "pass-through GET /health"
+[ "$(jq -r .status "$T/body")" = ok ] || fail "pass-through body: $(cat "$T/body")"
+[ "$(code "${H[@]}" "$(gw /services/nope/health)")" = 404 ] || fail "unknown http service: not 404"
+pass_chat() { curl -s "${H[@]}" "$(gw /services/raw/v1/completions)" -d '{"model":"x","prompt":"p"}'; }
+pass_chat >"$T/first.json" &
+FIRST=$!
+wait_until 10 stat_is p1 in_flight 1
+pass_chat >"$T/queued.json" &
+QUEUED=$!
+queue_holds_one() {
+  ctl g11 "json $T/snap.json"
+  jq -e '.services[0].queue_length == 1' "$T/snap.json"
+}
+wait_until 10 queue_holds_one
+full() { [ "$(code -D "$T/full.head" "${H[@]}" "$(gw /services/raw/v1/completions)" -d '{}')" = 503 ]; }
+full || fail "a request past a full queue: not 503: $(cat "$T/body")"
+grep -qi '^Retry-After: [0-9]' "$T/full.head" || fail "503 without Retry-After: $(cat "$T/full.head")"
+wait "$FIRST" "$QUEUED"
+for f in first queued; do jq -e '.choices[0].text == "replica=p1 tok1"' "$T/$f.json" >/dev/null ||
+  fail "pass-through $f: $(cat "$T/$f.json")"; done
+pass "/services/raw/... passed through; a full queue answers 503 with Retry-After; the queued one served"
+
+# 9. 300 streams held open through the gateway; descriptors and memory.
 N=300
 start_engine h1 --tokens 100000 --token-ms 1000
 start_gateway g10 $N h1
