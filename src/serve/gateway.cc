@@ -1,0 +1,175 @@
+// Gateway: the io thread, the listener and the control calls posted onto it.
+#include "serve/gateway.h"
+
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/post.hpp>
+#include <future>
+
+#include "platform/clock.h"
+#include "serve/gateway_conn.h"
+#include "serve/gateway_impl.h"
+#include "spdlog/spdlog.h"
+
+namespace idlepool::serve {
+
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+namespace {
+
+// host:port ([v6]:port) -> endpoint; throws system_error (invalid_argument) when malformed.
+tcp::endpoint ParseListen(const std::string& listen) {
+  std::string host = listen, port;
+  if (!host.empty() && host[0] == '[') {
+    size_t close = host.find(']');
+    if (close != std::string::npos && close + 1 < host.size() && host[close + 1] == ':') {
+      port = host.substr(close + 2);
+      host = host.substr(1, close - 1);
+    }
+  } else if (size_t colon = host.rfind(':'); colon != std::string::npos) {
+    port = host.substr(colon + 1);
+    host = host.substr(0, colon);
+  }
+  if (host == "localhost") host = "127.0.0.1";
+  char* end = nullptr;
+  long p = std::strtol(port.c_str(), &end, 10);
+  if (port.empty() || *end != '\0' || p < 0 || p > 65535) {
+    throw boost::system::system_error(make_error_code(boost::system::errc::invalid_argument),
+                                      "listen address '" + listen + "' is not HOST:PORT");
+  }
+  return tcp::endpoint(net::ip::make_address(host), static_cast<uint16_t>(p));
+}
+
+}  // namespace
+
+Gateway::Impl::Impl(GatewayOptions o)
+    : options(std::move(o)),
+      io(std::make_unique<net::io_context>(1)),
+      router(RouterConfig{.seed = options.seed}),
+      pool(options.upstream_idle_max),
+      acceptor(*io),
+      timer(*io) {}
+
+Gateway::Impl::~Impl() {
+  // Handlers still queued in io hold connections and exchanges; they touch nothing of this
+  // object when destroyed, but the open requests are dropped first so none outlives the pool.
+  open.clear();
+  drain_watchers.clear();
+  pool.CloseAll();
+}
+
+Time Gateway::Impl::Now() { return Time{Micros{platform::SteadyNanos() / 1000}}; }
+
+void Gateway::Impl::Accept() {
+  acceptor.async_accept([this](boost::system::error_code ec, tcp::socket socket) {
+    if (!acceptor.is_open()) return;
+    if (!ec) {
+      socket.set_option(tcp::no_delay(true), ec);
+      std::make_shared<ClientConn>(std::move(socket), *this)->Start();
+    } else if (ec == net::error::no_descriptors) {
+      spdlog::warn("gateway: accept: {} (keeps accepting)", ec.message());
+    }
+    Accept();
+  });
+}
+
+Status Gateway::Impl::Call(std::function<Status()> fn) {
+  if (!running.load()) return {Code::kFailedPrecondition, "the gateway is not running"};
+  if (io->get_executor().running_in_this_thread()) return fn();
+  std::promise<Status> done;
+  std::future<Status> result = done.get_future();
+  net::post(*io, [&] { done.set_value(fn()); });
+  // Stop() may come in between: io.stop() drops the posted call, so wait with a bound.
+  while (result.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready) {
+    if (!running.load()) return {Code::kFailedPrecondition, "the gateway stopped"};
+  }
+  return result.get();
+}
+
+Gateway::Gateway(GatewayOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+
+Gateway::~Gateway() { Stop(); }
+
+void Gateway::Start() {
+  Impl& g = *impl_;
+  tcp::endpoint at = ParseListen(g.options.listen);
+  g.acceptor.open(at.protocol());
+  g.acceptor.set_option(net::socket_base::reuse_address(true));
+  g.acceptor.bind(at);
+  g.acceptor.listen(net::socket_base::max_listen_connections);
+  g.port = g.acceptor.local_endpoint().port();
+  spdlog::info("gateway: listening on {}:{} (router seed {})", at.address().to_string(), g.port,
+               g.options.seed);
+  g.Accept();
+  g.running = true;
+  g.thread = std::thread([&g] {
+    for (;;) {
+      try {
+        g.io->run();
+        return;
+      } catch (const std::exception& e) {  // a handler's bug must not end the endpoint
+        spdlog::error("gateway: io thread: {} (continues)", e.what());
+      }
+    }
+  });
+}
+
+void Gateway::Stop() {
+  Impl& g = *impl_;
+  if (!g.thread.joinable()) return;
+  net::post(*g.io, [&g] {
+    boost::system::error_code ignored;
+    g.acceptor.close(ignored);
+    g.timer.cancel();
+  });
+  g.running = false;
+  g.io->stop();
+  g.thread.join();
+}
+
+uint16_t Gateway::port() const { return impl_->port; }
+
+Status Gateway::AddService(const ServiceSpec& spec) {
+  return impl_->Call([&] { return impl_->AddService(spec); });
+}
+Status Gateway::RemoveService(std::string_view name) {
+  return impl_->Call([&] { return impl_->RemoveService(std::string(name)); });
+}
+Status Gateway::AddReplica(std::string_view service, ReplicaId id, std::string_view host,
+                           uint16_t port, uint32_t capacity) {
+  return impl_->Call([&] {
+    return impl_->AddReplica(std::string(service), id, std::string(host), port, capacity);
+  });
+}
+Status Gateway::SetReady(ReplicaId id) {
+  return impl_->Call([&] { return impl_->SetReady(id); });
+}
+Status Gateway::Drain(ReplicaId id, std::function<void()> drained) {
+  return impl_->Call([&] { return impl_->Drain(id, std::move(drained)); });
+}
+Status Gateway::Remove(ReplicaId id) {
+  return impl_->Call([&] { return impl_->Remove(id); });
+}
+Status Gateway::SetWeight(ReplicaId id, double weight) {
+  return impl_->Call([&] { return impl_->SetWeight(id, weight); });
+}
+
+std::string Gateway::PrometheusText() {
+  std::string out;
+  (void)impl_->Call([&] {
+    out = RenderPrometheus(impl_->metrics.Snapshot(impl_->router.Snapshot()));
+    return Status{};
+  });
+  return out;
+}
+
+std::string Gateway::SnapshotJson() {
+  std::string out;
+  (void)impl_->Call([&] {
+    out = RenderJson(impl_->metrics.Snapshot(impl_->router.Snapshot()));
+    return Status{};
+  });
+  return out;
+}
+
+}  // namespace idlepool::serve

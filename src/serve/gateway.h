@@ -1,0 +1,123 @@
+// The serving gateway (issue 17, points 2, 3 and 8): one HTTP/1.1 endpoint in front of a pool's
+// service replicas. OpenAI routes (POST /v1/chat/completions, /v1/completions, /v1/embeddings by
+// the body's `model`; GET /v1/models) and /services/NAME/... passed to an `http` service. Each
+// request is routed by serve::Router (least outstanding requests with two random choices, a
+// bounded queue, retries, ejection, drain) and proxied over kept-alive upstream connections;
+// answers, server-sent events included, pass through as they arrive. docs/guide/serving.md lists
+// the routes and error codes; docs/limits.md what it does not do yet.
+//
+// Threads: the gateway runs on one io thread of its own (Start); every connection, the router and
+// the upstream pool live there, so nothing is locked. The control calls below may be called from
+// any other thread: each is posted onto the io thread and waits for its result there (a few
+// microseconds when the loop is idle), so when Drain returns no new request goes to that replica.
+// Calling them from the io thread itself (inside a callback) runs them at once. After Stop (or
+// before Start) they answer kFailedPrecondition.
+//
+// Errors: control calls return serve::Status (router_types.h) with a static message naming what
+// was wrong; nothing throws across this interface except Start (the listen address: a
+// boost::system::system_error).
+//
+// TLS seam: connections are plain TCP (beast::tcp_stream). The coordinator's listener adds
+// asio::ssl with the pool's server certificate by giving ClientConn an ssl_stream (one type
+// change in gateway_conn.h; the handshake before the first read); nothing else reads the socket.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "serve/router_types.h"
+
+namespace idlepool::serve {
+
+enum class Protocol { kOpenAI, kHttp };
+
+struct GatewayOptions {
+  // host:port to listen on ("127.0.0.1:0": any free port; see Gateway::port()). The coordinator's
+  // --serve-listen default is 127.0.0.1:7880 (issue 17).
+  std::string listen = "127.0.0.1:7880";
+  // Every route needs `Authorization: Bearer KEY` with authenticate(KEY) true, else 401. Unset:
+  // every request is refused (a gateway is never open by mistake). Runs on the io thread: it must
+  // not block (the token store's lookup is an in-memory hash).
+  std::function<bool(std::string_view bearer_token)> authenticate;
+  // A request body over this is answered 413. 8 MiB: a long chat context (128k tokens of text is
+  // about 0.5 MiB) with room for base64 images; llama-server and the fake engine use the same.
+  uint64_t body_bytes_max = 8 << 20;
+  // Deadlines per upstream attempt; each one that passes is an upstream error (retried while
+  // nothing reached the client, else the stream ends with an error event).
+  //   connect: a replica on the worker's loopback (or its tunnel) accepts in well under a
+  //     millisecond; 5 s covers a loaded machine and is Envoy's default connect_timeout order.
+  //   first byte: from the request sent to the first byte of the answer's body. A replica gets
+  //     requests only once healthy (the model loaded), so this bounds prompt processing, not a
+  //     load: 120 s is a 100k-token prompt at ~1k tokens/s on a consumer GPU, and half of
+  //     LiteLLM's 600 s default, which lets stuck engines hold clients 10 minutes.
+  //   gap: between two pieces of the body once it flows; a healthy engine emits a token every
+  //     10-100 ms, so 30 s is a stalled engine (--hang-after), not a slow one.
+  std::chrono::milliseconds connect_timeout{5000};
+  std::chrono::milliseconds first_byte_timeout{120'000};
+  std::chrono::milliseconds gap_timeout{30'000};
+  // A client connection idle between requests is closed after this (nginx keepalive_timeout 75 s).
+  std::chrono::milliseconds idle_timeout{75'000};
+  // Idle upstream connections kept per replica for reuse (more are closed when returned).
+  uint32_t upstream_idle_max = 256;
+  // Seeds the router's two random choices; logged at start.
+  uint64_t seed = 1;
+};
+
+// A service as the gateway routes it.
+struct ServiceSpec {
+  std::string name;
+  Protocol protocol = Protocol::kOpenAI;
+  std::string model;      // kOpenAI: the name clients send; unique over openai services
+  ServiceConfig routing;  // max_concurrent, queue and its deadline, retries, ejection
+};
+
+class Gateway {
+ public:
+  explicit Gateway(GatewayOptions options);
+  ~Gateway();  // Stop()
+  Gateway(const Gateway&) = delete;
+  Gateway& operator=(const Gateway&) = delete;
+
+  // Binds options.listen and starts the io thread. Throws boost::system::system_error when the
+  // address cannot be bound.
+  void Start();
+  // Closes the listener and every connection (in-flight requests are cut) and joins the thread.
+  void Stop();
+  uint16_t port() const;  // the bound port, after Start
+
+  // Control (any thread). kAlreadyExists for a duplicate name, id or model; kNotFound for an
+  // unknown one; kInvalidArgument for a bad field (the message names it).
+  [[nodiscard]] Status AddService(const ServiceSpec& spec);
+  // Its queued requests get 503, its in-flight ones are cut (502 or an error event).
+  [[nodiscard]] Status RemoveService(std::string_view name);
+  // A replica, starting (no request until SetReady), reached at host:port (an IP address).
+  // capacity 0: the service's max_concurrent.
+  [[nodiscard]] Status AddReplica(std::string_view service, ReplicaId id, std::string_view host,
+                                  uint16_t port, uint32_t capacity = 0);
+  [[nodiscard]] Status SetReady(ReplicaId id);  // its health check answered 200
+  // No new request from the call's return on; `drained` runs (on the io thread, once) when its
+  // last in-flight request has ended, at once if none is. The caller then Removes it (or at
+  // drain_seconds, cutting what is left).
+  [[nodiscard]] Status Drain(ReplicaId id, std::function<void()> drained = {});
+  // The replica is gone (vanished, stopped): its in-flight requests that sent nothing to their
+  // clients yet are retried on others; the rest end with an error event (or a cut). Its idle
+  // upstream connections are closed.
+  [[nodiscard]] Status Remove(ReplicaId id);
+  // The machine's state: 1 full share .. 0 no new request (see Router::SetWeight).
+  [[nodiscard]] Status SetWeight(ReplicaId id, double weight);
+
+  // Metrics rendered on the io thread's state (any thread; "" after Stop).
+  std::string PrometheusText();
+  std::string SnapshotJson();
+
+  class Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace idlepool::serve

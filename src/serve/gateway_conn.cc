@@ -1,0 +1,220 @@
+#include "serve/gateway_conn.h"
+
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/http/read.hpp>
+
+#include "serve/gateway_exchange.h"
+#include "serve/gateway_parse.h"
+
+namespace idlepool::serve {
+
+namespace net = boost::asio;
+namespace http = boost::beast::http;
+
+namespace {
+
+std::string_view View(boost::beast::string_view s) { return {s.data(), s.size()}; }
+
+}  // namespace
+
+ClientConn::ClientConn(net::ip::tcp::socket socket, Gateway::Impl& gateway)
+    : stream_(std::move(socket)), g_(gateway), idle_(stream_.get_executor()) {}
+
+void ClientConn::Start() {
+  g_.metrics.Accepted();
+  ReadRequest();
+}
+
+void ClientConn::ArmIdle() {
+  idle_.expires_after(g_.options.idle_timeout);
+  idle_.async_wait([self = shared_from_this()](error_code ec) {
+    if (!ec && !self->exchange_) self->Close();
+  });
+}
+
+void ClientConn::ReadRequest() {
+  if (closed_) return;
+  parser_.emplace();
+  parser_->body_limit(g_.options.body_bytes_max);
+  parser_->header_limit(64 * 1024);
+  ArmIdle();
+  http::async_read_header(
+      stream_, buffer_, *parser_,
+      [self = shared_from_this()](error_code ec, size_t) { self->OnHeader(ec); });
+}
+
+void ClientConn::OnHeader(error_code ec) {
+  if (closed_) return;
+  if (ec) return OnRequest(ec);
+  const auto& req = parser_->get();
+  // A declared body over the limit is refused before it is sent (curl and the OpenAI clients
+  // wait for "100 Continue" on large bodies), so the client reads the 413 instead of a reset.
+  boost::optional<uint64_t> length = parser_->content_length();
+  if (length && *length > g_.options.body_bytes_max) return OnRequest(http::error::body_limit);
+  auto expect = req.find(http::field::expect);
+  if (expect != req.end() && boost::beast::iequals(expect->value(), "100-continue")) {
+    static const std::string kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+    return net::async_write(stream_.socket(), net::buffer(kContinue),
+                            [self = shared_from_this()](error_code ec, size_t) {
+                              if (ec) return self->Close();
+                              self->ReadBody();
+                            });
+  }
+  ReadBody();
+}
+
+void ClientConn::ReadBody() {
+  http::async_read(stream_, buffer_, *parser_,
+                   [self = shared_from_this()](error_code ec, size_t) { self->OnRequest(ec); });
+}
+
+void ClientConn::OnRequest(error_code ec) {
+  if (closed_) return;
+  idle_.cancel();
+  received_ = Gateway::Impl::Now();
+  if (ec == http::error::body_limit) {
+    keep_alive_ = false;
+    return AnswerError(413, "the request body is over the gateway's limit", "");
+  }
+  if (ec == http::error::end_of_stream || ec == http::error::partial_message) return Close();
+  if (ec && ec.category() != make_error_code(http::error::bad_target).category()) return Close();
+  if (ec) {
+    keep_alive_ = false;
+    return AnswerError(400, "not an HTTP request: " + ec.message(), "");
+  }
+  keep_alive_ = parser_->get().keep_alive();
+  http10_ = parser_->get().version() < 11;
+  Handle();
+}
+
+void ClientConn::Handle() {
+  const auto& req = parser_->get();
+  auto auth = req.find(http::field::authorization);
+  std::optional<std::string_view> key;
+  if (auth != req.end()) key = BearerToken(View(auth->value()));
+  if (!key || !g_.options.authenticate || !g_.options.authenticate(*key)) {
+    return Answer(401,
+                  ErrorJson(key ? "the API key is not valid" : "no API key (Authorization: Bearer)",
+                            "authentication_error", "invalid_api_key"),
+                  "WWW-Authenticate: Bearer\r\n", "");
+  }
+  std::string target(View(req.target()));
+  Route route = ParseRoute(View(req.method_string()), target);
+  switch (route.kind) {
+    case RouteKind::kModels:
+      return Answer(200, ModelsJson(g_.OpenAIModels()), "", "");
+    case RouteKind::kOpenAI:
+      return HandleOpenAI(route.upstream_target);
+    case RouteKind::kPassThrough:
+      return HandlePassThrough(route.service, route.upstream_target);
+    case RouteKind::kBadMethod:
+      return AnswerError(405, "method not allowed: " + std::string(View(req.method_string())), "");
+    case RouteKind::kNotFound:
+      break;
+  }
+  AnswerError(404, "no such route: " + target.substr(0, 200), "");
+}
+
+void ClientConn::HandleOpenAI(const std::string& target) {
+  ModelOf m = ParseModel(parser_->get().body());
+  if (!m.error.empty()) return AnswerError(400, m.error, "", m.param);
+  std::optional<std::string> service = g_.ServiceForModel(m.model);
+  if (!service) {
+    std::string list;
+    for (const std::string& model : g_.OpenAIModels()) list += (list.empty() ? "" : ", ") + model;
+    return AnswerError(404,
+                       "the model '" + m.model.substr(0, 200) +
+                           "' does not exist; models: " + (list.empty() ? "(none)" : list),
+                       "", "model");
+  }
+  Proxy(*service, target);
+}
+
+void ClientConn::HandlePassThrough(const std::string& service, const std::string& target) {
+  if (!g_.IsHttpService(service)) {
+    return AnswerError(404, "no http service named '" + service.substr(0, 200) + "'", "");
+  }
+  Proxy(service, target);
+}
+
+void ClientConn::Proxy(const std::string& service, const std::string& target) {
+  auto& req = parser_->get();
+  UpstreamRequest up;
+  up.method = std::string(View(req.method_string()));
+  up.target = target;
+  for (const auto& field : req) {
+    std::string_view name = View(field.name_string());
+    if (IsDroppedHeader(name) || field.name() == http::field::host) continue;
+    up.headers.append(name).append(": ").append(View(field.value())).append("\r\n");
+  }
+  up.body = std::move(req.body());
+  up.client_keep_alive = keep_alive_;
+  up.client_http10 = http10_;
+  exchange_ = std::make_shared<Exchange>(g_, shared_from_this(), service, std::move(up), received_);
+  Watch();
+  g_.Submit(exchange_);
+}
+
+void ClientConn::Watch() {
+  if (watching_ || closed_) return;
+  watching_ = true;
+  stream_.socket().async_read_some(
+      buffer_.prepare(4096),
+      [self = shared_from_this()](error_code ec, size_t n) { self->OnWatch(ec, n); });
+}
+
+void ClientConn::OnWatch(error_code ec, size_t bytes) {
+  watching_ = false;
+  if (closed_) return;
+  if (ec) {
+    if (exchange_) {
+      std::shared_ptr<Exchange> x = std::move(exchange_);
+      x->ClientGone();
+    }
+    return Close();
+  }
+  buffer_.commit(bytes);
+  if (!exchange_) ReadRequest();  // the next request began while we watched
+  // Else a pipelined request waits in buffer_ until this exchange ends.
+}
+
+void ClientConn::Finish(bool keep_alive) {
+  exchange_.reset();
+  if (!keep_alive || !keep_alive_ || closed_) return Close();
+  if (watching_) return ArmIdle();  // the pending read sees the next request (or the end)
+  ReadRequest();
+}
+
+void ClientConn::AnswerError(int status, const std::string& message, const std::string& service,
+                             const std::string& param) {
+  Answer(status, ErrorJson(message, ErrorTypeFor(status), "", param), "", service);
+}
+
+void ClientConn::Answer(int status, const std::string& body, const std::string& extra_headers,
+                        const std::string& service) {
+  if (closed_) return;
+  g_.metrics.Answer(service, status);
+  out_ = (http10_ ? "HTTP/1.0 " : "HTTP/1.1 ") + std::to_string(status) + " " +
+         std::string(View(http::obsolete_reason(static_cast<http::status>(status)))) +
+         "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+         "\r\n" + extra_headers + (keep_alive_ ? "" : "Connection: close\r\n") + "\r\n" + body;
+  net::async_write(stream_.socket(), net::buffer(out_),
+                   [self = shared_from_this()](error_code ec, size_t) {
+                     if (ec) return self->Close();
+                     self->Finish(self->keep_alive_);
+                   });
+}
+
+void ClientConn::Close() {
+  if (closed_) return;
+  closed_ = true;
+  exchange_.reset();  // breaks the conn <-> exchange cycle
+  g_.metrics.Closed();
+  idle_.cancel();
+  error_code ignored;
+  stream_.socket().shutdown(net::ip::tcp::socket::shutdown_send, ignored);
+  stream_.socket().close(ignored);
+}
+
+}  // namespace idlepool::serve

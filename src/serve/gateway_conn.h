@@ -1,0 +1,75 @@
+// One client connection of the gateway: HTTP/1.1 requests read one after another (keep-alive),
+// each checked (the bearer key, the body limit, the route, the model) and answered at once (an
+// error, the model list) or handed to an Exchange that proxies it. While an exchange runs the
+// connection is read too, so a client that leaves is seen at once and its upstream request
+// cancelled. An idle connection (between requests, or a request that never completes) is closed
+// after GatewayOptions::idle_timeout.
+//
+// TLS seam: Stream is the only transport type; the coordinator's HTTPS listener makes it an
+// asio::ssl::stream<beast::tcp_stream> and does the handshake in Start.
+//
+// Lifetime: shared, owned by its pending operations and its exchange; io thread only.
+#pragma once
+
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "serve/gateway_impl.h"
+
+namespace idlepool::serve {
+
+class ClientConn : public std::enable_shared_from_this<ClientConn> {
+ public:
+  using Stream = boost::beast::tcp_stream;
+  ClientConn(boost::asio::ip::tcp::socket socket, Gateway::Impl& gateway);
+
+  void Start();
+  Stream& stream() { return stream_; }
+  // The exchange wrote its whole answer: read the next request (keep_alive) or close.
+  void Finish(bool keep_alive);
+  // A whole JSON answer (an error or the model list), then Finish. `extra_headers`: lines
+  // "Name: value\r\n". Counted in the metrics under `service`.
+  void Answer(int status, const std::string& body, const std::string& extra_headers,
+              const std::string& service);
+  void Close();
+  bool closed() const { return closed_; }
+
+ private:
+  using error_code = boost::system::error_code;
+
+  void ReadRequest();
+  void OnHeader(error_code ec);
+  void ReadBody();
+  void OnRequest(error_code ec);
+  void Handle();
+  void HandleOpenAI(const std::string& target);
+  void HandlePassThrough(const std::string& service, const std::string& target);
+  void Proxy(const std::string& service, const std::string& target);
+  void Watch();
+  void OnWatch(error_code ec, size_t bytes);
+  void ArmIdle();
+  void AnswerError(int status, const std::string& message, const std::string& service,
+                   const std::string& param = "");
+
+  Stream stream_;
+  Gateway::Impl& g_;
+  boost::beast::flat_buffer buffer_;
+  std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
+  boost::asio::steady_timer idle_;
+  std::shared_ptr<Exchange> exchange_;
+  Time received_{};
+  bool keep_alive_ = true;
+  bool http10_ = false;
+  bool watching_ = false;  // a read of the client is pending while an exchange runs
+  bool closed_ = false;
+  std::string out_;  // what Answer's pending write sends
+};
+
+}  // namespace idlepool::serve

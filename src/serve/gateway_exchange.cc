@@ -1,0 +1,154 @@
+// Exchange, the upstream side: connection, request, the answer's head, retries.
+#include "serve/gateway_exchange.h"
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/http/read.hpp>
+
+#include "serve/gateway_conn.h"
+#include "serve/gateway_parse.h"
+#include "spdlog/spdlog.h"
+
+namespace idlepool::serve {
+
+namespace net = boost::asio;
+namespace http = boost::beast::http;
+
+Exchange::Exchange(Gateway::Impl& gateway, std::shared_ptr<ClientConn> conn, std::string service,
+                   UpstreamRequest request, Time received)
+    : g_(gateway),
+      conn_(std::move(conn)),
+      service_(std::move(service)),
+      request_(std::move(request)),
+      received_(received) {}
+
+void Exchange::SendTo(ReplicaId replica) {
+  if (done_) return;
+  CloseUpstream();
+  ++attempt_;
+  replica_ = replica;
+  answer_began_ = false;
+  std::optional<net::ip::tcp::endpoint> at = g_.pool.Endpoint(replica);
+  if (!at) return Failed("the replica has no address");
+  up_ = g_.pool.Take(replica);
+  reused_ = up_ != nullptr;
+  if (reused_) return WriteRequest();
+  Connect(*at);
+}
+
+void Exchange::Connect(const net::ip::tcp::endpoint& at) {
+  up_ = std::make_shared<UpstreamPool::Stream>(g_.io->get_executor());
+  reused_ = false;
+  up_->expires_after(g_.options.connect_timeout);
+  up_->async_connect(at, [self = shared_from_this(), a = attempt_, up = up_](error_code ec) {
+    if (self->Stale(a)) return;
+    if (ec) return self->Failed("connect: " + ec.message());
+    error_code ignored;
+    self->up_->socket().set_option(net::ip::tcp::no_delay(true), ignored);
+    self->WriteRequest();
+  });
+}
+
+void Exchange::WriteRequest() {
+  net::ip::tcp::endpoint at = *g_.pool.Endpoint(replica_);
+  out_ = request_.method + " " + request_.target +
+         " HTTP/1.1\r\nHost: " + at.address().to_string() + ":" + std::to_string(at.port()) +
+         "\r\n" + request_.headers;
+  if (!request_.body.empty() || request_.method == "POST" || request_.method == "PUT" ||
+      request_.method == "PATCH") {
+    out_ += "Content-Length: " + std::to_string(request_.body.size()) + "\r\n";
+  }
+  out_ += "\r\n";
+  std::array<net::const_buffer, 2> bufs = {net::buffer(out_), net::buffer(request_.body)};
+  up_->expires_after(g_.options.first_byte_timeout);
+  net::async_write(*up_, bufs,
+                   [self = shared_from_this(), a = attempt_, up = up_](error_code ec, size_t) {
+                     if (self->Stale(a)) return;
+                     if (ec) return self->Failed("sending the request: " + ec.message());
+                     self->ReadHead();
+                   });
+}
+
+void Exchange::ReadHead() {
+  buffer_.clear();
+  parser_.emplace();
+  parser_->body_limit(
+      UINT64_MAX);  // not boost::none: Boost 1.74 compares a length with it as "over"
+  parser_->skip(request_.method == "HEAD");
+  http::async_read_header(
+      *up_, buffer_, *parser_,
+      [self = shared_from_this(), a = attempt_, up = up_](error_code ec, size_t) {
+        if (self->Stale(a)) return;
+        self->OnHead(ec);
+      });
+}
+
+void Exchange::OnHead(error_code ec) {
+  if (ec) {
+    if (buffer_.size() > 0) answer_began_ = true;
+    return Failed("reading the answer: " + ec.message());
+  }
+  answer_began_ = true;
+  const auto& res = parser_->get();
+  if (res.result_int() >= 500)
+    return Failed("the replica answered " + std::to_string(res.result_int()));
+  auto type = res.find(http::field::content_type);
+  sse_ = type != res.end() && type->value().starts_with("text/event-stream");
+  keep_client_ = request_.client_keep_alive;
+  if (request_.client_http10) {
+    chunked_ = false;
+    if (!parser_->content_length()) keep_client_ = false;  // the close ends the body
+  } else {
+    chunked_ = !parser_->content_length() && !parser_->is_done();
+  }
+  if (parser_->is_done()) return Forward(0, true);
+  ReadBody();
+}
+
+void Exchange::Failed(const std::string& what) {
+  if (done_) return;
+  spdlog::debug("gateway: request {} on replica {}: {}", id_, replica_, what);
+  if (head_sent_) return Cut(what);
+  bool stale_idle = reused_ && !answer_began_;
+  CloseUpstream();
+  if (stale_idle) {  // the replica closed an idle connection: once more, fresh, uncharged
+    ++attempt_;
+    return Connect(*g_.pool.Endpoint(replica_));
+  }
+  g_.Retry(shared_from_this());
+}
+
+void Exchange::Orphaned() {
+  if (done_) return;
+  if (head_sent_) return Cut("the replica went away");
+  CloseUpstream();
+  ++attempt_;
+  g_.Retry(shared_from_this());
+}
+
+void Exchange::Refuse(int status, const std::string& message, std::chrono::seconds retry_after) {
+  if (done_) return;
+  done_ = true;
+  CloseUpstream();
+  std::string extra;
+  if (retry_after.count() > 0)
+    extra = "Retry-After: " + std::to_string(retry_after.count()) + "\r\n";
+  conn_->Answer(status, ErrorJson(message, ErrorTypeFor(status)), extra, service_);
+}
+
+void Exchange::ClientGone() {
+  if (done_) return;
+  done_ = true;
+  CloseUpstream();  // the engine sees its client leave: the request is cancelled there
+  if (id_ != 0) g_.Finish(*this, Outcome::kClientGone);
+}
+
+void Exchange::CloseUpstream() {
+  if (!up_) return;
+  error_code ignored;
+  up_->socket().shutdown(net::ip::tcp::socket::shutdown_both, ignored);
+  up_->socket().close(ignored);
+  up_.reset();  // pending operations hold their own reference until their handlers ran
+}
+
+}  // namespace idlepool::serve

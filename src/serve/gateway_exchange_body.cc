@@ -1,0 +1,129 @@
+// Exchange, the client side: the answer's head and body forwarded piece by piece as they arrive,
+// the end of an answer, and a stream cut after its first byte.
+#include <boost/asio/write.hpp>
+#include <boost/beast/http/read.hpp>
+#include <cstdio>
+
+#include "serve/gateway_conn.h"
+#include "serve/gateway_exchange.h"
+#include "serve/gateway_parse.h"
+
+namespace idlepool::serve {
+
+namespace net = boost::asio;
+namespace http = boost::beast::http;
+
+namespace {
+
+std::string_view View(boost::beast::string_view s) { return {s.data(), s.size()}; }
+
+void AppendChunk(std::string& out, std::string_view data) {
+  char size[24];
+  int n = std::snprintf(size, sizeof size, "%zx\r\n", data.size());
+  out.append(size, n).append(data).append("\r\n");
+}
+
+}  // namespace
+
+void Exchange::ReadBody() {
+  auto& body = parser_->get().body();
+  body.data = piece_.data();
+  body.size = piece_.size();
+  up_->expires_after(head_sent_ ? g_.options.gap_timeout : g_.options.first_byte_timeout);
+  http::async_read_some(*up_, buffer_, *parser_,
+                        [self = shared_from_this(), a = attempt_, up = up_](error_code ec, size_t) {
+                          if (self->Stale(a)) return;
+                          self->OnBody(ec);
+                        });
+}
+
+void Exchange::OnBody(error_code ec) {
+  if (ec == http::error::need_buffer) ec = {};
+  if (ec) return Failed("reading the answer's body: " + ec.message());
+  size_t got = piece_.size() - parser_->get().body().size;
+  if (got == 0 && !parser_->is_done()) return ReadBody();
+  Forward(got, parser_->is_done());
+}
+
+std::string Exchange::ClientHead() const {
+  const auto& res = parser_->get();
+  std::string head = request_.client_http10 ? "HTTP/1.0 " : "HTTP/1.1 ";
+  head += std::to_string(res.result_int()) + " " + std::string(View(res.reason())) + "\r\n";
+  for (const auto& field : res) {
+    std::string_view name = View(field.name_string());
+    if (IsDroppedHeader(name)) continue;
+    head.append(name).append(": ").append(View(field.value())).append("\r\n");
+  }
+  if (chunked_) {
+    head += "Transfer-Encoding: chunked\r\n";
+  } else if (parser_->content_length()) {
+    head += "Content-Length: " + std::to_string(*parser_->content_length()) + "\r\n";
+  } else if (parser_->is_done()) {
+    head += "Content-Length: 0\r\n";
+  }
+  if (!keep_client_) head += "Connection: close\r\n";
+  return head + "\r\n";
+}
+
+void Exchange::Forward(size_t bytes, bool last) {
+  out_.clear();
+  if (!head_sent_) {
+    out_ = ClientHead();
+    head_sent_ = true;
+    g_.metrics.FirstByte(service_, Gateway::Impl::Now() - received_);
+    g_.metrics.Answer(service_, parser_->get().result_int());
+  }
+  std::string_view data(piece_.data(), bytes);
+  if (chunked_) {
+    if (bytes > 0) AppendChunk(out_, data);
+    if (last) out_ += "0\r\n\r\n";
+  } else {
+    out_.append(data);
+  }
+  writing_ = true;
+  net::async_write(conn_->stream().socket(), net::buffer(out_),
+                   [self = shared_from_this(), a = attempt_, last](error_code ec, size_t) {
+                     self->writing_ = false;
+                     if (self->cut_) return self->WriteCutEvent();
+                     if (self->Stale(a)) return;
+                     if (ec) return self->ClientGone();
+                     if (last) return self->Complete();
+                     self->ReadBody();
+                   });
+}
+
+void Exchange::Complete() {
+  done_ = true;
+  if (parser_->keep_alive() && up_) {
+    g_.pool.Give(replica_, std::move(up_));
+  } else {
+    CloseUpstream();
+  }
+  g_.metrics.Done(service_, Gateway::Impl::Now() - received_);
+  g_.Finish(*this, Outcome::kOk);
+  conn_->Finish(keep_client_);
+}
+
+// After the first byte: the replica is charged, and the client learns the answer is incomplete.
+void Exchange::Cut(const std::string& what) {
+  done_ = true;
+  CloseUpstream();
+  g_.metrics.StreamBroken(service_);
+  g_.metrics.Done(service_, Gateway::Impl::Now() - received_);
+  g_.Finish(*this, Outcome::kUpstreamError);
+  if (!(sse_ && chunked_)) return conn_->Close();  // a truncated body: clients see an error
+  cut_ = true;
+  cut_message_ = "the replica failed mid-answer: " + what;
+  if (!writing_) WriteCutEvent();  // else after the pending write of the previous piece
+}
+
+void Exchange::WriteCutEvent() {
+  cut_ = false;
+  out_.clear();
+  AppendChunk(out_, SseErrorEvent(cut_message_));
+  out_ += "0\r\n\r\n";
+  net::async_write(conn_->stream().socket(), net::buffer(out_),
+                   [self = shared_from_this()](error_code, size_t) { self->conn_->Close(); });
+}
+
+}  // namespace idlepool::serve

@@ -1,0 +1,76 @@
+// The gateway's own counters (issue 17, point 7): answers by service and HTTP status, time to
+// first byte and total latency histograms per service, broken streams; with the router's
+// snapshot (in flight and queue length per replica, retries, drains, ejections) rendered as
+// Prometheus text (format 0.0.4) and as the JSON `idlepool services` reads.
+//
+// GatewayMetrics is owned by the gateway's io thread (no locking); a MetricsSnapshot is a copy
+// that any thread may render. Latencies are in seconds, in metrics::LatencyBuckets() bounds
+// (100 us .. 10 s).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "serve/router_types.h"
+
+namespace idlepool::serve {
+
+struct LatencyHistogram {
+  std::vector<uint64_t> counts;  // per bucket of metrics::LatencyBuckets(), then above them all
+  uint64_t count = 0;
+  double sum_seconds = 0;
+  void Observe(std::chrono::microseconds took);
+};
+
+struct ServiceCounters {
+  std::map<int, uint64_t> answers_by_code;  // every answer the gateway gave for this service
+  LatencyHistogram ttfb;                    // request read -> first byte to the client
+  LatencyHistogram total;                   // request read -> last byte to the client
+  uint64_t streams_broken = 0;              // ended by an error event / a cut after a byte
+};
+
+struct MetricsSnapshot {
+  std::map<std::string, ServiceCounters> services;  // by name; "" = no service (401, 404...)
+  RouterSnapshot router;
+  uint64_t connections_open = 0;
+  uint64_t connections_accepted = 0;
+};
+
+class GatewayMetrics {
+ public:
+  void Answer(const std::string& service, int status) {
+    ++services_[service].answers_by_code[status];
+  }
+  void FirstByte(const std::string& service, std::chrono::microseconds took) {
+    services_[service].ttfb.Observe(took);
+  }
+  void Done(const std::string& service, std::chrono::microseconds took) {
+    services_[service].total.Observe(took);
+  }
+  void StreamBroken(const std::string& service) { ++services_[service].streams_broken; }
+  void Accepted() { ++accepted_, ++open_; }
+  void Closed() { --open_; }
+
+  MetricsSnapshot Snapshot(RouterSnapshot router) const;
+
+ private:
+  std::map<std::string, ServiceCounters> services_;
+  uint64_t accepted_ = 0;
+  uint64_t open_ = 0;
+};
+
+// Families: idlepool_serve_requests_total{service,code}, idlepool_serve_ttfb_seconds{service},
+// idlepool_serve_request_seconds{service}, idlepool_serve_in_flight{service,replica},
+// idlepool_serve_queue_length{service}, idlepool_serve_retries_total{service},
+// idlepool_serve_drains_total{service}, idlepool_serve_ejections_total{service},
+// idlepool_serve_streams_broken_total{service}, idlepool_serve_connections_open.
+std::string RenderPrometheus(const MetricsSnapshot& m);
+// {"services":[{"name","queue_length","requests","answers":{"200":n},"retries",...,
+//   "replicas":[{"id","state","in_flight","capacity","weight","requests","ok","errors"}]}]}
+std::string RenderJson(const MetricsSnapshot& m);
+
+}  // namespace idlepool::serve

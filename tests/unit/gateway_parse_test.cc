@@ -1,0 +1,107 @@
+// The gateway's pure texts (src/serve/gateway_parse.h, gateway_metrics.h): routes, the model of a
+// body, bearer keys, error bodies, dropped headers, the Prometheus rendering.
+#include "serve/gateway_parse.h"
+
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "serve/gateway_metrics.h"
+
+namespace idlepool::serve {
+namespace {
+
+TEST(GatewayParse, Routes) {
+  EXPECT_EQ(ParseRoute("GET", "/v1/models").kind, RouteKind::kModels);
+  EXPECT_EQ(ParseRoute("POST", "/v1/models").kind, RouteKind::kBadMethod);
+  Route chat = ParseRoute("POST", "/v1/chat/completions?x=1");
+  EXPECT_EQ(chat.kind, RouteKind::kOpenAI);
+  EXPECT_EQ(chat.upstream_target, "/v1/chat/completions?x=1");
+  EXPECT_EQ(ParseRoute("GET", "/v1/embeddings").kind, RouteKind::kBadMethod);
+  Route pass = ParseRoute("PUT", "/services/ocr/pages/3?lang=en");
+  EXPECT_EQ(pass.kind, RouteKind::kPassThrough);
+  EXPECT_EQ(pass.service, "ocr");
+  EXPECT_EQ(pass.upstream_target, "/pages/3?lang=en");
+  EXPECT_EQ(ParseRoute("GET", "/services/ocr").upstream_target, "/");
+  EXPECT_EQ(ParseRoute("GET", "/services/ocr?q").upstream_target, "/?q");
+  EXPECT_EQ(ParseRoute("GET", "/services/").kind, RouteKind::kNotFound);
+  EXPECT_EQ(ParseRoute("GET", "/").kind, RouteKind::kNotFound);
+}
+
+TEST(GatewayParse, ModelOfABody) {
+  EXPECT_EQ(ParseModel(R"({"model":"m1","messages":[]})").model, "m1");
+  EXPECT_NE(ParseModel(R"({"model":)").error.find("malformed JSON"), std::string::npos);
+  EXPECT_EQ(ParseModel(R"({"input":"x"})").param, "model");
+  EXPECT_EQ(ParseModel(R"({"model":3})").param, "model");
+  EXPECT_EQ(ParseModel(R"({"model":""})").param, "model");
+  EXPECT_FALSE(ParseModel(R"(["model"])").error.empty());
+  EXPECT_FALSE(ParseModel("").error.empty());
+}
+
+TEST(GatewayParse, BearerKeys) {
+  EXPECT_EQ(BearerToken("Bearer abc"), "abc");
+  EXPECT_EQ(BearerToken("bearer   abc "), "abc");
+  EXPECT_EQ(BearerToken("Basic abc"), std::nullopt);
+  EXPECT_EQ(BearerToken("Bearer "), std::nullopt);
+  EXPECT_EQ(BearerToken("Bearerabc"), std::nullopt);
+  EXPECT_EQ(BearerToken(""), std::nullopt);
+}
+
+TEST(GatewayParse, ErrorBodiesAndEvents) {
+  auto e =
+      nlohmann::json::parse(ErrorJson("no \"such\" model", "invalid_request_error", "", "model"));
+  EXPECT_EQ(e["error"]["message"], "no \"such\" model");
+  EXPECT_EQ(e["error"]["param"], "model");
+  EXPECT_TRUE(e["error"]["code"].is_null());
+  std::string ev = SseErrorEvent("cut");
+  ASSERT_EQ(ev.substr(0, 6), "data: ");
+  ASSERT_EQ(ev.substr(ev.size() - 2), "\n\n");
+  EXPECT_EQ(nlohmann::json::parse(ev.substr(6))["error"]["code"], "upstream_broken");
+  EXPECT_EQ(nlohmann::json::parse(ModelsJson({"a", "b"}))["data"][1]["id"], "b");
+  EXPECT_STREQ(ErrorTypeFor(401), "authentication_error");
+  EXPECT_STREQ(ErrorTypeFor(503), "server_error");
+}
+
+TEST(GatewayParse, DroppedHeaders) {
+  for (const char* h : {"Connection", "keep-alive", "Transfer-Encoding", "TE", "Upgrade",
+                        "Authorization", "Content-Length", "Proxy-Authorization"}) {
+    EXPECT_TRUE(IsDroppedHeader(h)) << h;
+  }
+  for (const char* h : {"Content-Type", "Accept", "X-Request-Id", "Cache-Control"}) {
+    EXPECT_FALSE(IsDroppedHeader(h)) << h;
+  }
+}
+
+TEST(GatewayMetrics, PrometheusText) {
+  GatewayMetrics m;
+  m.Answer("llm", 200);
+  m.Answer("llm", 200);
+  m.Answer("", 401);
+  m.FirstByte("llm", std::chrono::milliseconds(3));
+  m.Done("llm", std::chrono::milliseconds(40));
+  RouterSnapshot r;
+  ServiceSnapshot s;
+  s.name = "llm";
+  s.queue_length = 2;
+  s.retries = 1;
+  ReplicaSnapshot rep;
+  rep.id = 7;
+  rep.in_flight = 1;
+  s.replicas.push_back(rep);
+  r.services.push_back(s);
+  std::string text = RenderPrometheus(m.Snapshot(r));
+  EXPECT_NE(text.find("idlepool_serve_requests_total{service=\"llm\",code=\"200\"} 2\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("idlepool_serve_requests_total{service=\"\",code=\"401\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("idlepool_serve_ttfb_seconds_count{service=\"llm\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("idlepool_serve_in_flight{service=\"llm\",replica=\"7\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("idlepool_serve_queue_length{service=\"llm\"} 2\n"), std::string::npos);
+  EXPECT_NE(text.find("idlepool_serve_retries_total{service=\"llm\"} 1\n"), std::string::npos);
+  auto j = nlohmann::json::parse(RenderJson(m.Snapshot(r)));
+  EXPECT_EQ(j["services"][0]["replicas"][0]["in_flight"], 1);
+  EXPECT_EQ(j["services"][0]["answers"]["200"], 2);
+}
+
+}  // namespace
+}  // namespace idlepool::serve
