@@ -114,6 +114,17 @@ absl::StatusOr<std::string> PoolClient::Cancel(uint64_t job) {
   return reply.state();
 }
 
+absl::StatusOr<v1::ScaleReply> PoolClient::Scale(uint64_t job, uint32_t replicas) {
+  v1::ScaleRequest req;
+  req.set_job(job);
+  req.set_replicas(replicas);
+  v1::ScaleReply reply;
+  auto ctx = Context();
+  grpc::Status st = stub_->ScaleService(ctx.get(), req, &reply);
+  if (!st.ok()) return wire::FromGrpc(st, absl::StrCat("scale service ", job));
+  return reply;
+}
+
 absl::StatusOr<v1::ProfileReply> PoolClient::GetProfile(const std::string& profile_key,
                                                         uint64_t job, uint32_t max_samples) {
   v1::ProfileRequest req;

@@ -40,6 +40,9 @@ class PoolClient {
   [[nodiscard]] absl::StatusOr<v1::ListJobsReply> ListJobs();
   [[nodiscard]] absl::StatusOr<v1::ListWorkersReply> ListWorkers();
   [[nodiscard]] absl::StatusOr<std::string> Cancel(uint64_t job);
+  // A service now runs `replicas` replicas (Jobs.ScaleService). Errors: kNotFound, kInvalidArgument
+  // (not a service, or more than its max_replicas), kFailedPrecondition (it has ended).
+  [[nodiscard]] absl::StatusOr<v1::ScaleReply> Scale(uint64_t job, uint32_t replicas);
   // The history of succeeded attempts (Pool.GetProfile): of `job`, or of every job with
   // `profile_key` when job is 0. max_samples 0: the coordinator's default (200).
   [[nodiscard]] absl::StatusOr<v1::ProfileReply> GetProfile(const std::string& profile_key,

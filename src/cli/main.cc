@@ -29,6 +29,7 @@ std::vector<idlepool::cli::Command> AddCommands(CLI::App& app, idlepool::cli::Co
           AddFetchCommand(app, common),
           AddWorkersCommand(app, common),
           AddCancelCommand(app, common),
+          AddScaleCommand(app, common),
           AddFailuresCommand(app, common),
           AddLogsCommand(app, common),
           AddFramesCommand(app),

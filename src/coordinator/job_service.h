@@ -52,6 +52,9 @@ class JobService final : public v1::Jobs::Service {
                            v1::ListWorkersReply* reply) override;
   grpc::Status CancelJob(grpc::ServerContext* ctx, const v1::JobRef* req,
                          v1::CancelJobReply* reply) override;
+  // service_scale.cc
+  grpc::Status ScaleService(grpc::ServerContext* ctx, const v1::ScaleRequest* req,
+                            v1::ScaleReply* reply) override;
   grpc::Status GetProfile(grpc::ServerContext* ctx, const v1::ProfileRequest* req,
                           v1::ProfileReply* reply) override;
   grpc::Status PlanJob(grpc::ServerContext* ctx, const v1::PlanRequest* req,

@@ -42,7 +42,7 @@ void Exchange::Connect(const net::ip::tcp::endpoint& at) {
   up_->expires_after(g_.options.connect_timeout);
   up_->async_connect(at, [self = shared_from_this(), a = attempt_, up = up_](error_code ec) {
     if (self->Stale(a)) return;
-    if (ec) return self->Failed("connect: " + ec.message());
+    if (ec) return self->Failed("connect: " + ec.message(), ec);
     error_code ignored;
     self->up_->socket().set_option(net::ip::tcp::no_delay(true), ignored);
     self->WriteRequest();
@@ -64,7 +64,7 @@ void Exchange::WriteRequest() {
   net::async_write(*up_, bufs,
                    [self = shared_from_this(), a = attempt_, up = up_](error_code ec, size_t) {
                      if (self->Stale(a)) return;
-                     if (ec) return self->Failed("sending the request: " + ec.message());
+                     if (ec) return self->Failed("sending the request: " + ec.message(), ec);
                      self->ReadHead();
                    });
 }
@@ -86,7 +86,7 @@ void Exchange::ReadHead() {
 void Exchange::OnHead(error_code ec) {
   if (ec) {
     if (buffer_.size() > 0) answer_began_ = true;
-    return Failed("reading the answer: " + ec.message());
+    return Failed("reading the answer: " + ec.message(), ec);
   }
   answer_began_ = true;
   const auto& res = parser_->get();
@@ -105,11 +105,16 @@ void Exchange::OnHead(error_code ec) {
   ReadBody();
 }
 
-void Exchange::Failed(const std::string& what) {
+void Exchange::Failed(const std::string& what, error_code ec) {
   if (done_) return;
   spdlog::debug("gateway: request {} on replica {}: {}", id_, replica_, what);
   if (head_sent_) return Cut(what);
-  bool stale_idle = reused_ && !answer_began_;
+  // Only a connection the replica closed while it sat idle (end of stream, reset, broken pipe)
+  // earns a fresh one: a deadline that ran out is the replica's doing, retried elsewhere (else a
+  // hung replica would cost each request two first-byte deadlines).
+  const bool closed = ec == http::error::end_of_stream || ec == net::error::eof ||
+                      ec == net::error::connection_reset || ec == net::error::broken_pipe;
+  bool stale_idle = reused_ && !answer_began_ && closed;
   CloseUpstream();
   if (stale_idle) {  // the replica closed an idle connection: once more, fresh, uncharged
     ++attempt_;

@@ -75,7 +75,8 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   void Forward(size_t bytes, bool last);
   void Complete();
   // The attempt failed: before anything reached the client (retry) or after (cut).
-  void Failed(const std::string& what);
+  // `ec`: the upstream error, when there is one (a closed idle connection is retried fresh).
+  void Failed(const std::string& what, error_code ec = {});
   void Cut(const std::string& what);
   void WriteCutEvent();
   void CloseUpstream();

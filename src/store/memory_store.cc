@@ -30,6 +30,7 @@ class MemoryStore final : public Store {
  public:
   absl::StatusOr<core::JobId> InsertJob(const NewJob& job, int64_t now_ms) override;
   absl::Status Apply(const std::vector<core::Decision>& records, int64_t now_ms) override;
+  absl::Status ScaleService(core::JobId job, uint32_t replicas) override;
   absl::StatusOr<core::RestoredState> Load() override;
   absl::StatusOr<JobRecord> GetJob(core::JobId job) override;
   absl::StatusOr<JobRecord> GetJobHeader(core::JobId job) override;
@@ -259,6 +260,16 @@ absl::Status MemoryStore::ApplyOne(const core::Decision& d, int64_t now_ms, Undo
   }
 
   return absl::OkStatus();  // WorkerLost and message decisions: nothing to keep
+}
+
+absl::Status MemoryStore::ScaleService(core::JobId job, uint32_t replicas) {
+  std::lock_guard lock(mu_);
+  auto it = jobs_.find(job);
+  if (it == jobs_.end() || !it->second.rec.sched.service) {
+    return absl::InvalidArgumentError(absl::StrCat("job ", job, " is not a service"));
+  }
+  it->second.rec.sched.service->replicas = replicas;
+  return absl::OkStatus();
 }
 
 absl::Status MemoryStore::Apply(const std::vector<core::Decision>& records, int64_t now_ms) {

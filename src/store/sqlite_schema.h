@@ -232,7 +232,8 @@ CREATE TABLE job_service (
   health                TEXT    NOT NULL,
   max_concurrent        INTEGER NOT NULL,
   drain_seconds         INTEGER NOT NULL,
-  replicas_per_machine  INTEGER NOT NULL
+  replicas_per_machine  INTEGER NOT NULL,
+  replicas              INTEGER NOT NULL DEFAULT -1  -- as scaled (idlepool scale); -1: min
 );
 )sql";
 // ---- end of schema version 10

@@ -130,7 +130,7 @@ struct Statements {
   StmtPtr insert_job, insert_task;
   StmtPtr insert_attempt, end_attempt, get_attempt;
   StmtPtr update_task, delete_outputs, insert_output;
-  StmtPtr update_job, suspend_attempt, delete_checkpoint, insert_checkpoint, get_checkpoint;
+  StmtPtr update_job, update_service, suspend_attempt, delete_checkpoint, insert_checkpoint, get_checkpoint;
   StmtPtr load_sums, load_lost_attempts, revive_attempt;
   StmtPtr load_jobs, load_counts, load_lost, load_tasks, load_running, max_attempt;
   StmtPtr get_job, get_job_header, list_jobs, job_exists, list_tasks, list_attempts, list_outputs,
@@ -159,6 +159,7 @@ class SqliteStore final : public Store {
 
   absl::StatusOr<core::JobId> InsertJob(const NewJob& job, int64_t now_ms) override;
   absl::Status Apply(const std::vector<core::Decision>& records, int64_t now_ms) override;
+  absl::Status ScaleService(core::JobId job, uint32_t replicas) override;
   absl::StatusOr<core::RestoredState> Load() override;
   absl::StatusOr<JobRecord> GetJob(core::JobId job) override;
   absl::StatusOr<JobRecord> GetJobHeader(core::JobId job) override;
@@ -408,10 +409,12 @@ absl::Status SqliteStore::PrepareAll() {
       {&st_.insert_output,
        "INSERT INTO outputs (job_id, idx, path, sha256, size) VALUES (?, ?, ?, ?, ?)"},
       {&st_.update_job, "UPDATE jobs SET state = ?, finished_ms = ? WHERE id = ?"},
+      {&st_.update_service, "UPDATE job_service SET replicas = ? WHERE job_id = ?"},
       {&st_.load_jobs,
        "SELECT j.id, j.task_count, j.cpus, j.gpus, j.memory_mb, j.max_attempts, j.timeout_ms, "
        "j.state, coalesce(g.gpu_memory_mb, 0), coalesce(g.gpu_api, ''), "
-       "coalesce(x.host_network, 0), coalesce(s.min_replicas, -1), "
+       "coalesce(x.host_network, 0), coalesce(iif(s.replicas >= 0, s.replicas, s.min_replicas), "
+       "-1), "
        "coalesce(s.replicas_per_machine, 1) FROM jobs j LEFT JOIN job_gpus g ON g.job_id = j.id "
        "LEFT JOIN job_sandbox x ON x.job_id = j.id LEFT JOIN job_service s ON s.job_id = j.id "
        "ORDER BY j.id"},
@@ -730,6 +733,16 @@ absl::Status SqliteStore::Apply(const std::vector<core::Decision>& records, int6
     }
   }
   return Commit();
+}
+
+absl::Status SqliteStore::ScaleService(core::JobId job, uint32_t replicas) {
+  std::lock_guard lock(mu_);
+  Use u(st_.update_service);
+  const int rc = Binder(u).Int(replicas).Int(static_cast<int64_t>(job)).rc();
+  if (rc != SQLITE_OK) return Err(rc, "ScaleService: bind");
+  if (absl::Status s = Step(u, "ScaleService: update"); !s.ok()) return s;
+  if (sqlite3_changes(db_) != 1) return Invalid(absl::StrCat("job ", job, " is not a service"));
+  return absl::OkStatus();
 }
 
 // --- reads --------------------------------------------------------------------------------------

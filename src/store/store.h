@@ -175,6 +175,10 @@ class Store {
   [[nodiscard]] virtual absl::Status Apply(const std::vector<core::Decision>& records,
                                            int64_t now_ms) = 0;
 
+  // A service now runs `replicas` replicas (idlepool scale): Load() gives its ServiceShape that
+  // many from now on. Errors: kInvalidArgument naming the job when it is not a service.
+  [[nodiscard]] virtual absl::Status ScaleService(core::JobId job, uint32_t replicas) = 0;
+
   // Everything the scheduler needs after a restart: jobs (with counters and lost workers
   // recomputed from attempts), every task, the attempts still running, next_attempt_id.
   [[nodiscard]] virtual absl::StatusOr<core::RestoredState> Load() = 0;

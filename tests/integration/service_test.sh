@@ -70,6 +70,20 @@ wait_until 20 running_is 2
 [ "$(job_field "$JOB" failed)" = 0 ] || fail "a replica's task failed"
 pass "a replica killed with SIGKILL is restarted; the service runs on"
 
+# idlepool scale: by name; down to 1 stops a replica, past max_replicas is refused naming it, up
+# to 2 starts one again.
+"$IDLEPOOL" scale chat 1 | grep -q "1 replicas" || fail "scale chat 1"
+wait_until 20 running_is 1
+engines() { local n=0; engine_pid w1 >/dev/null && n=$((n + 1)); engine_pid w2 >/dev/null && n=$((n + 1)); echo $n; }
+one_left() { [ "$(engines)" = 1 ]; }
+wait_until 20 one_left
+out=$("$IDLEPOOL" scale "$JOB" 3 2>&1) && fail "scaled past max_replicas: $out"
+echo "$out" | grep -q "at most 2 replicas" || fail "the refusal does not name the limit: $out"
+"$IDLEPOOL" scale "$JOB" 2 >/dev/null || fail "scale back to 2"
+wait_until 30 running_is 2
+[ "$(job_field "$JOB" state)" = running ] || fail "scaling ended the service"
+pass "scale down to 1 stops a replica, past max_replicas is refused, back to 2 starts one"
+
 "$IDLEPOOL" cancel "$JOB" >/dev/null
 gone() { ! engine_pid w1 >/dev/null && ! engine_pid w2 >/dev/null; }
 wait_until 20 gone

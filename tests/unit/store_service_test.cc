@@ -48,6 +48,32 @@ TEST_P(StoreService, EveryKeyIsKeptWithTheJob) {
   EXPECT_EQ(MustLoad().jobs.size(), 3u);
 }
 
+// `idlepool scale` is kept: after a restart the core gets the service's replicas as scaled
+// (before any scale: its minimum, as submitted).
+TEST_P(StoreService, AScaledServiceLoadsWithItsReplicas) {
+  NewJob svc = MakeJob("llama", 6);
+  svc.service = Llama();                         // min_replicas 0
+  svc.sched.service = core::ServiceShape{0, 2};  // as the coordinator submits it
+  const core::JobId a = Insert(svc);
+  const core::JobId c = Insert(MakeJob("batch", 2));
+  auto shape = [&](core::JobId id) -> std::optional<core::ServiceShape> {
+    for (const core::RestoredJob& j : MustLoad().jobs) {
+      if (j.spec.job == id) return j.spec.service;
+    }
+    return std::nullopt;
+  };
+  REOPEN();
+  ASSERT_TRUE(shape(a).has_value());
+  EXPECT_EQ(shape(a)->replicas, 0u);
+  EXPECT_EQ(shape(a)->per_machine, 2u);
+  EXPECT_FALSE(shape(c).has_value());
+  ASSERT_TRUE(store().ScaleService(a, 4).ok());
+  REOPEN();
+  ASSERT_TRUE(shape(a).has_value());
+  EXPECT_EQ(shape(a)->replicas, 4u);
+  EXPECT_EQ(store().ScaleService(c, 1).code(), absl::StatusCode::kInvalidArgument);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, StoreService, Backends(), BackendName);
 
 }  // namespace
