@@ -31,7 +31,6 @@
 // are Asio timers, and every "created" field is a fixed time.
 // Exit codes: 2 on bad options or a non-loopback address, 1 when it cannot listen.
 #include <signal.h>
-#include <sys/resource.h>
 
 #include <boost/asio/ip/address.hpp>
 #include <chrono>
@@ -41,6 +40,7 @@
 
 #include "CLI/CLI.hpp"
 #include "fake_engine/engine.h"
+#include "platform/fd_limit.h"
 
 namespace {
 
@@ -75,15 +75,6 @@ std::string ParseListen(const std::string& listen, bool port_flag, Options* o) {
     o->port = static_cast<int>(p);
   }
   return "";
-}
-
-// Thousands of open streams need more descriptors than a shell's usual soft limit.
-void RaiseDescriptorLimit() {
-  rlimit limit{};
-  if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
-    limit.rlim_cur = limit.rlim_max;
-    setrlimit(RLIMIT_NOFILE, &limit);
-  }
 }
 
 }  // namespace
@@ -144,7 +135,7 @@ int main(int argc, char** argv) {
   o.token_gap = std::chrono::milliseconds(token_ms);
   if (crash_after >= 0) o.crash_after = crash_after;
   if (hang_after >= 0) o.hang_after = hang_after;
-  RaiseDescriptorLimit();
+  idlepool::platform::RaiseFdLimit();  // thousands of open streams: past a shell's soft limit
   signal(SIGPIPE, SIG_IGN);
   fake_engine::Engine engine(std::move(o));
   try {

@@ -17,7 +17,6 @@
 //   metrics FILE (Prometheus text) | json FILE (the snapshot)
 // Exit codes: 2 on bad options, 1 when it cannot listen.
 #include <signal.h>
-#include <sys/resource.h>
 
 #include <atomic>
 #include <boost/asio/connect.hpp>
@@ -36,6 +35,7 @@
 
 #include "CLI/CLI.hpp"
 #include "platform/clock.h"
+#include "platform/fd_limit.h"
 #include "serve/gateway.h"
 #include "spdlog/spdlog.h"
 
@@ -146,15 +146,6 @@ std::string Command(Gateway& g, const std::string& line) {
   return "unknown command";
 }
 
-// Thousands of open streams (two descriptors each) need more than a shell's usual soft limit.
-void RaiseDescriptorLimit() {
-  rlimit limit{};
-  if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
-    limit.rlim_cur = limit.rlim_max;
-    setrlimit(RLIMIT_NOFILE, &limit);
-  }
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -194,7 +185,7 @@ int main(int argc, char** argv) {
   o.first_byte_timeout = std::chrono::milliseconds(first_byte_ms);
   o.gap_timeout = std::chrono::milliseconds(gap_ms);
   signal(SIGPIPE, SIG_IGN);
-  RaiseDescriptorLimit();
+  idlepool::platform::RaiseFdLimit();  // thousands of open streams: past a shell's soft limit
   if (verbose) spdlog::set_level(spdlog::level::debug);
   Gateway g(o);
   try {
