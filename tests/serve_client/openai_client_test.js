@@ -11,6 +11,7 @@
 //                      then checked exactly ("replica=ID tok1 tok2 ..."); unset: only non-empty
 //   FAKE_REPLICAS      their ids, comma-separated (with FAKE_TOKENS): each answer names one
 //   EMBEDDING_DIM      the dimension every embedding must have (optional)
+//   IDLEPOOL_EMBEDDINGS=0  skip embeddings (llama-server serves them only with --embeddings)
 //   KILL_PID, KILL_STATS_URL  a replica's process and its /stats URL (optional): the script
 //                      SIGKILLs it while it has requests in flight and checks every one of a
 //                      burst of non-streamed requests still succeeds (the gateway retries)
@@ -186,7 +187,7 @@ async function killUnderLoad(c) {
   await nonStreamed(c);
   await streamed(c);
   await completions(c);
-  await embeddings(c);
+  if (process.env.IDLEPOOL_EMBEDDINGS !== '0') await embeddings(c);
   await refusals(c);
   if (TOKENS && REPLICAS.length > 1) {
     // Concurrent requests spread over the replicas (each capped at the service's max_concurrent).
