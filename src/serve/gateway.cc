@@ -8,6 +8,7 @@
 #include "platform/clock.h"
 #include "serve/gateway_conn.h"
 #include "serve/gateway_impl.h"
+#include "serve/listen_address.h"
 #include "spdlog/spdlog.h"
 
 namespace idlepool::serve {
@@ -19,25 +20,12 @@ namespace {
 
 // host:port ([v6]:port) -> endpoint; throws system_error (invalid_argument) when malformed.
 tcp::endpoint ParseListen(const std::string& listen) {
-  std::string host = listen, port;
-  if (!host.empty() && host[0] == '[') {
-    size_t close = host.find(']');
-    if (close != std::string::npos && close + 1 < host.size() && host[close + 1] == ':') {
-      port = host.substr(close + 2);
-      host = host.substr(1, close - 1);
-    }
-  } else if (size_t colon = host.rfind(':'); colon != std::string::npos) {
-    port = host.substr(colon + 1);
-    host = host.substr(0, colon);
-  }
-  if (host == "localhost") host = "127.0.0.1";
-  char* end = nullptr;
-  long p = std::strtol(port.c_str(), &end, 10);
-  if (port.empty() || *end != '\0' || p < 0 || p > 65535) {
+  std::optional<tcp::endpoint> at = ParseListenAddress(listen);
+  if (!at) {
     throw boost::system::system_error(make_error_code(boost::system::errc::invalid_argument),
                                       "listen address '" + listen + "' is not HOST:PORT");
   }
-  return tcp::endpoint(net::ip::make_address(host), static_cast<uint16_t>(p));
+  return *at;
 }
 
 }  // namespace

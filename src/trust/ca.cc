@@ -305,10 +305,11 @@ absl::StatusOr<NewCa> LoadOrMakeCa(const CaFiles& files, int64_t now, bool* crea
   return ca;
 }
 
-absl::Status CheckName(const std::string& name) {
+// `what`: "worker" or "gateway", for the message.
+absl::Status CheckName(const std::string& name, const char* what = "worker") {
   if (name.empty() || name.size() > kMaxCommonNameBytes || !text::IsPrintableUtf8(name)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "a worker name must be 1 to ", kMaxCommonNameBytes, " bytes of printable UTF-8"));
+        "a ", what, " name must be 1 to ", kMaxCommonNameBytes, " bytes of printable UTF-8"));
   }
   return absl::OkStatus();
 }
@@ -404,6 +405,19 @@ absl::StatusOr<Issued> CertificateAuthority::IssueWorker(const std::string& publ
                 .not_after = now + validity,
                 .extended_usage = "serverAuth,clientAuth",
                 .names = {kWorkerSanName}};
+  return IssueLeaf(key_->pkey.get(), key_->cert.get(), public_key_pem, spec);
+}
+
+absl::StatusOr<Issued> CertificateAuthority::IssueGateway(const std::string& public_key_pem,
+                                                          const std::string& name, int64_t now,
+                                                          int64_t validity) const {
+  if (absl::Status s = CheckName(name, "gateway"); !s.ok()) return s;
+  if (validity <= 0) return absl::InvalidArgumentError("a certificate's validity must be > 0");
+  CertSpec spec{.common_name = name,
+                .unit = "gateway",
+                .not_before = now - std::min(kBackdateSeconds, validity / 10),
+                .not_after = now + validity,
+                .extended_usage = "clientAuth"};
   return IssueLeaf(key_->pkey.get(), key_->cert.get(), public_key_pem, spec);
 }
 

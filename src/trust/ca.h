@@ -1,6 +1,7 @@
 // The pool's certificate authority: an ECDSA P-256 key and a self-signed certificate made on the
 // coordinator's first start and kept in its data dir (ca.key 0600, ca.pem), and the certificates
-// it issues: the coordinator's server certificate and one client certificate per worker.
+// it issues: the coordinator's server certificate, one certificate per worker, and the client
+// certificate of a serving gateway (it opens worker tunnels).
 //
 // Pins: a pin is the lowercase hex SHA-256 of a key's DER SubjectPublicKeyInfo (what k3s and
 // kubeadm put in join tokens), so a joining machine can check the coordinator's chain before it
@@ -82,6 +83,11 @@ class CertificateAuthority {
   // serverAuth (its peer port serves with it), valid [now - 5 min, now + validity).
   absl::StatusOr<Issued> IssueWorker(const std::string& public_key_pem, const std::string& name,
                                      int64_t now, int64_t validity = kWorkerValiditySeconds) const;
+  // A serving gateway's client certificate (it opens worker tunnels, docs/guide/serving.md): CN
+  // `name`, OU "gateway", clientAuth only (it cannot serve as a worker or the coordinator),
+  // valid [now - 5 min, now + validity). kInvalidArgument for a bad name or validity.
+  absl::StatusOr<Issued> IssueGateway(const std::string& public_key_pem, const std::string& name,
+                                      int64_t now, int64_t validity = kServerValiditySeconds) const;
   // OK when `cert_pem` was signed by this CA and is within its validity at `now`.
   absl::Status Verify(const std::string& cert_pem, int64_t now) const;
 

@@ -240,6 +240,36 @@ TEST(TrustCaTest, InspectCertificateReadsWhatWasIssued) {
   EXPECT_EQ(X509_check_host(cert.get(), kWorkerSanName, 0, 0, nullptr), 1);
 }
 
+TEST(TrustCaTest, GatewayCertificateIsAClientOnlyCertificateOfItsCa) {
+  TempDir a, b;
+  auto ca = MakeCa(a.path());
+  auto other = MakeCa(b.path());
+  ASSERT_NE(ca, nullptr);
+  ASSERT_NE(other, nullptr);
+  absl::StatusOr<Issued> issued = ca->IssueGateway(NewKeyPair().public_pem, "coordinator", kNow);
+  ASSERT_TRUE(issued.ok()) << issued.status();
+  absl::StatusOr<CertInfo> info = InspectCertificate(issued->cert_pem);
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->common_name, "coordinator");
+  EXPECT_EQ(info->role, "gateway");
+  EXPECT_EQ(info->not_before, kNow - 300);
+  EXPECT_EQ(info->not_after, kNow + kServerValiditySeconds);
+  EXPECT_TRUE(ca->Verify(issued->cert_pem, kNow).ok());
+  EXPECT_EQ(other->Verify(issued->cert_pem, kNow).code(), absl::StatusCode::kPermissionDenied);
+
+  // It authenticates a client; it can serve neither as a worker nor as the coordinator.
+  X509Owned cert = ParseCert(issued->cert_pem);
+  EXPECT_EQ(X509_check_ca(cert.get()), 0);
+  EXPECT_EQ(X509_check_purpose(cert.get(), X509_PURPOSE_SSL_CLIENT, 0), 1);
+  EXPECT_EQ(X509_check_purpose(cert.get(), X509_PURPOSE_SSL_SERVER, 0), 0);
+  EXPECT_NE(X509_check_host(cert.get(), kWorkerSanName, 0, 0, nullptr), 1);
+
+  EXPECT_EQ(ca->IssueGateway(NewKeyPair().public_pem, "", kNow).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ca->IssueGateway(NewKeyPair().public_pem, "g", kNow, 0).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(TrustCaTest, ServerCertificateHasIpAndDnsNamesApart) {
   TempDir dir;
   auto ca = MakeCa(dir.path());
