@@ -7,6 +7,7 @@
 
 #include "platform/clock.h"
 #include "serve/gateway_conn.h"
+#include "serve/gateway_health.h"
 #include "serve/gateway_impl.h"
 #include "serve/listen_address.h"
 #include "spdlog/spdlog.h"
@@ -28,6 +29,14 @@ tcp::endpoint ParseListen(const std::string& listen) {
   return *at;
 }
 
+// A context built from the options' PEM, or system_error (invalid_argument) saying what is wrong.
+std::shared_ptr<net::ssl::context> ContextOrThrow(
+    absl::StatusOr<std::shared_ptr<net::ssl::context>> ctx, const char* what) {
+  if (ctx.ok()) return *std::move(ctx);
+  throw boost::system::system_error(make_error_code(boost::system::errc::invalid_argument),
+                                    std::string(what) + ": " + std::string(ctx.status().message()));
+}
+
 }  // namespace
 
 Gateway::Impl::Impl(GatewayOptions o)
@@ -43,6 +52,8 @@ Gateway::Impl::~Impl() {
   // object when destroyed, but the open requests are dropped first so none outlives the pool.
   open.clear();
   drain_watchers.clear();
+  for (auto& [id, probe] : probes) probe->Stop();
+  probes.clear();
   pool.CloseAll();
 }
 
@@ -81,13 +92,20 @@ Gateway::~Gateway() { Stop(); }
 void Gateway::Start() {
   Impl& g = *impl_;
   tcp::endpoint at = ParseListen(g.options.listen);
+  if (!g.options.tls_cert_chain_pem.empty() || !g.options.tls_key_pem.empty()) {
+    g.https_ctx = ContextOrThrow(
+        HttpsServerContext(g.options.tls_cert_chain_pem, g.options.tls_key_pem), "gateway HTTPS");
+  }
+  if (!g.options.tunnel_tls.empty()) {
+    g.tunnel_ctx = ContextOrThrow(TunnelClientContext(g.options.tunnel_tls), "gateway tunnel TLS");
+  }
   g.acceptor.open(at.protocol());
   g.acceptor.set_option(net::socket_base::reuse_address(true));
   g.acceptor.bind(at);
   g.acceptor.listen(net::socket_base::max_listen_connections);
   g.port = g.acceptor.local_endpoint().port();
-  spdlog::info("gateway: listening on {}:{} (router seed {})", at.address().to_string(), g.port,
-               g.options.seed);
+  spdlog::info("gateway: listening on {}:{} ({}, router seed {})", at.address().to_string(), g.port,
+               g.https_ctx ? "HTTPS" : "HTTP", g.options.seed);
   g.Accept();
   g.running = true;
   g.thread = std::thread([&g] {
@@ -124,9 +142,10 @@ Status Gateway::RemoveService(std::string_view name) {
   return impl_->Call([&] { return impl_->RemoveService(std::string(name)); });
 }
 Status Gateway::AddReplica(std::string_view service, ReplicaId id, std::string_view host,
-                           uint16_t port, uint32_t capacity) {
+                           uint16_t port, uint32_t capacity, std::optional<TunnelRoute> tunnel) {
   return impl_->Call([&] {
-    return impl_->AddReplica(std::string(service), id, std::string(host), port, capacity);
+    return impl_->AddReplica(std::string(service), id, std::string(host), port, capacity,
+                             std::move(tunnel));
   });
 }
 Status Gateway::SetReady(ReplicaId id) {

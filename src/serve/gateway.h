@@ -17,19 +17,29 @@
 // was wrong; nothing throws across this interface except Start (the listen address: a
 // boost::system::system_error).
 //
-// TLS seam: connections are plain TCP (beast::tcp_stream). The coordinator's listener adds
-// asio::ssl with the pool's server certificate by giving ClientConn an ssl_stream (one type
-// change in gateway_conn.h; the handshake before the first read); nothing else reads the socket.
+// TLS: the client listener is HTTPS when tls_cert_chain_pem/tls_key_pem are set (the handshake
+// before the first request, within idle_timeout). A replica added with a TunnelRoute is reached
+// through its worker's tunnel (docs/guide/serving.md, "The worker tunnel"): each new upstream
+// connection is TCP to the worker's tunnel port, TLS 1.3 with tunnel_tls (the worker must present
+// a worker certificate of the pool naming TunnelRoute::worker), `CONNECT <attempt>` and its 200,
+// all within connect_timeout; then it is kept alive and reused like any other. A 404 or 503 from
+// the tunnel is an upstream error of that attempt (retried elsewhere).
+//
+// Health: a service with ServiceSpec::health gets each of its starting replicas probed (GET, a
+// new connection each time, through its tunnel if it has one) every health_interval until one
+// answers 200; then the replica is ready. Removing the replica (or its service) ends its probe.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "serve/router_types.h"
+#include "serve/tunnel_tls.h"
 
 namespace idlepool::serve {
 
@@ -65,6 +75,22 @@ struct GatewayOptions {
   uint32_t upstream_idle_max = 256;
   // Seeds the router's two random choices; logged at start.
   uint64_t seed = 1;
+  // Both set: the client listener is HTTPS with this chain and key (PEM); empty: plain HTTP.
+  std::string tls_cert_chain_pem, tls_key_pem;
+  // This gateway's client certificate for worker tunnels (CertificateAuthority::IssueGateway)
+  // and the pool CA. Empty: no replica may have a TunnelRoute.
+  TunnelTls tunnel_tls;
+  // Between two health probes of a starting replica. 500 ms: a model that loads in seconds gets
+  // its first request within half a second of being ready, for a few probes per second per
+  // starting replica (Kubernetes' readiness probes default to 10 s; a pool starts few at once).
+  std::chrono::milliseconds health_interval{500};
+};
+
+// A replica reached through its worker's tunnel: the worker's name (its certificate's CN) and
+// the replica's attempt id (the CONNECT preface).
+struct TunnelRoute {
+  std::string worker;
+  uint64_t attempt = 0;
 };
 
 // A service as the gateway routes it.
@@ -73,6 +99,9 @@ struct ServiceSpec {
   Protocol protocol = Protocol::kOpenAI;
   std::string model;      // kOpenAI: the name clients send; unique over openai services
   ServiceConfig routing;  // max_concurrent, queue and its deadline, retries, ejection
+  // Non-empty (a path, "/health"): starting replicas are probed with GET every health_interval
+  // and made ready on a 200. Empty: the caller calls SetReady.
+  std::string health;
 };
 
 class Gateway {
@@ -83,7 +112,7 @@ class Gateway {
   Gateway& operator=(const Gateway&) = delete;
 
   // Binds options.listen and starts the io thread. Throws boost::system::system_error when the
-  // address cannot be bound.
+  // address cannot be bound or a certificate or key of the options is not valid PEM.
   void Start();
   // Closes the listener and every connection (in-flight requests are cut) and joins the thread.
   void Stop();
@@ -94,11 +123,13 @@ class Gateway {
   [[nodiscard]] Status AddService(const ServiceSpec& spec);
   // Its queued requests get 503, its in-flight ones are cut (502 or an error event).
   [[nodiscard]] Status RemoveService(std::string_view name);
-  // A replica, starting (no request until SetReady), reached at host:port (an IP address).
-  // capacity 0: the service's max_concurrent.
+  // A replica, starting (no request until SetReady or its health probe's 200), reached at
+  // host:port (an IP address): the replica itself, or with `tunnel` its worker's tunnel port.
+  // capacity 0: the service's max_concurrent. kFailedPrecondition: a tunnel without tunnel_tls.
   [[nodiscard]] Status AddReplica(std::string_view service, ReplicaId id, std::string_view host,
-                                  uint16_t port, uint32_t capacity = 0);
-  [[nodiscard]] Status SetReady(ReplicaId id);  // its health check answered 200
+                                  uint16_t port, uint32_t capacity = 0,
+                                  std::optional<TunnelRoute> tunnel = std::nullopt);
+  [[nodiscard]] Status SetReady(ReplicaId id);  // its health check answered 200 (ends a probe)
   // No new request from the call's return on; `drained` runs (on the io thread, once) when its
   // last in-flight request has ended, at once if none is. The caller then Removes it (or at
   // drain_seconds, cutting what is left).

@@ -18,12 +18,28 @@ std::string_view View(boost::beast::string_view s) { return {s.data(), s.size()}
 
 }  // namespace
 
+namespace {
+
+GatewayStream MakeStream(net::ip::tcp::socket socket, Gateway::Impl& g) {
+  if (!g.https_ctx) return GatewayStream(GatewayStream::Tcp(std::move(socket)));
+  return GatewayStream(GatewayStream::Tcp(std::move(socket)), *g.https_ctx);
+}
+
+}  // namespace
+
 ClientConn::ClientConn(net::ip::tcp::socket socket, Gateway::Impl& gateway)
-    : stream_(std::move(socket)), g_(gateway), idle_(stream_.get_executor()) {}
+    : stream_(MakeStream(std::move(socket), gateway)), g_(gateway), idle_(stream_.get_executor()) {}
 
 void ClientConn::Start() {
   g_.metrics.Accepted();
-  ReadRequest();
+  if (!stream_.tls()) return ReadRequest();
+  ArmIdle();  // the handshake too must end within idle_timeout
+  stream_.tls()->async_handshake(net::ssl::stream_base::server,
+                                 [self = shared_from_this()](error_code ec) {
+                                   if (self->closed_) return;
+                                   if (ec) return self->Close();
+                                   self->ReadRequest();
+                                 });
 }
 
 void ClientConn::ArmIdle() {
@@ -55,11 +71,11 @@ void ClientConn::OnHeader(error_code ec) {
   auto expect = req.find(http::field::expect);
   if (expect != req.end() && boost::beast::iequals(expect->value(), "100-continue")) {
     static const std::string kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-    return net::async_write(stream_.socket(), net::buffer(kContinue),
-                            [self = shared_from_this()](error_code ec, size_t) {
-                              if (ec) return self->Close();
-                              self->ReadBody();
-                            });
+    return stream_.async_write_direct(net::buffer(kContinue),
+                                      [self = shared_from_this()](error_code ec, size_t) {
+                                        if (ec) return self->Close();
+                                        self->ReadBody();
+                                      });
   }
   ReadBody();
 }
@@ -159,7 +175,7 @@ void ClientConn::Proxy(const std::string& service, const std::string& target) {
 void ClientConn::Watch() {
   if (watching_ || closed_) return;
   watching_ = true;
-  stream_.socket().async_read_some(
+  stream_.async_read_some_direct(
       buffer_.prepare(4096),
       [self = shared_from_this()](error_code ec, size_t n) { self->OnWatch(ec, n); });
 }
@@ -199,11 +215,10 @@ void ClientConn::Answer(int status, const std::string& body, const std::string& 
          std::string(View(http::obsolete_reason(static_cast<http::status>(status)))) +
          "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
          "\r\n" + extra_headers + (keep_alive_ ? "" : "Connection: close\r\n") + "\r\n" + body;
-  net::async_write(stream_.socket(), net::buffer(out_),
-                   [self = shared_from_this()](error_code ec, size_t) {
-                     if (ec) return self->Close();
-                     self->Finish(self->keep_alive_);
-                   });
+  stream_.async_write_direct(net::buffer(out_), [self = shared_from_this()](error_code ec, size_t) {
+    if (ec) return self->Close();
+    self->Finish(self->keep_alive_);
+  });
 }
 
 void ClientConn::Close() {

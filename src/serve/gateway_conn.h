@@ -5,8 +5,8 @@
 // cancelled. An idle connection (between requests, or a request that never completes) is closed
 // after GatewayOptions::idle_timeout.
 //
-// TLS seam: Stream is the only transport type; the coordinator's HTTPS listener makes it an
-// asio::ssl::stream<beast::tcp_stream> and does the handshake in Start.
+// TLS: with GatewayOptions' certificate the stream is TLS and Start does the handshake first
+// (within idle_timeout); every read and write goes through the stream.
 //
 // Lifetime: shared, owned by its pending operations and its exchange; io thread only.
 #pragma once
@@ -22,12 +22,13 @@
 #include <string>
 
 #include "serve/gateway_impl.h"
+#include "serve/gateway_stream.h"
 
 namespace idlepool::serve {
 
 class ClientConn : public std::enable_shared_from_this<ClientConn> {
  public:
-  using Stream = boost::beast::tcp_stream;
+  using Stream = GatewayStream;
   ClientConn(boost::asio::ip::tcp::socket socket, Gateway::Impl& gateway);
 
   void Start();

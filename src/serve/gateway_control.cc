@@ -2,6 +2,7 @@
 #include <boost/asio/ip/address.hpp>
 
 #include "serve/gateway_exchange.h"
+#include "serve/gateway_health.h"
 #include "serve/gateway_impl.h"
 #include "spdlog/spdlog.h"
 
@@ -10,6 +11,10 @@ namespace idlepool::serve {
 Status Gateway::Impl::AddService(const ServiceSpec& spec) {
   if (spec.name.empty() || spec.name.find_first_of("/?# ") != std::string::npos) {
     return {Code::kInvalidArgument, "service name: empty or with '/', '?', '#' or a space"};
+  }
+  if (!spec.health.empty() &&
+      (spec.health[0] != '/' || spec.health.find_first_of(" \r\n") != std::string::npos)) {
+    return {Code::kInvalidArgument, "health: not a path ('/...', without spaces)"};
   }
   if (services.contains(spec.name)) return {Code::kAlreadyExists, "service name already added"};
   if (spec.protocol == Protocol::kOpenAI) {
@@ -20,7 +25,7 @@ Status Gateway::Impl::AddService(const ServiceSpec& spec) {
   }
   Status s = router.AddService(spec.name, spec.routing);
   if (!s.ok()) return s;
-  services[spec.name] = ServiceInfo{spec.protocol, spec.model};
+  services[spec.name] = ServiceInfo{spec.protocol, spec.model, spec.health};
   if (spec.protocol == Protocol::kOpenAI) model_services[spec.model] = spec.name;
   spdlog::info("gateway: service {} ({}{})", spec.name,
                spec.protocol == Protocol::kOpenAI ? "openai, model " : "http", spec.model);
@@ -43,6 +48,7 @@ Status Gateway::Impl::RemoveService(const std::string& name) {
     services.erase(it);
   }
   for (ReplicaId id : replicas) {
+    StopProbe(id);
     pool.RemoveReplica(id);
     drain_watchers.erase(id);
   }
@@ -52,19 +58,40 @@ Status Gateway::Impl::RemoveService(const std::string& name) {
 }
 
 Status Gateway::Impl::AddReplica(const std::string& service, ReplicaId id, const std::string& host,
-                                 uint16_t port, uint32_t capacity) {
+                                 uint16_t port, uint32_t capacity,
+                                 std::optional<TunnelRoute> tunnel) {
   boost::system::error_code ec;
   auto address = boost::asio::ip::make_address(host, ec);
   if (ec || port == 0) return {Code::kInvalidArgument, "replica address: not IP:PORT"};
+  if (tunnel && !tunnel_ctx) {
+    return {Code::kFailedPrecondition, "tunnel: the gateway has no tunnel certificate"};
+  }
+  if (tunnel && (tunnel->worker.empty() || tunnel->attempt == 0)) {
+    return {Code::kInvalidArgument, "tunnel: no worker name or attempt"};
+  }
   Status s = router.AddReplica(service, id, capacity);
   if (!s.ok()) return s;
-  pool.AddReplica(id, boost::asio::ip::tcp::endpoint(address, port));
+  pool.AddReplica(id, boost::asio::ip::tcp::endpoint(address, port), std::move(tunnel));
+  auto it = services.find(service);
+  if (it != services.end() && !it->second.health.empty()) {
+    auto probe = std::make_shared<HealthProbe>(*this, id, it->second.health);
+    probes[id] = probe;
+    probe->Start();
+  }
   return s;
+}
+
+void Gateway::Impl::StopProbe(ReplicaId id) {
+  auto it = probes.find(id);
+  if (it == probes.end()) return;
+  it->second->Stop();
+  probes.erase(it);
 }
 
 Status Gateway::Impl::SetReady(ReplicaId id) {
   FinishResult r = router.SetReady(id, Now());
   if (!r.status.ok()) return r.status;
+  StopProbe(id);
   Dispatch(r.dispatched);
   return r.status;
 }
@@ -81,6 +108,7 @@ Status Gateway::Impl::Remove(ReplicaId id) {
   RemoveResult r = router.Remove(id);
   if (!r.status.ok()) return r.status;
   std::vector<RequestId> orphaned(r.orphaned.begin(), r.orphaned.end());
+  StopProbe(id);
   pool.RemoveReplica(id);
   drain_watchers.erase(id);
   Orphans(orphaned);

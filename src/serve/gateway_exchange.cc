@@ -7,6 +7,7 @@
 
 #include "serve/gateway_conn.h"
 #include "serve/gateway_parse.h"
+#include "serve/gateway_upstream.h"
 #include "spdlog/spdlog.h"
 
 namespace idlepool::serve {
@@ -28,25 +29,25 @@ void Exchange::SendTo(ReplicaId replica) {
   ++attempt_;
   replica_ = replica;
   answer_began_ = false;
-  std::optional<net::ip::tcp::endpoint> at = g_.pool.Endpoint(replica);
-  if (!at) return Failed("the replica has no address");
+  if (!g_.pool.Endpoint(replica)) return Failed("the replica has no address");
   up_ = g_.pool.Take(replica);
   reused_ = up_ != nullptr;
   if (reused_) return WriteRequest();
-  Connect(*at);
+  Connect();
 }
 
-void Exchange::Connect(const net::ip::tcp::endpoint& at) {
-  up_ = std::make_shared<UpstreamPool::Stream>(g_.io->get_executor());
+// A new connection: TCP, and through the replica's worker tunnel when it has one.
+void Exchange::Connect() {
+  up_ = NewUpstream(g_, replica_);
   reused_ = false;
+  if (!up_) return Failed("the replica is gone or its tunnel has no certificate");
   up_->expires_after(g_.options.connect_timeout);
-  up_->async_connect(at, [self = shared_from_this(), a = attempt_, up = up_](error_code ec) {
-    if (self->Stale(a)) return;
-    if (ec) return self->Failed("connect: " + ec.message(), ec);
-    error_code ignored;
-    self->up_->socket().set_option(net::ip::tcp::no_delay(true), ignored);
-    self->WriteRequest();
-  });
+  ConnectUpstream(g_, replica_, up_,
+                  [self = shared_from_this(), a = attempt_](error_code ec, std::string what) {
+                    if (self->Stale(a)) return;
+                    if (ec) return self->Failed(what, ec);
+                    self->WriteRequest();
+                  });
 }
 
 void Exchange::WriteRequest() {
@@ -113,12 +114,13 @@ void Exchange::Failed(const std::string& what, error_code ec) {
   // earns a fresh one: a deadline that ran out is the replica's doing, retried elsewhere (else a
   // hung replica would cost each request two first-byte deadlines).
   const bool closed = ec == http::error::end_of_stream || ec == net::error::eof ||
-                      ec == net::error::connection_reset || ec == net::error::broken_pipe;
+                      ec == net::error::connection_reset || ec == net::error::broken_pipe ||
+                      ec == net::ssl::error::stream_truncated;
   bool stale_idle = reused_ && !answer_began_ && closed;
   CloseUpstream();
   if (stale_idle) {  // the replica closed an idle connection: once more, fresh, uncharged
     ++attempt_;
-    return Connect(*g_.pool.Endpoint(replica_));
+    return Connect();
   }
   g_.Retry(shared_from_this());
 }

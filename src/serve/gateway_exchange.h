@@ -66,7 +66,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
  private:
   using error_code = boost::system::error_code;
 
-  void Connect(const boost::asio::ip::tcp::endpoint& at);
+  void Connect();
   void WriteRequest();
   void ReadHead();
   void OnHead(error_code ec);

@@ -81,15 +81,15 @@ void Exchange::Forward(size_t bytes, bool last) {
     out_.append(data);
   }
   writing_ = true;
-  net::async_write(conn_->stream().socket(), net::buffer(out_),
-                   [self = shared_from_this(), a = attempt_, last](error_code ec, size_t) {
-                     self->writing_ = false;
-                     if (self->cut_) return self->WriteCutEvent();
-                     if (self->Stale(a)) return;
-                     if (ec) return self->ClientGone();
-                     if (last) return self->Complete();
-                     self->ReadBody();
-                   });
+  conn_->stream().async_write_direct(
+      net::buffer(out_), [self = shared_from_this(), a = attempt_, last](error_code ec, size_t) {
+        self->writing_ = false;
+        if (self->cut_) return self->WriteCutEvent();
+        if (self->Stale(a)) return;
+        if (ec) return self->ClientGone();
+        if (last) return self->Complete();
+        self->ReadBody();
+      });
 }
 
 void Exchange::Complete() {
@@ -122,8 +122,8 @@ void Exchange::WriteCutEvent() {
   out_.clear();
   AppendChunk(out_, SseErrorEvent(cut_message_));
   out_ += "0\r\n\r\n";
-  net::async_write(conn_->stream().socket(), net::buffer(out_),
-                   [self = shared_from_this()](error_code, size_t) { self->conn_->Close(); });
+  conn_->stream().async_write_direct(
+      net::buffer(out_), [self = shared_from_this()](error_code, size_t) { self->conn_->Close(); });
 }
 
 }  // namespace idlepool::serve

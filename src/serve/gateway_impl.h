@@ -1,12 +1,13 @@
 // The gateway's state on its io thread (internal to gateway*.cc): the router, the upstream pool,
 // the services and their models, the open requests by router id, drain watchers, metrics and the
-// router's timer; the glue between the router's decisions and the exchanges that carry them out.
-// Everything here is touched on the io thread only.
+// router's timer, the TLS contexts and the health probes; the glue between the router's decisions
+// and the exchanges that carry them out. Everything here is touched on the io thread only.
 #pragma once
 
 #include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <functional>
 #include <map>
@@ -27,6 +28,7 @@ namespace idlepool::serve {
 
 class Exchange;
 class ClientConn;
+class HealthProbe;
 
 class Gateway::Impl {
  public:
@@ -52,7 +54,7 @@ class Gateway::Impl {
   Status AddService(const ServiceSpec& spec);
   Status RemoveService(const std::string& name);
   Status AddReplica(const std::string& service, ReplicaId id, const std::string& host,
-                    uint16_t port, uint32_t capacity);
+                    uint16_t port, uint32_t capacity, std::optional<TunnelRoute> tunnel);
   Status SetReady(ReplicaId id);
   Status Drain(ReplicaId id, std::function<void()> drained);
   Status Remove(ReplicaId id);
@@ -65,6 +67,7 @@ class Gateway::Impl {
   void ArmTimer();
   void OnTimer();
   void CheckDrained(ReplicaId id);
+  void StopProbe(ReplicaId id);
   // Ends requests the router ended without an answer (queue deadline, service removed): 503.
   void EndUnanswered(std::span<const RequestId> ids, const char* why);
   void Orphans(std::span<const RequestId> ids);
@@ -77,11 +80,16 @@ class Gateway::Impl {
   struct ServiceInfo {
     Protocol protocol;
     std::string model;
+    std::string health;  // "" or the probe's path
   };
   std::map<std::string, ServiceInfo> services;                    // by name
   std::map<std::string, std::string> model_services;              // model -> service (openai)
   std::unordered_map<RequestId, std::shared_ptr<Exchange>> open;  // routed or queued
   std::unordered_map<ReplicaId, std::function<void()>> drain_watchers;
+  std::unordered_map<ReplicaId, std::shared_ptr<HealthProbe>> probes;  // starting replicas
+  // Built at Start: null when the options have no such certificate.
+  std::shared_ptr<boost::asio::ssl::context> https_ctx;   // the client listener
+  std::shared_ptr<boost::asio::ssl::context> tunnel_ctx;  // upstreams through worker tunnels
   boost::asio::ip::tcp::acceptor acceptor;
   boost::asio::steady_timer timer;
   std::optional<Time> timer_at;

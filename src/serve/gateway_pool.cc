@@ -24,6 +24,12 @@ std::optional<boost::asio::ip::tcp::endpoint> UpstreamPool::Endpoint(ReplicaId i
   return it->second.at;
 }
 
+const TunnelRoute* UpstreamPool::Tunnel(ReplicaId id) const {
+  auto it = replicas_.find(id);
+  if (it == replicas_.end() || !it->second.tunnel) return nullptr;
+  return &*it->second.tunnel;
+}
+
 std::shared_ptr<UpstreamPool::Stream> UpstreamPool::Take(ReplicaId id) {
   auto it = replicas_.find(id);
   if (it == replicas_.end() || it->second.idle.empty()) return nullptr;

@@ -49,6 +49,12 @@ class TunnelCa {
     auto cert = ca_->IssueWorker(trust::PublicKeyPemOf(key).value(), name, Now()).value();
     return {cert.cert_pem, key, ca_->cert_pem()};
   }
+  // A server certificate for 127.0.0.1 (an HTTPS listener), as a TunnelTls.
+  serve::TunnelTls Server() const {
+    std::string key = trust::NewPrivateKeyPem().value();
+    auto cert = ca_->IssueServer(trust::PublicKeyPemOf(key).value(), {"127.0.0.1"}, Now()).value();
+    return {cert.cert_pem, key, ca_->cert_pem()};
+  }
   serve::TunnelTls Gateway(const std::string& name) const {
     std::string key = trust::NewPrivateKeyPem().value();
     auto cert = ca_->IssueGateway(trust::PublicKeyPemOf(key).value(), name, Now()).value();
