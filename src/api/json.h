@@ -63,4 +63,10 @@ nlohmann::json SensorsJson(const v1::WorkerInfo& w);
 // "events": [...], "truncated", "now_ms"}; times are wall clock, Unix ms, as in the proto.
 nlohmann::json TimelineJson(const v1::JobTimeline& t);
 
+// Services (`idlepool services --json`; services_json.cc): {"gateway", "services": [{"job",
+// "name", "state", "protocol", "model", "replicas", "min_replicas", "max_replicas",
+// "max_concurrent", "queue_length", "requests", "errors", "replica_status": [{"replica",
+// "attempt", "worker", "state", "in_flight", "requests", "errors", "attempts"}]}]}.
+nlohmann::json ServicesJson(const v1::ListServicesReply& r);
+
 }  // namespace idlepool::api

@@ -125,6 +125,14 @@ absl::StatusOr<v1::ScaleReply> PoolClient::Scale(uint64_t job, uint32_t replicas
   return reply;
 }
 
+absl::StatusOr<v1::ListServicesReply> PoolClient::ListServices() {
+  v1::ListServicesReply reply;
+  auto ctx = Context();
+  grpc::Status st = stub_->ListServices(ctx.get(), v1::ListServicesRequest(), &reply);
+  if (!st.ok()) return wire::FromGrpc(st, "list services");
+  return reply;
+}
+
 absl::StatusOr<v1::ProfileReply> PoolClient::GetProfile(const std::string& profile_key,
                                                         uint64_t job, uint32_t max_samples) {
   v1::ProfileRequest req;

@@ -43,6 +43,8 @@ class PoolClient {
   // A service now runs `replicas` replicas (Jobs.ScaleService). Errors: kNotFound, kInvalidArgument
   // (not a service, or more than its max_replicas), kFailedPrecondition (it has ended).
   [[nodiscard]] absl::StatusOr<v1::ScaleReply> Scale(uint64_t job, uint32_t replicas);
+  // Services and their replicas (Jobs.ListServices).
+  [[nodiscard]] absl::StatusOr<v1::ListServicesReply> ListServices();
   // The history of succeeded attempts (Pool.GetProfile): of `job`, or of every job with
   // `profile_key` when job is 0. max_samples 0: the coordinator's default (200).
   [[nodiscard]] absl::StatusOr<v1::ProfileReply> GetProfile(const std::string& profile_key,

@@ -67,6 +67,7 @@ Command AddFetchCommand(CLI::App& app, Common& common);        // job_commands.c
 Command AddWorkersCommand(CLI::App& app, Common& common);      // workers_command.cc
 Command AddCancelCommand(CLI::App& app, Common& common);       // job_commands.cc
 Command AddScaleCommand(CLI::App& app, Common& common);        // service_commands.cc
+Command AddServicesCommand(CLI::App& app, Common& common);     // service_commands.cc
 Command AddFailuresCommand(CLI::App& app, Common& common);     // failure_commands.cc
 Command AddLogsCommand(CLI::App& app, Common& common);         // failure_commands.cc
 Command AddFramesCommand(CLI::App& app);                       // job_commands.cc

@@ -31,6 +31,8 @@ struct CoordinatorFlags {
   int64_t partial_idle_ms = blob::kPartialIdleLimit.count();
   std::string http = "127.0.0.1:7879";
   CLI::Option* http_opt = nullptr;
+  std::string serve = "127.0.0.1:7880";
+  CLI::Option* serve_opt = nullptr;
   std::string worker_cert_ttl = "30d";
 };
 
@@ -71,6 +73,12 @@ void PrintWelcome(const coordinator::Options& options, coordinator::Coordinator&
         "  https://%s/\n",
         options.data_dir.c_str(), text::JoinHostPort(web, c.http_port()).c_str());
   }
+  if (!c.serve_url().empty()) {
+    std::printf(
+        "serving gateway (services; bearer key: an access token of role submit; pool CA):\n"
+        "  %s/v1 (OpenAI clients), %s/services/NAME/ (HTTP services)\n",
+        c.serve_url().c_str(), c.serve_url().c_str());
+  }
   std::fflush(stdout);
 }
 
@@ -87,6 +95,8 @@ int RunCoordinator(CoordinatorFlags& f) {
   f.options.forget_workers_after = core::Millis(f.forget_ms);
   f.options.http = f.http == "off" ? "" : f.http;
   f.options.http_required = f.http_opt->count() > 0;
+  f.options.serve_listen = f.serve == "off" ? "" : f.serve;
+  f.options.serve_required = f.serve_opt->count() > 0;
   auto ttl = text::ParseDuration(f.worker_cert_ttl);
   if (!ttl.ok() || *ttl < std::chrono::seconds(30) || *ttl > std::chrono::hours(24 * 365)) {
     return Fail(absl::InvalidArgumentError(
@@ -160,6 +170,12 @@ Command AddCoordinatorCommand(CLI::App& app, Common&) {
       "dashboard, JSON API and /metrics: HOST:PORT or PORT (host 127.0.0.1), port 0 = a free "
       "one, off = none (the default address, when taken, only warns)");
   f->http_opt->capture_default_str();
+  f->serve_opt = coord->add_option(
+      "--serve-listen", f->serve,
+      "the serving gateway (services' OpenAI and HTTP endpoint, HTTPS, access tokens of role "
+      "submit as bearer keys): HOST:PORT, port 0 = a free one, off = none (the default address, "
+      "when taken, only warns)");
+  f->serve_opt->capture_default_str();
   coord
       ->add_option("--worker-cert-ttl", f->worker_cert_ttl,
                    "lifetime of the certificates given to workers, e.g. 7d; each worker renews "

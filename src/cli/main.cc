@@ -30,6 +30,7 @@ std::vector<idlepool::cli::Command> AddCommands(CLI::App& app, idlepool::cli::Co
           AddWorkersCommand(app, common),
           AddCancelCommand(app, common),
           AddScaleCommand(app, common),
+          AddServicesCommand(app, common),
           AddFailuresCommand(app, common),
           AddLogsCommand(app, common),
           AddFramesCommand(app),

@@ -1,13 +1,15 @@
-// The service subcommands (issue 17): scale. A service is named by its job id or by its name
-// (the newest running job of that name).
+// The service subcommands (issue 17): services, scale. A service is named by its job id or by its
+// name (the newest running job of that name).
 #include <cstdio>
 #include <memory>
 #include <string>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "api/json.h"
 #include "cli/client.h"
 #include "cli/command.h"
+#include "text/names.h"
 
 namespace idlepool::cli {
 namespace {
@@ -26,7 +28,49 @@ absl::StatusOr<uint64_t> ResolveService(PoolClient& client, const std::string& r
   return newest;
 }
 
+int ListServices(Common& common, bool json) {
+  if (int rc = NeedCredentials(common); rc != 0) return rc;
+  PoolClient client = MakeClient(common);
+  auto r = client.ListServices();
+  if (!r.ok()) return Fail(r.status());
+  if (json) {
+    std::printf("%s\n", api::ServicesJson(*r).dump().c_str());
+    return 0;
+  }
+  std::printf("gateway: %s\n", r->gateway().empty() ? "off" : r->gateway().c_str());
+  if (r->services().empty()) std::printf("no services running\n");
+  for (const v1::ServiceStatus& s : r->services()) {
+    const std::string model = s.spec().model().empty() ? "" : " model " + s.spec().model();
+    std::printf(
+        "\nservice %llu %s (%s%s): %u replicas wanted (%u..%u), queue %u, %llu requests, "
+        "%llu errors\n",
+        static_cast<unsigned long long>(s.job()), text::VisibleText(s.name()).c_str(),
+        s.spec().protocol().c_str(), text::VisibleText(model).c_str(), s.replicas(),
+        s.spec().min_replicas(), s.spec().max_replicas(), s.queue_length(),
+        static_cast<unsigned long long>(s.requests()), static_cast<unsigned long long>(s.errors()));
+    std::printf("  %-7s %-10s %-20s %-9s %9s %9s %7s %8s\n", "REPLICA", "ATTEMPT", "WORKER",
+                "STATE", "IN_FLIGHT", "REQUESTS", "ERRORS", "STARTS");
+    for (const v1::ReplicaStatus& x : s.replica_status()) {
+      const std::string attempt = x.attempt() == 0 ? "-" : std::to_string(x.attempt());
+      const std::string worker = x.worker().empty() ? "-" : text::VisibleText(x.worker());
+      std::printf("  %-7u %-10s %-20s %-9s %9u %9llu %7llu %8u\n", x.replica(), attempt.c_str(),
+                  worker.c_str(), x.state().c_str(), x.in_flight(),
+                  static_cast<unsigned long long>(x.requests()),
+                  static_cast<unsigned long long>(x.errors()), x.attempts());
+    }
+  }
+  return 0;
+}
+
 }  // namespace
+
+Command AddServicesCommand(CLI::App& app, Common& common) {
+  auto json = std::make_shared<bool>(false);
+  auto* cmd = app.add_subcommand("services", "list the running services and their replicas");
+  AddClientOptions(cmd, common);
+  cmd->add_flag("--json", *json, "print JSON");
+  return {cmd, [json, &common] { return ListServices(common, *json); }};
+}
 
 Command AddScaleCommand(CLI::App& app, Common& common) {
   struct Flags {

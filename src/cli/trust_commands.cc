@@ -16,6 +16,7 @@
 #include "platform/clock.h"
 #include "status_convert.h"
 #include "text/units.h"
+#include "trust.grpc.pb.h"
 #include "trust/grpc_tls.h"
 #include "trust/token.h"
 

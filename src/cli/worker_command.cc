@@ -154,6 +154,10 @@ void AddNetworkFlags(CLI::App* work, WorkerFlags& f) {
                    "where to serve cached blobs to the pool's other workers, HOST:PORT "
                    "(0.0.0.0 = every interface; port 0 = a free one)")
       ->capture_default_str();
+  work->add_option("--tunnel-listen", f.options.tunnel_listen,
+                   "where the gateway reaches this worker's service replicas (TLS, pool "
+                   "certificates only), HOST:PORT; empty: no replicas reachable here")
+      ->capture_default_str();
   work->add_flag("--no-peer", f.no_peer,
                  "neither serve blobs to peers nor fetch from them: every input comes from the "
                  "coordinator");
@@ -255,6 +259,11 @@ int CheckFlags(WorkerFlags& f) {
   // HOST:PORT (or [v6]:PORT), port 0..65535: refused here with exit 2, not by gRPC later.
   if (auto hp = text::SplitHostPort(o.peer_listen); !hp.ok()) {
     return BadFlag("--peer-listen", hp.status());
+  }
+  if (!o.tunnel_listen.empty()) {
+    if (auto hp = text::SplitHostPort(o.tunnel_listen); !hp.ok()) {
+      return BadFlag("--tunnel-listen", hp.status());
+    }
   }
   if (!f.cache_size.empty()) {
     auto bytes = text::ParseByteSize(f.cache_size);

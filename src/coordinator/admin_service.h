@@ -19,6 +19,7 @@
 #include "grpcpp/grpcpp.h"
 #include "idlepool.grpc.pb.h"
 #include "platform/clock.h"
+#include "trust.grpc.pb.h"
 #include "trust/credential_store.h"
 
 namespace idlepool::coordinator {

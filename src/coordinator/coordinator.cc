@@ -25,7 +25,10 @@
 #include "coordinator/pool_metrics.h"
 #include "coordinator/predictor.h"
 #include "coordinator/probe_service.h"
+#include "coordinator/serve_bridge.h"
+#include "coordinator/serve_mount.h"
 #include "coordinator/server_identity.h"
+#include "coordinator/service_autoscaler.h"
 #include "coordinator/session_service.h"
 #include "coordinator/sessions.h"
 #include "coordinator/shared_tracker.h"
@@ -62,7 +65,8 @@ absl::Status ToAbsl(const grpc::Status& s) {
 // The HTTP server's reads: the same internal methods the gRPC handlers call.
 class HttpReads final : public http::PoolReader {
  public:
-  HttpReads(JobService& jobs, PoolMetrics& metrics) : jobs_(jobs), metrics_(metrics) {}
+  HttpReads(JobService& jobs, PoolMetrics& metrics, std::function<std::string()> serve_metrics)
+      : jobs_(jobs), metrics_(metrics), serve_metrics_(std::move(serve_metrics)) {}
   absl::StatusOr<v1::ListWorkersReply> ListWorkers() override {
     v1::ListWorkersReply r;
     if (auto st = jobs_.ListWorkersInternal(&r); !st.ok()) return ToAbsl(st);
@@ -95,11 +99,18 @@ class HttpReads final : public http::PoolReader {
     if (auto st = jobs_.GetTaskLogInternal(req, &r); !st.ok()) return ToAbsl(st);
     return r;
   }
-  std::string Metrics() override { return metrics_.Render(); }
+  absl::StatusOr<v1::ListServicesReply> ListServices() override {
+    v1::ListServicesReply r;
+    if (auto st = jobs_.ListServicesInternal(&r); !st.ok()) return ToAbsl(st);
+    return r;
+  }
+  // The pool's metrics, then the gateway's (idlepool_serve_*), when it runs.
+  std::string Metrics() override { return metrics_.Render() + serve_metrics_(); }
 
  private:
   JobService& jobs_;
   PoolMetrics& metrics_;
+  std::function<std::string()> serve_metrics_;
 };
 
 // The running jobs of a restored store, with what assignments need (their specs), and each
@@ -159,6 +170,7 @@ class CoordinatorImpl final : public Coordinator {
   }
   int http_port() const override { return http_ ? http_->port() : 0; }
   std::string http_host() const override { return http_ ? http_->host() : ""; }
+  std::string serve_url() const override { return serve_bridge_.url(); }
 
   void Shutdown() override;
 
@@ -178,6 +190,7 @@ class CoordinatorImpl final : public Coordinator {
   void MakeParts();
   absl::Status StartServer();
   absl::Status StartHttp();
+  absl::Status StartServe();
   absl::StatusOr<http::ServerOptions> HttpOptions() const;
   void Fatal(absl::Status st) {
     std::lock_guard lock(done_mu_);
@@ -211,6 +224,10 @@ class CoordinatorImpl final : public Coordinator {
   std::unique_ptr<JoinService> join_service_;
   std::unique_ptr<AdminService> admin_service_;
   std::unique_ptr<HttpReads> http_reads_;
+  ServeBridge serve_bridge_;                       // services and replicas, for the gateway
+  std::unique_ptr<ServeMount> serve_;              // the gateway on --serve-listen; null: off
+  std::mutex serve_mu_;                            // guards serve_ against the metrics reader
+  std::unique_ptr<ServiceAutoscaler> autoscaler_;  // services between min and max replicas
   std::unique_ptr<gate::GrpcPort> grpc_port_;  // before server_: stopped first, destroyed last
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<grpc::Server> admin_server_;  // DATA_DIR/admin.sock
@@ -260,14 +277,16 @@ void CoordinatorImpl::MakeParts() {
                    shutting_down_, [this](absl::Status st) { Fatal(std::move(st)); },
                    [this](const std::vector<core::JobId>& ids) {
                      predictor_->JobsProgressed(ids);  // set below, before the core starts
-                   }});
+                   },
+                   &serve_bridge_});
   predictor_ = std::make_unique<Predictor>(*store_, clock_, *core_, *book_, tracker_);
-  session_service_ = std::make_unique<SessionService>(SessionServiceDeps{
-      *authz_, options_, *core_, sessions_, tracker_, *book_, blobs_, feed_, shutting_down_});
+  session_service_ = std::make_unique<SessionService>(
+      SessionServiceDeps{*authz_, options_, *core_, sessions_, tracker_, *book_, blobs_, feed_,
+                         shutting_down_, &serve_bridge_});
   blob_service_ = std::make_unique<BlobService>(*authz_, blobs_, tracker_, pool_metrics_, clock_);
   probe_service_ = std::make_unique<ProbeService>(*authz_, clock_);
-  job_service_ = std::make_unique<JobService>(
-      JobServiceDeps{*authz_, *core_, *store_, blobs_, *predictor_, *book_, sessions_, clock_});
+  job_service_ = std::make_unique<JobService>(JobServiceDeps{
+      *authz_, *core_, *store_, blobs_, *predictor_, *book_, sessions_, clock_, &serve_bridge_});
   join_service_ = std::make_unique<JoinService>(*authz_, *credentials_, *identity_.ca, clock_,
                                                 options_.worker_cert_validity_s);
   admin_service_ = std::make_unique<AdminService>(*authz_, *credentials_, sessions_,
@@ -276,7 +295,11 @@ void CoordinatorImpl::MakeParts() {
   admin_service_->OnTokenRevoked([this](const std::string& id) {
     if (http::Server* h = http_live_.load()) h->EndSessionsOf(id);
   });
-  http_reads_ = std::make_unique<HttpReads>(*job_service_, pool_metrics_);
+  autoscaler_ = std::make_unique<ServiceAutoscaler>(*core_, *store_, serve_bridge_);
+  http_reads_ = std::make_unique<HttpReads>(*job_service_, pool_metrics_, [this] {
+    std::lock_guard lock(serve_mu_);
+    return serve_ ? serve_->PrometheusText() : std::string();
+  });
 }
 
 absl::Status CoordinatorImpl::Init() {
@@ -298,7 +321,27 @@ absl::Status CoordinatorImpl::Init() {
   core_->Start();
   predictor_->Start();
   sweeper_.Start();
+  if (auto st = StartServe(); !st.ok()) return st;
+  autoscaler_->Start();
   return StartHttp();
+}
+
+// The gateway (serve_mount.h). Like the dashboard: an address that cannot be bound stops the
+// coordinator only when it was asked for (serve_required); the default one is skipped with a
+// warning (another coordinator on this machine holds it).
+absl::Status CoordinatorImpl::StartServe() {
+  if (options_.serve_listen.empty()) return absl::OkStatus();
+  auto mount = ServeMount::Start(options_.serve_listen, identity_, *authz_, clock_, serve_bridge_);
+  if (!mount.ok()) {
+    if (options_.serve_required || !absl::IsUnavailable(mount.status())) return mount.status();
+    spdlog::warn("{}; running without the gateway", std::string(mount.status().message()));
+    return absl::OkStatus();
+  }
+  std::lock_guard lock(serve_mu_);
+  serve_ = std::move(*mount);
+  spdlog::info("gateway at {}/ (OpenAI clients: {}/v1; signed by the pool CA: {}/ca.pem)",
+               serve_->url(), serve_->url(), options_.data_dir);
+  return absl::OkStatus();
 }
 
 absl::Status CoordinatorImpl::StartServer() {
@@ -342,11 +385,16 @@ void CoordinatorImpl::Shutdown() {
   // First: its handlers ask the core thread, and its event streams must end.
   http_live_.store(nullptr);
   if (http_) http_->Shutdown();
+  {
+    std::lock_guard lock(serve_mu_);
+    if (serve_) serve_->Stop();  // clients' requests are cut; replicas keep running
+  }
   shutting_down_.store(true);
   if (admin_server_) admin_server_->Shutdown(platform::DeadlineAfter(std::chrono::seconds(1)));
   if (grpc_port_) grpc_port_->Stop();
   if (server_) server_->Shutdown(platform::DeadlineAfter(std::chrono::seconds(1)));
   if (predictor_) predictor_->Stop();  // before the core thread: it queries it
+  if (autoscaler_) autoscaler_->Stop();  // the same
   if (core_) core_->Stop();
   if (book_) book_->Stop();  // writes every row once more
   sweeper_.Stop();

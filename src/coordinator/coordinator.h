@@ -56,6 +56,11 @@ struct Options {
   // false: when `http` cannot be bound, log a warning and run without it (the CLI's default
   // address); true: that is a startup error.
   bool http_required = true;
+  // The serving gateway (serve_mount.h; issue 17): HOST:PORT; empty: none. Port 0 picks a free
+  // one. `serve_required` false: when it cannot be bound, warn and run without it (the CLI's
+  // default address); true: a startup error.
+  std::string serve_listen;
+  bool serve_required = true;
   // The names and addresses workers and people will use to reach this coordinator, for its
   // certificate; empty: this machine's host name and addresses (server_identity.h).
   std::vector<std::string> advertise;
@@ -96,6 +101,8 @@ class Coordinator {
   // Where the HTTP server listens; 0 and "" when there is none (off, or could not bind).
   virtual int http_port() const = 0;
   virtual std::string http_host() const = 0;
+  // "https://host:port" of the serving gateway; "" when there is none (off, or not bound).
+  virtual std::string serve_url() const = 0;
   // Stops serving, ends worker sessions, stops the core thread. Idempotent.
   virtual void Shutdown() = 0;
   // Blocks until Shutdown() or a fatal store error; returns the fatal error if there was one.

@@ -81,8 +81,20 @@ class CoreLoop::SessionTarget final : public DecisionTarget {
     }
   }
 
+  // Service replicas for the gateway (serve_bridge.h).
+  void AttemptCreated(const core::AttemptCreated& a) override {
+    auto it = jobs_.find(a.task.job);
+    if (deps_.serve && it != jobs_.end() && it->second.spec.has_service()) {
+      deps_.serve->ReplicaCreated(a.task.job, it->second.spec, a.attempt, a.task.index, a.worker);
+    }
+  }
+  void AttemptEnded(const core::AttemptEnded& e) override {
+    if (deps_.serve) deps_.serve->ReplicaEnded(e.attempt);
+  }
+
   void JobChanged(const core::JobChanged& j) override {
     if (j.state != core::JobState::kRunning) {
+      if (deps_.serve) deps_.serve->ServiceEnded(j.job);
       jobs_.erase(j.job);
       spdlog::info("job {} {}", j.job, core::ToString(j.state));
     }
@@ -157,6 +169,15 @@ CoreLoop::~CoreLoop() { Stop(); }
 void CoreLoop::Restore(const core::RestoredState& state, std::map<core::JobId, JobInfo> jobs) {
   jobs_ = std::move(jobs);
   sched_.Restore(state, deps_.clock.Now());
+  for (const auto& [id, info] : jobs_) {  // services, for the gateway
+    if (deps_.serve && info.spec.has_service()) deps_.serve->ServiceStarted(id, info.spec);
+  }
+  for (const auto& a : state.running) {  // replicas awaiting re-adoption, for the gateway
+    auto it = jobs_.find(a.task.job);
+    if (deps_.serve && it != jobs_.end() && it->second.spec.has_service()) {
+      deps_.serve->ReplicaCreated(a.task.job, it->second.spec, a.attempt, a.task.index, a.worker);
+    }
+  }
 }
 
 void CoreLoop::Start() {

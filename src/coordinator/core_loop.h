@@ -32,6 +32,7 @@
 #include "absl/status/status.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/pool_metrics.h"
+#include "coordinator/serve_bridge.h"
 #include "coordinator/sessions.h"
 #include "coordinator/worker_book.h"
 #include "core/scheduler.h"
@@ -77,6 +78,8 @@ struct CoreLoopDeps {
   // Called on the core thread after a committed batch in which tasks of these jobs succeeded or
   // the jobs ended (each once, by id); must not block. Unset: nobody is told.
   std::function<void(const std::vector<core::JobId>&)> on_jobs_progressed = {};
+  // Told of service replicas as they start and end (serve_bridge.h); null: nobody.
+  ServeBridge* serve = nullptr;
 };
 
 class CoreLoop {

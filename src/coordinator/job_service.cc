@@ -127,6 +127,9 @@ grpc::Status JobService::SubmitJob(grpc::ServerContext* ctx, const v1::SubmitJob
   }
   job.input_files = static_cast<uint32_t>(proto.inputs_size());
   job.profile_key = spec::ProfileKeyOf(spec, std::move(input_hashes));
+  if (spec.service) {
+    if (grpc::Status st = CheckServiceUnique(proto); !st.ok()) return st;
+  }
   if (absl::Status st = d_.blobs.CheckRoom(SubmitStoreBytes(job.spec.size(), checked->tasks.size()),
                                            absl::StrCat("job '", spec.name, "'"));
       !st.ok()) {
@@ -147,6 +150,9 @@ grpc::Status JobService::SubmitJob(grpc::ServerContext* ctx, const v1::SubmitJob
   auto done = std::make_shared<std::promise<void>>();
   auto fut = done->get_future();
   d_.core.PostItem(CoreItem{core::Event(job.sched), [this, info, id = *id, done] {
+                              if (d_.serve && info->spec.has_service()) {
+                                d_.serve->ServiceStarted(id, info->spec);
+                              }
                               d_.core.jobs()[id] = std::move(*info);
                               done->set_value();
                             }});

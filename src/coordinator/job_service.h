@@ -16,6 +16,7 @@
 #include "coordinator/auth.h"
 #include "coordinator/core_loop.h"
 #include "coordinator/predictor.h"
+#include "coordinator/serve_bridge.h"
 #include "coordinator/sessions.h"
 #include "coordinator/worker_book.h"
 #include "grpcpp/grpcpp.h"
@@ -34,6 +35,7 @@ struct JobServiceDeps {
   WorkerBook& book;
   SessionRegistry& sessions;
   const platform::Clock& clock;
+  ServeBridge* serve = nullptr;  // the gateway's view of services; null: serving off
 };
 
 class JobService final : public v1::Jobs::Service {
@@ -53,8 +55,15 @@ class JobService final : public v1::Jobs::Service {
   grpc::Status CancelJob(grpc::ServerContext* ctx, const v1::JobRef* req,
                          v1::CancelJobReply* reply) override;
   // service_scale.cc
+  // ALREADY_EXISTS when a running service has the same name (its /services/NAME/ route) or,
+  // for an openai service, the same model.
+  grpc::Status CheckServiceUnique(const v1::JobSpec& spec);
   grpc::Status ScaleService(grpc::ServerContext* ctx, const v1::ScaleRequest* req,
                             v1::ScaleReply* reply) override;
+  // service_list.cc
+  grpc::Status ListServices(grpc::ServerContext* ctx, const v1::ListServicesRequest* req,
+                            v1::ListServicesReply* reply) override;
+  grpc::Status ListServicesInternal(v1::ListServicesReply* reply);
   grpc::Status GetProfile(grpc::ServerContext* ctx, const v1::ProfileRequest* req,
                           v1::ProfileReply* reply) override;
   grpc::Status PlanJob(grpc::ServerContext* ctx, const v1::PlanRequest* req,

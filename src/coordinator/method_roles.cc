@@ -30,6 +30,7 @@ constexpr MethodRuleEntry kRules[] = {
     {"/idlepool.v1.Jobs/ScaleService", {kSubmit}},
     {"/idlepool.v1.Jobs/GetJob", {kReaders}},
     {"/idlepool.v1.Jobs/ListJobs", {kReaders}},
+    {"/idlepool.v1.Jobs/ListServices", {kReaders}},
     {"/idlepool.v1.Jobs/ListOutputs", {kReaders}},
     {"/idlepool.v1.Jobs/ListWorkers", {kReaders}},
     {"/idlepool.v1.Jobs/GetProfile", {kReaders}},

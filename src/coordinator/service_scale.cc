@@ -45,4 +45,25 @@ grpc::Status JobService::ScaleService(grpc::ServerContext* ctx, const v1::ScaleR
   return grpc::Status::OK;
 }
 
+grpc::Status JobService::CheckServiceUnique(const v1::JobSpec& spec) {
+  const std::string clash = d_.core.Query<std::string>([this, &spec]() -> std::string {
+    for (const auto& [id, info] : d_.core.jobs()) {
+      if (!info.spec.has_service()) continue;
+      if (info.spec.name() == spec.name()) {
+        return absl::StrCat("a service named '", spec.name(), "' is running (job ", id,
+                            "): cancel it first, or give this one another name");
+      }
+      const std::string& model = spec.service().model();
+      if (!model.empty() && info.spec.service().model() == model) {
+        return absl::StrCat("field 'service.model': model '", model,
+                            "' is already served by service '", info.spec.name(), "' (job ", id,
+                            ")");
+      }
+    }
+    return "";
+  });
+  if (clash.empty()) return grpc::Status::OK;
+  return grpc::Status(grpc::StatusCode::ALREADY_EXISTS, clash);
+}
+
 }  // namespace idlepool::coordinator

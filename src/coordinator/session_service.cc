@@ -59,6 +59,8 @@ void SessionService::PostHello(const SessionPtr& session, const v1::Hello& hello
   core::WorkerHello ev = HelloEvent(hello, session->id);
   std::vector<v1::GpuDevice> gpus(hello.gpus().begin(), hello.gpus().end());
   const std::string peer_address = PeerAddress(hello.peer_address(), peer);
+  // The same rules as the peer address: a wildcard host is the address the session comes from.
+  const std::string tunnel_address = PeerAddress(hello.tunnel_address(), peer);
   const double cpu_score = HelloCpuScore(hello);
   const uint32_t cores = HelloCores(hello);
   std::vector<std::string> cached;
@@ -67,9 +69,10 @@ void SessionService::PostHello(const SessionPtr& session, const v1::Hello& hello
   // Welcome only a session the core accepted (a name clash is refused instead), so a worker
   // never reads "joined" and then a refusal.
   Post(session,
-       CoreItem{std::nullopt, [this, session, peer_address, cpu_score, cores,
+       CoreItem{std::nullopt, [this, session, peer_address, tunnel_address, cpu_score, cores,
                                cached = std::move(cached), gpus = std::move(gpus)]() mutable {
                   Welcome(session, peer_address, cpu_score, cores, cached, std::move(gpus));
+                  if (d_.serve) d_.serve->WorkerTunnel(session->worker, tunnel_address);
                 }});
 }
 
@@ -121,6 +124,12 @@ void SessionService::Handle(const SessionPtr& session, const v1::WorkerMessage& 
     d_.book.Link(session->worker, session->id, msg.link(), kMaxProbeBytes);
   } else if (msg.has_checkpoint()) {
     HandleCheckpoint(session, msg.checkpoint());
+  } else if (msg.has_draining()) {
+    // Straight to the gateway, not through the core: no new request within milliseconds.
+    if (d_.serve) {
+      const auto& ids = msg.draining().attempts();
+      d_.serve->Draining(session->worker, std::vector<uint64_t>(ids.begin(), ids.end()));
+    }
   }
   // Unknown or repeated Hello messages are ignored: one Hello per session.
 }

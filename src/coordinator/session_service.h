@@ -23,6 +23,7 @@
 #include "coordinator/auth.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/core_loop.h"
+#include "coordinator/serve_bridge.h"
 #include "coordinator/sessions.h"
 #include "coordinator/shared_tracker.h"
 #include "coordinator/worker_book.h"
@@ -43,6 +44,8 @@ struct SessionServiceDeps {
   http::ChangeFeed& feed;
   // Set when the coordinator begins to shut down: sessions it ends are not "disconnected".
   const std::atomic<bool>& shutting_down;
+  // Service replicas' tunnels and drains, for the gateway (serve_bridge.h); null: not told.
+  ServeBridge* serve = nullptr;
 };
 
 class SessionService final : public v1::WorkerSession::Service {

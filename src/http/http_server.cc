@@ -369,6 +369,11 @@ class ServerImpl final : public Server {
       if (!r.ok()) return SendStatus(res, r.status());
       SendJson(res, 200, api::WorkersJson(*r));
     });
+    tls_->Get("/api/v1/services", [this](const Request&, Response& res) {
+      auto r = reader_.ListServices();
+      if (!r.ok()) return SendStatus(res, r.status());
+      SendJson(res, 200, api::ServicesJson(*r));
+    });
     tls_->Get("/metrics", [this](const Request&, Response& res) {
       res.set_header("Cache-Control", "no-store");
       res.set_content(reader_.Metrics(), "text/plain; version=0.0.4; charset=utf-8");

@@ -53,6 +53,8 @@ class PoolReader {
       const v1::FailedTasksRequest& req) = 0;
   virtual absl::StatusOr<v1::TaskLog> GetTaskLog(const v1::TaskRef& req) = 0;
   virtual std::string Metrics() = 0;  // the /metrics body, text exposition format 0.0.4
+  // The running services and their replicas (GET /api/v1/services; issue 17). Default: none.
+  virtual absl::StatusOr<v1::ListServicesReply> ListServices() { return v1::ListServicesReply(); }
 };
 
 // A version number of the pool's visible state, bumped by the coordinator when something a

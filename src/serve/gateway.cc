@@ -104,7 +104,7 @@ void Gateway::Start() {
   g.acceptor.bind(at);
   g.acceptor.listen(net::socket_base::max_listen_connections);
   g.port = g.acceptor.local_endpoint().port();
-  spdlog::info("gateway: listening on {}:{} ({}, router seed {})", at.address().to_string(), g.port,
+  spdlog::info("gateway: accepting on {}:{} ({}, router seed {})", at.address().to_string(), g.port,
                g.https_ctx ? "HTTPS" : "HTTP", g.options.seed);
   g.Accept();
   g.running = true;

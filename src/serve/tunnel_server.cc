@@ -55,7 +55,7 @@ absl::StatusOr<std::unique_ptr<TunnelServer>> TunnelServer::Start(TunnelServerOp
                                   ec.message());
   }
   impl->port = impl->acceptor->local_endpoint().port();
-  spdlog::info("tunnel: listening on {}:{}", at->address().to_string(), impl->port);
+  spdlog::info("tunnel: accepting on {}:{}", at->address().to_string(), impl->port);
   impl->Accept();
   Impl& s = *impl;
   s.thread = std::thread([&s] {

@@ -71,6 +71,10 @@ struct Attempt {
   bool frozen = false;
   bool gpu_frozen = false;  // frozen because one of its GPUs is held (owner monitor)
   core::MonoTime frozen_since{};
+  // A service replica drains instead of freezing (owner_drains.cc): the gateway gives it no new
+  // request, and it is vacated at drain_until.
+  bool draining = false;
+  core::MonoTime drain_until{};
   std::vector<Span> frozen_spans;
   // Blobs staged from the cache stay pinned (never evicted) while the attempt exists.
   std::vector<BlobCache::Pin> pins;

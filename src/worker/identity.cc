@@ -13,6 +13,7 @@
 #include "nlohmann/json.hpp"
 #include "platform/clock.h"
 #include "platform/write_file.h"
+#include "trust.grpc.pb.h"
 #include "trust/ca.h"
 #include "trust/pinned_fetch.h"
 #include "trust/token.h"

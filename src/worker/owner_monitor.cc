@@ -78,8 +78,8 @@ void OwnerMonitor::Loop() {
   while (!stop_.stopping()) {
     // Woken by any sensor change; at least once a second for idle time and time windows,
     // every 100 ms while a vacate before sleep is in progress.
-    sensors_->WaitForChange(sleep_pending_ ? std::chrono::milliseconds(100)
-                                           : std::chrono::milliseconds(1000));
+    sensors_->WaitForChange(sleep_pending_ || drains_pending_ ? std::chrono::milliseconds(100)
+                                                              : std::chrono::milliseconds(1000));
     if (stop_.stopping()) break;
     Step();
   }
@@ -104,12 +104,15 @@ void OwnerMonitor::Step() {
   UpdateDiskFull();
   accepting_ = d.action == owner::Action::kRun && !stop_.stopping() && !disk_full_;
   if (d.action == owner::Action::kSuspend) {
+    StartDrains(all, now, VacateGrace(), d.reason);
     frozen_now = FreezeAll(all, now);
   } else if (d.action == owner::Action::kRun) {
     ThawAll(all, now);
   } else {
+    StartDrains(all, now, std::chrono::milliseconds(0), d.reason);
     VacateAll(all, d, r, sleep);
   }
+  drains_pending_ = EndDrains(all, now);
   Tell(d, frozen_now, r);
   SendSensorsIfChanged(r, now);
   GpuStep(now);
@@ -132,6 +135,7 @@ std::vector<uint64_t> OwnerMonitor::FreezeAll(const AttemptList& all, core::Mono
   for (auto& a : all) {
     std::lock_guard lock(a->mu);
     if (!a->process || a->finished || a->vacating || a->frozen || a->killed) continue;
+    if (a->assignment.has_service()) continue;  // a replica drains instead (owner_drains.cc)
     if (absl::Status st = a->process->Suspend(); !st.ok()) {
       spdlog::warn("attempt {}: {}", a->id, std::string(st.message()));
     }

@@ -7,6 +7,10 @@
 //   suspend - accept none; freeze every running attempt's whole tree.
 //   vacate  - accept none; each attempt gets SIGTERM, then SIGKILL after vacate_grace_s (2 s
 //             when sleep is imminent); its runner then reports it PREEMPTED.
+// A service replica (issue 17) is never frozen: it drains (owner_drains.cc). The coordinator is
+// told at once (ReplicaDraining), so its gateway sends the replica no new request; requests in
+// flight get the service's drain_seconds, capped by vacate_grace_s on suspend (the owner's grace)
+// and 0 on vacate (then the vacate's own SIGTERM grace); then it is vacated like any attempt.
 // The same step reads the offered GPUs (at most every 2 s) and applies the GPU policy
 // (owner/gpu_policy.h) per device: attempts on a held device are frozen, or vacated; and checks
 // the work dir's free space (a full disk takes no work). Every change is told to the
@@ -95,6 +99,11 @@ class OwnerMonitor {
   void ThawAll(const AttemptList& all, core::MonoTime now);
   void VacateAll(const AttemptList& all, const owner::Decision& d, const owner::Readings& r,
                  bool sleep);
+  // Replicas (owner_drains.cc): start draining those not yet draining (at most `cap`), tell the
+  // coordinator; vacate those whose drain is over. True while any drain is in progress.
+  void StartDrains(const AttemptList& all, core::MonoTime now, std::chrono::milliseconds cap,
+                   const std::string& reason);
+  bool EndDrains(const AttemptList& all, core::MonoTime now);
   void Tell(const owner::Decision& d, const std::vector<uint64_t>& frozen_now,
             const owner::Readings& r);
   void LetSleep(const AttemptList& all, bool sleep);
@@ -124,6 +133,7 @@ class OwnerMonitor {
   std::atomic<bool> accepting_{true};   // the owner policy allows new work
   std::atomic<bool> suspended_{false};  // the owner policy says suspend
   std::atomic<bool> sleep_pending_{false};
+  std::atomic<bool> drains_pending_{false};  // a replica drains: step every 100 ms
   std::atomic<bool> disk_full_{false};  // see DiskFull()
 
   // Owner thread only.

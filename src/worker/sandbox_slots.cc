@@ -78,4 +78,13 @@ absl::StatusOr<std::unique_ptr<TaskProcess>> SandboxSlots::Launch(
   return WrapProcess(std::move(*p));
 }
 
+absl::StatusOr<platform::UniqueFd> SandboxSlots::ConnectLoopback(int slot, uint16_t port) {
+  std::lock_guard lock(mu_);
+  auto it = sandboxes_.find(slot);
+  if (it == sandboxes_.end() || !it->second || !it->second->alive()) {
+    return absl::UnavailableError("the slot's sandbox is not running");
+  }
+  return it->second->ConnectLoopback(port);
+}
+
 }  // namespace idlepool::worker

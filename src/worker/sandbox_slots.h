@@ -51,6 +51,12 @@ class SandboxSlots {
       int slot, const platform::SpawnOptions& opts, bool host_network,
       const std::vector<std::string>& devices);
 
+  // A socket connected to 127.0.0.1:`port` inside the slot's sandbox (SlotSandbox::
+  // ConnectLoopback): how the replica tunnel reaches a service replica. kUnavailable when the
+  // slot has no live sandbox or nothing listens there. Holds the slot table's lock for the
+  // connect (a loopback round trip through the agent), so calls are one at a time.
+  [[nodiscard]] absl::StatusOr<platform::UniqueFd> ConnectLoopback(int slot, uint16_t port);
+
  private:
   const sandbox::Settings settings_;
   std::mutex mu_;

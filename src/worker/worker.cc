@@ -44,6 +44,7 @@
 #include "worker/outbox.h"
 #include "worker/owner_monitor.h"
 #include "worker/recycled_dirs.h"
+#include "worker/replica_tunnel.h"
 #include "worker/sandbox_slots.h"
 #include "worker/session.h"
 #include "worker/stop_signal.h"
@@ -102,6 +103,7 @@ class Worker::Impl final : public SessionHandler {
   // Run's steps.
   absl::Status PrepareWorkDir();
   absl::Status StartPeerServer();
+  absl::Status StartTunnel();
   absl::StatusOr<std::vector<v1::AttemptReport>> ReopenOutbox();
   void OpenCgroups();
   absl::Status OpenSandbox();
@@ -137,6 +139,7 @@ class Worker::Impl final : public SessionHandler {
   std::unique_ptr<platform::FileLock> work_dir_lock_;
   std::string work_dir_real_;  // canonical work dir, marks this worker's tasks
   std::unique_ptr<blob::PeerServer> peer_server_;
+  std::unique_ptr<ReplicaTunnel> tunnel_;  // null: --no-tunnel
   std::unique_ptr<platform::TaskCgroups> cgroups_;
   std::unique_ptr<CgroupPool> cgroup_pool_;
   std::unique_ptr<SandboxSlots> sandboxes_;  // null: --no-sandbox
@@ -222,7 +225,9 @@ bool Worker::Impl::RenewalDue() {
 absl::Status Worker::Impl::Renew() {
   std::lock_guard lock(identity_mu_);
   if (!identity_) return absl::FailedPreconditionError("no identity loaded");
-  return worker::Renew(&*identity_, options_.identity_dir);
+  absl::Status st = worker::Renew(&*identity_, options_.identity_dir);
+  if (st.ok() && tunnel_) tunnel_->SetCertificate(identity_->tls.cert_pem, identity_->tls.key_pem);
+  return st;
 }
 
 Worker::Impl::~Impl() {
@@ -244,6 +249,7 @@ absl::Status Worker::Impl::Run() {
   if (absl::Status st = OpenSandbox(); !st.ok()) return st;
   if (auto st = cache_.Init(clock_.WallMs()); !st.ok()) return st;
   if (absl::Status st = StartPeerServer(); !st.ok()) return st;
+  if (absl::Status st = StartTunnel(); !st.ok()) return st;
   auto to_redeliver = ReopenOutbox();
   if (!to_redeliver.ok()) return to_redeliver.status();
   OpenCgroups();
@@ -252,6 +258,7 @@ absl::Status Worker::Impl::Run() {
   if (absl::Status st = session_.Serve(); !st.ok()) return st;
   JoinThreads();
   if (peer_server_) peer_server_->Shutdown();
+  if (tunnel_) tunnel_->Stop();
   return absl::OkStatus();
 }
 
@@ -294,6 +301,31 @@ absl::Status Worker::Impl::StartPeerServer() {
   }
   peer_server_ = std::move(*server);
   spdlog::info("serving cached blobs to peers on {}", peer_server_->address());
+  return absl::OkStatus();
+}
+
+// The gateway's tunnels to this worker's replicas (replica_tunnel.h), with its identity's
+// certificate (renewals swap it in: Renew).
+absl::Status Worker::Impl::StartTunnel() {
+  if (options_.tunnel_listen.empty()) return absl::OkStatus();
+  auto id = LoadIdentity(options_.identity_dir);
+  if (!id.ok()) return id.status();
+  if (!id->has_value()) return absl::FailedPreconditionError("no identity: join the pool first");
+  ReplicaTunnel::Config c;
+  c.listen = options_.tunnel_listen;
+  c.key_pem = (*id)->tls.key_pem;
+  c.cert_pem = (*id)->tls.cert_pem;
+  c.ca_pem = (*id)->tls.ca_pem;
+  c.slots = sandboxes_.get();
+  c.find = [this](uint64_t attempt) -> std::shared_ptr<Attempt> {
+    std::lock_guard lock(mu_);
+    auto it = attempts_.find(attempt);
+    return it == attempts_.end() ? nullptr : it->second;
+  };
+  auto tunnel = ReplicaTunnel::Start(std::move(c));
+  if (!tunnel.ok()) return tunnel.status();
+  tunnel_ = std::move(*tunnel);
+  spdlog::info("serving tunnels to service replicas on {}", tunnel_->address());
   return absl::OkStatus();
 }
 
@@ -506,6 +538,7 @@ void Worker::Impl::FillHello(v1::Hello* hello) {
   cache_.TakeChanges();  // the Hello lists the whole cache: queued changes are in it
   for (auto& b : cache_.Contents(kMaxHelloCached)) *hello->add_cached() = std::move(b);
   if (peer_server_) hello->set_peer_address(peer_server_->address());
+  if (tunnel_) hello->set_tunnel_address(tunnel_->address());
   hello_finished_.clear();
   std::lock_guard lock(mu_);
   for (auto& [id, a] : attempts_) {

@@ -89,6 +89,10 @@ struct Options {
   // the coordinator alone (centralized fan-out).
   bool peers = true;
   std::string peer_listen = "0.0.0.0:0";
+  // Where the gateway's tunnels to this worker's service replicas are served
+  // (replica_tunnel.h; host:port as peer_listen; `--tunnel-listen`). Empty: none (the worker
+  // then runs no replica the gateway can reach; batch work is unaffected).
+  std::string tunnel_listen = "0.0.0.0:0";
   // Measurements for the planner (worker/measure.h). `probe`: measure the link to the coordinator
   // on join and then every `probe_interval` (0 = only on join), deferred while inputs or outputs
   // are moving; false: never (the planner then assumes a default link). `calibrate`: measure

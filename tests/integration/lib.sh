@@ -41,7 +41,7 @@ wait_until() {
   done
 }
 
-starts_above() { [ "$(grep -c "listening on" "$T/coordinator.log" 2>/dev/null)" -gt "$1" ]; }
+starts_above() { [ "$(grep -c "coordinator listening on" "$T/coordinator.log" 2>/dev/null)" -gt "$1" ]; }
 
 # start_coordinator [extra args]: the first start picks a free port; a restart reuses it. Sets
 # ADDR, TOKEN (an access token of role submit, made through the admin socket), JOIN_TOKEN_FILE
@@ -50,11 +50,14 @@ starts_above() { [ "$(grep -c "listening on" "$T/coordinator.log" 2>/dev/null)" 
 start_coordinator() {
   local listen=127.0.0.1:${PORT:-0} starts
   starts=$(grep -c "listening on" "$T/coordinator.log" 2>/dev/null || true)
-  "$IDLEPOOL" coordinator --listen "$listen" --data-dir "$T/coord" "$@" >>"$T/coordinator.log" 2>&1 &
+  # No gateway unless the test asks for one (--serve-listen): parallel tests would race for 7880.
+  local serve=(--serve-listen off)
+  case " $* " in *" --serve-listen "*) serve=() ;; esac
+  "$IDLEPOOL" coordinator --listen "$listen" --data-dir "$T/coord" "${serve[@]}" "$@" >>"$T/coordinator.log" 2>&1 &
   COORD_PID=$!
   PIDS+=($COORD_PID)
   wait_until 20 starts_above "${starts:-0}"
-  PORT=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$T/coordinator.log" | tail -1)
+  PORT=$(sed -n 's/.*coordinator listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$T/coordinator.log" | tail -1)
   ADDR=127.0.0.1:$PORT
   # Kept in the data dir: a test that wipes it (a new pool, a new CA) gets new tokens.
   JOIN_TOKEN_FILE=$T/coord/test-join.token

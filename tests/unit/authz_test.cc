@@ -10,6 +10,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "idlepool.grpc.pb.h"
+#include "trust.grpc.pb.h"
 #include "trust/grpc_tls.h"
 #include "wire/wire.h"
 #include "worker/identity.h"

@@ -47,6 +47,22 @@ TEST_F(CoreServiceTest, OneReplicaPerMachineUnlessAsked) {
   EXPECT_EQ(Placed(out), (std::map<std::string, int>{{"a", 2}, {"b", 2}, {"c", 2}}));
 }
 
+// A service submitted below its max (min_replicas < max_replicas, or 0: autoscaled) runs only
+// the replicas it wants; the others stay parked until it is scaled, however many machines are
+// free.
+TEST_F(CoreServiceTest, ASubmittedServiceRunsOnlyTheReplicasItWants) {
+  Hello("a", 1, 4);
+  Hello("b", 2, 4);
+  Hello("c", 3, 4);
+  EXPECT_THAT(Only<AssignAttempt>(Service(1, 3, 0)), IsEmpty());
+  EXPECT_EQ(Placed(Service(2, 3, 1, 10)).size(), 1u);
+  EXPECT_EQ(JobOf(1).running, 0u);
+  EXPECT_EQ(JobOf(2).running, 1u);
+  EXPECT_THAT(Only<AssignAttempt>(TickAt(20)), IsEmpty());
+  EXPECT_EQ(Only<AssignAttempt>(Do(ScaleService{1, 2}, 30)).size(), 2u);
+  EXPECT_EQ(JobOf(1).running, 2u);
+}
+
 TEST_F(CoreServiceTest, AnExitedReplicaRestartsAfterABackoffThatDoublesAndNeverFails) {
   Hello("a", 1, 1);
   std::vector<Decision> out = Service(1, 1, 1);

@@ -205,6 +205,41 @@ async function pageJobs() {
   const jobs = (j.jobs || []).slice().sort((a, b) => b.job - a.job);
   return [el('h1', {}, 'Jobs'), jobsTable(jobs, Date.now())];
 }
+// Services (issue 17): each service's replicas, their worker and state, requests in flight,
+// requests per second (from the change since the last look) and errors.
+const lastSeen = new Map();  // attempt -> {requests, at}
+function reqRate(r, now) {
+  const prev = lastSeen.get(r.attempt);
+  lastSeen.set(r.attempt, { requests: r.requests, at: now });
+  if (!prev || now <= prev.at || r.requests < prev.requests) return '-';
+  return ((r.requests - prev.requests) * 1000 / (now - prev.at)).toFixed(1);
+}
+async function pageServices() {
+  const s = await api('/api/v1/services');
+  const now = Date.now();
+  const out = [el('h1', {}, 'Services'),
+    el('p', { class: 'muted' }, s.gateway ? `Gateway: ${s.gateway}/v1 (OpenAI clients), ${s.gateway}/services/NAME/ (HTTP)` : 'The gateway is off (--serve-listen).')];
+  if (!(s.services || []).length) out.push(el('p', { class: 'muted', id: 'no-services' }, 'No services running.'));
+  for (const x of s.services || []) {
+    const rows = (x.replica_status || []).map(r => el('tr', { 'data-replica': r.replica },
+      el('td', { class: 'num' }, String(r.replica)),
+      el('td', { class: 'num' }, r.attempt ? String(r.attempt) : '-'),
+      el('td', {}, r.worker || '-'),
+      el('td', {}, badge('r-' + r.state, r.state)),
+      el('td', { class: 'num' }, String(r.in_flight)),
+      el('td', { class: 'num' }, String(r.requests)),
+      el('td', { class: 'num' }, r.attempt ? reqRate(r, now) : '-'),
+      el('td', { class: 'num' }, String(r.errors)),
+      el('td', { class: 'num' }, String(r.attempts))));
+    out.push(el('h2', { id: 'service-' + x.job }, `${x.name} `, badge('s-' + x.state, x.state)),
+      el('p', { class: 'muted' }, `${x.protocol}${x.model ? ' · model ' + x.model : ''} · ${x.replicas} wanted (${x.min_replicas}–${x.max_replicas}) · queue ${x.queue_length} · ${x.requests} requests · ${x.errors} errors`),
+      scroller(el('table', { class: 'replicas' },
+        el('thead', {}, el('tr', {}, ['Replica', 'Attempt', 'Worker', 'State', 'In flight', 'Requests', 'Req/s', 'Errors', 'Starts']
+          .map(h => el('th', { class: ['Worker', 'State'].includes(h) ? null : 'num' }, h)))),
+        el('tbody', {}, rows))));
+  }
+  return out;
+}
 function inlineSvg(text) {
   const doc = new DOMParser().parseFromString(text, 'image/svg+xml');
   const svg = doc.documentElement;
@@ -273,9 +308,11 @@ async function render() {
     let m;
     document.getElementById('nav-pool').classList.toggle('active', h === '#/');
     document.getElementById('nav-jobs').classList.toggle('active', h.startsWith('#/jobs'));
+    document.getElementById('nav-services').classList.toggle('active', h === '#/services');
     let nodes;
     if ((m = h.match(/^#\/jobs\/(\d+)$/))) nodes = await pageJob(m[1]);
     else if (h === '#/jobs') nodes = await pageJobs();
+    else if (h === '#/services') nodes = await pageServices();
     else nodes = await pagePool();
     const openLogs = new Set([...$main.querySelectorAll('tr[data-attempt] details[open]')].map(d => d.closest('tr').dataset.attempt));
     $main.replaceChildren(...nodes.filter(Boolean));

@@ -1,0 +1,173 @@
+#include "coordinator/serve_bridge.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "serve/gateway.h"
+#include "spdlog/spdlog.h"
+#include "text/host_port.h"
+
+namespace idlepool::coordinator {
+
+namespace {
+
+void Warn(const serve::Status& st, const std::string& what) {
+  if (!st.ok()) spdlog::warn("gateway: {}: {}", what, st.message);
+}
+
+std::string ServiceName(core::JobId job, const v1::JobSpec& spec) {
+  return spec.name().empty() ? absl::StrCat("job-", job) : spec.name();
+}
+
+}  // namespace
+
+void ServeBridge::Attach(serve::Gateway* gateway, std::string url) {
+  std::lock_guard lock(mu_);
+  gateway_ = gateway;
+  url_ = gateway ? std::move(url) : "";
+  for (auto& [job, s] : services_) s.added = false;
+  for (auto& [id, r] : replicas_) r.added = false;
+  if (!gateway_) return;
+  for (auto& [job, s] : services_) AddService(job, s);
+  for (auto& [id, r] : replicas_) AddReplica(id, r);
+}
+
+std::string ServeBridge::url() const {
+  std::lock_guard lock(mu_);
+  return url_;
+}
+
+void ServeBridge::AddService(core::JobId job, Service& s) {
+  if (!gateway_ || s.added) return;
+  serve::ServiceSpec g;
+  g.name = s.name;
+  const v1::ServiceSpec& spec = s.spec.service();
+  g.protocol = spec.protocol() == "openai" ? serve::Protocol::kOpenAI : serve::Protocol::kHttp;
+  g.model = spec.model();
+  g.health = spec.health();
+  g.routing.max_concurrent = spec.max_concurrent() == 0 ? 1 : spec.max_concurrent();
+  serve::Status st = gateway_->AddService(g);
+  Warn(st, absl::StrCat("service ", s.name, " (job ", job, ")"));
+  s.added = st.ok();
+}
+
+void ServeBridge::AddReplica(core::AttemptId attempt, Replica& r) {
+  if (!gateway_ || r.added) return;
+  auto s = services_.find(r.job);
+  if (s == services_.end() || !s->second.added) return;
+  auto t = tunnels_.find(r.worker);
+  if (t == tunnels_.end()) return;  // added when its worker announces a tunnel
+  auto hp = text::SplitHostPort(t->second);
+  if (!hp.ok()) return;
+  serve::Status st =
+      gateway_->AddReplica(s->second.name, attempt, hp->host, static_cast<uint16_t>(hp->port), 0,
+                           serve::TunnelRoute{r.worker, attempt});
+  Warn(st, absl::StrCat("replica ", attempt, " on ", r.worker));
+  r.added = st.ok();
+  if (r.added && r.draining) Warn(gateway_->Drain(attempt), "drain");
+}
+
+void ServeBridge::RemoveReplica(core::AttemptId attempt, Replica& r) {
+  if (gateway_ && r.added) Warn(gateway_->Remove(attempt), absl::StrCat("remove ", attempt));
+  r.added = false;
+}
+
+void ServeBridge::ServiceStarted(core::JobId job, const v1::JobSpec& spec) {
+  std::lock_guard lock(mu_);
+  auto [s, fresh] = services_.try_emplace(job);
+  if (!fresh) return;
+  s->second.name = ServiceName(job, spec);
+  s->second.spec = spec;
+  AddService(job, s->second);
+}
+
+void ServeBridge::ReplicaCreated(core::JobId job, const v1::JobSpec& spec, core::AttemptId attempt,
+                                 uint32_t index, const std::string& worker) {
+  std::lock_guard lock(mu_);
+  auto [s, fresh] = services_.try_emplace(job);
+  if (fresh) {
+    s->second.name = ServiceName(job, spec);
+    s->second.spec = spec;
+    AddService(job, s->second);
+  }
+  Replica& r = replicas_[attempt];
+  r.job = job;
+  r.index = index;
+  r.worker = worker;
+  ++starts_[{job, index}];
+  AddReplica(attempt, r);
+}
+
+void ServeBridge::ReplicaEnded(core::AttemptId attempt) {
+  std::lock_guard lock(mu_);
+  auto it = replicas_.find(attempt);
+  if (it == replicas_.end()) return;
+  RemoveReplica(attempt, it->second);
+  replicas_.erase(it);
+}
+
+void ServeBridge::ServiceEnded(core::JobId job) {
+  std::lock_guard lock(mu_);
+  auto s = services_.find(job);
+  if (s == services_.end()) return;
+  for (auto it = replicas_.begin(); it != replicas_.end();) {
+    if (it->second.job != job) {
+      ++it;
+      continue;
+    }
+    RemoveReplica(it->first, it->second);
+    it = replicas_.erase(it);
+  }
+  if (gateway_ && s->second.added) Warn(gateway_->RemoveService(s->second.name), "remove service");
+  services_.erase(s);
+}
+
+void ServeBridge::WorkerTunnel(const std::string& worker, const std::string& address) {
+  std::lock_guard lock(mu_);
+  auto old = tunnels_.find(worker);
+  if (old != tunnels_.end() && old->second == address) return;
+  for (auto& [id, r] : replicas_) {
+    if (r.worker == worker) RemoveReplica(id, r);
+  }
+  if (address.empty()) {
+    tunnels_.erase(worker);
+    return;
+  }
+  tunnels_[worker] = address;
+  for (auto& [id, r] : replicas_) {
+    if (r.worker == worker) AddReplica(id, r);
+  }
+}
+
+void ServeBridge::Draining(const std::string& worker, const std::vector<uint64_t>& attempts) {
+  std::lock_guard lock(mu_);
+  for (uint64_t id : attempts) {
+    auto it = replicas_.find(id);
+    if (it == replicas_.end() || it->second.worker != worker || it->second.draining) continue;
+    it->second.draining = true;
+    if (gateway_ && it->second.added) Warn(gateway_->Drain(id), absl::StrCat("drain ", id));
+  }
+}
+
+std::vector<ServeBridge::ReplicaView> ServeBridge::Replicas(core::JobId job) const {
+  std::lock_guard lock(mu_);
+  std::vector<ReplicaView> out;
+  for (const auto& [id, r] : replicas_) {
+    if (r.job != job) continue;
+    out.push_back({id, r.index, r.worker, r.draining, tunnels_.count(r.worker) > 0});
+  }
+  return out;
+}
+
+uint32_t ServeBridge::Starts(core::JobId job, uint32_t index) const {
+  std::lock_guard lock(mu_);
+  auto it = starts_.find({job, index});
+  return it == starts_.end() ? 0 : it->second;
+}
+
+std::string ServeBridge::GatewaySnapshot() const {
+  std::lock_guard lock(mu_);
+  return gateway_ ? gateway_->SnapshotJson() : "";
+}
+
+}  // namespace idlepool::coordinator

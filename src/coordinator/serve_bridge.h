@@ -1,0 +1,92 @@
+// ServeBridge: what the coordinator's gateway (serve/gateway.h) must know of the pool, kept up
+// to date from the core and the worker sessions (issue 17). A service job is a gateway service
+// (named by the job's name; an openai one also by its model); each running replica attempt is
+// a gateway replica, reached through the tunnel of the worker running it (Hello.tunnel_address,
+// serve/tunnel_server.h) and named by its attempt id. A replica enters starting (the gateway
+// probes its health path through the tunnel until it answers 200), leaves when its attempt ends
+// (exit, preemption, kill, or its worker's lease ran out), and drains the moment its worker
+// says its owner came back (ReplicaDraining). A worker that reconnects with another tunnel
+// address gets its replicas re-added there.
+//
+// It records everything even while no gateway is attached (serving off, or not started yet):
+// Attach replays the record, so `idlepool services` and a later start see the same replicas.
+//
+// Thread safety: every method from any thread; one mutex guards the record and is held across
+// gateway control calls (each waits a few microseconds for the gateway's io thread, which
+// never calls back in here), so the gateway sees the calls in the order they were made.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "core/types.h"
+#include "idlepool.pb.h"
+
+namespace idlepool::serve {
+class Gateway;
+}  // namespace idlepool::serve
+
+namespace idlepool::coordinator {
+
+class ServeBridge {
+ public:
+  // The gateway is started: replay what is known. Null: detach (before the gateway stops).
+  void Attach(serve::Gateway* gateway, std::string url);
+  std::string url() const;  // "https://host:port" of the attached gateway; "" when none
+
+  // Core thread (after the records are committed). A service is known to the gateway from its
+  // submission (or the coordinator's restore) on, so requests to one with no replica queue.
+  void ServiceStarted(core::JobId job, const v1::JobSpec& spec);
+  void ReplicaCreated(core::JobId job, const v1::JobSpec& spec, core::AttemptId attempt,
+                      uint32_t index, const std::string& worker);
+  void ReplicaEnded(core::AttemptId attempt);
+  void ServiceEnded(core::JobId job);
+  // Session threads. `address` "" : the worker serves no tunnel.
+  void WorkerTunnel(const std::string& worker, const std::string& address);
+  // Only the worker running an attempt may drain it; others' ids are ignored.
+  void Draining(const std::string& worker, const std::vector<uint64_t>& attempts);
+
+  struct ReplicaView {
+    core::AttemptId attempt = 0;
+    uint32_t index = 0;
+    std::string worker;
+    bool draining = false;
+    bool reachable = false;  // its worker announced a tunnel
+  };
+  std::vector<ReplicaView> Replicas(core::JobId job) const;
+  uint32_t Starts(core::JobId job, uint32_t index) const;  // replicas created, this run
+  // The gateway's routing state (Gateway::SnapshotJson); "" when none is attached.
+  std::string GatewaySnapshot() const;
+
+ private:
+  struct Service {
+    std::string name;
+    v1::JobSpec spec;
+    bool added = false;
+  };
+  struct Replica {
+    core::JobId job = 0;
+    uint32_t index = 0;
+    std::string worker;
+    bool added = false;
+    bool draining = false;
+  };
+  void AddService(core::JobId job, Service& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void AddReplica(core::AttemptId attempt, Replica& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RemoveReplica(core::AttemptId attempt, Replica& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  mutable std::mutex mu_;
+  serve::Gateway* gateway_ ABSL_GUARDED_BY(mu_) = nullptr;
+  std::string url_ ABSL_GUARDED_BY(mu_);
+  std::map<core::JobId, Service> services_ ABSL_GUARDED_BY(mu_);
+  std::map<core::AttemptId, Replica> replicas_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::string> tunnels_ ABSL_GUARDED_BY(mu_);  // worker -> host:port
+  std::map<std::pair<core::JobId, uint32_t>, uint32_t> starts_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace idlepool::coordinator

@@ -1,0 +1,89 @@
+// Jobs.ListServices (issue 17): the running services, each replica with its worker and state,
+// merged from the core (which replicas should run, which attempt runs each) and the gateway
+// (routing state: starting, ready, draining, ejected; in flight, requests, errors).
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "coordinator/gateway_view.h"
+#include "coordinator/job_service.h"
+
+namespace idlepool::coordinator {
+
+namespace {
+
+struct ServiceRow {
+  core::JobSummary summary;
+  v1::JobSpec spec;
+  std::vector<std::optional<core::AttemptId>> current;  // per replica index
+};
+
+}  // namespace
+
+grpc::Status JobService::ListServices(grpc::ServerContext* ctx, const v1::ListServicesRequest*,
+                                      v1::ListServicesReply* reply) {
+  if (auto st = d_.authz.Check(ctx, "/idlepool.v1.Jobs/ListServices"); !st.ok()) return st;
+  return ListServicesInternal(reply);
+}
+
+grpc::Status JobService::ListServicesInternal(v1::ListServicesReply* reply) {
+  auto rows = d_.core.Query<std::vector<ServiceRow>>([this] {
+    std::vector<ServiceRow> out;
+    for (const auto& [id, info] : d_.core.jobs()) {
+      if (!info.spec.has_service()) continue;
+      auto summary = d_.core.sched().Job(id);
+      if (!summary) continue;
+      ServiceRow row{*summary, info.spec, {}};
+      for (uint32_t i = 0; i < summary->tasks; ++i) {
+        row.current.push_back(d_.core.sched().CurrentAttempt(core::TaskKey{id, i}));
+      }
+      out.push_back(std::move(row));
+    }
+    return out;
+  });
+  const ServeBridge* serve = d_.serve;
+  const auto routing = ParseRouting(serve ? serve->GatewaySnapshot() : "");
+  if (serve) reply->set_gateway(serve->url());
+  for (const ServiceRow& row : rows) {
+    v1::ServiceStatus* s = reply->add_services();
+    const core::JobId job = row.summary.job;
+    s->set_job(job);
+    s->set_name(row.spec.name().empty() ? absl::StrCat("job-", job) : row.spec.name());
+    *s->mutable_spec() = row.spec.service();
+    s->set_replicas(row.summary.replicas);
+    s->set_state(std::string(core::ToString(row.summary.state)));
+    auto routed = routing.find(s->name());
+    if (routed != routing.end()) {
+      s->set_queue_length(routed->second.queue_length);
+      s->set_requests(routed->second.requests);
+      s->set_errors(routed->second.errors);
+    }
+    std::map<core::AttemptId, ServeBridge::ReplicaView> views;
+    if (serve) {
+      for (auto& v : serve->Replicas(job)) views[v.attempt] = v;
+    }
+    for (uint32_t i = 0; i < row.current.size(); ++i) {
+      v1::ReplicaStatus* r = s->add_replica_status();
+      r->set_replica(i);
+      if (serve) r->set_attempts(serve->Starts(job, i));
+      const auto& cur = row.current[i];
+      if (!cur) {
+        r->set_state("stopped");
+        continue;
+      }
+      r->set_attempt(*cur);
+      auto v = views.find(*cur);
+      if (v != views.end()) r->set_worker(v->second.worker);
+      r->set_state(v != views.end() && v->second.draining ? "draining" : "starting");
+      if (routed == routing.end()) continue;
+      auto rr = routed->second.replicas.find(*cur);
+      if (rr == routed->second.replicas.end()) continue;
+      if (!(v != views.end() && v->second.draining)) r->set_state(rr->second.state);
+      r->set_in_flight(rr->second.in_flight);
+      r->set_requests(rr->second.requests);
+      r->set_errors(rr->second.errors);
+    }
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace idlepool::coordinator
