@@ -68,6 +68,7 @@ Command AddWorkersCommand(CLI::App& app, Common& common);      // workers_comman
 Command AddCancelCommand(CLI::App& app, Common& common);       // job_commands.cc
 Command AddScaleCommand(CLI::App& app, Common& common);        // service_commands.cc
 Command AddServicesCommand(CLI::App& app, Common& common);     // service_commands.cc
+Command AddGatewayCommand(CLI::App& app, Common& common);      // gateway_command.cc
 Command AddFailuresCommand(CLI::App& app, Common& common);     // failure_commands.cc
 Command AddLogsCommand(CLI::App& app, Common& common);         // failure_commands.cc
 Command AddFramesCommand(CLI::App& app);                       // job_commands.cc

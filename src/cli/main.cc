@@ -21,27 +21,17 @@ const char* kVersion = IDLEPOOL_VERSION;
 
 std::vector<idlepool::cli::Command> AddCommands(CLI::App& app, idlepool::cli::Common& common) {
   using namespace idlepool::cli;
-  return {AddCoordinatorCommand(app, common),
-          AddWorkerCommand(app, common),
-          AddSubmitCommand(app, common),
-          AddStatusCommand(app, common),
-          AddWaitCommand(app, common),
-          AddFetchCommand(app, common),
-          AddWorkersCommand(app, common),
-          AddCancelCommand(app, common),
-          AddScaleCommand(app, common),
-          AddServicesCommand(app, common),
-          AddFailuresCommand(app, common),
-          AddLogsCommand(app, common),
-          AddFramesCommand(app),
-          AddProfileCommand(app, common),
-          AddReportCommand(app, common),
-          AddTimelineCommand(app, common),
-          AddRunCommand(app),
-          AddPlanCommand(app, common),
-          AddSimCommand(app),
-          AddLoginCommand(app, common),
-          AddTokenCommand(app)};
+  return {AddCoordinatorCommand(app, common), AddWorkerCommand(app, common),
+          AddSubmitCommand(app, common),      AddStatusCommand(app, common),
+          AddWaitCommand(app, common),        AddFetchCommand(app, common),
+          AddWorkersCommand(app, common),     AddCancelCommand(app, common),
+          AddScaleCommand(app, common),       AddServicesCommand(app, common),
+          AddGatewayCommand(app, common),     AddFailuresCommand(app, common),
+          AddLogsCommand(app, common),        AddFramesCommand(app),
+          AddProfileCommand(app, common),     AddReportCommand(app, common),
+          AddTimelineCommand(app, common),    AddRunCommand(app),
+          AddPlanCommand(app, common),        AddSimCommand(app),
+          AddLoginCommand(app, common),       AddTokenCommand(app)};
 }
 
 void SetUpLogging(const idlepool::cli::Common& common) {

@@ -285,8 +285,9 @@ void CoordinatorImpl::MakeParts() {
                          shutting_down_, &serve_bridge_});
   blob_service_ = std::make_unique<BlobService>(*authz_, blobs_, tracker_, pool_metrics_, clock_);
   probe_service_ = std::make_unique<ProbeService>(*authz_, clock_);
-  job_service_ = std::make_unique<JobService>(JobServiceDeps{
-      *authz_, *core_, *store_, blobs_, *predictor_, *book_, sessions_, clock_, &serve_bridge_});
+  job_service_ = std::make_unique<JobService>(JobServiceDeps{*authz_, *core_, *store_, blobs_,
+                                                             *predictor_, *book_, sessions_, clock_,
+                                                             &serve_bridge_, identity_.ca.get()});
   join_service_ = std::make_unique<JoinService>(*authz_, *credentials_, *identity_.ca, clock_,
                                                 options_.worker_cert_validity_s);
   admin_service_ = std::make_unique<AdminService>(*authz_, *credentials_, sessions_,

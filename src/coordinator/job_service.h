@@ -36,6 +36,7 @@ struct JobServiceDeps {
   SessionRegistry& sessions;
   const platform::Clock& clock;
   ServeBridge* serve = nullptr;  // the gateway's view of services; null: serving off
+  const trust::CertificateAuthority* ca = nullptr;  // certifies gateways (WatchGateway)
 };
 
 class JobService final : public v1::Jobs::Service {
@@ -64,6 +65,9 @@ class JobService final : public v1::Jobs::Service {
   grpc::Status ListServices(grpc::ServerContext* ctx, const v1::ListServicesRequest* req,
                             v1::ListServicesReply* reply) override;
   grpc::Status ListServicesInternal(v1::ListServicesReply* reply);
+  // gateway_watch.cc
+  grpc::Status WatchGateway(grpc::ServerContext* ctx, const v1::WatchGatewayRequest* req,
+                            grpc::ServerWriter<v1::GatewayState>* writer) override;
   grpc::Status GetProfile(grpc::ServerContext* ctx, const v1::ProfileRequest* req,
                           v1::ProfileReply* reply) override;
   grpc::Status PlanJob(grpc::ServerContext* ctx, const v1::PlanRequest* req,

@@ -28,6 +28,7 @@ constexpr MethodRuleEntry kRules[] = {
     {"/idlepool.v1.Jobs/SubmitJob", {kSubmit}},
     {"/idlepool.v1.Jobs/CancelJob", {kSubmit}},
     {"/idlepool.v1.Jobs/ScaleService", {kSubmit}},
+    {"/idlepool.v1.Jobs/WatchGateway", {kSubmit}},
     {"/idlepool.v1.Jobs/GetJob", {kReaders}},
     {"/idlepool.v1.Jobs/ListJobs", {kReaders}},
     {"/idlepool.v1.Jobs/ListServices", {kReaders}},

@@ -1,8 +1,10 @@
 #include "coordinator/serve_bridge.h"
 
+#include <cmath>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "coordinator/replica_weight.h"
 #include "serve/gateway.h"
 #include "spdlog/spdlog.h"
 #include "text/host_port.h"
@@ -37,16 +39,19 @@ std::string ServeBridge::url() const {
   return url_;
 }
 
-void ServeBridge::AddService(core::JobId job, Service& s) {
-  if (!gateway_ || s.added) return;
+serve::ServiceSpec GatewayServiceSpec(const std::string& name, const v1::ServiceSpec& spec) {
   serve::ServiceSpec g;
-  g.name = s.name;
-  const v1::ServiceSpec& spec = s.spec.service();
+  g.name = name;
   g.protocol = spec.protocol() == "openai" ? serve::Protocol::kOpenAI : serve::Protocol::kHttp;
   g.model = spec.model();
   g.health = spec.health();
   g.routing.max_concurrent = spec.max_concurrent() == 0 ? 1 : spec.max_concurrent();
-  serve::Status st = gateway_->AddService(g);
+  return g;
+}
+
+void ServeBridge::AddService(core::JobId job, Service& s) {
+  if (!gateway_ || s.added) return;
+  serve::Status st = gateway_->AddService(GatewayServiceSpec(s.name, s.spec.service()));
   Warn(st, absl::StrCat("service ", s.name, " (job ", job, ")"));
   s.added = st.ok();
 }
@@ -65,6 +70,36 @@ void ServeBridge::AddReplica(core::AttemptId attempt, Replica& r) {
   Warn(st, absl::StrCat("replica ", attempt, " on ", r.worker));
   r.added = st.ok();
   if (r.added && r.draining) Warn(gateway_->Drain(attempt), "drain");
+  auto m = machines_.find(r.worker);
+  if (r.added && m != machines_.end() && m->second.weight < 1) {
+    Warn(gateway_->SetWeight(attempt, m->second.weight), "weight");
+  }
+}
+
+void ServeBridge::WorkerSensors(const std::string& worker, const v1::SensorReadings& sensors) {
+  std::lock_guard lock(mu_);
+  machines_[worker].sensors = sensors;
+  Reweigh(worker);
+}
+
+void ServeBridge::WorkerGpus(const std::string& worker, const std::vector<v1::GpuDevice>& gpus) {
+  std::lock_guard lock(mu_);
+  Machine& m = machines_[worker];
+  m.gpus.Clear();
+  for (const auto& g : gpus) *m.gpus.Add() = g;
+  Reweigh(worker);
+}
+
+void ServeBridge::Reweigh(const std::string& worker) {
+  constexpr double kWeightStep = 0.05;  // readings jitter; a router update per wiggle is waste
+  Machine& m = machines_[worker];
+  const double w = ReplicaWeight(m.sensors, m.gpus);
+  if (std::abs(w - m.weight) < kWeightStep && !(w == 1 && m.weight != 1)) return;
+  m.weight = w;
+  Changed();
+  for (auto& [id, r] : replicas_) {
+    if (r.worker == worker && r.added && gateway_) Warn(gateway_->SetWeight(id, w), "weight");
+  }
 }
 
 void ServeBridge::RemoveReplica(core::AttemptId attempt, Replica& r) {
@@ -74,6 +109,7 @@ void ServeBridge::RemoveReplica(core::AttemptId attempt, Replica& r) {
 
 void ServeBridge::ServiceStarted(core::JobId job, const v1::JobSpec& spec) {
   std::lock_guard lock(mu_);
+  Changed();
   auto [s, fresh] = services_.try_emplace(job);
   if (!fresh) return;
   s->second.name = ServiceName(job, spec);
@@ -84,6 +120,7 @@ void ServeBridge::ServiceStarted(core::JobId job, const v1::JobSpec& spec) {
 void ServeBridge::ReplicaCreated(core::JobId job, const v1::JobSpec& spec, core::AttemptId attempt,
                                  uint32_t index, const std::string& worker) {
   std::lock_guard lock(mu_);
+  Changed();
   auto [s, fresh] = services_.try_emplace(job);
   if (fresh) {
     s->second.name = ServiceName(job, spec);
@@ -100,6 +137,7 @@ void ServeBridge::ReplicaCreated(core::JobId job, const v1::JobSpec& spec, core:
 
 void ServeBridge::ReplicaEnded(core::AttemptId attempt) {
   std::lock_guard lock(mu_);
+  Changed();
   auto it = replicas_.find(attempt);
   if (it == replicas_.end()) return;
   RemoveReplica(attempt, it->second);
@@ -108,6 +146,7 @@ void ServeBridge::ReplicaEnded(core::AttemptId attempt) {
 
 void ServeBridge::ServiceEnded(core::JobId job) {
   std::lock_guard lock(mu_);
+  Changed();
   auto s = services_.find(job);
   if (s == services_.end()) return;
   for (auto it = replicas_.begin(); it != replicas_.end();) {
@@ -124,6 +163,7 @@ void ServeBridge::ServiceEnded(core::JobId job) {
 
 void ServeBridge::WorkerTunnel(const std::string& worker, const std::string& address) {
   std::lock_guard lock(mu_);
+  Changed();
   auto old = tunnels_.find(worker);
   if (old != tunnels_.end() && old->second == address) return;
   for (auto& [id, r] : replicas_) {
@@ -141,6 +181,7 @@ void ServeBridge::WorkerTunnel(const std::string& worker, const std::string& add
 
 void ServeBridge::Draining(const std::string& worker, const std::vector<uint64_t>& attempts) {
   std::lock_guard lock(mu_);
+  Changed();
   for (uint64_t id : attempts) {
     auto it = replicas_.find(id);
     if (it == replicas_.end() || it->second.worker != worker || it->second.draining) continue;
@@ -168,6 +209,35 @@ uint32_t ServeBridge::Starts(core::JobId job, uint32_t index) const {
 std::string ServeBridge::GatewaySnapshot() const {
   std::lock_guard lock(mu_);
   return gateway_ ? gateway_->SnapshotJson() : "";
+}
+
+uint64_t ServeBridge::Export(v1::GatewayState* out) const {
+  std::lock_guard lock(mu_);
+  out->set_version(version_);
+  for (const auto& [job, s] : services_) {
+    v1::GatewayService* g = out->add_services();
+    g->set_job(job);
+    g->set_name(s.name);
+    *g->mutable_spec() = s.spec.service();
+    for (const auto& [id, r] : replicas_) {
+      auto t = tunnels_.find(r.worker);
+      if (r.job != job || t == tunnels_.end()) continue;
+      v1::GatewayReplica* x = g->add_replicas();
+      x->set_attempt(id);
+      x->set_worker(r.worker);
+      x->set_tunnel_address(t->second);
+      x->set_draining(r.draining);
+      auto m = machines_.find(r.worker);
+      x->set_weight(m == machines_.end() ? 1.0 : m->second.weight);
+    }
+  }
+  return version_;
+}
+
+uint64_t ServeBridge::WaitChange(uint64_t seen, std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(mu_);
+  changed_.wait_for(lock, timeout, [&] { return version_ != seen; });
+  return version_;
 }
 
 }  // namespace idlepool::coordinator

@@ -16,6 +16,8 @@
 // never calls back in here), so the gateway sees the calls in the order they were made.
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -26,12 +28,12 @@
 #include "absl/base/thread_annotations.h"
 #include "core/types.h"
 #include "idlepool.pb.h"
-
-namespace idlepool::serve {
-class Gateway;
-}  // namespace idlepool::serve
+#include "serve/gateway.h"
 
 namespace idlepool::coordinator {
+
+// A service as the gateway routes it, from its job's [service] table (also `idlepool gateway`'s).
+serve::ServiceSpec GatewayServiceSpec(const std::string& name, const v1::ServiceSpec& spec);
 
 class ServeBridge {
  public:
@@ -48,6 +50,9 @@ class ServeBridge {
   void ServiceEnded(core::JobId job);
   // Session threads. `address` "" : the worker serves no tunnel.
   void WorkerTunnel(const std::string& worker, const std::string& address);
+  // The machine's readings (cleaned): its replicas' weight (replica_weight.h) follows them.
+  void WorkerSensors(const std::string& worker, const v1::SensorReadings& sensors);
+  void WorkerGpus(const std::string& worker, const std::vector<v1::GpuDevice>& gpus);
   // Only the worker running an attempt may drain it; others' ids are ignored.
   void Draining(const std::string& worker, const std::vector<uint64_t>& attempts);
 
@@ -63,6 +68,12 @@ class ServeBridge {
   // The gateway's routing state (Gateway::SnapshotJson); "" when none is attached.
   std::string GatewaySnapshot() const;
 
+  // For gateways of their own (Jobs.WatchGateway): the whole state, and its version, which
+  // grows with every change. WaitChange blocks until the version differs from `seen` or
+  // `timeout` passed; returns the version.
+  uint64_t Export(v1::GatewayState* out) const;
+  uint64_t WaitChange(uint64_t seen, std::chrono::milliseconds timeout) const;
+
  private:
   struct Service {
     std::string name;
@@ -76,16 +87,30 @@ class ServeBridge {
     bool added = false;
     bool draining = false;
   };
+  void Changed() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    ++version_;
+    changed_.notify_all();
+  }
   void AddService(core::JobId job, Service& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AddReplica(core::AttemptId attempt, Replica& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RemoveReplica(core::AttemptId attempt, Replica& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Recomputes the worker's weight; its replicas get it when it moved by kWeightStep or more.
+  void Reweigh(const std::string& worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  struct Machine {
+    v1::SensorReadings sensors;
+    google::protobuf::RepeatedPtrField<v1::GpuDevice> gpus;
+    double weight = 1;
+  };
 
   mutable std::mutex mu_;
+  mutable std::condition_variable changed_;
+  uint64_t version_ ABSL_GUARDED_BY(mu_) = 1;
   serve::Gateway* gateway_ ABSL_GUARDED_BY(mu_) = nullptr;
   std::string url_ ABSL_GUARDED_BY(mu_);
   std::map<core::JobId, Service> services_ ABSL_GUARDED_BY(mu_);
   std::map<core::AttemptId, Replica> replicas_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::string> tunnels_ ABSL_GUARDED_BY(mu_);  // worker -> host:port
+  std::map<std::string, Machine> machines_ ABSL_GUARDED_BY(mu_);     // worker -> readings
   std::map<std::pair<core::JobId, uint32_t>, uint32_t> starts_ ABSL_GUARDED_BY(mu_);
 };
 

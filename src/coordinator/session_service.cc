@@ -113,6 +113,7 @@ void SessionService::Handle(const SessionPtr& session, const v1::WorkerMessage& 
   } else if (msg.has_cache()) {
     HandleCache(session, msg.cache());
   } else if (msg.has_sensors()) {
+    if (d_.serve) d_.serve->WorkerSensors(session->worker, CleanSensors(msg.sensors()));
     Post(session, CoreItem{std::nullopt, [this, worker = session->worker, id = session->id,
                                           sensors = CleanSensors(msg.sensors())] {
                              d_.book.NoteOwner(worker, id, "", "", "", sensors);
@@ -150,6 +151,7 @@ void SessionService::HandleOwner(const SessionPtr& session, const v1::OwnerState
   // On the core thread, in session order after the hello's welcome.
   std::optional<v1::SensorReadings> sensors;
   if (o.has_sensors()) sensors = CleanSensors(o.sensors());
+  if (d_.serve && sensors) d_.serve->WorkerSensors(session->worker, *sensors);
   Post(session, CoreItem{core::Event(ev),
                          [this, worker = session->worker, id = session->id, state = ev.state,
                           cause = ev.cause, reason = ev.reason, sensors = std::move(sensors)] {
@@ -174,6 +176,7 @@ void SessionService::HandleGpus(const SessionPtr& session, const v1::GpuReadings
   // devices held by the owner policy go to the core.
   std::vector<v1::GpuDevice> live;
   core::GpusHeld ev = GpusEvent(session->worker, session->id, gpus, &live);
+  if (d_.serve) d_.serve->WorkerGpus(session->worker, live);
   Post(session,
        CoreItem{core::Event(ev), [this, worker = session->worker, id = session->id,
                                   live = std::move(live)] { NoteGpus(worker, id, live); }});

@@ -4,6 +4,7 @@
 
 #include <set>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "idlepool.pb.h"
@@ -13,13 +14,18 @@ namespace {
 
 using trust::Role;
 
+// Every service of idlepool.proto and of the files it imports (serve.proto, trust.proto).
 std::set<std::string> ProtoMethods() {
   std::set<std::string> out;
-  const auto* file = v1::Hello::descriptor()->file();
-  for (int s = 0; s < file->service_count(); ++s) {
-    const auto* service = file->service(s);
-    for (int m = 0; m < service->method_count(); ++m) {
-      out.insert("/" + service->full_name() + "/" + service->method(m)->name());
+  const auto* main = v1::Hello::descriptor()->file();
+  std::vector<const google::protobuf::FileDescriptor*> files = {main};
+  for (int i = 0; i < main->dependency_count(); ++i) files.push_back(main->dependency(i));
+  for (const auto* file : files) {
+    for (int s = 0; s < file->service_count(); ++s) {
+      const auto* service = file->service(s);
+      for (int m = 0; m < service->method_count(); ++m) {
+        out.insert("/" + service->full_name() + "/" + service->method(m)->name());
+      }
     }
   }
   return out;
