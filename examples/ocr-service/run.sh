@@ -7,10 +7,7 @@
 #
 #   examples/ocr-service/run.sh
 #
-# UNTESTED END TO END: written for the coordinator's gateway of issue 17 (--serve-listen, the
-# gateway reaching replicas through their workers), which this build may not have yet; the
-# script stops with a clear message when the coordinator refuses --serve-listen. The server and
-# the client are tested on their own and through idlepool-gateway-harness (README.md).
+# Run end to end on 2026-12-02: 20 pages, 100.00 % (README.md, "What was checked").
 # Environment: WORKERS, SERVE_LISTEN (default 127.0.0.1:7880), BUILD (default ./build),
 # PAGES (send only the first N pages).
 set -euo pipefail

@@ -60,7 +60,12 @@ void Exchange::WriteRequest() {
     out_ += "Content-Length: " + std::to_string(request_.body.size()) + "\r\n";
   }
   out_ += "\r\n";
-  std::array<net::const_buffer, 2> bufs = {net::buffer(out_), net::buffer(request_.body)};
+  // Through a tunnel (TLS) the head and the body go as one buffer (a copy of the body): a
+  // two-buffer write of a body over 16 KiB through Beast 1.74's ssl_stream sent the head and
+  // then stalled (cause not found; gateway_tunnel_test's ALargeRequestBodyGoesThroughTheTunnel).
+  if (up_->tls() && !request_.body.empty()) out_ += request_.body;
+  std::array<net::const_buffer, 2> bufs = {
+      net::buffer(out_), net::buffer(up_->tls() ? std::string_view() : request_.body)};
   up_->expires_after(g_.options.first_byte_timeout);
   net::async_write(*up_, bufs,
                    [self = shared_from_this(), a = attempt_, up = up_](error_code ec, size_t) {
