@@ -17,6 +17,16 @@ bool IEquals(std::string_view a, std::string_view b) {
          });
 }
 
+// `lower` is lower-case ASCII.
+bool AsciiIEquals(std::string_view name, std::string_view lower) {
+  for (size_t i = 0; i < name.size(); ++i) {
+    char c = name[i];
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    if (c != lower[i]) return false;
+  }
+  return true;
+}
+
 constexpr std::string_view kServices = "/services/";
 
 }  // namespace
@@ -48,24 +58,82 @@ Route ParseRoute(std::string_view method, std::string_view target) {
   return r;
 }
 
+namespace {
+
+// The top-level `model` of a JSON body, read with nlohmann's SAX parser: the whole body is
+// checked as JSON, but no document is built (the gateway's hot path reads only this field).
+// Duplicate keys: the last one counts, as in a parsed document.
+class ModelSax : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  enum class Kind { kAbsent, kString, kOther };
+  bool top_is_object = false;
+  Kind kind = Kind::kAbsent;
+  std::string model;
+
+  bool null() override { return Value(); }
+  bool boolean(bool) override { return Value(); }
+  bool number_integer(number_integer_t) override { return Value(); }
+  bool number_unsigned(number_unsigned_t) override { return Value(); }
+  bool number_float(number_float_t, const string_t&) override { return Value(); }
+  bool binary(binary_t&) override { return Value(); }
+  bool string(string_t& s) override {
+    if (expect_model_ && depth_ == 1) {
+      expect_model_ = false;
+      kind = Kind::kString;
+      model = std::move(s);
+    }
+    return true;
+  }
+  bool start_object(std::size_t) override {
+    if (depth_ == 0) top_is_object = true;
+    Value();
+    ++depth_;
+    return true;
+  }
+  bool key(string_t& k) override {
+    if (depth_ == 1) expect_model_ = k == "model";
+    return true;
+  }
+  bool end_object() override { return --depth_, true; }
+  bool start_array(std::size_t) override {
+    Value();
+    ++depth_;
+    return true;
+  }
+  bool end_array() override { return --depth_, true; }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+    return false;
+  }
+
+ private:
+  bool Value() {
+    if (expect_model_ && depth_ == 1) kind = Kind::kOther;
+    expect_model_ = false;
+    return true;
+  }
+  int depth_ = 0;
+  bool expect_model_ = false;
+};
+
+}  // namespace
+
 ModelOf ParseModel(std::string_view body) {
   ModelOf m;
-  nlohmann::json j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
+  ModelSax sax;
+  if (!nlohmann::json::sax_parse(body.begin(), body.end(), &sax)) {
     m.error = "malformed JSON in the request body";
     return m;
   }
-  if (!j.is_object()) {
+  if (!sax.top_is_object) {
     m.error = "the request body is not a JSON object";
     return m;
   }
-  auto it = j.find("model");
-  if (it == j.end() || !it->is_string() || it->get_ref<const std::string&>().empty()) {
+  if (sax.kind != ModelSax::Kind::kString || sax.model.empty()) {
     m.error = "you must provide a model parameter (a non-empty string)";
     m.param = "model";
     return m;
   }
-  m.model = it->get<std::string>();
+  m.model = std::move(sax.model);
   return m;
 }
 
@@ -122,7 +190,9 @@ std::string SseErrorEvent(std::string_view message) {
 }
 
 bool IsDroppedHeader(std::string_view name) {
-  static constexpr std::array<std::string_view, 10> kDropped = {"connection",
+  // Every header of every request and answer passes here: compare only names of a dropped
+  // one's length, and lower-case ASCII without the locale.
+  static constexpr std::array<std::string_view, 11> kDropped = {"connection",
                                                                 "keep-alive",
                                                                 "proxy-connection",
                                                                 "proxy-authenticate",
@@ -131,10 +201,11 @@ bool IsDroppedHeader(std::string_view name) {
                                                                 "trailer",
                                                                 "transfer-encoding",
                                                                 "upgrade",
-                                                                "content-length"};
-  if (IEquals(name, "authorization")) return true;
-  return std::any_of(kDropped.begin(), kDropped.end(),
-                     [&](std::string_view d) { return IEquals(name, d); });
+                                                                "content-length",
+                                                                "authorization"};
+  return std::any_of(kDropped.begin(), kDropped.end(), [&](std::string_view d) {
+    return d.size() == name.size() && AsciiIEquals(name, d);
+  });
 }
 
 }  // namespace idlepool::serve
