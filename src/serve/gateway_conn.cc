@@ -28,7 +28,9 @@ GatewayStream MakeStream(net::ip::tcp::socket socket, Gateway::Impl& g) {
 }  // namespace
 
 ClientConn::ClientConn(net::ip::tcp::socket socket, Gateway::Impl& gateway)
-    : stream_(MakeStream(std::move(socket), gateway)), g_(gateway), idle_(stream_.get_executor()) {}
+    : stream_(MakeStream(std::move(socket), gateway)),
+      g_(gateway),
+      timer_(stream_.get_executor()) {}
 
 void ClientConn::Start() {
   g_.metrics.Accepted();
@@ -43,10 +45,34 @@ void ClientConn::Start() {
 }
 
 void ClientConn::ArmIdle() {
-  idle_.expires_after(g_.options.idle_timeout);
-  idle_.async_wait([self = shared_from_this()](error_code ec) {
-    if (!ec && !self->exchange_) self->Close();
+  idle_at_ = Gateway::Impl::Now() + Micros(g_.options.idle_timeout);
+  WakeAt(*idle_at_);
+}
+
+void ClientConn::WakeAt(Time at) {
+  if (closed_ || (timer_pending_ && timer_at_ <= at)) return;
+  timer_pending_ = true;
+  timer_at_ = at;
+  uint64_t generation = ++timer_generation_;  // a wait replaced here ends aborted, or is ignored
+  timer_.expires_after(std::max(Micros(0), at - Gateway::Impl::Now()));
+  timer_.async_wait([self = shared_from_this(), generation](error_code ec) {
+    if (ec || generation != self->timer_generation_) return;
+    self->timer_pending_ = false;
+    self->OnTimer();
   });
+}
+
+void ClientConn::OnTimer() {
+  if (closed_) return;
+  Time now = Gateway::Impl::Now();
+  if (exchange_) {
+    std::shared_ptr<Exchange> x = exchange_;
+    if (std::optional<Time> next = x->OnDeadline(now)) WakeAt(*next);
+    return;  // an exchange that ends calls Finish, which sets the idle deadline again
+  }
+  if (!idle_at_) return;
+  if (now >= *idle_at_) return Close();
+  WakeAt(*idle_at_);
 }
 
 void ClientConn::ReadRequest() {
@@ -87,7 +113,7 @@ void ClientConn::ReadBody() {
 
 void ClientConn::OnRequest(error_code ec) {
   if (closed_) return;
-  idle_.cancel();
+  idle_at_.reset();
   received_ = Gateway::Impl::Now();
   if (ec == http::error::body_limit) {
     keep_alive_ = false;
@@ -226,7 +252,7 @@ void ClientConn::Close() {
   closed_ = true;
   exchange_.reset();  // breaks the conn <-> exchange cycle
   g_.metrics.Closed();
-  idle_.cancel();
+  timer_.cancel();
   error_code ignored;
   stream_.socket().shutdown(net::ip::tcp::socket::shutdown_send, ignored);
   stream_.socket().close(ignored);

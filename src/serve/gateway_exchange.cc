@@ -41,7 +41,7 @@ void Exchange::Connect() {
   up_ = NewUpstream(g_, replica_);
   reused_ = false;
   if (!up_) return Failed("the replica is gone or its tunnel has no certificate");
-  up_->expires_after(g_.options.connect_timeout);
+  Deadline(g_.options.connect_timeout, "connect");
   ConnectUpstream(g_, replica_, up_,
                   [self = shared_from_this(), a = attempt_](error_code ec, std::string what) {
                     if (self->Stale(a)) return;
@@ -61,7 +61,7 @@ void Exchange::WriteRequest() {
   }
   out_ += "\r\n";
   std::array<net::const_buffer, 2> bufs = {net::buffer(out_), net::buffer(request_.body)};
-  up_->expires_after(g_.options.first_byte_timeout);
+  Deadline(g_.options.first_byte_timeout, "sending the request");
   net::async_write(*up_, bufs,
                    [self = shared_from_this(), a = attempt_, up = up_](error_code ec, size_t) {
                      if (self->Stale(a)) return;
@@ -71,6 +71,7 @@ void Exchange::WriteRequest() {
 }
 
 void Exchange::ReadHead() {
+  deadline_what_ = "reading the answer";  // the first byte's deadline runs on
   buffer_.clear();
   parser_.emplace();
   parser_->body_limit(
@@ -104,6 +105,21 @@ void Exchange::OnHead(error_code ec) {
   }
   if (parser_->is_done()) return Forward(0, true);
   ReadBody();
+}
+
+void Exchange::Deadline(std::chrono::milliseconds d, const char* what) {
+  deadline_ = Gateway::Impl::Now() + Micros(d);
+  deadline_what_ = what;
+  conn_->WakeAt(*deadline_);
+}
+
+std::optional<Time> Exchange::OnDeadline(Time now) {
+  if (done_ || !up_ || !deadline_) return std::nullopt;
+  if (now < *deadline_) return deadline_;
+  error_code timeout = boost::beast::error::timeout;
+  ++attempt_;  // the pending operations of this attempt end aborted: stale
+  Failed(std::string(deadline_what_) + ": " + timeout.message(), timeout);
+  return done_ || !deadline_ ? std::nullopt : deadline_;  // a retry may have set a new one
 }
 
 void Exchange::Failed(const std::string& what, error_code ec) {
@@ -151,6 +167,7 @@ void Exchange::ClientGone() {
 }
 
 void Exchange::CloseUpstream() {
+  deadline_.reset();
   if (!up_) return;
   error_code ignored;
   up_->socket().shutdown(net::ip::tcp::socket::shutdown_both, ignored);

@@ -29,7 +29,11 @@ void Exchange::ReadBody() {
   auto& body = parser_->get().body();
   body.data = piece_.data();
   body.size = piece_.size();
-  up_->expires_after(head_sent_ ? g_.options.gap_timeout : g_.options.first_byte_timeout);
+  if (head_sent_) {
+    Deadline(g_.options.gap_timeout, "reading the answer's body");
+  } else {
+    Deadline(g_.options.first_byte_timeout, "reading the answer's body");
+  }
   http::async_read_some(*up_, buffer_, *parser_,
                         [self = shared_from_this(), a = attempt_, up = up_](error_code ec, size_t) {
                           if (self->Stale(a)) return;
@@ -81,6 +85,7 @@ void Exchange::Forward(size_t bytes, bool last) {
     out_.append(data);
   }
   writing_ = true;
+  deadline_.reset();  // a slow client is not the replica's gap; ReadBody sets the next one
   conn_->stream().async_write_direct(
       net::buffer(out_), [self = shared_from_this(), a = attempt_, last](error_code ec, size_t) {
         self->writing_ = false;
