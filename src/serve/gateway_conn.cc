@@ -82,7 +82,7 @@ void ClientConn::ReadRequest() {
   parser_->header_limit(64 * 1024);
   ArmIdle();
   http::async_read_header(
-      stream_, buffer_, *parser_,
+      stream_.direct(), buffer_, *parser_,
       [self = shared_from_this()](error_code ec, size_t) { self->OnHeader(ec); });
 }
 
@@ -107,7 +107,7 @@ void ClientConn::OnHeader(error_code ec) {
 }
 
 void ClientConn::ReadBody() {
-  http::async_read(stream_, buffer_, *parser_,
+  http::async_read(stream_.direct(), buffer_, *parser_,
                    [self = shared_from_this()](error_code ec, size_t) { self->OnRequest(ec); });
 }
 
@@ -141,7 +141,7 @@ void ClientConn::Handle() {
                             "authentication_error", "invalid_api_key"),
                   "WWW-Authenticate: Bearer\r\n", "");
   }
-  std::string target(View(req.target()));
+  std::string_view target = View(req.target());
   Route route = ParseRoute(View(req.method_string()), target);
   switch (route.kind) {
     case RouteKind::kModels:
@@ -155,7 +155,7 @@ void ClientConn::Handle() {
     case RouteKind::kNotFound:
       break;
   }
-  AnswerError(404, "no such route: " + target.substr(0, 200), "");
+  AnswerError(404, "no such route: " + std::string(target.substr(0, 200)), "");
 }
 
 void ClientConn::HandleOpenAI(const std::string& target) {
@@ -185,6 +185,7 @@ void ClientConn::Proxy(const std::string& service, const std::string& target) {
   UpstreamRequest up;
   up.method = std::string(View(req.method_string()));
   up.target = target;
+  up.headers.reserve(256);
   for (const auto& field : req) {
     std::string_view name = View(field.name_string());
     if (IsDroppedHeader(name) || field.name() == http::field::host) continue;

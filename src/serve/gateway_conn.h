@@ -16,6 +16,7 @@
 // Lifetime: shared, owned by its pending operations and its exchange; io thread only.
 #pragma once
 
+#include <array>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
@@ -46,6 +47,9 @@ class ClientConn : public std::enable_shared_from_this<ClientConn> {
               const std::string& service);
   void Close();
   bool closed() const { return closed_; }
+  // Where the exchange of the moment reads pieces of its answer: one buffer per connection
+  // rather than one per request.
+  std::array<char, 16384>& piece() { return piece_; }
   // The timer fires at `at` or earlier (then its handler asks the exchange, Exchange::OnDeadline).
   void WakeAt(Time at);
 
@@ -83,6 +87,7 @@ class ClientConn : public std::enable_shared_from_this<ClientConn> {
   bool watching_ = false;  // a read of the client is pending while an exchange runs
   bool closed_ = false;
   std::string out_;  // what Answer's pending write sends
+  std::array<char, 16384> piece_;
 };
 
 }  // namespace idlepool::serve

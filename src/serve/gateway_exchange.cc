@@ -51,18 +51,21 @@ void Exchange::Connect() {
 }
 
 void Exchange::WriteRequest() {
-  net::ip::tcp::endpoint at = *g_.pool.Endpoint(replica_);
-  out_ = request_.method + " " + request_.target +
-         " HTTP/1.1\r\nHost: " + at.address().to_string() + ":" + std::to_string(at.port()) +
-         "\r\n" + request_.headers;
+  const std::string* host = g_.pool.HostHeader(replica_);
+  if (host == nullptr) return Failed("the replica has no address");
+  out_.clear();
+  out_.reserve(request_.method.size() + request_.target.size() + host->size() +
+               request_.headers.size() + 64);
+  out_.append(request_.method).append(" ").append(request_.target);
+  out_.append(" HTTP/1.1\r\nHost: ").append(*host).append("\r\n").append(request_.headers);
   if (!request_.body.empty() || request_.method == "POST" || request_.method == "PUT" ||
       request_.method == "PATCH") {
-    out_ += "Content-Length: " + std::to_string(request_.body.size()) + "\r\n";
+    out_.append("Content-Length: ").append(std::to_string(request_.body.size())).append("\r\n");
   }
-  out_ += "\r\n";
+  out_.append("\r\n");
   std::array<net::const_buffer, 2> bufs = {net::buffer(out_), net::buffer(request_.body)};
   Deadline(g_.options.first_byte_timeout, "sending the request");
-  net::async_write(*up_, bufs,
+  net::async_write(up_->direct(), bufs,
                    [self = shared_from_this(), a = attempt_, up = up_](error_code ec, size_t) {
                      if (self->Stale(a)) return;
                      if (ec) return self->Failed("sending the request: " + ec.message(), ec);
@@ -78,7 +81,7 @@ void Exchange::ReadHead() {
       UINT64_MAX);  // not boost::none: Boost 1.74 compares a length with it as "over"
   parser_->skip(request_.method == "HEAD");
   http::async_read_header(
-      *up_, buffer_, *parser_,
+      up_->direct(), buffer_, *parser_,
       [self = shared_from_this(), a = attempt_, up = up_](error_code ec, size_t) {
         if (self->Stale(a)) return;
         self->OnHead(ec);

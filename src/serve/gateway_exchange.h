@@ -85,7 +85,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   void Cut(const std::string& what);
   void WriteCutEvent();
   void CloseUpstream();
-  std::string ClientHead() const;
+  void AppendClientHead(std::string& out) const;
   bool Stale(uint64_t attempt) const { return attempt != attempt_ || done_; }
   // The attempt must reach its next step within `d`; `what` names the step for the error.
   void Deadline(std::chrono::milliseconds d, const char* what);
@@ -105,7 +105,6 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   bool answer_began_ = false;  // a byte of the replica's answer arrived in this attempt
   boost::beast::flat_buffer buffer_;
   std::optional<boost::beast::http::response_parser<boost::beast::http::buffer_body>> parser_;
-  std::array<char, 16384> piece_;
   bool head_sent_ = false;
   bool chunked_ = false;  // to the client
   bool sse_ = false;

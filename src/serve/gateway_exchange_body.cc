@@ -27,14 +27,14 @@ void AppendChunk(std::string& out, std::string_view data) {
 
 void Exchange::ReadBody() {
   auto& body = parser_->get().body();
-  body.data = piece_.data();
-  body.size = piece_.size();
+  body.data = conn_->piece().data();
+  body.size = conn_->piece().size();
   if (head_sent_) {
     Deadline(g_.options.gap_timeout, "reading the answer's body");
   } else {
     Deadline(g_.options.first_byte_timeout, "reading the answer's body");
   }
-  http::async_read_some(*up_, buffer_, *parser_,
+  http::async_read_some(up_->direct(), buffer_, *parser_,
                         [self = shared_from_this(), a = attempt_, up = up_](error_code ec, size_t) {
                           if (self->Stale(a)) return;
                           self->OnBody(ec);
@@ -44,40 +44,43 @@ void Exchange::ReadBody() {
 void Exchange::OnBody(error_code ec) {
   if (ec == http::error::need_buffer) ec = {};
   if (ec) return Failed("reading the answer's body: " + ec.message());
-  size_t got = piece_.size() - parser_->get().body().size;
+  size_t got = conn_->piece().size() - parser_->get().body().size;
   if (got == 0 && !parser_->is_done()) return ReadBody();
   Forward(got, parser_->is_done());
 }
 
-std::string Exchange::ClientHead() const {
+void Exchange::AppendClientHead(std::string& head) const {
   const auto& res = parser_->get();
-  std::string head = request_.client_http10 ? "HTTP/1.0 " : "HTTP/1.1 ";
-  head += std::to_string(res.result_int()) + " " + std::string(View(res.reason())) + "\r\n";
+  head.append(request_.client_http10 ? "HTTP/1.0 " : "HTTP/1.1 ");
+  head.append(std::to_string(res.result_int())).append(" ").append(View(res.reason()));
+  head.append("\r\n");
   for (const auto& field : res) {
     std::string_view name = View(field.name_string());
     if (IsDroppedHeader(name)) continue;
     head.append(name).append(": ").append(View(field.value())).append("\r\n");
   }
   if (chunked_) {
-    head += "Transfer-Encoding: chunked\r\n";
+    head.append("Transfer-Encoding: chunked\r\n");
   } else if (parser_->content_length()) {
-    head += "Content-Length: " + std::to_string(*parser_->content_length()) + "\r\n";
+    head.append("Content-Length: ").append(std::to_string(*parser_->content_length()));
+    head.append("\r\n");
   } else if (parser_->is_done()) {
-    head += "Content-Length: 0\r\n";
+    head.append("Content-Length: 0\r\n");
   }
-  if (!keep_client_) head += "Connection: close\r\n";
-  return head + "\r\n";
+  if (!keep_client_) head.append("Connection: close\r\n");
+  head.append("\r\n");
 }
 
 void Exchange::Forward(size_t bytes, bool last) {
   out_.clear();
   if (!head_sent_) {
-    out_ = ClientHead();
+    out_.reserve(512 + bytes);
+    AppendClientHead(out_);
     head_sent_ = true;
     g_.metrics.FirstByte(service_, Gateway::Impl::Now() - received_);
     g_.metrics.Answer(service_, parser_->get().result_int());
   }
-  std::string_view data(piece_.data(), bytes);
+  std::string_view data(conn_->piece().data(), bytes);
   if (chunked_) {
     if (bytes > 0) AppendChunk(out_, data);
     if (last) out_ += "0\r\n\r\n";

@@ -1,7 +1,6 @@
 #include "serve/gateway_parse.h"
 
 #include <algorithm>
-#include <array>
 #include <cctype>
 
 #include "nlohmann/json.hpp"
@@ -190,22 +189,30 @@ std::string SseErrorEvent(std::string_view message) {
 }
 
 bool IsDroppedHeader(std::string_view name) {
-  // Every header of every request and answer passes here: compare only names of a dropped
-  // one's length, and lower-case ASCII without the locale.
-  static constexpr std::array<std::string_view, 11> kDropped = {"connection",
-                                                                "keep-alive",
-                                                                "proxy-connection",
-                                                                "proxy-authenticate",
-                                                                "proxy-authorization",
-                                                                "te",
-                                                                "trailer",
-                                                                "transfer-encoding",
-                                                                "upgrade",
-                                                                "content-length",
-                                                                "authorization"};
-  return std::any_of(kDropped.begin(), kDropped.end(), [&](std::string_view d) {
-    return d.size() == name.size() && AsciiIEquals(name, d);
-  });
+  // Every header of every request and answer passes here: compare only with the dropped names
+  // of its length, lower-casing ASCII without the locale.
+  switch (name.size()) {
+    case 2:
+      return AsciiIEquals(name, "te");
+    case 7:
+      return AsciiIEquals(name, "trailer") || AsciiIEquals(name, "upgrade");
+    case 10:
+      return AsciiIEquals(name, "connection") || AsciiIEquals(name, "keep-alive");
+    case 13:
+      return AsciiIEquals(name, "authorization");
+    case 14:
+      return AsciiIEquals(name, "content-length");
+    case 16:
+      return AsciiIEquals(name, "proxy-connection");
+    case 17:
+      return AsciiIEquals(name, "transfer-encoding");
+    case 18:
+      return AsciiIEquals(name, "proxy-authenticate");
+    case 19:
+      return AsciiIEquals(name, "proxy-authorization");
+    default:
+      return false;
+  }
 }
 
 }  // namespace idlepool::serve
