@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "nlohmann/json.hpp"
+#include "serve/gateway_json.h"
 
 namespace idlepool::serve {
 
@@ -57,82 +58,28 @@ Route ParseRoute(std::string_view method, std::string_view target) {
   return r;
 }
 
-namespace {
-
-// The top-level `model` of a JSON body, read with nlohmann's SAX parser: the whole body is
-// checked as JSON, but no document is built (the gateway's hot path reads only this field).
-// Duplicate keys: the last one counts, as in a parsed document.
-class ModelSax : public nlohmann::json_sax<nlohmann::json> {
- public:
-  enum class Kind { kAbsent, kString, kOther };
-  bool top_is_object = false;
-  Kind kind = Kind::kAbsent;
-  std::string model;
-
-  bool null() override { return Value(); }
-  bool boolean(bool) override { return Value(); }
-  bool number_integer(number_integer_t) override { return Value(); }
-  bool number_unsigned(number_unsigned_t) override { return Value(); }
-  bool number_float(number_float_t, const string_t&) override { return Value(); }
-  bool binary(binary_t&) override { return Value(); }
-  bool string(string_t& s) override {
-    if (expect_model_ && depth_ == 1) {
-      expect_model_ = false;
-      kind = Kind::kString;
-      model = std::move(s);
-    }
-    return true;
-  }
-  bool start_object(std::size_t) override {
-    if (depth_ == 0) top_is_object = true;
-    Value();
-    ++depth_;
-    return true;
-  }
-  bool key(string_t& k) override {
-    if (depth_ == 1) expect_model_ = k == "model";
-    return true;
-  }
-  bool end_object() override { return --depth_, true; }
-  bool start_array(std::size_t) override {
-    Value();
-    ++depth_;
-    return true;
-  }
-  bool end_array() override { return --depth_, true; }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
-    return false;
-  }
-
- private:
-  bool Value() {
-    if (expect_model_ && depth_ == 1) kind = Kind::kOther;
-    expect_model_ = false;
-    return true;
-  }
-  int depth_ = 0;
-  bool expect_model_ = false;
-};
-
-}  // namespace
-
 ModelOf ParseModel(std::string_view body) {
   ModelOf m;
-  ModelSax sax;
-  if (!nlohmann::json::sax_parse(body.begin(), body.end(), &sax)) {
-    m.error = "malformed JSON in the request body";
-    return m;
+  TopLevelModel top = ScanTopLevelModel(body);
+  switch (top.kind) {
+    case TopLevelModel::Kind::kMalformed:
+      m.error = "malformed JSON in the request body";
+      return m;
+    case TopLevelModel::Kind::kNotObject:
+      m.error = "the request body is not a JSON object";
+      return m;
+    case TopLevelModel::Kind::kString:
+      if (!top.model.empty()) {
+        m.model = std::move(top.model);
+        return m;
+      }
+      break;
+    case TopLevelModel::Kind::kAbsent:
+    case TopLevelModel::Kind::kNotString:
+      break;
   }
-  if (!sax.top_is_object) {
-    m.error = "the request body is not a JSON object";
-    return m;
-  }
-  if (sax.kind != ModelSax::Kind::kString || sax.model.empty()) {
-    m.error = "you must provide a model parameter (a non-empty string)";
-    m.param = "model";
-    return m;
-  }
-  m.model = std::move(sax.model);
+  m.error = "you must provide a model parameter (a non-empty string)";
+  m.param = "model";
   return m;
 }
 
