@@ -107,6 +107,16 @@ void ClientConn::OnHeader(error_code ec) {
 }
 
 void ClientConn::ReadBody() {
+  // A small body usually came in the head's read: parse what the buffer holds first, rather than
+  // through a read operation that would find it there and post its completion.
+  error_code ec;
+  while (buffer_.size() > 0 && !parser_->is_done()) {
+    size_t n = parser_->put(buffer_.data(), ec);
+    buffer_.consume(n);
+    if (ec || n == 0) break;
+  }
+  if (ec == http::error::need_more) ec = {};
+  if (ec || parser_->is_done()) return OnRequest(ec);
   http::async_read(stream_.direct(), buffer_, *parser_,
                    [self = shared_from_this()](error_code ec, size_t) { self->OnRequest(ec); });
 }

@@ -29,6 +29,20 @@ void Exchange::ReadBody() {
   auto& body = parser_->get().body();
   body.data = conn_->piece().data();
   body.size = conn_->piece().size();
+  // What the last read brought past the head (often the whole answer) is parsed at once, not
+  // through a read operation that would find it in the buffer and post its completion.
+  if (buffer_.size() > 0) {
+    error_code ec;
+    while (buffer_.size() > 0 && !parser_->is_done() && body.size > 0) {
+      size_t n = parser_->put(buffer_.data(), ec);
+      buffer_.consume(n);
+      if (ec || n == 0) break;
+    }
+    if (ec == http::error::need_more || ec == http::error::need_buffer) ec = {};
+    if (ec) return Failed("reading the answer's body: " + ec.message());
+    size_t got = conn_->piece().size() - body.size;
+    if (got > 0 || parser_->is_done()) return Forward(got, parser_->is_done());
+  }
   if (head_sent_) {
     Deadline(g_.options.gap_timeout, "reading the answer's body");
   } else {
