@@ -205,7 +205,9 @@ void ClientConn::Proxy(const std::string& service, const std::string& target) {
   up.client_keep_alive = keep_alive_;
   up.client_http10 = http10_;
   exchange_ = std::make_shared<Exchange>(g_, shared_from_this(), service, std::move(up), received_);
-  Watch();
+  // A client that already sent (part of) its next request is read again after this answer:
+  // watching it now would leave that request in the buffer under a read that may never end.
+  if (buffer_.size() == 0) Watch();
   g_.Submit(exchange_);
 }
 
