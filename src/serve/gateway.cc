@@ -41,7 +41,9 @@ std::shared_ptr<net::ssl::context> ContextOrThrow(
 
 Gateway::Impl::Impl(GatewayOptions o)
     : options(std::move(o)),
-      io(std::make_unique<net::io_context>(1)),
+      // One thread runs every handler and every socket operation (Call posts onto it): the
+      // scheduler keeps its lock for posts from other threads, the per-socket lock goes.
+      io(std::make_unique<net::io_context>(BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO)),
       router(RouterConfig{.seed = options.seed}),
       pool(options.upstream_idle_max),
       acceptor(*io),

@@ -28,7 +28,9 @@ GatewayStream MakeStream(net::ip::tcp::socket socket, Gateway::Impl& g) {
 }  // namespace
 
 ClientConn::ClientConn(net::ip::tcp::socket socket, Gateway::Impl& gateway)
-    : stream_(MakeStream(std::move(socket), gateway)), g_(gateway), idle_(stream_.get_executor()) {}
+    : stream_(MakeStream(std::move(socket), gateway)),
+      g_(gateway),
+      timer_(stream_.get_executor()) {}
 
 void ClientConn::Start() {
   g_.metrics.Accepted();
@@ -43,10 +45,34 @@ void ClientConn::Start() {
 }
 
 void ClientConn::ArmIdle() {
-  idle_.expires_after(g_.options.idle_timeout);
-  idle_.async_wait([self = shared_from_this()](error_code ec) {
-    if (!ec && !self->exchange_) self->Close();
+  idle_at_ = Gateway::Impl::Now() + Micros(g_.options.idle_timeout);
+  WakeAt(*idle_at_);
+}
+
+void ClientConn::WakeAt(Time at) {
+  if (closed_ || (timer_pending_ && timer_at_ <= at)) return;
+  timer_pending_ = true;
+  timer_at_ = at;
+  uint64_t generation = ++timer_generation_;  // a wait replaced here ends aborted, or is ignored
+  timer_.expires_after(std::max(Micros(0), at - Gateway::Impl::Now()));
+  timer_.async_wait([self = shared_from_this(), generation](error_code ec) {
+    if (ec || generation != self->timer_generation_) return;
+    self->timer_pending_ = false;
+    self->OnTimer();
   });
+}
+
+void ClientConn::OnTimer() {
+  if (closed_) return;
+  Time now = Gateway::Impl::Now();
+  if (exchange_) {
+    std::shared_ptr<Exchange> x = exchange_;
+    if (std::optional<Time> next = x->OnDeadline(now)) WakeAt(*next);
+    return;  // an exchange that ends calls Finish, which sets the idle deadline again
+  }
+  if (!idle_at_) return;
+  if (now >= *idle_at_) return Close();
+  WakeAt(*idle_at_);
 }
 
 void ClientConn::ReadRequest() {
@@ -56,7 +82,7 @@ void ClientConn::ReadRequest() {
   parser_->header_limit(64 * 1024);
   ArmIdle();
   http::async_read_header(
-      stream_, buffer_, *parser_,
+      stream_.direct(), buffer_, *parser_,
       [self = shared_from_this()](error_code ec, size_t) { self->OnHeader(ec); });
 }
 
@@ -81,13 +107,23 @@ void ClientConn::OnHeader(error_code ec) {
 }
 
 void ClientConn::ReadBody() {
-  http::async_read(stream_, buffer_, *parser_,
+  // A small body usually came in the head's read: parse what the buffer holds first, rather than
+  // through a read operation that would find it there and post its completion.
+  error_code ec;
+  while (buffer_.size() > 0 && !parser_->is_done()) {
+    size_t n = parser_->put(buffer_.data(), ec);
+    buffer_.consume(n);
+    if (ec || n == 0) break;
+  }
+  if (ec == http::error::need_more) ec = {};
+  if (ec || parser_->is_done()) return OnRequest(ec);
+  http::async_read(stream_.direct(), buffer_, *parser_,
                    [self = shared_from_this()](error_code ec, size_t) { self->OnRequest(ec); });
 }
 
 void ClientConn::OnRequest(error_code ec) {
   if (closed_) return;
-  idle_.cancel();
+  idle_at_.reset();
   received_ = Gateway::Impl::Now();
   if (ec == http::error::body_limit) {
     keep_alive_ = false;
@@ -115,7 +151,7 @@ void ClientConn::Handle() {
                             "authentication_error", "invalid_api_key"),
                   "WWW-Authenticate: Bearer\r\n", "");
   }
-  std::string target(View(req.target()));
+  std::string_view target = View(req.target());
   Route route = ParseRoute(View(req.method_string()), target);
   switch (route.kind) {
     case RouteKind::kModels:
@@ -129,7 +165,7 @@ void ClientConn::Handle() {
     case RouteKind::kNotFound:
       break;
   }
-  AnswerError(404, "no such route: " + target.substr(0, 200), "");
+  AnswerError(404, "no such route: " + std::string(target.substr(0, 200)), "");
 }
 
 void ClientConn::HandleOpenAI(const std::string& target) {
@@ -159,6 +195,7 @@ void ClientConn::Proxy(const std::string& service, const std::string& target) {
   UpstreamRequest up;
   up.method = std::string(View(req.method_string()));
   up.target = target;
+  up.headers.reserve(256);
   for (const auto& field : req) {
     std::string_view name = View(field.name_string());
     if (IsDroppedHeader(name) || field.name() == http::field::host) continue;
@@ -168,7 +205,9 @@ void ClientConn::Proxy(const std::string& service, const std::string& target) {
   up.client_keep_alive = keep_alive_;
   up.client_http10 = http10_;
   exchange_ = std::make_shared<Exchange>(g_, shared_from_this(), service, std::move(up), received_);
-  Watch();
+  // A client that already sent (part of) its next request is read again after this answer:
+  // watching it now would leave that request in the buffer under a read that may never end.
+  if (buffer_.size() == 0) Watch();
   g_.Submit(exchange_);
 }
 
@@ -226,7 +265,7 @@ void ClientConn::Close() {
   closed_ = true;
   exchange_.reset();  // breaks the conn <-> exchange cycle
   g_.metrics.Closed();
-  idle_.cancel();
+  timer_.cancel();
   error_code ignored;
   stream_.socket().shutdown(net::ip::tcp::socket::shutdown_send, ignored);
   stream_.socket().close(ignored);

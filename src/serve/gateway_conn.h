@@ -5,12 +5,18 @@
 // cancelled. An idle connection (between requests, or a request that never completes) is closed
 // after GatewayOptions::idle_timeout.
 //
+// Deadlines: one timer per connection serves its idle deadline and its exchange's upstream
+// deadlines (WakeAt). It is checked lazily: a later deadline only moves a number, the timer is
+// re-armed when it fires early or an earlier deadline comes, so a request costs no timer
+// operation (rather than one wait and one cancel per read).
+//
 // TLS: with GatewayOptions' certificate the stream is TLS and Start does the handshake first
 // (within idle_timeout); every read and write goes through the stream.
 //
 // Lifetime: shared, owned by its pending operations and its exchange; io thread only.
 #pragma once
 
+#include <array>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
@@ -41,6 +47,11 @@ class ClientConn : public std::enable_shared_from_this<ClientConn> {
               const std::string& service);
   void Close();
   bool closed() const { return closed_; }
+  // Where the exchange of the moment reads pieces of its answer: one buffer per connection
+  // rather than one per request.
+  std::array<char, 16384>& piece() { return piece_; }
+  // The timer fires at `at` or earlier (then its handler asks the exchange, Exchange::OnDeadline).
+  void WakeAt(Time at);
 
  private:
   using error_code = boost::system::error_code;
@@ -56,6 +67,7 @@ class ClientConn : public std::enable_shared_from_this<ClientConn> {
   void Watch();
   void OnWatch(error_code ec, size_t bytes);
   void ArmIdle();
+  void OnTimer();
   void AnswerError(int status, const std::string& message, const std::string& service,
                    const std::string& param = "");
 
@@ -63,7 +75,11 @@ class ClientConn : public std::enable_shared_from_this<ClientConn> {
   Gateway::Impl& g_;
   boost::beast::flat_buffer buffer_;
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
-  boost::asio::steady_timer idle_;
+  boost::asio::steady_timer timer_;
+  bool timer_pending_ = false;  // a wait of the current generation runs, until timer_at_
+  uint64_t timer_generation_ = 0;
+  Time timer_at_{};
+  std::optional<Time> idle_at_;  // between requests: closed at this time
   std::shared_ptr<Exchange> exchange_;
   Time received_{};
   bool keep_alive_ = true;
@@ -71,6 +87,7 @@ class ClientConn : public std::enable_shared_from_this<ClientConn> {
   bool watching_ = false;  // a read of the client is pending while an exchange runs
   bool closed_ = false;
   std::string out_;  // what Answer's pending write sends
+  std::array<char, 16384> piece_;
 };
 
 }  // namespace idlepool::serve

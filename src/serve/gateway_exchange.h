@@ -3,7 +3,9 @@
 // sends the request, and forwards the answer as it arrives: the head together with the first
 // piece of the body (so that an engine that fails before its first token is still retried
 // elsewhere), then each piece at once (a server-sent event stream chunk by chunk). Deadlines:
-// first byte, then the gap between pieces (GatewayOptions).
+// connect, first byte, then the gap between pieces (GatewayOptions), kept here and watched by
+// the client connection's timer (ClientConn::WakeAt); one that passes closes the upstream
+// connection and fails the attempt with beast's timeout error.
 //
 // Failures. Before anything reached the client (connect refused or reset, an upstream 5xx, a
 // deadline): the attempt is retried through the router (a reused idle connection that the replica
@@ -62,6 +64,9 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   void Orphaned();
   // The client connection closed or failed.
   void ClientGone();
+  // The connection's timer fired at `now`: fails the attempt if its deadline passed. Returns
+  // the deadline still to watch, if any.
+  std::optional<Time> OnDeadline(Time now);
 
  private:
   using error_code = boost::system::error_code;
@@ -80,8 +85,10 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   void Cut(const std::string& what);
   void WriteCutEvent();
   void CloseUpstream();
-  std::string ClientHead() const;
+  void AppendClientHead(std::string& out) const;
   bool Stale(uint64_t attempt) const { return attempt != attempt_ || done_; }
+  // The attempt must reach its next step within `d`; `what` names the step for the error.
+  void Deadline(std::chrono::milliseconds d, const char* what);
 
   Gateway::Impl& g_;
   std::shared_ptr<ClientConn> conn_;
@@ -93,10 +100,11 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   uint64_t attempt_ = 0;
   std::shared_ptr<UpstreamPool::Stream> up_;  // handlers hold it too (a copy)
   bool reused_ = false;                       // up_ came idle from the pool
+  std::optional<Time> deadline_;              // of the current step of the attempt
+  const char* deadline_what_ = "";
   bool answer_began_ = false;  // a byte of the replica's answer arrived in this attempt
   boost::beast::flat_buffer buffer_;
   std::optional<boost::beast::http::response_parser<boost::beast::http::buffer_body>> parser_;
-  std::array<char, 16384> piece_;
   bool head_sent_ = false;
   bool chunked_ = false;  // to the client
   bool sse_ = false;

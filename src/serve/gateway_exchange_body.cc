@@ -27,10 +27,28 @@ void AppendChunk(std::string& out, std::string_view data) {
 
 void Exchange::ReadBody() {
   auto& body = parser_->get().body();
-  body.data = piece_.data();
-  body.size = piece_.size();
-  up_->expires_after(head_sent_ ? g_.options.gap_timeout : g_.options.first_byte_timeout);
-  http::async_read_some(*up_, buffer_, *parser_,
+  body.data = conn_->piece().data();
+  body.size = conn_->piece().size();
+  // What the last read brought past the head (often the whole answer) is parsed at once, not
+  // through a read operation that would find it in the buffer and post its completion.
+  if (buffer_.size() > 0) {
+    error_code ec;
+    while (buffer_.size() > 0 && !parser_->is_done() && body.size > 0) {
+      size_t n = parser_->put(buffer_.data(), ec);
+      buffer_.consume(n);
+      if (ec || n == 0) break;
+    }
+    if (ec == http::error::need_more || ec == http::error::need_buffer) ec = {};
+    if (ec) return Failed("reading the answer's body: " + ec.message());
+    size_t got = conn_->piece().size() - body.size;
+    if (got > 0 || parser_->is_done()) return Forward(got, parser_->is_done());
+  }
+  if (head_sent_) {
+    Deadline(g_.options.gap_timeout, "reading the answer's body");
+  } else {
+    Deadline(g_.options.first_byte_timeout, "reading the answer's body");
+  }
+  http::async_read_some(up_->direct(), buffer_, *parser_,
                         [self = shared_from_this(), a = attempt_, up = up_](error_code ec, size_t) {
                           if (self->Stale(a)) return;
                           self->OnBody(ec);
@@ -40,40 +58,43 @@ void Exchange::ReadBody() {
 void Exchange::OnBody(error_code ec) {
   if (ec == http::error::need_buffer) ec = {};
   if (ec) return Failed("reading the answer's body: " + ec.message());
-  size_t got = piece_.size() - parser_->get().body().size;
+  size_t got = conn_->piece().size() - parser_->get().body().size;
   if (got == 0 && !parser_->is_done()) return ReadBody();
   Forward(got, parser_->is_done());
 }
 
-std::string Exchange::ClientHead() const {
+void Exchange::AppendClientHead(std::string& head) const {
   const auto& res = parser_->get();
-  std::string head = request_.client_http10 ? "HTTP/1.0 " : "HTTP/1.1 ";
-  head += std::to_string(res.result_int()) + " " + std::string(View(res.reason())) + "\r\n";
+  head.append(request_.client_http10 ? "HTTP/1.0 " : "HTTP/1.1 ");
+  head.append(std::to_string(res.result_int())).append(" ").append(View(res.reason()));
+  head.append("\r\n");
   for (const auto& field : res) {
     std::string_view name = View(field.name_string());
     if (IsDroppedHeader(name)) continue;
     head.append(name).append(": ").append(View(field.value())).append("\r\n");
   }
   if (chunked_) {
-    head += "Transfer-Encoding: chunked\r\n";
+    head.append("Transfer-Encoding: chunked\r\n");
   } else if (parser_->content_length()) {
-    head += "Content-Length: " + std::to_string(*parser_->content_length()) + "\r\n";
+    head.append("Content-Length: ").append(std::to_string(*parser_->content_length()));
+    head.append("\r\n");
   } else if (parser_->is_done()) {
-    head += "Content-Length: 0\r\n";
+    head.append("Content-Length: 0\r\n");
   }
-  if (!keep_client_) head += "Connection: close\r\n";
-  return head + "\r\n";
+  if (!keep_client_) head.append("Connection: close\r\n");
+  head.append("\r\n");
 }
 
 void Exchange::Forward(size_t bytes, bool last) {
   out_.clear();
   if (!head_sent_) {
-    out_ = ClientHead();
+    out_.reserve(512 + bytes);
+    AppendClientHead(out_);
     head_sent_ = true;
     g_.metrics.FirstByte(service_, Gateway::Impl::Now() - received_);
     g_.metrics.Answer(service_, parser_->get().result_int());
   }
-  std::string_view data(piece_.data(), bytes);
+  std::string_view data(conn_->piece().data(), bytes);
   if (chunked_) {
     if (bytes > 0) AppendChunk(out_, data);
     if (last) out_ += "0\r\n\r\n";
@@ -81,6 +102,7 @@ void Exchange::Forward(size_t bytes, bool last) {
     out_.append(data);
   }
   writing_ = true;
+  deadline_.reset();  // a slow client is not the replica's gap; ReadBody sets the next one
   conn_->stream().async_write_direct(
       net::buffer(out_), [self = shared_from_this(), a = attempt_, last](error_code ec, size_t) {
         self->writing_ = false;

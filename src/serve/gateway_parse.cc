@@ -1,10 +1,10 @@
 #include "serve/gateway_parse.h"
 
 #include <algorithm>
-#include <array>
 #include <cctype>
 
 #include "nlohmann/json.hpp"
+#include "serve/gateway_json.h"
 
 namespace idlepool::serve {
 
@@ -15,6 +15,16 @@ bool IEquals(std::string_view a, std::string_view b) {
            return std::tolower(static_cast<unsigned char>(x)) ==
                   std::tolower(static_cast<unsigned char>(y));
          });
+}
+
+// `lower` is lower-case ASCII.
+bool AsciiIEquals(std::string_view name, std::string_view lower) {
+  for (size_t i = 0; i < name.size(); ++i) {
+    char c = name[i];
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    if (c != lower[i]) return false;
+  }
+  return true;
 }
 
 constexpr std::string_view kServices = "/services/";
@@ -50,22 +60,26 @@ Route ParseRoute(std::string_view method, std::string_view target) {
 
 ModelOf ParseModel(std::string_view body) {
   ModelOf m;
-  nlohmann::json j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
-    m.error = "malformed JSON in the request body";
-    return m;
+  TopLevelModel top = ScanTopLevelModel(body);
+  switch (top.kind) {
+    case TopLevelModel::Kind::kMalformed:
+      m.error = "malformed JSON in the request body";
+      return m;
+    case TopLevelModel::Kind::kNotObject:
+      m.error = "the request body is not a JSON object";
+      return m;
+    case TopLevelModel::Kind::kString:
+      if (!top.model.empty()) {
+        m.model = std::move(top.model);
+        return m;
+      }
+      break;
+    case TopLevelModel::Kind::kAbsent:
+    case TopLevelModel::Kind::kNotString:
+      break;
   }
-  if (!j.is_object()) {
-    m.error = "the request body is not a JSON object";
-    return m;
-  }
-  auto it = j.find("model");
-  if (it == j.end() || !it->is_string() || it->get_ref<const std::string&>().empty()) {
-    m.error = "you must provide a model parameter (a non-empty string)";
-    m.param = "model";
-    return m;
-  }
-  m.model = it->get<std::string>();
+  m.error = "you must provide a model parameter (a non-empty string)";
+  m.param = "model";
   return m;
 }
 
@@ -122,19 +136,30 @@ std::string SseErrorEvent(std::string_view message) {
 }
 
 bool IsDroppedHeader(std::string_view name) {
-  static constexpr std::array<std::string_view, 10> kDropped = {"connection",
-                                                                "keep-alive",
-                                                                "proxy-connection",
-                                                                "proxy-authenticate",
-                                                                "proxy-authorization",
-                                                                "te",
-                                                                "trailer",
-                                                                "transfer-encoding",
-                                                                "upgrade",
-                                                                "content-length"};
-  if (IEquals(name, "authorization")) return true;
-  return std::any_of(kDropped.begin(), kDropped.end(),
-                     [&](std::string_view d) { return IEquals(name, d); });
+  // Every header of every request and answer passes here: compare only with the dropped names
+  // of its length, lower-casing ASCII without the locale.
+  switch (name.size()) {
+    case 2:
+      return AsciiIEquals(name, "te");
+    case 7:
+      return AsciiIEquals(name, "trailer") || AsciiIEquals(name, "upgrade");
+    case 10:
+      return AsciiIEquals(name, "connection") || AsciiIEquals(name, "keep-alive");
+    case 13:
+      return AsciiIEquals(name, "authorization");
+    case 14:
+      return AsciiIEquals(name, "content-length");
+    case 16:
+      return AsciiIEquals(name, "proxy-connection");
+    case 17:
+      return AsciiIEquals(name, "transfer-encoding");
+    case 18:
+      return AsciiIEquals(name, "proxy-authenticate");
+    case 19:
+      return AsciiIEquals(name, "proxy-authorization");
+    default:
+      return false;
+  }
 }
 
 }  // namespace idlepool::serve

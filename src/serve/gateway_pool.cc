@@ -11,6 +11,18 @@ void CloseQuietly(UpstreamPool::Stream& s) {
 
 }  // namespace
 
+void UpstreamPool::AddReplica(ReplicaId id, boost::asio::ip::tcp::endpoint at,
+                              std::optional<TunnelRoute> tunnel) {
+  std::string host = at.address().to_string();
+  if (at.address().is_v6()) host = "[" + host + "]";
+  replicas_[id] = Replica{at, host + ":" + std::to_string(at.port()), std::move(tunnel), {}};
+}
+
+const std::string* UpstreamPool::HostHeader(ReplicaId id) const {
+  auto it = replicas_.find(id);
+  return it == replicas_.end() ? nullptr : &it->second.host_header;
+}
+
 void UpstreamPool::RemoveReplica(ReplicaId id) {
   auto it = replicas_.find(id);
   if (it == replicas_.end()) return;

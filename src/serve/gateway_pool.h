@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -25,12 +26,13 @@ class UpstreamPool {
 
   // `at`: the replica, or its worker's tunnel port when `tunnel` is set.
   void AddReplica(ReplicaId id, boost::asio::ip::tcp::endpoint at,
-                  std::optional<TunnelRoute> tunnel = std::nullopt) {
-    replicas_[id] = Replica{at, std::move(tunnel), {}};
-  }
+                  std::optional<TunnelRoute> tunnel = std::nullopt);
   // Closes its idle connections and forgets it.
   void RemoveReplica(ReplicaId id);
   std::optional<boost::asio::ip::tcp::endpoint> Endpoint(ReplicaId id) const;
+  // "ADDRESS:PORT" of Endpoint (the Host header of a request to it, formatted once), or null.
+  // Valid until the replica is removed.
+  const std::string* HostHeader(ReplicaId id) const;
   // Its tunnel, or null (none, or no such replica). Valid until the replica is removed.
   const TunnelRoute* Tunnel(ReplicaId id) const;
 
@@ -46,6 +48,7 @@ class UpstreamPool {
  private:
   struct Replica {
     boost::asio::ip::tcp::endpoint at;
+    std::string host_header;
     std::optional<TunnelRoute> tunnel;
     std::vector<std::shared_ptr<Stream>> idle;
   };

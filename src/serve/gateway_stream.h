@@ -27,6 +27,30 @@ class GatewayStream {
   explicit GatewayStream(Tcp tcp) : s_(std::in_place_index<0>, std::move(tcp)) {}
   GatewayStream(Tcp tcp, boost::asio::ssl::context& ctx)
       : s_(std::in_place_index<1>, std::move(tcp), ctx) {}
+  GatewayStream(const GatewayStream&) = delete;  // direct_ refers to this object
+  GatewayStream& operator=(const GatewayStream&) = delete;
+
+  // This stream for Beast's and Asio's algorithms through the *_direct operations below: no
+  // tcp_stream deadline and no tcp_stream operation wrapped around the socket's on the plain
+  // path, for callers that keep their own deadlines (the gateway's connection timer).
+  class Direct {
+   public:
+    using executor_type = Tcp::executor_type;
+    explicit Direct(GatewayStream& s) : s_(s) {}
+    executor_type get_executor() { return s_.get_executor(); }
+    template <class Buffers, class Handler>
+    void async_read_some(const Buffers& buffers, Handler&& handler) {
+      s_.async_read_some_direct(buffers, std::forward<Handler>(handler));
+    }
+    template <class Buffers, class Handler>
+    void async_write_some(const Buffers& buffers, Handler&& handler) {
+      s_.async_write_some_direct(buffers, std::forward<Handler>(handler));
+    }
+
+   private:
+    GatewayStream& s_;
+  };
+  Direct& direct() { return direct_; }
 
   executor_type get_executor() { return tcp().get_executor(); }
   Tcp& tcp() { return s_.index() == 0 ? std::get<0>(s_) : std::get<1>(s_).next_layer(); }
@@ -56,6 +80,14 @@ class GatewayStream {
     }
     std::get<1>(s_).async_read_some(buffers, std::forward<Handler>(handler));
   }
+  // No deadline: some of `buffers` to the raw socket (plain) or the TLS stream.
+  template <class Buffers, class Handler>
+  void async_write_some_direct(const Buffers& buffers, Handler&& handler) {
+    if (Tcp* t = std::get_if<0>(&s_)) {
+      return t->socket().async_write_some(buffers, std::forward<Handler>(handler));
+    }
+    std::get<1>(s_).async_write_some(buffers, std::forward<Handler>(handler));
+  }
   // Client side, no deadline: all of `buffers` (net::async_write) to the raw socket or the TLS.
   template <class Buffers, class Handler>
   void async_write_direct(const Buffers& buffers, Handler&& handler) {
@@ -67,6 +99,7 @@ class GatewayStream {
 
  private:
   std::variant<Tcp, Tls> s_;
+  Direct direct_{*this};
 };
 
 }  // namespace idlepool::serve

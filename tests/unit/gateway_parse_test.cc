@@ -34,6 +34,16 @@ TEST(GatewayParse, ModelOfABody) {
   EXPECT_EQ(ParseModel(R"({"model":""})").param, "model");
   EXPECT_FALSE(ParseModel(R"(["model"])").error.empty());
   EXPECT_FALSE(ParseModel("").error.empty());
+  // Only the top level's `model` counts, the last of duplicates, escapes decoded; the whole
+  // body must be JSON even past the field.
+  EXPECT_EQ(ParseModel(R"({"messages":[{"model":"x"}],"model":"m\u0031"})").model, "m1");
+  EXPECT_EQ(ParseModel(R"({"meta":{"model":"x"}})").param, "model");
+  EXPECT_EQ(ParseModel(R"({"model":"a","model":"b"})").model, "b");
+  EXPECT_EQ(ParseModel(R"({"model":"a","model":{"b":1}})").param, "model");
+  EXPECT_EQ(ParseModel(R"({"model":["m1"]})").param, "model");
+  EXPECT_NE(ParseModel(R"({"model":"m1"} x)").error.find("malformed JSON"), std::string::npos);
+  EXPECT_NE(ParseModel(R"({"model":"m1",)").error.find("malformed JSON"), std::string::npos);
+  EXPECT_EQ(ParseModel(R"("model")").error, "the request body is not a JSON object");
 }
 
 TEST(GatewayParse, BearerKeys) {
@@ -62,10 +72,12 @@ TEST(GatewayParse, ErrorBodiesAndEvents) {
 
 TEST(GatewayParse, DroppedHeaders) {
   for (const char* h : {"Connection", "keep-alive", "Transfer-Encoding", "TE", "Upgrade",
-                        "Authorization", "Content-Length", "Proxy-Authorization"}) {
+                        "Authorization", "Content-Length", "Proxy-Authorization", "CONNECTION",
+                        "proxy-connection", "Trailer", "Proxy-Authenticate"}) {
     EXPECT_TRUE(IsDroppedHeader(h)) << h;
   }
-  for (const char* h : {"Content-Type", "Accept", "X-Request-Id", "Cache-Control"}) {
+  for (const char* h : {"Content-Type", "Accept", "X-Request-Id", "Cache-Control", "Tx", "T",
+                        "Connectionx", "", "content-lengtH2"}) {
     EXPECT_FALSE(IsDroppedHeader(h)) << h;
   }
 }
