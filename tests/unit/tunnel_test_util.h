@@ -4,6 +4,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -29,6 +30,14 @@ namespace idlepool::testing {
 
 namespace net = boost::asio;
 namespace ssl = boost::asio::ssl;
+
+// The tests' own plain-socket writers (echo replicas, test clients) write to peers that may have
+// closed: an EPIPE to handle, not a SIGPIPE that kills the test binary (Asio's own sends use
+// MSG_NOSIGNAL; ::write does not).
+inline const bool kSigpipeIgnored = [] {
+  ::signal(SIGPIPE, SIG_IGN);
+  return true;
+}();
 
 // A pool CA in a temporary directory, issuing certificates valid now.
 class TunnelCa {
