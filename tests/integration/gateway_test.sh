@@ -87,6 +87,24 @@ head -c $((9 << 20)) /dev/zero | tr '\0' x >"$T/big"
 stat_is e0 requests 1 || fail "the refused requests reached the engine"
 pass "401 without or with a wrong key, 404 with the models, 400, 413; a chat goes through"
 
+# Pipelining: 3 requests sent back to back on one connection before any answer: 3 answers, in
+# order (the third one used to wait for the idle timeout).
+cat >"$T/pipeline.py" <<'PY'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+req = ("GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n" % sys.argv[2]).encode()
+s.sendall(req * 3)
+got = b""
+while got.count(b"HTTP/1.1 200") < 3 or not got.endswith(b"}"):
+    chunk = s.recv(65536)
+    if not chunk:
+        break
+    got += chunk
+print(got.count(b"HTTP/1.1 200"))
+PY
+[ "$(timeout 20 python3 "$T/pipeline.py" "$GPORT" "$KEY")" = 3 ] || fail "3 pipelined requests: not 3 answers"
+pass "3 pipelined requests on one connection: 3 answers"
+
 # 2. Balance: 4 replicas of one slot, 4 slow requests at once -> every engine holds one.
 for i in 1 2 3 4; do start_engine b$i --tokens 2 --ttft-ms 3000; done
 start_gateway g2 1 b1 b2 b3 b4
