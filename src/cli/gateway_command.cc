@@ -246,7 +246,8 @@ int RunGateway(const GatewayFlags& f, Common& common) {
 Command AddGatewayCommand(CLI::App& app, Common& common) {
   auto f = std::make_shared<GatewayFlags>();
   auto* cmd = app.add_subcommand(
-      "gateway", "serve the pool's services from this process (another coordinator's gateway)");
+      "gateway",
+      "serve the pool's services from this process (the coordinator's gateway, on its own)");
   AddClientOptions(cmd, common);
   cmd->add_option("--listen", f->listen, "HOST:PORT to serve HTTPS on (port 0: a free one)")
       ->required();
