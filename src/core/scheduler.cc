@@ -207,9 +207,7 @@ void Scheduler::OnSubmit(const JobSubmitted& e, MonoTime now, std::vector<Decisi
   job.tasks.resize(e.task_count);
   job.unfinished = e.task_count;
   auto [it, inserted] = jobs_.emplace(e.job, std::move(job));
-  // A service runs its first `replicas` tasks; the rest stay parked until it is scaled up.
-  const uint32_t runnable = e.service ? std::min(e.service->replicas, e.task_count) : e.task_count;
-  for (uint32_t i = 0; i < runnable; ++i) AddPending(TaskKey{e.job, i});
+  for (uint32_t i = 0; i < RunnableAtSubmit(e); ++i) AddPending(TaskKey{e.job, i});
   FinishJobIfDone(it->second, e.job, out);  // only a job with no tasks finishes here
 }
 

@@ -766,6 +766,9 @@ class Scheduler {
   void OnGpusHeld(const GpusHeld& e);
   // Services (scheduler_service.cc).
   void OnScale(const ScaleService& e, std::vector<Decision>& out);
+  // The tasks a job submitted runs at once: all, or a service's first `replicas` (the rest are
+  // parked until it is scaled up).
+  static uint32_t RunnableAtSubmit(const JobSubmitted& e);
   // Moves the task of a running service's ended attempt `a` on: pending again (at once after a
   // preemption, loss or machine fault; after the backoff when it crashed), or parked when it is
   // beyond the replicas wanted. Counts the outcome; records TaskChanged.

@@ -7,6 +7,10 @@
 
 namespace idlepool::core {
 
+uint32_t Scheduler::RunnableAtSubmit(const JobSubmitted& e) {
+  return e.service ? std::min(e.service->replicas, e.task_count) : e.task_count;
+}
+
 void Scheduler::OnScale(const ScaleService& e, std::vector<Decision>& out) {
   auto it = jobs_.find(e.job);
   if (it == jobs_.end() || it->second.state != JobState::kRunning || !it->second.spec.service) {

@@ -69,6 +69,9 @@ start_coordinator() {
   export IDLEPOOL_COORDINATOR=$ADDR IDLEPOOL_TOKEN=$TOKEN
 }
 
+# The coordinator's gateway, "https://127.0.0.1:PORT" (after start_coordinator --serve-listen).
+gateway_url() { sed -n 's|.*gateway at \(https://[0-9.:]*\)/.*|\1|p' "$T/coordinator.log" | tail -1; }
+
 # start_worker NAME [extra args]: joins (the first time; WORK_DIR $T/NAME keeps its identity) and
 # runs worker NAME; sets WPID_<NAME>.
 # Unless the test passes --sensors-dir, the worker reads an empty one: every owner sensor unknown,

@@ -11,7 +11,7 @@ ENGINE=$(dirname "$IDLEPOOL")/idlepool-fake-engine
 command -v curl >/dev/null || { echo "SKIP: no curl"; exit 77; }
 
 start_coordinator --serve-listen 127.0.0.1:0
-GW=$(sed -n 's|.*gateway at \(https://[0-9.:]*\)/.*|\1|p' "$T/coordinator.log" | tail -1)
+GW=$(gateway_url)
 [ -n "$GW" ] || fail "the coordinator did not start its gateway"
 start_worker w1 --slots 2
 start_worker w2 --slots 2

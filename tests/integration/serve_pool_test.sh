@@ -18,7 +18,7 @@ owner_config "$T/owner.toml"
 S=$T/sensors
 sense "$S" idle_seconds 1000
 start_coordinator --serve-listen 127.0.0.1:0
-GW=$(sed -n 's|.*gateway at \(https://[0-9.:]*\)/.*|\1|p' "$T/coordinator.log" | tail -1)
+GW=$(gateway_url)
 [ -n "$GW" ] || fail "the coordinator did not start its gateway"
 start_worker w1 --slots 2
 start_worker w2 --slots 2 --config "$T/owner.toml" --sensors-dir "$S"

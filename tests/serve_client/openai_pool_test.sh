@@ -15,7 +15,7 @@ command -v node >/dev/null && command -v npm >/dev/null || { echo "SKIP: no node
 source "$HERE/install_openai.sh"  # sets NODE_DIR
 
 start_coordinator --serve-listen 127.0.0.1:0
-GW=$(sed -n 's|.*gateway at \(https://[0-9.:]*\)/.*|\1|p' "$T/coordinator.log" | tail -1)
+GW=$(gateway_url)
 [ -n "$GW" ] || fail "the coordinator did not start its gateway"
 start_worker w1 --slots 2
 start_worker w2 --slots 2
