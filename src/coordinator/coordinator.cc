@@ -297,6 +297,15 @@ void CoordinatorImpl::MakeParts() {
     if (http::Server* h = http_live_.load()) h->EndSessionsOf(id);
   });
   autoscaler_ = std::make_unique<ServiceAutoscaler>(*core_, *store_, serve_bridge_);
+  // A retiring replica drained early: its worker stops it now (worker/owner_monitor.h, Retire).
+  serve_bridge_.SetRetiredHook([this](const std::string& worker, core::AttemptId attempt) {
+    for (auto& s : sessions_.OpenOf(worker)) {
+      v1::CoordinatorMessage m;
+      *m.mutable_kill() = wire::ToKill(attempt, core::KillReason::kCancelled);
+      m.mutable_kill()->set_reason("drained");
+      s->Send(std::move(m));
+    }
+  });
   http_reads_ = std::make_unique<HttpReads>(*job_service_, pool_metrics_, [this] {
     std::lock_guard lock(serve_mu_);
     return serve_ ? serve_->PrometheusText() : std::string();

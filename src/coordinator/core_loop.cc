@@ -89,7 +89,10 @@ class CoreLoop::SessionTarget final : public DecisionTarget {
     }
   }
   void AttemptEnded(const core::AttemptEnded& e) override {
-    if (deps_.serve) deps_.serve->ReplicaEnded(e.attempt);
+    // Scaled down or cancelled: it drains first (serve_bridge.h, retiring).
+    if (deps_.serve) {
+      deps_.serve->ReplicaEnded(e.attempt, e.outcome == core::AttemptOutcome::kCancelled);
+    }
   }
 
   void JobChanged(const core::JobChanged& j) override {

@@ -1,5 +1,6 @@
 // Jobs.WatchGateway (issue 17): the state a gateway process of its own routes (`idlepool
 // gateway`), pushed whenever it changes, and its tunnel certificate. See serve.proto.
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "coordinator/job_service.h"
 #include "spdlog/spdlog.h"
@@ -44,6 +45,9 @@ grpc::Status JobService::WatchGateway(grpc::ServerContext* ctx, const v1::WatchG
     state.set_ca_pem(d_.ca->cert_pem());
   }
   spdlog::info("gateway '{}' watches the services (as {})", name, who.name);
+  // While it watches, a retiring replica keeps its whole drain (its requests are not seen here).
+  d_.serve->Watching(+1);
+  absl::Cleanup unwatch = [this] { d_.serve->Watching(-1); };
   uint64_t sent = 0;
   int64_t sent_ms = 0;
   while (!ctx->IsCancelled()) {

@@ -69,7 +69,7 @@ void ServeBridge::AddReplica(core::AttemptId attempt, Replica& r) {
                            serve::TunnelRoute{r.worker, attempt});
   Warn(st, absl::StrCat("replica ", attempt, " on ", r.worker));
   r.added = st.ok();
-  if (r.added && r.draining) Warn(gateway_->Drain(attempt), "drain");
+  if (r.added && r.draining) DrainInGateway(attempt, r);
   auto m = machines_.find(r.worker);
   if (r.added && m != machines_.end() && m->second.weight < 1) {
     Warn(gateway_->SetWeight(attempt, m->second.weight), "weight");
@@ -135,11 +135,12 @@ void ServeBridge::ReplicaCreated(core::JobId job, const v1::JobSpec& spec, core:
   AddReplica(attempt, r);
 }
 
-void ServeBridge::ReplicaEnded(core::AttemptId attempt) {
+void ServeBridge::ReplicaEnded(core::AttemptId attempt, bool retire) {
   std::lock_guard lock(mu_);
   Changed();
   auto it = replicas_.find(attempt);
-  if (it == replicas_.end()) return;
+  if (it == replicas_.end() || it->second.retiring) return;
+  if (retire && StartRetiring(attempt, it->second)) return;
   RemoveReplica(attempt, it->second);
   replicas_.erase(it);
 }
@@ -149,13 +150,19 @@ void ServeBridge::ServiceEnded(core::JobId job) {
   Changed();
   auto s = services_.find(job);
   if (s == services_.end()) return;
+  bool retiring = false;
   for (auto it = replicas_.begin(); it != replicas_.end();) {
-    if (it->second.job != job) {
+    if (it->second.job != job || it->second.retiring) {
+      retiring = retiring || it->second.job == job;
       ++it;
       continue;
     }
     RemoveReplica(it->first, it->second);
     it = replicas_.erase(it);
+  }
+  if (retiring) {  // Sweep removes it with its last retiring replica
+    s->second.ending = true;
+    return;
   }
   if (gateway_ && s->second.added) Warn(gateway_->RemoveService(s->second.name), "remove service");
   services_.erase(s);
@@ -186,7 +193,7 @@ void ServeBridge::Draining(const std::string& worker, const std::vector<uint64_t
     auto it = replicas_.find(id);
     if (it == replicas_.end() || it->second.worker != worker || it->second.draining) continue;
     it->second.draining = true;
-    if (gateway_ && it->second.added) Warn(gateway_->Drain(id), absl::StrCat("drain ", id));
+    if (gateway_ && it->second.added) DrainInGateway(id, it->second);
   }
 }
 

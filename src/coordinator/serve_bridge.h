@@ -8,6 +8,14 @@
 // says its owner came back (ReplicaDraining). A worker that reconnects with another tunnel
 // address gets its replicas re-added there.
 //
+// Retiring (serve_bridge_retire.cc): a replica the core cancels (scaled down, job cancelled)
+// drains instead of leaving at once, as its worker does (worker/owner_monitor.h, Retire): no new
+// request, in-flight ones get the service's drain_seconds. Sweep (every autoscaler tick) removes
+// it when its drain time is over, or earlier once the gateway has no request on it and no
+// gateway of its own watches (Jobs.WatchGateway: their requests are not seen here); then the
+// retired hook tells its worker to stop it now. A cancelled service stays routable (for its
+// draining replicas' requests) until its last retiring replica is removed.
+//
 // It records everything even while no gateway is attached (serving off, or not started yet):
 // Attach replays the record, so `idlepool services` and a later start see the same replicas.
 //
@@ -16,10 +24,13 @@
 // never calls back in here), so the gateway sees the calls in the order they were made.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -46,7 +57,8 @@ class ServeBridge {
   void ServiceStarted(core::JobId job, const v1::JobSpec& spec);
   void ReplicaCreated(core::JobId job, const v1::JobSpec& spec, core::AttemptId attempt,
                       uint32_t index, const std::string& worker);
-  void ReplicaEnded(core::AttemptId attempt);
+  // `retire`: the core cancelled it; it drains first (see above).
+  void ReplicaEnded(core::AttemptId attempt, bool retire = false);
   void ServiceEnded(core::JobId job);
   // Session threads. `address` "" : the worker serves no tunnel.
   void WorkerTunnel(const std::string& worker, const std::string& address);
@@ -55,6 +67,14 @@ class ServeBridge {
   void WorkerGpus(const std::string& worker, const std::vector<v1::GpuDevice>& gpus);
   // Only the worker running an attempt may drain it; others' ids are ignored.
   void Draining(const std::string& worker, const std::vector<uint64_t>& attempts);
+
+  // Removes retiring replicas whose drain is over (or drained early: then the hook runs for
+  // it, outside the lock) and cancelled services with none left. `now`: a steady clock.
+  void Sweep(serve::Time now);
+  // Called with (worker, attempt) for a replica drained before its time (set once, before use).
+  void SetRetiredHook(std::function<void(const std::string&, core::AttemptId)> hook);
+  // A gateway of its own starts (+1) or stops (-1) watching (gateway_watch.cc).
+  void Watching(int delta);
 
   struct ReplicaView {
     core::AttemptId attempt = 0;
@@ -79,6 +99,7 @@ class ServeBridge {
     std::string name;
     v1::JobSpec spec;
     bool added = false;
+    bool ending = false;  // cancelled: removed with its last retiring replica
   };
   struct Replica {
     core::JobId job = 0;
@@ -86,7 +107,16 @@ class ServeBridge {
     std::string worker;
     bool added = false;
     bool draining = false;
+    // Retiring: the core ended it; removed by Sweep at retire_by (set by the first Sweep to
+    // now + drain) or once `idle` (the gateway's drained callback, on its io thread).
+    bool retiring = false;
+    std::chrono::milliseconds drain{0};
+    std::optional<serve::Time> retire_by;
+    std::shared_ptr<std::atomic<bool>> idle;
   };
+  void DrainInGateway(core::AttemptId attempt, Replica& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Starts retiring `r`; false when it cannot drain (no drain_seconds, unreachable).
+  bool StartRetiring(core::AttemptId attempt, Replica& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Changed() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     ++version_;
     changed_.notify_all();
@@ -112,6 +142,8 @@ class ServeBridge {
   std::map<std::string, std::string> tunnels_ ABSL_GUARDED_BY(mu_);  // worker -> host:port
   std::map<std::string, Machine> machines_ ABSL_GUARDED_BY(mu_);     // worker -> readings
   std::map<std::pair<core::JobId, uint32_t>, uint32_t> starts_ ABSL_GUARDED_BY(mu_);
+  int watchers_ ABSL_GUARDED_BY(mu_) = 0;
+  std::function<void(const std::string&, core::AttemptId)> retired_hook_;
 };
 
 }  // namespace idlepool::coordinator

@@ -43,7 +43,9 @@ void ServiceAutoscaler::Loop() {
   std::unique_lock lock(mu_);
   while (!cv_.wait_for(lock, kAutoscaleEvery, [&] { return stop_; })) {
     lock.unlock();
-    Step(serve::Time{serve::Micros{platform::SteadyNanos() / 1000}});
+    const serve::Time now{serve::Micros{platform::SteadyNanos() / 1000}};
+    bridge_.Sweep(now);  // retiring replicas whose drain is over (serve_bridge.h)
+    Step(now);
     lock.lock();
   }
 }

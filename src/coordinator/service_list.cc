@@ -17,6 +17,21 @@ struct ServiceRow {
   std::vector<std::optional<core::AttemptId>> current;  // per replica index
 };
 
+// A replica's worker and state from the bridge (`view`, null when unknown) and the gateway.
+template <typename It>
+void FillReplica(const ServeBridge::ReplicaView* view, It routed, It none, v1::ReplicaStatus* r) {
+  if (view != nullptr) r->set_worker(view->worker);
+  const bool draining = view != nullptr && view->draining;
+  r->set_state(draining ? "draining" : "starting");
+  if (routed == none) return;
+  auto rr = routed->second.replicas.find(r->attempt());
+  if (rr == routed->second.replicas.end()) return;
+  if (!draining) r->set_state(rr->second.state);
+  r->set_in_flight(rr->second.in_flight);
+  r->set_requests(rr->second.requests);
+  r->set_errors(rr->second.errors);
+}
+
 }  // namespace
 
 grpc::Status JobService::ListServices(grpc::ServerContext* ctx, const v1::ListServicesRequest*,
@@ -72,15 +87,15 @@ grpc::Status JobService::ListServicesInternal(v1::ListServicesReply* reply) {
       }
       r->set_attempt(*cur);
       auto v = views.find(*cur);
-      if (v != views.end()) r->set_worker(v->second.worker);
-      r->set_state(v != views.end() && v->second.draining ? "draining" : "starting");
-      if (routed == routing.end()) continue;
-      auto rr = routed->second.replicas.find(*cur);
-      if (rr == routed->second.replicas.end()) continue;
-      if (!(v != views.end() && v->second.draining)) r->set_state(rr->second.state);
-      r->set_in_flight(rr->second.in_flight);
-      r->set_requests(rr->second.requests);
-      r->set_errors(rr->second.errors);
+      FillReplica(v == views.end() ? nullptr : &v->second, routed, routing.end(), r);
+      if (v != views.end()) views.erase(v);
+    }
+    // Replicas the core no longer runs but the gateway still drains (retiring, serve_bridge.h).
+    for (const auto& [attempt, view] : views) {
+      v1::ReplicaStatus* r = s->add_replica_status();
+      r->set_replica(view.index);
+      r->set_attempt(attempt);
+      FillReplica(&view, routed, routing.end(), r);
     }
   }
   return grpc::Status::OK;

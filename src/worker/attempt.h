@@ -75,6 +75,11 @@ struct Attempt {
   // request, and it is vacated at drain_until.
   bool draining = false;
   core::MonoTime drain_until{};
+  std::string drain_reason;  // why it drains (logs, the vacate's reason)
+  // Draining because the coordinator no longer wants it (scaled down, cancelled): at
+  // drain_until (or at the coordinator's second kill, once the gateway is drained) it is
+  // stopped like a killed attempt, with no report.
+  bool retiring = false;
   std::vector<Span> frozen_spans;
   // Blobs staged from the cache stay pinned (never evicted) while the attempt exists.
   std::vector<BlobCache::Pin> pins;

@@ -217,10 +217,10 @@ PhaseResult AttemptRunner::Spawn(Attempt& a, const platform::SpawnOptions& sp,
   a.process = std::move(*proc);
   a.started = spawn_at;
   // The owner became active while this attempt was staging (or uses one of its GPUs, or one is
-  // too hot): it starts frozen.
+  // too hot): it starts frozen. A service replica is never frozen: the owner monitor drains it.
   const bool gpu_held = d_.hooks.gpu_held(a.gpus);
   const bool suspended = d_.hooks.owner_suspended();
-  if (suspended || gpu_held) {
+  if ((suspended || gpu_held) && !a.assignment.has_service()) {
     *frozen = true;
     if (!a.process->Suspend().ok()) spdlog::warn("attempt {}: freeze is slow", a.id);
     a.frozen = true;

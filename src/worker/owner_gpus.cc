@@ -69,7 +69,8 @@ std::string OwnerMonitor::GpuUnavailable(uint32_t index) {
 // Owner thread, every step: at most every kGpuReadGap, re-reads the offered GPUs, decides per
 // device (DecideGpu: the owner's processes are the device's minus the pool's task processes),
 // freezes or vacates the attempts that own a held device and thaws those whose devices are all
-// free again, and sends GpuReadings (at once when a hold changed).
+// free again, and sends GpuReadings (at once when a hold changed). A service replica on a held
+// device is never frozen: it drains (owner_drains.cc), then is vacated.
 void OwnerMonitor::GpuStep(core::MonoTime now) {
   if (!config_.gpus) return;
   if (gpu_read_at_ && now - *gpu_read_at_ < kGpuReadGap) return;
@@ -80,7 +81,20 @@ void OwnerMonitor::GpuStep(core::MonoTime now) {
   std::vector<owner::GpuHold> holds;
   const bool holds_changed = UpdateGpuHolds(devices, all, &holds);
   std::vector<uint64_t> frozen_now;
-  for (auto& a : all) ApplyGpuHold(*a, holds, now, &frozen_now);
+  AttemptList replicas;  // service replicas on a held device: they drain instead
+  std::string why;
+  for (auto& a : all) {
+    owner::GpuCause cause = owner::GpuCause::kNone;
+    if (a->assignment.has_service()) {
+      if (Held(*a, holds, &cause)) {
+        replicas.push_back(a);
+        why = absl::StrCat("its GPU is held: ", ToString(cause));
+      }
+      continue;
+    }
+    ApplyGpuHold(*a, holds, now, &frozen_now);
+  }
+  if (!replicas.empty()) StartDrains(replicas, now, VacateGrace(), why);
   if (!frozen_now.empty()) SendSuspended(frozen_now);
   SendGpuReadings(devices, holds, holds_changed, now);
 }

@@ -9,8 +9,9 @@
 //             when sleep is imminent); its runner then reports it PREEMPTED.
 // A service replica (issue 17) is never frozen: it drains (owner_drains.cc). The coordinator is
 // told at once (ReplicaDraining), so its gateway sends the replica no new request; requests in
-// flight get the service's drain_seconds, capped by vacate_grace_s on suspend (the owner's grace)
-// and 0 on vacate (then the vacate's own SIGTERM grace); then it is vacated like any attempt.
+// flight get the service's drain_seconds, capped by vacate_grace_s on suspend and when the owner
+// takes its GPU (the owner's grace), and 0 on vacate (then the vacate's own SIGTERM grace); then
+// it is vacated like any attempt. A replica the coordinator retires drains too (Retire).
 // The same step reads the offered GPUs (at most every 2 s) and applies the GPU policy
 // (owner/gpu_policy.h) per device: attempts on a held device are frozen, or vacated; and checks
 // the work dir's free space (a full disk takes no work). Every change is told to the
@@ -82,6 +83,14 @@ class OwnerMonitor {
   [[nodiscard]] std::optional<v1::WorkerMessage> OwnerStateToResend();
   // Tells the coordinator about attempts frozen outside an owner state change.
   void SendSuspended(const std::vector<uint64_t>& ids);
+
+  // The coordinator killed `a` with code CANCELLED (scaled down, job cancelled). A running
+  // service replica with drain_seconds > 0 drains instead (kDraining): its requests in flight get
+  // drain_seconds, then it is stopped (SIGTERM, SIGKILL after vacate_grace_s) with no report. A
+  // second call while it drains stops it now (kStopped: the coordinator's gateway is drained).
+  // kNotAReplica: anything else; the caller kills it as usual. Any thread; takes a.mu.
+  enum class Retirement { kNotAReplica, kDraining, kStopped };
+  Retirement Retire(Attempt& a);
 
   // The disk filled during an attempt: take no work until min_free_disk_bytes are free again
   // (checked by Step). Told to the coordinator before the attempt's report, so the task is not

@@ -660,6 +660,11 @@ void Worker::Impl::OnKill(const v1::Kill& kill) {
     if (it == attempts_.end()) return;
     a = it->second;
   }
+  // A service replica scaled down or cancelled drains first (owner_monitor.h, Retire).
+  if (kill.code() == v1::KILL_REASON_CANCELLED &&
+      owner_.Retire(*a) != OwnerMonitor::Retirement::kNotAReplica) {
+    return;
+  }
   bool drop = false;
   {
     std::lock_guard lock(a->mu);
@@ -671,6 +676,7 @@ void Worker::Impl::OnKill(const v1::Kill& kill) {
                    id);
       return;
     }
+    if (a->retiring) return;  // only the coordinator's second CANCELLED kill ends its drain
     spdlog::info("attempt {}: killed by the coordinator ({})", id, kill.reason());
     a->killed = true;
     if (a->process) a->process->Kill(SIGKILL);

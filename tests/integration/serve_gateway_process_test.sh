@@ -23,6 +23,8 @@ command = ["$ENGINE", "--port", "{port}", "--model", "tiny", "--id", "r{replica}
 protocol = "openai"
 model = "tiny"
 replicas = 2
+# Gateways of their own watch: a cancelled replica keeps its whole drain (serve_bridge.h).
+drain_seconds = 3
 TOML
 JOB=$("$IDLEPOOL" submit "$T/chat.toml")
 
