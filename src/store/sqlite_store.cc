@@ -1,8 +1,8 @@
-// The SQLite store: one database file in WAL mode with synchronous=FULL.
+// The SQLite store: one database file in WAL mode with synchronous=FULL. Opening, migrations,
+// the writes and Load; the class is in sqlite_store_impl.h, its reads in sqlite_store_reads.cc
+// and sqlite_store_workers.cc.
 //
 // File format and migrations: store/sqlite_schema.h.
-//
-// Concurrency: one connection guarded by one mutex; every statement is prepared once at open.
 
 #include <sqlite3.h>
 
@@ -23,24 +23,13 @@
 #include "absl/strings/string_view.h"
 #include "store/sqlite_job_rows.h"
 #include "store/sqlite_schema.h"
+#include "store/sqlite_store_impl.h"
 #include "store/sqlite_util.h"
 #include "store/store.h"
 #include "store/store_internal.h"
 
-namespace idlepool::store {
+namespace idlepool::store::internal {
 namespace {
-
-namespace in = internal;
-using in::Binder;
-using in::CodeFor;
-using in::ColBlob;
-using in::ColInt;
-using in::ColText;
-using in::ColTiming;
-using in::ColTransfer;
-using in::kSchemaVersion;
-using in::StmtPtr;
-using in::Use;
 
 constexpr int32_t kApplicationId = 0x49504f4c;  // "IPOL"
 constexpr int kBusyTimeoutMs = 10000;
@@ -83,7 +72,6 @@ constexpr const char* kTrimEventsByRowsSql =
 #define IDLEPOOL_JOB_HEADER_FROM                                                   \
   " FROM jobs j LEFT JOIN job_profiles p ON p.job_id = j.id LEFT JOIN job_gpus g " \
   "ON g.job_id = j.id LEFT JOIN job_sandbox x ON x.job_id = j.id" IDLEPOOL_JOB_SERVICE_JOIN
-constexpr int kJobHeaderColumns = 17 + in::kJobServiceColumns;  // then spec, when selected
 constexpr const char* kGetJobSql = "SELECT " IDLEPOOL_JOB_HEADER_COLUMNS
                                    ", j.spec" IDLEPOOL_JOB_HEADER_FROM "WHERE j.id = ?";
 constexpr const char* kGetJobHeaderSql =
@@ -122,116 +110,8 @@ constexpr const char* kSucceededOfKeySql =
     "ON a.job_id = p.job_id WHERE p.profile_key = ? AND a.outcome = ? "
     "ORDER BY a.ended_ms DESC, a.id DESC LIMIT ?";
 #undef IDLEPOOL_ATTEMPT_COLUMNS
-constexpr int kAttemptLogTailColumn = 23;
 
-// Statements prepared once per connection.
-struct Statements {
-  StmtPtr begin_immediate, begin_deferred, commit, rollback;
-  StmtPtr insert_job, insert_task;
-  StmtPtr insert_attempt, end_attempt, get_attempt;
-  StmtPtr update_task, delete_outputs, insert_output;
-  StmtPtr update_job, update_service, suspend_attempt, delete_checkpoint, insert_checkpoint, get_checkpoint;
-  StmtPtr load_sums, load_lost_attempts, revive_attempt;
-  StmtPtr load_jobs, load_counts, load_lost, load_tasks, load_running, max_attempt;
-  StmtPtr get_job, get_job_header, list_jobs, job_exists, list_tasks, list_attempts, list_outputs,
-      failed_tasks, task_attempts, count_task_attempts, task_state;
-  StmtPtr insert_job_profile, succeeded_of_job, succeeded_of_key;
-  StmtPtr put_worker, list_workers, get_worker;  // schema version 5
-  StmtPtr put_prediction, get_prediction;  // schema version 6
-  StmtPtr append_event, list_events, trim_events_by_time, trim_events_by_rows;  // version 7
-  StmtPtr insert_job_gpus;  // version 8
-  StmtPtr insert_job_sandbox;  // version 9
-  StmtPtr insert_job_service;  // version 10
-};
-
-// --- the store --------------------------------------------------------------------------------
-
-class SqliteStore final : public Store {
- public:
-  explicit SqliteStore(std::string path) : path_(std::move(path)) {}
-
-  ~SqliteStore() override {
-    st_ = Statements{};  // finalize every statement before closing
-    if (db_ != nullptr) sqlite3_close_v2(db_);
-  }
-
-  absl::Status Open();
-
-  absl::StatusOr<core::JobId> InsertJob(const NewJob& job, int64_t now_ms) override;
-  absl::Status Apply(const std::vector<core::Decision>& records, int64_t now_ms) override;
-  absl::Status ScaleService(core::JobId job, uint32_t replicas) override;
-  absl::StatusOr<core::RestoredState> Load() override;
-  absl::StatusOr<JobRecord> GetJob(core::JobId job) override;
-  absl::StatusOr<JobRecord> GetJobHeader(core::JobId job) override;
-  absl::StatusOr<std::vector<JobRecord>> ListJobs() override;
-  absl::StatusOr<std::vector<TaskRecord>> ListTasks(core::JobId job) override;
-  absl::StatusOr<std::vector<AttemptRecord>> ListAttempts(core::JobId job) override;
-  absl::StatusOr<std::vector<AttemptRecord>> ListFailedTasks(const FailedTasksQuery& q) override;
-  absl::StatusOr<TaskAttempts> ListTaskAttempts(core::TaskKey task, size_t limit) override;
-  absl::StatusOr<std::vector<AttemptRecord>> ListSucceededAttempts(
-      const SucceededAttemptsQuery& query) override;
-  absl::StatusOr<std::vector<TaskOutput>> ListOutputs(core::JobId job) override;
-  absl::StatusOr<std::vector<core::OutputFile>> GetCheckpoint(core::TaskKey task) override;
-  absl::Status PutWorkers(const std::vector<WorkerRecord>& workers) override;
-  absl::StatusOr<std::vector<WorkerRecord>> ListWorkers() override;
-  absl::StatusOr<std::optional<WorkerRecord>> GetWorker(const std::string& worker) override;
-  absl::Status PutJobPrediction(core::JobId job, const std::string& bytes) override;
-  absl::StatusOr<std::string> GetJobPrediction(core::JobId job) override;
-  absl::Status AppendWorkerEvents(const std::vector<WorkerEvent>& events) override;
-  absl::StatusOr<std::vector<WorkerEvent>> ListWorkerEvents(const WorkerEventsQuery& q) override;
-  absl::Status TrimWorkerEvents(int64_t before_ms, size_t max_rows) override;
-
- private:
-  // Error for a failed sqlite call `rc` while doing `what`; the message names the file.
-  absl::Status Err(int rc, absl::string_view what) const {
-    const char* detail = db_ != nullptr ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
-    return absl::Status(CodeFor(rc), absl::StrCat("sqlite store ", path_, ": ", what, ": ",
-                                                  detail, " (sqlite code ", rc, ")"));
-  }
-  absl::Status Invalid(absl::string_view msg) const {
-    return absl::InvalidArgumentError(absl::StrCat("sqlite store ", path_, ": ", msg));
-  }
-  absl::Status DataLoss(absl::string_view msg) const {
-    return absl::DataLossError(absl::StrCat("sqlite store ", path_, ": ", msg));
-  }
-  absl::Status NotFound(core::JobId job) const {
-    return absl::NotFoundError(absl::StrCat("sqlite store ", path_, ": no job ", job));
-  }
-
-  absl::Status Prepare(const char* sql, StmtPtr& out);
-  absl::Status PrepareAll();
-  absl::Status Exec(const char* sql, absl::string_view what);
-  absl::StatusOr<int64_t> QueryInt(const char* sql, absl::string_view what);
-  absl::Status Step(sqlite3_stmt* s, absl::string_view what);  // expects SQLITE_DONE
-  absl::Status Begin(const StmtPtr& begin) { return Step(Use(begin), "begin transaction"); }
-  absl::Status Commit();
-  void Rollback();
-  absl::Status ApplyOne(const core::Decision& d, int64_t now_ms);
-  absl::StatusOr<bool> JobExists(core::JobId job);
-  // Reads the kJobHeaderColumns of a jobs row (everything but spec) into `out`.
-  absl::Status ReadJobHeader(sqlite3_stmt* s, JobRecord& out) const;
-  // Reads a row of the attempt columns (kListAttemptsSql's order) into `out`.
-  absl::Status ReadAttempt(sqlite3_stmt* s, AttemptRecord& out) const;
-  // Every row of a bound attempt statement (ReadAttempt's columns), `what` naming the caller.
-  absl::StatusOr<std::vector<AttemptRecord>> ReadAttempts(sqlite3_stmt* s, absl::string_view what);
-  absl::StatusOr<JobRecord> ReadOneJob(const StmtPtr& stmt, core::JobId job, bool with_spec,
-                                       absl::string_view what);
-
-  template <typename Enum>
-  absl::Status ParseCol(sqlite3_stmt* s, int i, std::optional<Enum> (*parse)(absl::string_view),
-                        const char* what, Enum& out) const {
-    std::string text = ColText(s, i);
-    std::optional<Enum> v = parse(text);
-    if (!v) return DataLoss(absl::StrCat("unknown ", what, " '", text, "' in the database"));
-    out = *v;
-    return absl::OkStatus();
-  }
-
-  const std::string path_;
-  std::mutex mu_;
-  sqlite3* db_ = nullptr;
-  Statements st_;
-};
+}  // namespace
 
 absl::Status SqliteStore::Prepare(const char* sql, StmtPtr& out) {
   sqlite3_stmt* s = nullptr;
@@ -336,8 +216,8 @@ absl::Status SqliteStore::Open() {
   if (absl::Status s = Exec("PRAGMA synchronous = FULL", "set synchronous"); !s.ok()) return s;
 
   if (fresh) {
-    std::string ddl = absl::StrCat("BEGIN IMMEDIATE;", in::kSchemaV1);
-    for (const in::Migration& step : in::kMigrations) absl::StrAppend(&ddl, step.ddl);
+    std::string ddl = absl::StrCat("BEGIN IMMEDIATE;", kSchemaV1);
+    for (const Migration& step : kMigrations) absl::StrAppend(&ddl, step.ddl);
     absl::StrAppend(&ddl, "PRAGMA application_id = ", kApplicationId, ";",
                     "PRAGMA user_version = ", kSchemaVersion, ";", "COMMIT;");
     if (absl::Status s = Exec(ddl.c_str(), "create schema"); !s.ok()) {
@@ -347,7 +227,7 @@ absl::Status SqliteStore::Open() {
   }
   // Each step in its own transaction, from the file's version up: a crash between two steps
   // leaves a file of the earlier version, migrated again at the next open.
-  for (const in::Migration& step : in::kMigrations) {
+  for (const Migration& step : kMigrations) {
     if (fresh || *version >= step.to) continue;
     std::string ddl = absl::StrCat("BEGIN IMMEDIATE;", step.ddl, "PRAGMA user_version = ",
                                    step.to, ";", "COMMIT;");
@@ -441,7 +321,7 @@ absl::Status SqliteStore::PrepareAll() {
       {&st_.task_state, "SELECT state FROM tasks WHERE job_id = ? AND idx = ?"},
       {&st_.succeeded_of_job, kSucceededOfJobSql},
       {&st_.succeeded_of_key, kSucceededOfKeySql},
-      {&st_.insert_job_profile, in::kInsertJobProfileSql},
+      {&st_.insert_job_profile, kInsertJobProfileSql},
       {&st_.list_outputs,
        "SELECT idx, path, sha256, size FROM outputs WHERE job_id = ? ORDER BY idx, path"},
       {&st_.put_worker, kPutWorkerSql},
@@ -454,9 +334,9 @@ absl::Status SqliteStore::PrepareAll() {
       {&st_.list_events, kListWorkerEventsSql},
       {&st_.trim_events_by_time, kTrimEventsByTimeSql},
       {&st_.trim_events_by_rows, kTrimEventsByRowsSql},
-      {&st_.insert_job_gpus, in::kInsertJobGpusSql},
-      {&st_.insert_job_sandbox, in::kInsertJobSandboxSql},
-      {&st_.insert_job_service, in::kInsertJobServiceSql},
+      {&st_.insert_job_gpus, kInsertJobGpusSql},
+      {&st_.insert_job_sandbox, kInsertJobSandboxSql},
+      {&st_.insert_job_service, kInsertJobServiceSql},
   };
   for (const auto& [stmt, sql] : all) {
     if (absl::Status s = Prepare(sql, *stmt); !s.ok()) return s;
@@ -467,7 +347,7 @@ absl::Status SqliteStore::PrepareAll() {
 // --- writes -------------------------------------------------------------------------------------
 
 absl::StatusOr<core::JobId> SqliteStore::InsertJob(const NewJob& job, int64_t now_ms) {
-  if (job.sched.task_count == 0) return Invalid(in::ZeroTaskCountMsg());
+  if (job.sched.task_count == 0) return Invalid(ZeroTaskCountMsg());
   std::lock_guard lock(mu_);
   if (absl::Status s = Begin(st_.begin_immediate); !s.ok()) return s;
   auto fail = [&](absl::Status s) {
@@ -487,22 +367,21 @@ absl::StatusOr<core::JobId> SqliteStore::InsertJob(const NewJob& job, int64_t no
         .Int(static_cast<int64_t>(j.resources.memory_mb))
         .Int(j.max_attempts)
         .Int(j.timeout.count())
-        .Text(in::JobStateName(core::JobState::kRunning))
+        .Text(JobStateName(core::JobState::kRunning))
         .Int(now_ms);
     if (b.rc() != SQLITE_OK) return fail(Err(b.rc(), "InsertJob: bind job"));
     if (absl::Status s = Step(u, "InsertJob: insert job"); !s.ok()) return fail(s);
     id = static_cast<core::JobId>(sqlite3_last_insert_rowid(db_));
   }
-  if (std::optional<in::RowFailure> f =
-          in::InsertJobRows({st_.insert_job_profile, st_.insert_job_gpus, st_.insert_job_sandbox,
-                             st_.insert_job_service},
-                            id, job)) {
+  if (std::optional<RowFailure> f = InsertJobRows({st_.insert_job_profile, st_.insert_job_gpus,
+                                                   st_.insert_job_sandbox, st_.insert_job_service},
+                                                  id, job)) {
     return fail(Err(f->rc, f->what));
   }
   {
     Use u(st_.insert_task);
     Binder b(u);
-    b.Int(static_cast<int64_t>(id)).Int(0).Text(in::TaskStateName(core::TaskState::kPending));
+    b.Int(static_cast<int64_t>(id)).Int(0).Text(TaskStateName(core::TaskState::kPending));
     if (b.rc() != SQLITE_OK) return fail(Err(b.rc(), "InsertJob: bind task"));
     for (uint32_t i = 0; i < job.sched.task_count; ++i) {
       int rc = sqlite3_bind_int64(u, 2, i);
@@ -518,52 +397,52 @@ absl::StatusOr<core::JobId> SqliteStore::InsertJob(const NewJob& job, int64_t no
 
 absl::Status SqliteStore::ApplyOne(const core::Decision& d, int64_t now_ms) {
   if (const auto* r = std::get_if<core::AttemptCreated>(&d)) {
-    if (r->attempt == 0) return Invalid(in::ZeroAttemptIdMsg(r->task));
+    if (r->attempt == 0) return Invalid(ZeroAttemptIdMsg(r->task));
     if (r->revived) {
       Use u(st_.revive_attempt);
       Binder b(u);
-      b.Text(in::OutcomeName(core::AttemptOutcome::kRunning))
+      b.Text(OutcomeName(core::AttemptOutcome::kRunning))
           .Int(static_cast<int64_t>(r->attempt))
           .Int(static_cast<int64_t>(r->task.job))
           .Int(r->task.index)
           .Text(r->worker)
-          .Text(in::OutcomeName(core::AttemptOutcome::kLost));
+          .Text(OutcomeName(core::AttemptOutcome::kLost));
       if (b.rc() != SQLITE_OK) return Err(b.rc(), "AttemptCreated: bind");
       if (absl::Status s = Step(u, "AttemptCreated: revive attempt"); !s.ok()) return s;
-      if (sqlite3_changes(db_) != 1) return Invalid(in::ReviveNotLostMsg(r->attempt));
+      if (sqlite3_changes(db_) != 1) return Invalid(ReviveNotLostMsg(r->attempt));
       return absl::OkStatus();
     }
     Use u(st_.insert_attempt);
     Binder b(u);
-    const std::string gpus = in::GpusText(r->gpus);
+    const std::string gpus = GpusText(r->gpus);
     b.Int(static_cast<int64_t>(r->attempt))
         .Int(static_cast<int64_t>(r->task.job))
         .Int(r->task.index)
         .Text(r->worker)
-        .Text(in::OutcomeName(core::AttemptOutcome::kRunning))
+        .Text(OutcomeName(core::AttemptOutcome::kRunning))
         .Int(now_ms)
         .Text(gpus);
     if (b.rc() != SQLITE_OK) return Err(b.rc(), "AttemptCreated: bind");
     int rc = sqlite3_step(u);
     if (rc == SQLITE_DONE) return absl::OkStatus();
-    if (rc == SQLITE_CONSTRAINT_PRIMARYKEY) return Invalid(in::DuplicateAttemptMsg(r->attempt));
+    if (rc == SQLITE_CONSTRAINT_PRIMARYKEY) return Invalid(DuplicateAttemptMsg(r->attempt));
     if (rc == SQLITE_CONSTRAINT_FOREIGNKEY) {
-      return Invalid(in::UnknownTaskMsg("AttemptCreated", r->task));
+      return Invalid(UnknownTaskMsg("AttemptCreated", r->task));
     }
     return Err(rc, "AttemptCreated: insert attempt");
   }
 
   if (const auto* r = std::get_if<core::AttemptEnded>(&d)) {
-    if (r->outcome == core::AttemptOutcome::kRunning) return Invalid(in::EndedRunningMsg(r->attempt));
+    if (r->outcome == core::AttemptOutcome::kRunning) return Invalid(EndedRunningMsg(r->attempt));
     if (r->late && r->outcome != core::AttemptOutcome::kSucceeded) {
-      return Invalid(in::LateNotSuccessMsg(r->attempt));
+      return Invalid(LateNotSuccessMsg(r->attempt));
     }
     {
       Use u(st_.end_attempt);
       Binder b(u);
       const core::Transfer& t = r->transfer;
       auto i64 = [](uint64_t v) { return static_cast<int64_t>(std::min<uint64_t>(v, INT64_MAX)); };
-      b.Text(in::OutcomeName(r->outcome))
+      b.Text(OutcomeName(r->outcome))
           .Int(r->exit_code)
           .Text(r->message)
           .Int(now_ms)
@@ -584,8 +463,8 @@ absl::Status SqliteStore::ApplyOne(const core::Decision& d, int64_t now_ms) {
           .Int(static_cast<int64_t>(r->task.job))
           .Int(r->task.index)
           .Text(r->worker)
-          .Text(in::OutcomeName(r->late ? core::AttemptOutcome::kLost
-                                        : core::AttemptOutcome::kRunning));
+          .Text(
+              OutcomeName(r->late ? core::AttemptOutcome::kLost : core::AttemptOutcome::kRunning));
       if (b.rc() != SQLITE_OK) return Err(b.rc(), "AttemptEnded: bind");
       if (absl::Status s = Step(u, "AttemptEnded: update attempt"); !s.ok()) return s;
       if (sqlite3_changes(db_) == 1) return absl::OkStatus();
@@ -596,20 +475,20 @@ absl::Status SqliteStore::ApplyOne(const core::Decision& d, int64_t now_ms) {
       return Err(rc, "AttemptEnded: bind");
     }
     int rc = sqlite3_step(u);
-    if (rc == SQLITE_DONE) return Invalid(in::UnknownAttemptMsg(r->attempt));
+    if (rc == SQLITE_DONE) return Invalid(UnknownAttemptMsg(r->attempt));
     if (rc != SQLITE_ROW) return Err(rc, "AttemptEnded: read attempt");
     core::TaskKey task{static_cast<core::JobId>(ColInt(u, 0)),
                        static_cast<uint32_t>(ColInt(u, 1))};
     std::string worker = ColText(u, 2);
     if (task != r->task || worker != r->worker) {
-      return Invalid(in::AttemptMismatchMsg(r->attempt, task, worker, r->task, r->worker));
+      return Invalid(AttemptMismatchMsg(r->attempt, task, worker, r->task, r->worker));
     }
     core::AttemptOutcome outcome{};
-    if (absl::Status s = ParseCol(u, 3, in::ParseOutcome, "attempt outcome", outcome); !s.ok()) {
+    if (absl::Status s = ParseCol(u, 3, ParseOutcome, "attempt outcome", outcome); !s.ok()) {
       return s;
     }
-    if (r->late) return Invalid(in::LateNotLostMsg(r->attempt, outcome));
-    return Invalid(in::AlreadyEndedMsg(r->attempt, outcome));
+    if (r->late) return Invalid(LateNotLostMsg(r->attempt, outcome));
+    return Invalid(AlreadyEndedMsg(r->attempt, outcome));
   }
 
   if (const auto* r = std::get_if<core::TaskChanged>(&d)) {
@@ -617,14 +496,14 @@ absl::Status SqliteStore::ApplyOne(const core::Decision& d, int64_t now_ms) {
     {
       Use u(st_.update_task);
       Binder b(u);
-      b.Text(in::TaskStateName(r->state))
+      b.Text(TaskStateName(r->state))
           .Int(r->failures)
           .Int(static_cast<int64_t>(r->committed_attempt))
           .Int(job)
           .Int(r->task.index);
       if (b.rc() != SQLITE_OK) return Err(b.rc(), "TaskChanged: bind");
       if (absl::Status s = Step(u, "TaskChanged: update task"); !s.ok()) return s;
-      if (sqlite3_changes(db_) != 1) return Invalid(in::UnknownTaskMsg("TaskChanged", r->task));
+      if (sqlite3_changes(db_) != 1) return Invalid(UnknownTaskMsg("TaskChanged", r->task));
     }
     if (r->state != core::TaskState::kSucceeded) return absl::OkStatus();
     {
@@ -641,7 +520,7 @@ absl::Status SqliteStore::ApplyOne(const core::Decision& d, int64_t now_ms) {
       b.Int(job).Int(r->task.index).Text(f.path).Text(f.sha256).Int(static_cast<int64_t>(f.size));
       if (b.rc() != SQLITE_OK) return Err(b.rc(), "TaskChanged: bind output");
       int rc = sqlite3_step(u);
-      if (rc == SQLITE_CONSTRAINT_PRIMARYKEY) return Invalid(in::DuplicateOutputMsg(r->task, f.path));
+      if (rc == SQLITE_CONSTRAINT_PRIMARYKEY) return Invalid(DuplicateOutputMsg(r->task, f.path));
       if (rc != SQLITE_DONE) return Err(rc, "TaskChanged: insert output");
       sqlite3_reset(u);
     }
@@ -651,12 +530,12 @@ absl::Status SqliteStore::ApplyOne(const core::Decision& d, int64_t now_ms) {
   if (const auto* r = std::get_if<core::JobChanged>(&d)) {
     Use u(st_.update_job);
     Binder b(u);
-    b.Text(in::JobStateName(r->state))
-        .Int(in::IsTerminal(r->state) ? now_ms : 0)
+    b.Text(JobStateName(r->state))
+        .Int(IsTerminal(r->state) ? now_ms : 0)
         .Int(static_cast<int64_t>(r->job));
     if (b.rc() != SQLITE_OK) return Err(b.rc(), "JobChanged: bind");
     if (absl::Status s = Step(u, "JobChanged: update job"); !s.ok()) return s;
-    if (sqlite3_changes(db_) != 1) return Invalid(in::UnknownJobMsg("JobChanged", r->job));
+    if (sqlite3_changes(db_) != 1) return Invalid(UnknownJobMsg("JobChanged", r->job));
     return absl::OkStatus();
   }
 
@@ -666,10 +545,10 @@ absl::Status SqliteStore::ApplyOne(const core::Decision& d, int64_t now_ms) {
     b.Int(static_cast<int64_t>(r->attempt))
         .Int(static_cast<int64_t>(r->task.job))
         .Int(r->task.index)
-        .Text(in::OutcomeName(core::AttemptOutcome::kRunning));
+        .Text(OutcomeName(core::AttemptOutcome::kRunning));
     if (b.rc() != SQLITE_OK) return Err(b.rc(), "AttemptSuspended: bind");
     if (absl::Status s = Step(u, "AttemptSuspended: update attempt"); !s.ok()) return s;
-    if (sqlite3_changes(db_) != 1) return Invalid(in::SuspendedEndedMsg(r->attempt));
+    if (sqlite3_changes(db_) != 1) return Invalid(SuspendedEndedMsg(r->attempt));
     return absl::OkStatus();
   }
 
@@ -681,16 +560,16 @@ absl::Status SqliteStore::ApplyOne(const core::Decision& d, int64_t now_ms) {
         return Err(rc, "TaskCheckpointed: bind");
       }
       int rc = sqlite3_step(u);
-      if (rc == SQLITE_DONE) return Invalid(in::UnknownAttemptMsg(r->attempt));
+      if (rc == SQLITE_DONE) return Invalid(UnknownAttemptMsg(r->attempt));
       if (rc != SQLITE_ROW) return Err(rc, "TaskCheckpointed: read attempt");
       core::TaskKey task{static_cast<core::JobId>(ColInt(u, 0)),
                          static_cast<uint32_t>(ColInt(u, 1))};
       core::AttemptOutcome outcome{};
-      if (absl::Status s = ParseCol(u, 3, in::ParseOutcome, "attempt outcome", outcome); !s.ok()) {
+      if (absl::Status s = ParseCol(u, 3, ParseOutcome, "attempt outcome", outcome); !s.ok()) {
         return s;
       }
       if (task != r->task || outcome != core::AttemptOutcome::kRunning) {
-        return Invalid(in::CheckpointOfEndedMsg(r->attempt));
+        return Invalid(CheckpointOfEndedMsg(r->attempt));
       }
     }
     {
@@ -708,7 +587,7 @@ absl::Status SqliteStore::ApplyOne(const core::Decision& d, int64_t now_ms) {
           .Int(static_cast<int64_t>(r->attempt));
       if (b.rc() != SQLITE_OK) return Err(b.rc(), "TaskCheckpointed: bind file");
       int rc = sqlite3_step(u);
-      if (rc == SQLITE_CONSTRAINT_PRIMARYKEY) return Invalid(in::DuplicateOutputMsg(r->task, f.path));
+      if (rc == SQLITE_CONSTRAINT_PRIMARYKEY) return Invalid(DuplicateOutputMsg(r->task, f.path));
       if (rc != SQLITE_DONE) return Err(rc, "TaskCheckpointed: insert file");
       sqlite3_reset(u);
     }
@@ -768,7 +647,7 @@ absl::StatusOr<core::RestoredState> SqliteStore::Load() {
       j.spec.resources.memory_mb = static_cast<uint64_t>(ColInt(u, 4));
       j.spec.max_attempts = static_cast<uint32_t>(ColInt(u, 5));
       j.spec.timeout = core::Millis(ColInt(u, 6));
-      if (absl::Status s = ParseCol(u, 7, in::ParseJobState, "job state", j.state); !s.ok()) {
+      if (absl::Status s = ParseCol(u, 7, ParseJobState, "job state", j.state); !s.ok()) {
         return finish(s);
       }
       j.spec.resources.gpu_memory_mb = static_cast<uint64_t>(ColInt(u, 8));
@@ -789,11 +668,11 @@ absl::StatusOr<core::RestoredState> SqliteStore::Load() {
       auto it = pos.find(static_cast<core::JobId>(ColInt(u, 0)));
       if (it == pos.end()) return finish(DataLoss("attempts of a job that does not exist"));
       core::AttemptOutcome o{};
-      if (absl::Status s = ParseCol(u, 1, in::ParseOutcome, "attempt outcome", o); !s.ok()) {
+      if (absl::Status s = ParseCol(u, 1, ParseOutcome, "attempt outcome", o); !s.ok()) {
         return finish(s);
       }
       core::JobCounters one;
-      in::CountAttempt(o, one);
+      CountAttempt(o, one);
       const uint64_t n = static_cast<uint64_t>(ColInt(u, 2));
       core::JobCounters& c = out.jobs[it->second].counters;
       c.attempts += one.attempts * n;
@@ -819,8 +698,8 @@ absl::StatusOr<core::RestoredState> SqliteStore::Load() {
   {
     Use u(st_.load_lost_attempts);
     if (int b = Binder(u)
-                    .Text(in::OutcomeName(core::AttemptOutcome::kLost))
-                    .Text(in::JobStateName(core::JobState::kRunning))
+                    .Text(OutcomeName(core::AttemptOutcome::kLost))
+                    .Text(JobStateName(core::JobState::kRunning))
                     .rc();
         b != SQLITE_OK) {
       return finish(Err(b, "Load: bind"));
@@ -831,14 +710,14 @@ absl::StatusOr<core::RestoredState> SqliteStore::Load() {
       l.task = {static_cast<core::JobId>(ColInt(u, 1)), static_cast<uint32_t>(ColInt(u, 2))};
       l.worker = ColText(u, 3);
       l.lost = core::Millis(ColInt(u, 4));
-      l.gpus = in::ParseGpus(ColText(u, 5));
+      l.gpus = ParseGpus(ColText(u, 5));
       out.lost.push_back(std::move(l));
     }
     if (rc != SQLITE_DONE) return finish(Err(rc, "Load: read lost attempts"));
   }
   {
     Use u(st_.load_lost);
-    if (int b = Binder(u).Text(in::OutcomeName(core::AttemptOutcome::kLost)).rc(); b != SQLITE_OK) {
+    if (int b = Binder(u).Text(OutcomeName(core::AttemptOutcome::kLost)).rc(); b != SQLITE_OK) {
       return finish(Err(b, "Load: bind"));
     }
     while ((rc = sqlite3_step(u)) == SQLITE_ROW) {
@@ -853,7 +732,7 @@ absl::StatusOr<core::RestoredState> SqliteStore::Load() {
     while ((rc = sqlite3_step(u)) == SQLITE_ROW) {
       core::RestoredTask t;
       t.task = {static_cast<core::JobId>(ColInt(u, 0)), static_cast<uint32_t>(ColInt(u, 1))};
-      if (absl::Status s = ParseCol(u, 2, in::ParseTaskState, "task state", t.state); !s.ok()) {
+      if (absl::Status s = ParseCol(u, 2, ParseTaskState, "task state", t.state); !s.ok()) {
         return finish(s);
       }
       t.failures = static_cast<uint32_t>(ColInt(u, 3));
@@ -863,8 +742,7 @@ absl::StatusOr<core::RestoredState> SqliteStore::Load() {
   }
   {
     Use u(st_.load_running);
-    if (int b = Binder(u).Text(in::OutcomeName(core::AttemptOutcome::kRunning)).rc();
-        b != SQLITE_OK) {
+    if (int b = Binder(u).Text(OutcomeName(core::AttemptOutcome::kRunning)).rc(); b != SQLITE_OK) {
       return finish(Err(b, "Load: bind"));
     }
     while ((rc = sqlite3_step(u)) == SQLITE_ROW) {
@@ -872,7 +750,7 @@ absl::StatusOr<core::RestoredState> SqliteStore::Load() {
       a.attempt = static_cast<core::AttemptId>(ColInt(u, 0));
       a.task = {static_cast<core::JobId>(ColInt(u, 1)), static_cast<uint32_t>(ColInt(u, 2))};
       a.worker = ColText(u, 3);
-      a.gpus = in::ParseGpus(ColText(u, 4));
+      a.gpus = ParseGpus(ColText(u, 4));
       out.running.push_back(std::move(a));
     }
     if (rc != SQLITE_DONE) return finish(Err(rc, "Load: read running attempts"));
@@ -887,470 +765,12 @@ absl::StatusOr<core::RestoredState> SqliteStore::Load() {
   return out;
 }
 
-absl::Status SqliteStore::ReadJobHeader(sqlite3_stmt* s, JobRecord& out) const {
-  out.id = static_cast<core::JobId>(ColInt(s, 0));
-  out.name = ColText(s, 1);
-  out.spec.clear();
-  out.sched.job = out.id;
-  out.sched.task_count = static_cast<uint32_t>(ColInt(s, 2));
-  out.sched.resources.cpus = static_cast<uint32_t>(ColInt(s, 3));
-  out.sched.resources.gpus = static_cast<uint32_t>(ColInt(s, 4));
-  out.sched.resources.memory_mb = static_cast<uint64_t>(ColInt(s, 5));
-  out.sched.max_attempts = static_cast<uint32_t>(ColInt(s, 6));
-  out.sched.timeout = core::Millis(ColInt(s, 7));
-  if (absl::Status st = ParseCol(s, 8, in::ParseJobState, "job state", out.state); !st.ok()) {
-    return st;
-  }
-  out.submitted_ms = ColInt(s, 9);
-  out.finished_ms = ColInt(s, 10);
-  out.profile_key = ColText(s, 11);
-  out.input_bytes = static_cast<uint64_t>(ColInt(s, 12));
-  out.input_files = static_cast<uint32_t>(ColInt(s, 13));
-  out.sched.resources.gpu_memory_mb = static_cast<uint64_t>(ColInt(s, 14));
-  out.sched.resources.gpu_api = ColText(s, 15);
-  out.sched.resources.host_network = ColInt(s, 16) != 0;
-  out.service = in::ColService(s, 17);
-  return absl::OkStatus();
-}
+}  // namespace idlepool::store::internal
 
-absl::StatusOr<bool> SqliteStore::JobExists(core::JobId job) {
-  Use u(st_.job_exists);
-  if (int rc = sqlite3_bind_int64(u, 1, static_cast<int64_t>(job)); rc != SQLITE_OK) {
-    return Err(rc, "bind");
-  }
-  int rc = sqlite3_step(u);
-  if (rc == SQLITE_ROW) return true;
-  if (rc == SQLITE_DONE) return false;
-  return Err(rc, "read job");
-}
-
-absl::StatusOr<JobRecord> SqliteStore::ReadOneJob(const StmtPtr& stmt, core::JobId job,
-                                                  bool with_spec, absl::string_view what) {
-  std::lock_guard lock(mu_);
-  Use u(stmt);
-  if (int rc = sqlite3_bind_int64(u, 1, static_cast<int64_t>(job)); rc != SQLITE_OK) {
-    return Err(rc, absl::StrCat(what, ": bind"));
-  }
-  int rc = sqlite3_step(u);
-  if (rc == SQLITE_DONE) return NotFound(job);
-  if (rc != SQLITE_ROW) return Err(rc, absl::StrCat(what, ": read job"));
-  JobRecord out;
-  if (absl::Status s = ReadJobHeader(u, out); !s.ok()) return s;
-  if (with_spec) out.spec = ColBlob(u, kJobHeaderColumns);
-  return out;
-}
-
-absl::StatusOr<JobRecord> SqliteStore::GetJob(core::JobId job) {
-  return ReadOneJob(st_.get_job, job, /*with_spec=*/true, "GetJob");
-}
-
-absl::StatusOr<JobRecord> SqliteStore::GetJobHeader(core::JobId job) {
-  return ReadOneJob(st_.get_job_header, job, /*with_spec=*/false, "GetJobHeader");
-}
-
-absl::StatusOr<std::vector<JobRecord>> SqliteStore::ListJobs() {
-  std::lock_guard lock(mu_);
-  Use u(st_.list_jobs);
-  std::vector<JobRecord> out;
-  int rc;
-  while ((rc = sqlite3_step(u)) == SQLITE_ROW) {
-    JobRecord j;
-    if (absl::Status s = ReadJobHeader(u, j); !s.ok()) return s;
-    out.push_back(std::move(j));
-  }
-  if (rc != SQLITE_DONE) return Err(rc, "ListJobs: read jobs");
-  return out;
-}
-
-absl::StatusOr<std::vector<TaskRecord>> SqliteStore::ListTasks(core::JobId job) {
-  std::lock_guard lock(mu_);
-  absl::StatusOr<bool> exists = JobExists(job);
-  if (!exists.ok()) return exists.status();
-  if (!*exists) return NotFound(job);
-  Use u(st_.list_tasks);
-  if (int rc = sqlite3_bind_int64(u, 1, static_cast<int64_t>(job)); rc != SQLITE_OK) {
-    return Err(rc, "ListTasks: bind");
-  }
-  std::vector<TaskRecord> out;
-  int rc;
-  while ((rc = sqlite3_step(u)) == SQLITE_ROW) {
-    TaskRecord t;
-    t.task = {job, static_cast<uint32_t>(ColInt(u, 0))};
-    if (absl::Status s = ParseCol(u, 1, in::ParseTaskState, "task state", t.state); !s.ok()) {
-      return s;
-    }
-    t.failures = static_cast<uint32_t>(ColInt(u, 2));
-    t.committed_attempt = static_cast<core::AttemptId>(ColInt(u, 3));
-    out.push_back(t);
-  }
-  if (rc != SQLITE_DONE) return Err(rc, "ListTasks: read tasks");
-  return out;
-}
-
-absl::StatusOr<std::vector<AttemptRecord>> SqliteStore::ListAttempts(core::JobId job) {
-  std::lock_guard lock(mu_);
-  absl::StatusOr<bool> exists = JobExists(job);
-  if (!exists.ok()) return exists.status();
-  if (!*exists) return NotFound(job);
-  Use u(st_.list_attempts);
-  if (int rc = sqlite3_bind_int64(u, 1, static_cast<int64_t>(job)); rc != SQLITE_OK) {
-    return Err(rc, "ListAttempts: bind");
-  }
-  std::vector<AttemptRecord> out;
-  int rc;
-  while ((rc = sqlite3_step(u)) == SQLITE_ROW) {
-    AttemptRecord a;
-    if (absl::Status s = ReadAttempt(u, a); !s.ok()) return s;
-    out.push_back(std::move(a));
-  }
-  if (rc != SQLITE_DONE) return Err(rc, "ListAttempts: read attempts");
-  return out;
-}
-
-absl::StatusOr<std::vector<AttemptRecord>> SqliteStore::ListFailedTasks(const FailedTasksQuery& q) {
-  std::lock_guard lock(mu_);
-  absl::StatusOr<bool> exists = JobExists(q.job);
-  if (!exists.ok()) return exists.status();
-  if (!*exists) return NotFound(q.job);
-  Use u(st_.failed_tasks);
-  Binder b(u);
-  b.Int(static_cast<int64_t>(q.job))
-      .Text(in::TaskStateName(core::TaskState::kFailed))
-      .Int(q.after_task ? int64_t{*q.after_task} + 1 : 0)
-      .Int(static_cast<int64_t>(std::min<size_t>(q.limit, INT64_MAX)));
-  if (b.rc() != SQLITE_OK) return Err(b.rc(), "ListFailedTasks: bind");
-  return ReadAttempts(u, "ListFailedTasks");
-}
-
-absl::StatusOr<TaskAttempts> SqliteStore::ListTaskAttempts(core::TaskKey task, size_t limit) {
-  std::lock_guard lock(mu_);
-  TaskAttempts out;
-  {
-    Use u(st_.task_state);
-    if (int rc = Binder(u).Int(static_cast<int64_t>(task.job)).Int(task.index).rc(); rc) {
-      return Err(rc, "ListTaskAttempts: bind");
-    }
-    const int rc = sqlite3_step(u);
-    if (rc == SQLITE_DONE) {
-      return absl::NotFoundError(absl::StrCat("sqlite store ", path_, ": no ", in::TaskName(task)));
-    }
-    if (rc != SQLITE_ROW) return Err(rc, "ListTaskAttempts: read task");
-    if (absl::Status s = ParseCol(u, 0, in::ParseTaskState, "task state", out.state); !s.ok()) {
-      return s;
-    }
-  }
-  {
-    Use u(st_.count_task_attempts);
-    if (int rc = Binder(u).Int(static_cast<int64_t>(task.job)).Int(task.index).rc(); rc) {
-      return Err(rc, "ListTaskAttempts: bind");
-    }
-    const int rc = sqlite3_step(u);
-    if (rc != SQLITE_ROW) return Err(rc, "ListTaskAttempts: count attempts");
-    out.total = static_cast<uint64_t>(ColInt(u, 0));
-  }
-  Use u(st_.task_attempts);
-  Binder b(u);
-  b.Int(static_cast<int64_t>(task.job))
-      .Int(task.index)
-      .Int(static_cast<int64_t>(std::min<size_t>(limit, INT64_MAX)));
-  if (b.rc() != SQLITE_OK) return Err(b.rc(), "ListTaskAttempts: bind");
-  auto newest_first = ReadAttempts(u, "ListTaskAttempts");
-  if (!newest_first.ok()) return newest_first.status();
-  out.attempts.assign(std::make_move_iterator(newest_first->rbegin()),
-                      std::make_move_iterator(newest_first->rend()));
-  return out;
-}
-
-absl::StatusOr<std::vector<AttemptRecord>> SqliteStore::ReadAttempts(sqlite3_stmt* u,
-                                                                     absl::string_view what) {
-  std::vector<AttemptRecord> out;
-  int rc;
-  while ((rc = sqlite3_step(u)) == SQLITE_ROW) {
-    AttemptRecord a;
-    if (absl::Status s = ReadAttempt(u, a); !s.ok()) return s;
-    out.push_back(std::move(a));
-  }
-  if (rc != SQLITE_DONE) return Err(rc, absl::StrCat(what, ": read attempts"));
-  return out;
-}
-
-absl::Status SqliteStore::ReadAttempt(sqlite3_stmt* u, AttemptRecord& a) const {
-  a.attempt = static_cast<core::AttemptId>(ColInt(u, 0));
-  a.task = {static_cast<core::JobId>(ColInt(u, 21)), static_cast<uint32_t>(ColInt(u, 1))};
-  a.worker = ColText(u, 2);
-  if (absl::Status s = ParseCol(u, 3, in::ParseOutcome, "attempt outcome", a.outcome); !s.ok()) {
-    return s;
-  }
-  a.exit_code = static_cast<int>(ColInt(u, 4));
-  a.message = ColText(u, 5);
-  a.started_ms = ColInt(u, 6);
-  a.ended_ms = ColInt(u, 7);
-  a.suspensions = static_cast<uint32_t>(ColInt(u, 8));
-  a.lost_ms = ColInt(u, 9);
-  a.transfer = ColTransfer(u, 10);
-  a.timing = ColTiming(u, 17);
-  a.gpus = in::ParseGpus(ColText(u, 22));
-  if (sqlite3_column_count(u) > kAttemptLogTailColumn) {
-    a.log_tail = ColText(u, kAttemptLogTailColumn);
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::vector<AttemptRecord>> SqliteStore::ListSucceededAttempts(
-    const SucceededAttemptsQuery& q) {
-  if (q.job == 0 && q.profile_key.empty()) return Invalid(in::NoProfileQueryMsg());
-  std::lock_guard lock(mu_);
-  if (q.job != 0) {
-    absl::StatusOr<bool> exists = JobExists(q.job);
-    if (!exists.ok()) return exists.status();
-    if (!*exists) return NotFound(q.job);
-  }
-  Use u(q.job != 0 ? st_.succeeded_of_job : st_.succeeded_of_key);
-  Binder b(u);
-  if (q.job != 0) {
-    b.Int(static_cast<int64_t>(q.job));
-  } else {
-    b.Text(q.profile_key);
-  }
-  b.Text(in::OutcomeName(core::AttemptOutcome::kSucceeded))
-      .Int(static_cast<int64_t>(std::min<size_t>(q.limit, INT64_MAX)));
-  if (b.rc() != SQLITE_OK) return Err(b.rc(), "ListSucceededAttempts: bind");
-  std::vector<AttemptRecord> out;
-  int rc;
-  while ((rc = sqlite3_step(u)) == SQLITE_ROW) {
-    AttemptRecord a;
-    if (absl::Status s = ReadAttempt(u, a); !s.ok()) return s;
-    out.push_back(std::move(a));
-  }
-  if (rc != SQLITE_DONE) return Err(rc, "ListSucceededAttempts: read attempts");
-  return out;
-}
-
-absl::StatusOr<std::vector<TaskOutput>> SqliteStore::ListOutputs(core::JobId job) {
-  std::lock_guard lock(mu_);
-  absl::StatusOr<bool> exists = JobExists(job);
-  if (!exists.ok()) return exists.status();
-  if (!*exists) return NotFound(job);
-  Use u(st_.list_outputs);
-  if (int rc = sqlite3_bind_int64(u, 1, static_cast<int64_t>(job)); rc != SQLITE_OK) {
-    return Err(rc, "ListOutputs: bind");
-  }
-  std::vector<TaskOutput> out;
-  int rc;
-  while ((rc = sqlite3_step(u)) == SQLITE_ROW) {
-    TaskOutput o;
-    o.index = static_cast<uint32_t>(ColInt(u, 0));
-    o.file.path = ColText(u, 1);
-    o.file.sha256 = ColText(u, 2);
-    o.file.size = static_cast<uint64_t>(ColInt(u, 3));
-    out.push_back(std::move(o));
-  }
-  if (rc != SQLITE_DONE) return Err(rc, "ListOutputs: read outputs");
-  return out;
-}
-
-absl::StatusOr<std::vector<core::OutputFile>> SqliteStore::GetCheckpoint(core::TaskKey task) {
-  std::lock_guard lock(mu_);
-  absl::StatusOr<bool> exists = JobExists(task.job);
-  if (!exists.ok()) return exists.status();
-  if (!*exists) return NotFound(task.job);
-  Use u(st_.get_checkpoint);
-  Binder b(u);
-  b.Int(static_cast<int64_t>(task.job)).Int(task.index);
-  if (b.rc() != SQLITE_OK) return Err(b.rc(), "GetCheckpoint: bind");
-  std::vector<core::OutputFile> out;
-  int rc;
-  while ((rc = sqlite3_step(u)) == SQLITE_ROW) {
-    out.push_back({ColText(u, 0), ColText(u, 1), static_cast<uint64_t>(ColInt(u, 2))});
-  }
-  if (rc != SQLITE_DONE) return Err(rc, "GetCheckpoint: read");
-  return out;
-}
-
-absl::Status SqliteStore::PutWorkers(const std::vector<WorkerRecord>& workers) {
-  for (const auto& w : workers) {
-    if (std::string p = in::WorkerRecordProblem(w); !p.empty()) return Invalid(p);
-  }
-  if (workers.empty()) return absl::OkStatus();
-  std::lock_guard lock(mu_);
-  if (absl::Status s = Begin(st_.begin_immediate); !s.ok()) return s;
-  for (const auto& w : workers) {
-    Use u(st_.put_worker);
-    Binder b(u);
-    b.Text(w.worker)
-        .Text(w.hostname)
-        .Int(w.link_measured_ms)
-        .Int(w.rtt_us)
-        .Int(w.down_bytes_per_s)
-        .Int(w.up_bytes_per_s)
-        .Int(w.probe_bytes)
-        .Real(w.cpu_score)
-        .Int(w.cores)
-        .Int(w.first_seen_ms)
-        .Int(w.up_ms)
-        .Int(w.down_ms)
-        .Int(w.up_periods)
-        .Int(w.down_periods)
-        .Int(w.updated_ms);
-    absl::Status s = b.rc() != SQLITE_OK ? Err(b.rc(), "PutWorkers: bind") : Step(u, "PutWorkers");
-    if (!s.ok()) {
-      Rollback();
-      return s;
-    }
-  }
-  return Commit();
-}
-
-absl::Status SqliteStore::PutJobPrediction(core::JobId job, const std::string& bytes) {
-  std::lock_guard lock(mu_);
-  absl::StatusOr<bool> exists = JobExists(job);
-  if (!exists.ok()) return exists.status();
-  if (!*exists) return NotFound(job);
-  Use u(st_.put_prediction);
-  Binder b(u);
-  b.Int(static_cast<int64_t>(job)).Blob(bytes);
-  if (b.rc() != SQLITE_OK) return Err(b.rc(), "PutJobPrediction: bind");
-  return Step(u, "PutJobPrediction");
-}
-
-absl::StatusOr<std::string> SqliteStore::GetJobPrediction(core::JobId job) {
-  std::lock_guard lock(mu_);
-  absl::StatusOr<bool> exists = JobExists(job);
-  if (!exists.ok()) return exists.status();
-  if (!*exists) return NotFound(job);
-  Use u(st_.get_prediction);
-  if (int rc = sqlite3_bind_int64(u, 1, static_cast<int64_t>(job)); rc != SQLITE_OK) {
-    return Err(rc, "GetJobPrediction: bind");
-  }
-  int rc = sqlite3_step(u);
-  if (rc == SQLITE_ROW) return ColBlob(u, 0);
-  if (rc == SQLITE_DONE) return std::string();
-  return Err(rc, "GetJobPrediction: read");
-}
-
-// A row of kListWorkersSql's columns.
-static WorkerRecord ReadWorkerRow(sqlite3_stmt* u) {
-  WorkerRecord w;
-  w.worker = ColText(u, 0);
-  w.hostname = ColText(u, 1);
-  w.link_measured_ms = ColInt(u, 2);
-  w.rtt_us = ColInt(u, 3);
-  w.down_bytes_per_s = ColInt(u, 4);
-  w.up_bytes_per_s = ColInt(u, 5);
-  w.probe_bytes = ColInt(u, 6);
-  w.cpu_score = sqlite3_column_double(u, 7);
-  w.cores = static_cast<uint32_t>(ColInt(u, 8));
-  w.first_seen_ms = ColInt(u, 9);
-  w.up_ms = ColInt(u, 10);
-  w.down_ms = ColInt(u, 11);
-  w.up_periods = static_cast<uint32_t>(ColInt(u, 12));
-  w.down_periods = static_cast<uint32_t>(ColInt(u, 13));
-  w.updated_ms = ColInt(u, 14);
-  return w;
-}
-
-absl::StatusOr<std::vector<WorkerRecord>> SqliteStore::ListWorkers() {
-  std::lock_guard lock(mu_);
-  Use u(st_.list_workers);
-  std::vector<WorkerRecord> out;
-  int rc;
-  while ((rc = sqlite3_step(u)) == SQLITE_ROW) out.push_back(ReadWorkerRow(u));
-  if (rc != SQLITE_DONE) return Err(rc, "ListWorkers: read workers");
-  return out;
-}
-
-absl::StatusOr<std::optional<WorkerRecord>> SqliteStore::GetWorker(const std::string& worker) {
-  std::lock_guard lock(mu_);
-  Use u(st_.get_worker);
-  if (int rc = Binder(u).Text(worker).rc(); rc != SQLITE_OK) return Err(rc, "GetWorker: bind");
-  const int rc = sqlite3_step(u);
-  if (rc == SQLITE_DONE) return std::nullopt;
-  if (rc != SQLITE_ROW) return Err(rc, "GetWorker: read worker");
-  return ReadWorkerRow(u);
-}
-
-absl::Status SqliteStore::AppendWorkerEvents(const std::vector<WorkerEvent>& events) {
-  for (const auto& e : events) {
-    if (std::string p = in::WorkerEventProblem(e); !p.empty()) return Invalid(p);
-  }
-  if (events.empty()) return absl::OkStatus();
-  std::lock_guard lock(mu_);
-  if (absl::Status s = Begin(st_.begin_immediate); !s.ok()) return s;
-  for (const auto& e : events) {
-    Use u(st_.append_event);
-    Binder b(u);
-    b.Text(e.worker).Int(e.at_ms).Text(e.kind).Text(e.state).Text(e.cause).Text(e.reason);
-    absl::Status s = b.rc() != SQLITE_OK ? Err(b.rc(), "AppendWorkerEvents: bind")
-                                         : Step(u, "AppendWorkerEvents");
-    if (!s.ok()) {
-      Rollback();
-      return s;
-    }
-  }
-  return Commit();
-}
-
-absl::StatusOr<std::vector<WorkerEvent>> SqliteStore::ListWorkerEvents(
-    const WorkerEventsQuery& q) {
-  const int64_t limit = static_cast<int64_t>(std::min<size_t>(q.limit, INT64_MAX));
-  std::vector<std::pair<int64_t, WorkerEvent>> rows;  // (id, event)
-  std::lock_guard lock(mu_);
-  // One indexed range per worker (each its newest `limit`), merged below.
-  for (const std::string& worker : std::set<std::string>(q.workers.begin(), q.workers.end())) {
-    Use u(st_.list_events);
-    Binder b(u);
-    b.Text(worker).Int(q.from_ms).Int(q.to_ms).Int(limit);
-    if (b.rc() != SQLITE_OK) return Err(b.rc(), "ListWorkerEvents: bind");
-    int rc;
-    while ((rc = sqlite3_step(u)) == SQLITE_ROW) {
-      WorkerEvent e;
-      e.worker = ColText(u, 1);
-      e.at_ms = ColInt(u, 2);
-      e.kind = ColText(u, 3);
-      e.state = ColText(u, 4);
-      e.cause = ColText(u, 5);
-      e.reason = ColText(u, 6);
-      rows.emplace_back(ColInt(u, 0), std::move(e));
-    }
-    if (rc != SQLITE_DONE) return Err(rc, "ListWorkerEvents: read events");
-  }
-  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
-    return a.second.at_ms != b.second.at_ms ? a.second.at_ms < b.second.at_ms : a.first < b.first;
-  });
-  const size_t skip = rows.size() > q.limit ? rows.size() - q.limit : 0;
-  std::vector<WorkerEvent> out;
-  out.reserve(rows.size() - skip);
-  for (size_t i = skip; i < rows.size(); ++i) out.push_back(std::move(rows[i].second));
-  return out;
-}
-
-absl::Status SqliteStore::TrimWorkerEvents(int64_t before_ms, size_t max_rows) {
-  std::lock_guard lock(mu_);
-  if (absl::Status s = Begin(st_.begin_immediate); !s.ok()) return s;
-  absl::Status s;
-  {
-    Use u(st_.trim_events_by_time);
-    Binder b(u);
-    b.Int(before_ms);
-    s = b.rc() != SQLITE_OK ? Err(b.rc(), "TrimWorkerEvents: bind") : Step(u, "TrimWorkerEvents");
-  }
-  if (s.ok()) {
-    Use u(st_.trim_events_by_rows);
-    Binder b(u);
-    b.Int(static_cast<int64_t>(std::min<size_t>(max_rows, INT64_MAX)));
-    s = b.rc() != SQLITE_OK ? Err(b.rc(), "TrimWorkerEvents: bind") : Step(u, "TrimWorkerEvents");
-  }
-  if (!s.ok()) {
-    Rollback();
-    return s;
-  }
-  return Commit();
-}
-
-}  // namespace
+namespace idlepool::store {
 
 absl::StatusOr<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path) {
-  auto store = std::make_unique<SqliteStore>(path);
+  auto store = std::make_unique<internal::SqliteStore>(path);
   if (absl::Status s = store->Open(); !s.ok()) return s;
   return std::unique_ptr<Store>(std::move(store));
 }
