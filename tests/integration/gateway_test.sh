@@ -15,7 +15,8 @@
 #   8. /services/NAME/... passes any request to an http service; a full queue answers 503 with
 #      Retry-After at once, and the queued request is served when a slot frees;
 #   9. 300 streams held through the gateway: its descriptors and memory (VmRSS) measured, and
-#      back down once they close.
+#      back down once they close;
+#  10. 16 replicas at a steady rate (960 requests at 80/s): max/min requests per replica <= 1.2.
 source "$(dirname "$0")/lib.sh"
 BIN=$(dirname "$IDLEPOOL")
 ENGINE=$BIN/idlepool-fake-engine
@@ -282,3 +283,42 @@ wait_until 10 stat_is h1 cancelled $N
 fds_back() { [ "$(fds "$GPID")" -le $((fds_idle + 4)) ]; }
 wait_until 10 fds_back
 pass "$N streams held: $fds_held descriptors (idle $fds_idle), VmRSS $rss_held kB; all cancelled, descriptors back"
+
+# 10. 16 replicas at a steady rate: requests spread within 20 % (max/min per replica <= 1.2,
+# counted by each engine). 960 requests, one every 12.5 ms (80/s) from 8 client connections, each
+# taking about 30 ms: 2 to 3 in flight, so most picks are between idle replicas.
+for i in $(seq 16); do start_engine q$i --tokens 2 --ttft-ms 30; done
+start_gateway g12 2 $(for i in $(seq 16); do echo q$i; done)
+cat >"$T/steady.py" <<'PY'
+import http.client, json, sys, threading, time
+port, key, total, rate, conns = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
+body = json.dumps({"model": "m1", "messages": [{"role": "user", "content": "hi"}]})
+start, lock, next_i, failed = time.monotonic() + 0.2, threading.Lock(), [0], []
+def client():
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    while True:
+        with lock:
+            i = next_i[0]; next_i[0] += 1
+        if i >= total:
+            return
+        time.sleep(max(0.0, start + i / rate - time.monotonic()))  # request i leaves at i / rate
+        c.request("POST", "/v1/chat/completions", body,
+                  {"Authorization": "Bearer " + key, "Content-Type": "application/json"})
+        r = c.getresponse(); data = r.read()
+        if r.status != 200:
+            failed.append("%d %s" % (r.status, data[:200]))
+ts = [threading.Thread(target=client) for _ in range(conns)]
+for t in ts: t.start()
+for t in ts: t.join()
+print("failed %d %s" % (len(failed), failed[:3]))
+PY
+out=$(timeout 60 python3 "$T/steady.py" "$GPORT" "$KEY" 960 80 8) || fail "steady rate driver: $out"
+[ "$out" = "failed 0 []" ] || fail "steady rate: $out"
+counts=$(for i in $(seq 16); do stat q$i requests; done | sort -n)
+min=$(echo "$counts" | head -1); max=$(echo "$counts" | tail -1)
+sum=$(echo "$counts" | awk '{s += $1} END {print s}')
+[ "$sum" = 960 ] || fail "the engines counted $sum requests, not 960"
+ratio=$(awk -v a="$max" -v b="$min" 'BEGIN {printf "%.3f", a / (b > 0 ? b : 1)}')
+[ "$min" -gt 0 ] && [ "$((max * 10))" -le "$((min * 12))" ] ||
+  fail "16 replicas at a steady rate: max $max / min $min = $ratio > 1.2 (counts: $(echo $counts))"
+pass "16 replicas, 960 requests at 80/s: $min..$max per replica (max/min $ratio <= 1.2)"
