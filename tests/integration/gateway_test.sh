@@ -16,7 +16,7 @@
 #      Retry-After at once, and the queued request is served when a slot frees;
 #   9. 300 streams held through the gateway: its descriptors and memory (VmRSS) measured, and
 #      back down once they close;
-#  10. 16 replicas at a steady rate (960 requests at 80/s): max/min requests per replica <= 1.2.
+#  10. 16 replicas at a steady rate (1920 requests at 160/s): max/min requests per replica <= 1.2.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/gateway_lib.sh"
 
@@ -240,8 +240,10 @@ wait_until 10 fds_back
 pass "$N streams held: $fds_held descriptors (idle $fds_idle), VmRSS $rss_held kB; all cancelled, descriptors back"
 
 # 10. 16 replicas at a steady rate: requests spread within 20 % (max/min per replica <= 1.2,
-# counted by each engine). 960 requests, one every 12.5 ms (80/s) from 8 client connections, each
-# taking about 30 ms: 2 to 3 in flight, so most picks are between idle replicas.
+# counted by each engine). 1920 requests, one every 6.25 ms (160/s) from 8 client connections,
+# each taking about 30 ms: about 5 in flight, so most picks are between idle replicas. (Each
+# replica's measured speed, noisy here by 5-10 %, moves its share: 960 requests at 80/s gave
+# 1.07 to 1.15, these 1.04 to 1.07.)
 for i in $(seq 16); do start_engine q$i --tokens 2 --ttft-ms 30; done
 start_gateway g12 2 $(for i in $(seq 16); do echo q$i; done)
 cat >"$T/steady.py" <<'PY'
@@ -267,13 +269,13 @@ for t in ts: t.start()
 for t in ts: t.join()
 print("failed %d %s" % (len(failed), failed[:3]))
 PY
-out=$(timeout 60 python3 "$T/steady.py" "$GPORT" "$KEY" 960 80 8) || fail "steady rate driver: $out"
+out=$(timeout 60 python3 "$T/steady.py" "$GPORT" "$KEY" 1920 160 8) || fail "steady rate driver: $out"
 [ "$out" = "failed 0 []" ] || fail "steady rate: $out"
 counts=$(for i in $(seq 16); do stat q$i requests; done | sort -n)
 min=$(echo "$counts" | head -1); max=$(echo "$counts" | tail -1)
 sum=$(echo "$counts" | awk '{s += $1} END {print s}')
-[ "$sum" = 960 ] || fail "the engines counted $sum requests, not 960"
+[ "$sum" = 1920 ] || fail "the engines counted $sum requests, not 1920"
 ratio=$(awk -v a="$max" -v b="$min" 'BEGIN {printf "%.3f", a / (b > 0 ? b : 1)}')
 [ "$min" -gt 0 ] && [ "$((max * 10))" -le "$((min * 12))" ] ||
   fail "16 replicas at a steady rate: max $max / min $min = $ratio > 1.2 (counts: $(echo $counts))"
-pass "16 replicas, 960 requests at 80/s: $min..$max per replica (max/min $ratio <= 1.2)"
+pass "16 replicas, 1920 requests at 160/s: $min..$max per replica (max/min $ratio <= 1.2)"
