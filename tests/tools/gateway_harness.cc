@@ -7,7 +7,7 @@
 //   idlepool-gateway-harness --listen 127.0.0.1:0 --key-file F
 //       --service NAME:openai:MODEL:MAXC | NAME:http::MAXC   (repeatable)
 //       --replica NAME:ID:HOST:PORT                           (repeatable)
-//       [--health-poll] [--queue-deadline-ms N] [--first-byte-ms N] [--gap-ms N]
+//       [--health-poll] [--queue-deadline-ms N] [--connect-ms N] [--first-byte-ms N] [--gap-ms N]
 //       [--max-queue N] [--body-max N] [--idle-ms N]
 //
 // stdout: "listening on HOST:PORT" first, then one line per event: "ready ID", "ok COMMAND"
@@ -156,7 +156,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> service_flags, replica_flags;
   bool health_poll = false;
   bool verbose = false;
-  int queue_deadline_ms = 30000, first_byte_ms = 120000, gap_ms = 30000, idle_ms = 75000;
+  int queue_deadline_ms = 30000, connect_ms = 5000, first_byte_ms = 120000, gap_ms = 30000,
+      idle_ms = 75000;
   uint32_t max_queue = 1024;
   app.add_option("--listen", o.listen, "HOST:PORT")->capture_default_str();
   app.add_option("--key-file", key_file, "a file whose first line is the bearer key")->required();
@@ -165,6 +166,7 @@ int main(int argc, char** argv) {
   app.add_flag("--verbose", verbose, "log each failed upstream attempt");
   app.add_flag("--health-poll", health_poll, "SetReady once GET /health answers 200");
   app.add_option("--queue-deadline-ms", queue_deadline_ms)->capture_default_str();
+  app.add_option("--connect-ms", connect_ms)->capture_default_str();
   app.add_option("--first-byte-ms", first_byte_ms)->capture_default_str();
   app.add_option("--gap-ms", gap_ms)->capture_default_str();
   app.add_option("--idle-ms", idle_ms, "client connections idle this long are closed")
@@ -184,6 +186,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   o.authenticate = [key](std::string_view k) { return k == key; };
+  o.connect_timeout = std::chrono::milliseconds(connect_ms);
   o.first_byte_timeout = std::chrono::milliseconds(first_byte_ms);
   o.gap_timeout = std::chrono::milliseconds(gap_ms);
   o.idle_timeout = std::chrono::milliseconds(idle_ms);
