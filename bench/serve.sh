@@ -19,19 +19,38 @@
 #     wrk's non-2xx answers plus its socket errors; the p99 is of whole answers (not streamed:
 #     the first byte comes with the last), over the whole run, next to a run without a fault.
 #
+#   pool-failover: the same faults through the real pool (bench/serve_pool.sh): a real
+#     `idlepool coordinator` serving its HTTPS gateway (--lease-timeout-ms, default 1500), 4 real
+#     workers with fake sensors, a service of 3 fake-engine replicas (8 tokens, 5 ms apart), and
+#     bench/serve_load.py's open-loop load (--pool-rate requests/s not streamed plus as many
+#     streamed, HTTPS verified against the pool CA: wrk neither checks a CA nor sees a stream's
+#     first event) for --pool-seconds; a fresh pool per run, the fault a third into it: none;
+#     SIGKILL of a replica's engine; SIGSTOP of a worker and its replica (when the gateway last
+#     gave it a request, when it left the routing); its owner's return (the time from the
+#     worker's drain signal, and from the sensor file's write, to the last request that reached
+#     the draining replica's engine). Prints requests, failed requests, p50/p99/max time to
+#     first byte (not streamed: the whole answer) or to the first event (streamed), over the run
+#     and in the 3 s from the fault; per round, then the medians of --pool-rounds rounds (about
+#     2.5 minutes at the defaults on 2 cores).
+#
 #   bench/serve.sh [--seconds 10] [--rounds 3] [--connections 64] [--replicas 2] [--build DIR]
 #                  [--haproxy-threads 1] [--light-connections 1] [--failover-seconds 10]
-#                  [--stop-first-byte-ms 1000] [--only throughput|failover] [--selftest]
-# --build DIR: where idlepool-fake-engine and idlepool-gateway-harness are (default build/).
+#                  [--stop-first-byte-ms 1000] [--pool-seconds 8] [--pool-rate 40]
+#                  [--pool-rounds 3] [--lease-timeout-ms 1500]
+#                  [--only throughput|failover|pool-failover] [--selftest]
+# --build DIR: where idlepool, idlepool-fake-engine and idlepool-gateway-harness are (default
+#   build/).
 # --haproxy-threads: 1 by default, as the gateway serves on one io thread (same thread count).
-# --selftest: 2 s per target, 1 round, no light-load part, 3 s failover runs; exits 1 when a
-#   target did not serve (no request, a non-2xx answer or a socket error where none belongs).
-# Needs wrk, haproxy and curl (Debian packages); everything else it starts, and it kills what it
-# started on exit (Ctrl-C included). Nothing is registered in CTest: run it by hand.
+# --selftest: 2 s per target, 1 round, no light-load part, 3 s failover runs, 1 round of 5 s pool
+#   runs; exits 1 when a target did not serve (no request, a non-2xx answer or a socket error
+#   where none belongs; in the pool, a failed request other than a stream broken by a SIGKILL
+#   or SIGSTOP).
+# Needs wrk, haproxy, curl, jq and python3 (Debian packages); everything else it starts, and it
+# kills what it started on exit (Ctrl-C included). Nothing is registered in CTest: run it by hand.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=10 ROUNDS=3 CONN=64 REPLICAS=2 BUILD=build HA_THREADS=1 LIGHT=1 FO_SECS=10 STOP_FB_MS=1000
-ONLY="" SELFTEST=0
+ONLY="" SELFTEST=0 POOL_SECS=8 POOL_RATE=40 POOL_ROUNDS=3 POOL_LEASE_MS=1500 POOL_FAULT_AT=4
 usage() { sed -n '/^#   bench\/serve.sh/,/--selftest\]/p' "$0" | sed 's/^# *//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case $1 in
@@ -44,23 +63,36 @@ while [ $# -gt 0 ]; do
     --light-connections) LIGHT=$2; shift 2 ;;
     --failover-seconds) FO_SECS=$2; shift 2 ;;
     --stop-first-byte-ms) STOP_FB_MS=$2; shift 2 ;;
+    --pool-seconds) POOL_SECS=$2; shift 2 ;;
+    --pool-rate) POOL_RATE=$2; shift 2 ;;
+    --pool-rounds) POOL_ROUNDS=$2; shift 2 ;;
+    --lease-timeout-ms) POOL_LEASE_MS=$2; shift 2 ;;
     --only) ONLY=$2; shift 2 ;;
-    --selftest) SELFTEST=1 SECS=2 ROUNDS=1 LIGHT=0 FO_SECS=3; shift ;;
+    --selftest) SELFTEST=1 SECS=2 ROUNDS=1 LIGHT=0 FO_SECS=3 POOL_SECS=5 POOL_ROUNDS=1; shift ;;
     *) usage ;;
   esac
 done
-for n in "$SECS" "$ROUNDS" "$CONN" "$REPLICAS" "$HA_THREADS" "$LIGHT" "$FO_SECS" "$STOP_FB_MS"; do
+for n in "$SECS" "$ROUNDS" "$CONN" "$REPLICAS" "$HA_THREADS" "$LIGHT" "$FO_SECS" "$STOP_FB_MS" \
+  "$POOL_SECS" "$POOL_RATE" "$POOL_ROUNDS" "$POOL_LEASE_MS"; do
   [[ "$n" =~ ^[0-9]+$ ]] || usage
 done
 [ "$SECS" -ge 1 ] && [ "$ROUNDS" -ge 1 ] && [ "$CONN" -ge 2 ] && [ "$REPLICAS" -ge 1 ] &&
-  [ "$FO_SECS" -ge 2 ] && [[ "$ONLY" =~ ^(|throughput|failover)$ ]] || usage
-ENGINE=$BUILD/idlepool-fake-engine GATEWAY=$BUILD/idlepool-gateway-harness
-for b in "$ENGINE" "$GATEWAY"; do
+  [ "$FO_SECS" -ge 2 ] && [ "$POOL_SECS" -ge 4 ] && [ "$POOL_RATE" -ge 1 ] &&
+  [ "$POOL_ROUNDS" -ge 1 ] && [ "$POOL_LEASE_MS" -ge 100 ] &&
+  [[ "$ONLY" =~ ^(|throughput|failover|pool-failover)$ ]] || usage
+# The pool's fault comes a third into the run (at least 1 s in, and the lease plus 1.5 s before
+# its end when the run is long enough).
+POOL_FAULT_AT=$(awk -v s="$POOL_SECS" 'BEGIN { f = s / 3; if (f < 1) f = 1; printf "%.1f", f }')
+ENGINE=$BUILD/idlepool-fake-engine GATEWAY=$BUILD/idlepool-gateway-harness IDLEPOOL=$BUILD/idlepool
+for b in "$ENGINE" "$GATEWAY" "$IDLEPOOL"; do
   [ -x "$b" ] || { echo "serve.sh: no $b (build it, or pass --build DIR)" >&2; exit 2; }
 done
-for c in wrk haproxy curl; do
+IDLEPOOL=$(readlink -f "$IDLEPOOL")
+for c in wrk haproxy curl jq python3; do
   command -v "$c" >/dev/null || { echo "serve.sh: needs $c (apt-get install $c)" >&2; exit 2; }
 done
+
+source bench/serve_pool.sh  # pool_failover
 
 # --- processes ---------------------------------------------------------------------------------
 T=$(mktemp -d)
@@ -73,7 +105,7 @@ stop_all() {  # kills every process started so far (stopped ones too) and reaps 
   [ -z "${GW_FD:-}" ] || exec {GW_FD}>&-
   GW_FD=""
 }
-cleanup() { stop_all; rm -rf "$T"; }
+cleanup() { stop_all; pool_stop_all; rm -rf "$T"; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 FAILED=0  # a run that did not serve as it should (--selftest exits 1)
@@ -85,11 +117,14 @@ wait_for() {  # wait_for SECONDS COMMAND...: polls every 50 ms; 1 at the deadlin
 }
 port_in() { sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$1" 2>/dev/null | head -1; }
 has_port() { [ -n "$(port_in "$1")" ]; }
-free_port() {  # a port nothing listens on (another process may still take it first: rare)
-  local p
+# free_port: a port no socket uses, below the kernel's range for clients' ports (the loads'
+# connections take those); another process may still take it first (rare).
+free_port() {
+  local p low; low=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null)
+  [ "${low:-0}" -gt 12000 ] || low=32768
   while :; do
-    p=$(( 20000 + RANDOM % 40000 ))
-    [ -z "$(ss -Htln "sport = :$p" 2>/dev/null)" ] && { echo "$p"; return; }
+    p=$(( 10000 + RANDOM % (low - 10000) ))
+    [ -z "$(ss -Htan "sport = :$p" 2>/dev/null)" ] && { echo "$p"; return; }
   done
 }
 
@@ -363,8 +398,9 @@ failover() {
 }
 
 echo "bench/serve.sh $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
-[ "$ONLY" = failover ] || throughput
-[ "$ONLY" = throughput ] || failover
+[ -n "$ONLY" ] && [ "$ONLY" != throughput ] || throughput
+[ -n "$ONLY" ] && [ "$ONLY" != failover ] || failover
+[ -n "$ONLY" ] && [ "$ONLY" != pool-failover ] || pool_failover
 if [ "$SELFTEST" = 1 ]; then
   [ "$FAILED" = 0 ] && echo "selftest: every target served" || { echo "selftest: FAILED"; exit 1; }
 fi

@@ -4,7 +4,8 @@
 #   1. /health answers 503 with a JSON body while loading, then 200; /v1/models lists the model;
 #   2. a chat completion, a completion and embeddings, not streamed: OpenAI's JSON with usage,
 #      the content naming the replica, max_tokens honoured; 400 on malformed JSON or a missing
-#      field, with an OpenAI error body; several requests on one keep-alive connection;
+#      field, with an OpenAI error body; several requests on one keep-alive connection; /stats'
+#      last_request_ms (0, then the wall-clock time of the last request's arrival);
 #   3. streamed: server-sent events, one HTTP chunk per token, a last chunk with finish_reason,
 #      then [DONE]; the usage chunk when asked;
 #   4. a client that leaves mid-stream, between two tokens a minute apart, is counted cancelled;
@@ -43,6 +44,7 @@ events() { grep '^data: {' "$1" | sed 's/^data: //'; }
 
 # 1. Loading, then ready.
 start_engine a --load-seconds 4 --tokens 5 --model m1 --id alpha
+[ "$(stat a last_request_ms)" = 0 ] || fail "/stats last_request_ms before any request: not 0"
 [ "$(code "$(url a /health)")" = 503 ] || fail "/health while loading: not 503"
 [ "$(jq -r .error.message "$T/body")" = "Loading model" ] || fail "/health 503 body: $(cat "$T/body")"
 [ "$(code "$(url a /v1/chat/completions)" -d '{}')" = 503 ] || fail "a request while loading: not 503"
@@ -54,8 +56,12 @@ wait_until 30 health_ok
   fail "/v1/models: $(cat "$T/body")"
 pass "503 while loading, then 200; /v1/models lists m1"
 
-# 2. Answers in full.
+# 2. Answers in full; /stats says when the last one arrived (wall-clock ms, as date says it).
+before=$(date +%s%3N)
 chat a '' >"$T/full.json"
+after=$(date +%s%3N) last=$(stat a last_request_ms)
+[ "$last" -ge "$before" ] && [ "$last" -le "$after" ] ||
+  fail "/stats last_request_ms $last is not between $before and $after"
 [ "$(jq -r .choices[0].message.content "$T/full.json")" = "replica=alpha tok1 tok2 tok3 tok4" ] ||
   fail "chat content: $(cat "$T/full.json")"
 [ "$(jq -r '[.object, .choices[0].message.role, .choices[0].finish_reason, .usage.prompt_tokens,

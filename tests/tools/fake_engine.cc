@@ -13,8 +13,10 @@
 //                               then "data: [DONE]", in chunked transfer encoding
 //   POST /v1/embeddings         a deterministic unit vector (--embedding-dim) per input
 //   GET  /stats                 {requests, in_flight, completed, cancelled, errors, connections,
-//                               loading, replica}: inference requests (POSTs) only; cancelled
-//                               counts answers whose client left before their end
+//                               last_request_ms, loading, replica}: inference requests (POSTs)
+//                               only; cancelled counts answers whose client left before their
+//                               end; last_request_ms is when the last one arrived (wall-clock
+//                               Unix ms, 0 before the first)
 // Any model name is served (as llama-server does). Bad JSON or a missing field: 400 with an
 // OpenAI error body; a body over --max-body-bytes: 413.
 //
@@ -27,8 +29,8 @@
 // --fixed answers every POST with one fixed small JSON at once (proxy benchmarks); --threads N
 // runs N threads. --verbose prints one line per event on stderr. The address must be loopback;
 // its port comes from --listen HOST:PORT, else --port, else $IDLEPOOL_PORT, else any free one,
-// and the first line on stdout says "listening on HOST:PORT". The tool reads no clock: times
-// are Asio timers, and every "created" field is a fixed time.
+// and the first line on stdout says "listening on HOST:PORT". Times are Asio timers, every
+// "created" field is a fixed time; the one clock read is /stats' last_request_ms.
 // Exit codes: 2 on bad options or a non-loopback address, 1 when it cannot listen.
 #include <signal.h>
 

@@ -12,6 +12,7 @@
 #include "fake_engine/openai.h"
 #include "fake_engine/session.h"
 #include "nlohmann/json.hpp"
+#include "platform/clock.h"
 
 namespace fake_engine {
 
@@ -97,9 +98,16 @@ std::string Engine::StatsJson() const {
                         {"cancelled", get(stats_.cancelled)},
                         {"errors", get(stats_.errors)},
                         {"connections", get(stats_.connections)},
+                        {"last_request_ms", get(stats_.last_request_ms)},
                         {"loading", loading()},
                         {"replica", options_.id}}
       .dump();
+}
+
+uint64_t Engine::Arrived() {
+  stats_.last_request_ms.store(idlepool::platform::SystemClock().WallMs(),
+                               std::memory_order_relaxed);
+  return stats_.requests.fetch_add(1, std::memory_order_relaxed) + 1;
 }
 
 void Engine::Log(const std::string& line) const {

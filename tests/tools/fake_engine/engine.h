@@ -45,6 +45,9 @@ struct Stats {
   std::atomic<uint64_t> cancelled{0};
   std::atomic<uint64_t> errors{0};
   std::atomic<int64_t> connections{0};  // open now (the one asking for /stats included)
+  // When the last inference request arrived: wall-clock Unix ms (platform::SystemClock), 0
+  // before the first. Benches compare it with other processes' clocks on the same machine.
+  std::atomic<int64_t> last_request_ms{0};
 };
 
 class Engine {
@@ -60,6 +63,8 @@ class Engine {
   bool loading() const { return loading_.load(std::memory_order_relaxed); }
   uint16_t port() const { return port_; }
   std::string StatsJson() const;
+  // Counts one inference request as arrived now (requests, last_request_ms); its number.
+  uint64_t Arrived();
   // The whole HTTP answer --fixed sends to every POST, built once.
   const std::string& FixedResponse(bool keep_alive) const {
     return keep_alive ? fixed_keep_alive_ : fixed_close_;

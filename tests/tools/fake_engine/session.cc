@@ -78,7 +78,7 @@ void Session::Route() {
 void Session::Inference(Api api) {
   Stats& stats = engine_.stats();
   const Options& o = engine_.options();
-  index_ = stats.requests.fetch_add(1, std::memory_order_relaxed) + 1;
+  index_ = engine_.Arrived();
   stats.in_flight.fetch_add(1, std::memory_order_relaxed);
   if (engine_.loading()) return Refuse(503, HealthBody(true));
   Parsed parsed = ParseAsk(api, parser_->get().body(), o.tokens);
@@ -122,8 +122,7 @@ void Session::Reply(int status, std::string body) {
 }
 
 void Session::ReplyFixed() {
-  Stats& stats = engine_.stats();
-  stats.requests.fetch_add(1, std::memory_order_relaxed);
+  engine_.Arrived();
   const std::string& bytes = engine_.FixedResponse(keep_alive_);
   net::async_write(socket_, net::buffer(bytes), [self = shared_from_this()](error_code ec, size_t) {
     if (self->closed_) return;
