@@ -78,30 +78,17 @@ void ServiceAutoscaler::Step(serve::Time now) {
     Tracked& t = it->second;
     serve::AutoscaleInput in;
     in.replicas = row.replicas;
+    std::map<uint64_t, std::string> states;  // attempt -> its routing state
     if (auto r = routing.find(row.name); r != routing.end()) {
       in.queued = r->second.queue_length;
       for (const auto& [attempt, rep] : r->second.replicas) {
         in.in_flight += rep.in_flight;
-        if (rep.state == "ready") {
-          ++in.ready;
-          if (auto p = t.placed.find(attempt); p != t.placed.end()) {
-            t.starts.push_back(now - p->second);
-            if (t.starts.size() > kStartSamples) t.starts.pop_front();
-            t.placed.erase(p);
-          }
-        } else if (rep.state == "starting") {
-          ++in.starting;
-          t.placed.try_emplace(attempt, now);
-        }
+        in.ready += rep.state == "ready" ? 1 : 0;
+        in.starting += rep.state == "starting" ? 1 : 0;
+        states.emplace(attempt, rep.state);
       }
     }
-    // Replicas gone before they were ready are no start time.
-    for (auto p = t.placed.begin(); p != t.placed.end();) {
-      auto r = routing.find(row.name);
-      const bool there = r != routing.end() && r->second.replicas.count(p->first) > 0;
-      p = there ? std::next(p) : t.placed.erase(p);
-    }
-    in.start_time = Median(t.starts);
+    in.start_time = StartTime(t, row.job, states, now);
     const uint32_t want = t.decide.Decide(in, now);
     if (want != row.replicas) {
       spdlog::info("service {} '{}': {} -> {} replicas ({})", row.job, row.name, row.replicas, want,
@@ -115,6 +102,34 @@ void ServiceAutoscaler::Step(serve::Time now) {
     kept.emplace(row.job, std::move(t));
   }
   services_ = std::move(kept);  // ended services are forgotten
+}
+
+serve::Micros ServiceAutoscaler::StartTime(Tracked& t, core::JobId job,
+                                           const std::map<uint64_t, std::string>& replicas,
+                                           serve::Time now) {
+  std::map<uint64_t, std::string> workers;  // attempt -> worker
+  for (const auto& v : bridge_.Replicas(job)) workers.emplace(v.attempt, v.worker);
+  for (const auto& [attempt, state] : replicas) {
+    auto w = workers.find(attempt);
+    if (w == workers.end()) continue;
+    if (state == "starting") t.placed.try_emplace(attempt, Placed{now, w->second});
+    auto p = t.placed.find(attempt);
+    if (state != "ready" || p == t.placed.end()) continue;
+    std::deque<serve::Micros>& samples = t.starts[p->second.worker];
+    samples.push_back(now - p->second.since);
+    if (samples.size() > kStartSamples) samples.pop_front();
+    t.placed.erase(p);
+  }
+  // Replicas gone before they were ready are no start time.
+  for (auto p = t.placed.begin(); p != t.placed.end();) {
+    p = replicas.count(p->first) > 0 ? std::next(p) : t.placed.erase(p);
+  }
+  serve::Micros slowest{0};
+  for (const auto& [attempt, worker] : workers) {
+    auto s = t.starts.find(worker);
+    if (s != t.starts.end()) slowest = std::max(slowest, Median(s->second));
+  }
+  return slowest;
 }
 
 }  // namespace idlepool::coordinator

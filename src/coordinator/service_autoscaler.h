@@ -5,9 +5,10 @@
 // answer differs from what runs, scales it as `idlepool scale` does: the store first, then
 // the core (core::ScaleService). Each change is logged with its reason.
 //
-// Start time: the time from a replica's placement (ServeBridge::ReplicaCreated) to the first
-// look that finds it ready, the median of a service's last kStartSamples; it stretches the
-// scale-down delay (a replica slow to start is kept longer).
+// Start time, measured per machine: the time from a replica's placement (first seen starting)
+// to the first look that finds it ready, the median of the last kStartSamples on each worker.
+// The decision gets the slowest median among the machines running the service's replicas now:
+// it stretches the scale-down delay (a replica slow to start again is kept longer).
 //
 // Without a gateway (serving off) nothing is measured and nothing scales: min_replicas runs.
 //
@@ -20,6 +21,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "coordinator/core_loop.h"
@@ -43,13 +45,21 @@ class ServiceAutoscaler {
   void Stop();
 
  private:
+  struct Placed {
+    serve::Time since;
+    std::string worker;
+  };
   struct Tracked {
     serve::Autoscaler decide;
-    std::deque<serve::Micros> starts;        // recent placement-to-ready times
-    std::map<uint64_t, serve::Time> placed;  // replicas seen starting: attempt -> first seen
+    std::map<std::string, std::deque<serve::Micros>> starts;  // per worker: placement to ready
+    std::map<uint64_t, Placed> placed;                        // replicas seen starting, by attempt
   };
   void Loop();
   void Step(serve::Time now);
+  // Records start times from this look at the gateway (`replicas`: attempt -> state) and returns
+  // the slowest per-machine median among the workers running the service's replicas.
+  serve::Micros StartTime(Tracked& t, core::JobId job,
+                          const std::map<uint64_t, std::string>& replicas, serve::Time now);
 
   CoreLoop& core_;
   store::Store& store_;
