@@ -114,6 +114,7 @@ void ServeBridge::ServiceStarted(core::JobId job, const v1::JobSpec& spec) {
   if (!fresh) return;
   s->second.name = ServiceName(job, spec);
   s->second.spec = spec;
+  EndClashing(job);
   AddService(job, s->second);
 }
 
@@ -125,6 +126,7 @@ void ServeBridge::ReplicaCreated(core::JobId job, const v1::JobSpec& spec, core:
   if (fresh) {
     s->second.name = ServiceName(job, spec);
     s->second.spec = spec;
+    EndClashing(job);
     AddService(job, s->second);
   }
   Replica& r = replicas_[attempt];

@@ -34,6 +34,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -115,6 +116,9 @@ class ServeBridge {
     std::shared_ptr<std::atomic<bool>> idle;
   };
   void DrainInGateway(core::AttemptId attempt, Replica& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A cancelled service still draining under the name (or model) of `job`'s, submitted anew,
+  // ends now: its replicas are removed (what they had in flight is cut).
+  void EndClashing(core::JobId job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Starts retiring `r`; false when it cannot drain (no drain_seconds, unreachable).
   bool StartRetiring(core::AttemptId attempt, Replica& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Changed() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -143,6 +147,8 @@ class ServeBridge {
   std::map<std::string, Machine> machines_ ABSL_GUARDED_BY(mu_);     // worker -> readings
   std::map<std::pair<core::JobId, uint32_t>, uint32_t> starts_ ABSL_GUARDED_BY(mu_);
   int watchers_ ABSL_GUARDED_BY(mu_) = 0;
+  // Retiring replicas removed outside Sweep whose workers Sweep tells to stop (EndClashing).
+  std::vector<std::pair<std::string, core::AttemptId>> stop_now_ ABSL_GUARDED_BY(mu_);
   std::function<void(const std::string&, core::AttemptId)> retired_hook_;
 };
 

@@ -39,6 +39,7 @@ void ServeBridge::Sweep(serve::Time now) {
   std::vector<std::pair<std::string, core::AttemptId>> early;
   {
     std::lock_guard lock(mu_);
+    early.swap(stop_now_);
     for (auto it = replicas_.begin(); it != replicas_.end();) {
       Replica& r = it->second;
       if (!r.retiring) {
@@ -73,6 +74,35 @@ void ServeBridge::Sweep(serve::Time now) {
   }
   if (!retired_hook_) return;
   for (const auto& [worker, attempt] : early) retired_hook_(worker, attempt);
+}
+
+void ServeBridge::EndClashing(core::JobId job) {
+  const Service& n = services_.at(job);
+  const bool openai = n.spec.service().protocol() == "openai";
+  for (auto o = services_.begin(); o != services_.end();) {
+    const v1::ServiceSpec& os = o->second.spec.service();
+    const bool clash = o->second.name == n.name || (openai && os.protocol() == "openai" &&
+                                                    os.model() == n.spec.service().model());
+    if (o->first == job || !o->second.ending || !clash) {
+      ++o;
+      continue;
+    }
+    for (auto r = replicas_.begin(); r != replicas_.end();) {
+      if (r->second.job != o->first) {
+        ++r;
+        continue;
+      }
+      RemoveReplica(r->first, r->second);
+      stop_now_.emplace_back(r->second.worker, r->first);  // Sweep tells its worker
+      r = replicas_.erase(r);
+    }
+    if (gateway_ && o->second.added) {
+      const serve::Status st = gateway_->RemoveService(o->second.name);
+      if (!st.ok()) spdlog::warn("gateway: remove service {}: {}", o->second.name, st.message);
+    }
+    spdlog::info("service {}: its drain cut short by job {} of the same name", o->second.name, job);
+    o = services_.erase(o);
+  }
 }
 
 void ServeBridge::SetRetiredHook(std::function<void(const std::string&, core::AttemptId)> hook) {

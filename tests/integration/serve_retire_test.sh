@@ -104,3 +104,22 @@ wait_until 30 no_services
 chat_404() { [ "$(chat)" = 404 ]; }  # once its last replica is drained, the service is gone
 wait_until 30 chat_404
 pass "cancelled under 2 flowing streams: both whole; then the service is gone (404)"
+
+# Submitted again under the same name while the cancelled one still drains a stream: the new
+# service takes the name at once (the old drain is cut short: its stream ends with an error
+# event), and answers.
+"$IDLEPOOL" submit "$T/chat.toml" >/dev/null
+wait_until 60 ready_is 2
+stream 7 &
+S7=$!
+wait_until 20 streams_flowing 7
+JOB=$("$IDLEPOOL" services --json | jq -r '.services[] | select(.name=="chat") | .job')
+"$IDLEPOOL" cancel "$JOB" >/dev/null
+JOB=$("$IDLEPOOL" submit "$T/chat.toml")
+chat_200() { [ "$(chat)" = 200 ]; }
+wait_until 60 chat_200
+wait "$S7" || true
+grep -q '^data: \[DONE\]' "$T/stream.7" && ! grep -q '"error"' "$T/stream.7" &&
+  echo "note: the old stream finished before the new service was submitted"
+pass "a service submitted again while its cancelled namesake drains takes the name and answers"
+"$IDLEPOOL" cancel "$JOB" >/dev/null
