@@ -143,6 +143,8 @@ void ServeBridge::ReplicaEnded(core::AttemptId attempt, bool retire) {
   auto it = replicas_.find(attempt);
   if (it == replicas_.end() || it->second.retiring) return;
   if (retire && StartRetiring(attempt, it->second)) return;
+  // Its worker drains what no gateway can reach: Sweep tells it to stop now.
+  if (retire) stop_now_.emplace_back(it->second.worker, attempt);
   RemoveReplica(attempt, it->second);
   replicas_.erase(it);
 }

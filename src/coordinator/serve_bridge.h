@@ -147,7 +147,8 @@ class ServeBridge {
   std::map<std::string, Machine> machines_ ABSL_GUARDED_BY(mu_);     // worker -> readings
   std::map<std::pair<core::JobId, uint32_t>, uint32_t> starts_ ABSL_GUARDED_BY(mu_);
   int watchers_ ABSL_GUARDED_BY(mu_) = 0;
-  // Retiring replicas removed outside Sweep whose workers Sweep tells to stop (EndClashing).
+  // Replicas removed outside Sweep whose workers Sweep tells to stop: cut short by EndClashing,
+  // or retired when they could not drain (no drain_seconds, no tunnel).
   std::vector<std::pair<std::string, core::AttemptId>> stop_now_ ABSL_GUARDED_BY(mu_);
   std::function<void(const std::string&, core::AttemptId)> retired_hook_;
 };
