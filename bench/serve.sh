@@ -11,6 +11,15 @@
 #     >= 0.9) and the p50/p99 that each proxy adds over direct (target: gateway p50 <= +0.5 ms).
 #     Then the same at light load (--light-connections, default 1 connection): the latency a
 #     proxy adds to one request, without the queueing of a saturated machine.
+#   below saturation: the same -cCONN connections, each waiting a random think time (wrk's Lua
+#     delay() hook, uniform, mean CONN / offered rate, whole ms at random so the mean is exact)
+#     before each request, so that the offered rate is --paced-percent (default 50) % of HAProxy's
+#     saturated requests/s measured just before; the same targets, rotation and rounds. Prints the
+#     offered rate, each target's achieved rate (a closed loop: a little less, as each answer's
+#     time adds to its connection's think time), and the p50/p99 each proxy adds over direct at a
+#     steady load (the issue's "added p50 at most 0.5 ms" where saturation's queueing does not
+#     hide it). Run 2026-12-02 (docs/limits.md): the gateway +0.23 / +0.30 ms, HAProxy +0.32 /
+#     +0.36 ms at ~11k req/s of an offered ~13k.
 #   failover: 4 normal engines (8 tokens, 5 ms apart, not streamed) behind the gateway under a
 #     steady wrk load; one engine SIGKILLed mid-run; one engine SIGSTOPped mid-run (the harness
 #     has no worker, so the stopped engine stands in for a stopped worker; the gateway sees it
@@ -35,22 +44,23 @@
 #
 #   bench/serve.sh [--seconds 10] [--rounds 3] [--connections 64] [--replicas 2] [--build DIR]
 #                  [--haproxy-threads 1] [--light-connections 1] [--failover-seconds 10]
-#                  [--stop-first-byte-ms 1000] [--pool-seconds 8] [--pool-rate 40]
-#                  [--pool-rounds 3] [--lease-timeout-ms 1500]
+#                  [--stop-first-byte-ms 1000] [--paced-percent 50] [--pool-seconds 8]
+#                  [--pool-rate 40] [--pool-rounds 3] [--lease-timeout-ms 1500]
 #                  [--only throughput|failover|pool-failover] [--selftest]
 # --build DIR: where idlepool, idlepool-fake-engine and idlepool-gateway-harness are (default
 #   build/).
 # --haproxy-threads: 1 by default, as the gateway serves on one io thread (same thread count).
-# --selftest: 2 s per target, 1 round, no light-load part, 3 s failover runs, 1 round of 5 s pool
-#   runs; exits 1 when a target did not serve (no request, a non-2xx answer or a socket error
-#   where none belongs; in the pool, a failed request other than a stream broken by a SIGKILL
-#   or SIGSTOP).
+# --paced-percent: the offered rate of the below-saturation part, % of HAProxy's; 0 skips it.
+# --selftest: 2 s per target, 1 round, no light-load part (the part below saturation runs), 3 s
+#   failover runs, 1 round of 5 s pool runs; exits 1 when a target did not serve (no request, a
+#   non-2xx answer or a socket error where none belongs; in the pool, a failed request other
+#   than a stream broken by a SIGKILL or SIGSTOP).
 # Needs wrk, haproxy, curl, jq and python3 (Debian packages); everything else it starts, and it
 # kills what it started on exit (Ctrl-C included). Nothing is registered in CTest: run it by hand.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=10 ROUNDS=3 CONN=64 REPLICAS=2 BUILD=build HA_THREADS=1 LIGHT=1 FO_SECS=10 STOP_FB_MS=1000
-ONLY="" SELFTEST=0 POOL_SECS=8 POOL_RATE=40 POOL_ROUNDS=3 POOL_LEASE_MS=1500 POOL_FAULT_AT=4
+ONLY="" SELFTEST=0 PACED=50 POOL_SECS=8 POOL_RATE=40 POOL_ROUNDS=3 POOL_LEASE_MS=1500 POOL_FAULT_AT=4
 usage() { sed -n '/^#   bench\/serve.sh/,/--selftest\]/p' "$0" | sed 's/^# *//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case $1 in
@@ -63,6 +73,7 @@ while [ $# -gt 0 ]; do
     --light-connections) LIGHT=$2; shift 2 ;;
     --failover-seconds) FO_SECS=$2; shift 2 ;;
     --stop-first-byte-ms) STOP_FB_MS=$2; shift 2 ;;
+    --paced-percent) PACED=$2; shift 2 ;;
     --pool-seconds) POOL_SECS=$2; shift 2 ;;
     --pool-rate) POOL_RATE=$2; shift 2 ;;
     --pool-rounds) POOL_ROUNDS=$2; shift 2 ;;
@@ -73,7 +84,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 for n in "$SECS" "$ROUNDS" "$CONN" "$REPLICAS" "$HA_THREADS" "$LIGHT" "$FO_SECS" "$STOP_FB_MS" \
-  "$POOL_SECS" "$POOL_RATE" "$POOL_ROUNDS" "$POOL_LEASE_MS"; do
+  "$PACED" "$POOL_SECS" "$POOL_RATE" "$POOL_ROUNDS" "$POOL_LEASE_MS"; do
   [[ "$n" =~ ^[0-9]+$ ]] || usage
 done
 [ "$SECS" -ge 1 ] && [ "$ROUNDS" -ge 1 ] && [ "$CONN" -ge 2 ] && [ "$REPLICAS" -ge 1 ] &&
@@ -193,14 +204,15 @@ answers() {  # answers URL: a chat through URL answers 200
     -H 'Content-Type: application/json' -d "$BODY" "$1/v1/chat/completions")" = 200 ]
 }
 # run_wrk OUT URL CONNECTIONS SECONDS [ARGS...]; WRK_BG=1: in the background, its pid in WRK_PID
+# (WRK_SCRIPT: a wrk script other than chat.lua)
 run_wrk() {
-  local out=$1 url=$2 c=$3 s=$4 t=2; shift 4
+  local out=$1 url=$2 c=$3 s=$4 t=2 script=${WRK_SCRIPT:-$T/chat.lua}; shift 4
   [ "$c" -ge 2 ] || t=1
   if [ "${WRK_BG:-0}" = 1 ]; then
-    wrk -t"$t" -c"$c" -d"${s}s" --latency -s "$T/chat.lua" "$@" "$url" >"$out" 2>&1 &
+    wrk -t"$t" -c"$c" -d"${s}s" --latency -s "$script" "$@" "$url" >"$out" 2>&1 &
     WRK_PID=$!; PIDS+=("$WRK_PID")
   else
-    wrk -t"$t" -c"$c" -d"${s}s" --latency -s "$T/chat.lua" "$@" "$url" >"$out" 2>&1 || true
+    wrk -t"$t" -c"$c" -d"${s}s" --latency -s "$script" "$@" "$url" >"$out" 2>&1 || true
   fi
 }
 wrk_rps() { awk '/^Requests\/sec:/ { print $2 }' "$1"; }
@@ -317,7 +329,35 @@ throughput() {
     measure light "$LIGHT" "$SECS"
     report light
   fi
+  [ "$PACED" -eq 0 ] || paced
   stop_all
+}
+
+# --- below saturation ----------------------------------------------------------------------------
+# paced: after `measure sat`; the offered rate from its HAProxy median (see the header).
+paced() {
+  local h_rps offered think t
+  h_rps=$(col "$T/sat.haproxy" 2)
+  offered=$(calc "$h_rps * $PACED / 100")
+  awk "BEGIN { exit !($offered >= 1) }" || { warn "paced: no HAProxy rate to pace from"; return; }
+  think=$(calc "$CONN * 1000 / $offered")
+  # Each wrk thread seeds its own generator from its number (setup runs once per thread).
+  { cat "$T/chat.lua"; cat <<EOF
+local threads = 0
+setup = function(thread) threads = threads + 1; thread:set("seed", threads) end
+init = function(args) math.randomseed(seed) end
+delay = function() return math.floor(2 * $think * math.random() + math.random()) end
+EOF
+  } >"$T/paced.lua"
+  echo "== below saturation: wrk -c$CONN, a think time of $think ms on average per connection" \
+    "before each request: offered $offered req/s ($PACED % of HAProxy's saturated $h_rps)"
+  WRK_SCRIPT=$T/paced.lua measure paced "$CONN" "$SECS"
+  report paced
+  printf '    achieved/offered requests/s (medians):'
+  for t in direct haproxy gateway; do
+    printf ' %s %s' "$t" "$(calc "$(col "$T/paced.$t" 2) / $offered")"
+  done
+  echo
 }
 
 # --- failover ------------------------------------------------------------------------------------

@@ -65,8 +65,12 @@ nlohmann::json TimelineJson(const v1::JobTimeline& t);
 
 // Services (`idlepool services --json`; services_json.cc): {"gateway", "services": [{"job",
 // "name", "state", "protocol", "model", "replicas", "min_replicas", "max_replicas",
-// "max_concurrent", "queue_length", "requests", "errors", "replica_status": [{"replica",
-// "attempt", "worker", "state", "in_flight", "requests", "errors", "attempts"}]}]}.
+// "max_concurrent", "queue_length", "requests", "errors", "ttft_answers", "ttft_p50_ms",
+// "ttft_p95_ms", "replica_status": [{"replica", "attempt", "worker", "state", "in_flight",
+// "requests", "errors", "attempts", "ttft_answers", "ttft_p50_ms", "ttft_p95_ms"}]}]}.
+// ttft_*: time to first token, the first byte of a 2xx answer's body at the client since its
+// request was read (for server-sent events the first event), over the gateway's last 60 s and
+// at most 256 answers: how many, and the p50 and p95 in ms (null when none).
 nlohmann::json ServicesJson(const v1::ListServicesReply& r);
 
 }  // namespace idlepool::api

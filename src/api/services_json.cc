@@ -3,6 +3,18 @@
 
 namespace idlepool::api {
 
+namespace {
+
+// Time to first token of recent answers (proto/serve.proto, TimeToFirstToken): null
+// percentiles when no answer came in the window.
+void AddTtft(nlohmann::json& j, const v1::TimeToFirstToken& t) {
+  j["ttft_answers"] = t.answers();
+  j["ttft_p50_ms"] = t.answers() > 0 ? nlohmann::json(t.p50_ms()) : nlohmann::json(nullptr);
+  j["ttft_p95_ms"] = t.answers() > 0 ? nlohmann::json(t.p95_ms()) : nlohmann::json(nullptr);
+}
+
+}  // namespace
+
 nlohmann::json ServicesJson(const v1::ListServicesReply& r) {
   nlohmann::json services = nlohmann::json::array();
   for (const v1::ServiceStatus& s : r.services()) {
@@ -16,6 +28,7 @@ nlohmann::json ServicesJson(const v1::ListServicesReply& r) {
                           {"requests", x.requests()},
                           {"errors", x.errors()},
                           {"attempts", x.attempts()}});
+      AddTtft(replicas.back(), x.ttft());
     }
     services.push_back({{"job", s.job()},
                         {"name", s.name()},
@@ -30,6 +43,7 @@ nlohmann::json ServicesJson(const v1::ListServicesReply& r) {
                         {"requests", s.requests()},
                         {"errors", s.errors()},
                         {"replica_status", replicas}});
+    AddTtft(services.back(), s.ttft());
   }
   return {{"gateway", r.gateway()}, {"services", services}};
 }

@@ -28,6 +28,14 @@ absl::StatusOr<uint64_t> ResolveService(PoolClient& client, const std::string& r
   return newest;
 }
 
+// A time to first token in ms for a table ("-" when no answer came in the window).
+std::string Ms(const v1::TimeToFirstToken& t, double ms) {
+  if (t.answers() == 0) return "-";
+  char out[32];
+  std::snprintf(out, sizeof out, ms < 10 ? "%.2f" : "%.0f", ms);
+  return out;
+}
+
 int ListServices(Common& common, bool json) {
   if (int rc = NeedCredentials(common); rc != 0) return rc;
   PoolClient client = MakeClient(common);
@@ -48,15 +56,22 @@ int ListServices(Common& common, bool json) {
         s.spec().protocol().c_str(), text::VisibleText(model).c_str(), s.replicas(),
         s.spec().min_replicas(), s.spec().max_replicas(), s.queue_length(),
         static_cast<unsigned long long>(s.requests()), static_cast<unsigned long long>(s.errors()));
-    std::printf("  %-7s %-10s %-20s %-9s %9s %9s %7s %8s\n", "REPLICA", "ATTEMPT", "WORKER",
-                "STATE", "IN_FLIGHT", "REQUESTS", "ERRORS", "STARTS");
+    if (s.ttft().answers() > 0) {
+      std::printf("  time to first token (last 60 s, %u answers): p50 %s ms, p95 %s ms\n",
+                  s.ttft().answers(), Ms(s.ttft(), s.ttft().p50_ms()).c_str(),
+                  Ms(s.ttft(), s.ttft().p95_ms()).c_str());
+    }
+    std::printf("  %-7s %-10s %-20s %-9s %9s %9s %7s %8s %11s %11s\n", "REPLICA", "ATTEMPT",
+                "WORKER", "STATE", "IN_FLIGHT", "REQUESTS", "ERRORS", "STARTS", "TTFT_P50_MS",
+                "TTFT_P95_MS");
     for (const v1::ReplicaStatus& x : s.replica_status()) {
       const std::string attempt = x.attempt() == 0 ? "-" : std::to_string(x.attempt());
       const std::string worker = x.worker().empty() ? "-" : text::VisibleText(x.worker());
-      std::printf("  %-7u %-10s %-20s %-9s %9u %9llu %7llu %8u\n", x.replica(), attempt.c_str(),
-                  worker.c_str(), x.state().c_str(), x.in_flight(),
+      std::printf("  %-7u %-10s %-20s %-9s %9u %9llu %7llu %8u %11s %11s\n", x.replica(),
+                  attempt.c_str(), worker.c_str(), x.state().c_str(), x.in_flight(),
                   static_cast<unsigned long long>(x.requests()),
-                  static_cast<unsigned long long>(x.errors()), x.attempts());
+                  static_cast<unsigned long long>(x.errors()), x.attempts(),
+                  Ms(x.ttft(), x.ttft().p50_ms()).c_str(), Ms(x.ttft(), x.ttft().p95_ms()).c_str());
     }
   }
   return 0;

@@ -11,6 +11,12 @@ namespace idlepool::coordinator {
 
 namespace {
 
+void SetTtft(const RoutedTtft& from, v1::TimeToFirstToken* to) {
+  to->set_answers(from.answers);
+  to->set_p50_ms(from.p50_ms);
+  to->set_p95_ms(from.p95_ms);
+}
+
 struct ServiceRow {
   core::JobSummary summary;
   v1::JobSpec spec;
@@ -30,6 +36,7 @@ void FillReplica(const ServeBridge::ReplicaView* view, It routed, It none, v1::R
   r->set_in_flight(rr->second.in_flight);
   r->set_requests(rr->second.requests);
   r->set_errors(rr->second.errors);
+  SetTtft(rr->second.ttft, r->mutable_ttft());
 }
 
 }  // namespace
@@ -71,6 +78,7 @@ grpc::Status JobService::ListServicesInternal(v1::ListServicesReply* reply) {
       s->set_queue_length(routed->second.queue_length);
       s->set_requests(routed->second.requests);
       s->set_errors(routed->second.errors);
+      SetTtft(routed->second.ttft, s->mutable_ttft());
     }
     std::map<core::AttemptId, ServeBridge::ReplicaView> views;
     if (serve) {

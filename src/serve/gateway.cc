@@ -166,7 +166,7 @@ Status Gateway::SetWeight(ReplicaId id, double weight) {
 std::string Gateway::PrometheusText() {
   std::string out;
   (void)impl_->Call([&] {
-    out = RenderPrometheus(impl_->metrics.Snapshot(impl_->router.Snapshot()));
+    out = RenderPrometheus(impl_->metrics.Snapshot(impl_->router.Snapshot(), Impl::Now()));
     return Status{};
   });
   return out;
@@ -175,7 +175,7 @@ std::string Gateway::PrometheusText() {
 std::string Gateway::SnapshotJson() {
   std::string out;
   (void)impl_->Call([&] {
-    out = RenderJson(impl_->metrics.Snapshot(impl_->router.Snapshot()));
+    out = RenderJson(impl_->metrics.Snapshot(impl_->router.Snapshot(), Impl::Now()));
     return Status{};
   });
   return out;

@@ -26,6 +26,7 @@ Status Gateway::Impl::AddService(const ServiceSpec& spec) {
   Status s = router.AddService(spec.name, spec.routing);
   if (!s.ok()) return s;
   services[spec.name] = ServiceInfo{spec.protocol, spec.model, spec.health};
+  metrics.ServiceAdded(spec.name);
   if (spec.protocol == Protocol::kOpenAI) model_services[spec.model] = spec.name;
   spdlog::info("gateway: service {} ({}{})", spec.name,
                spec.protocol == Protocol::kOpenAI ? "openai, model " : "http", spec.model);
@@ -47,8 +48,10 @@ Status Gateway::Impl::RemoveService(const std::string& name) {
     model_services.erase(it->second.model);
     services.erase(it);
   }
+  metrics.ServiceRemoved(name);
   for (ReplicaId id : replicas) {
     StopProbe(id);
+    metrics.ReplicaRemoved(id);
     pool.RemoveReplica(id);
     drain_watchers.erase(id);
   }
@@ -72,6 +75,7 @@ Status Gateway::Impl::AddReplica(const std::string& service, ReplicaId id, const
   Status s = router.AddReplica(service, id, capacity);
   if (!s.ok()) return s;
   pool.AddReplica(id, boost::asio::ip::tcp::endpoint(address, port), std::move(tunnel));
+  metrics.ReplicaAdded(id);
   auto it = services.find(service);
   if (it != services.end() && !it->second.health.empty()) {
     auto probe = std::make_shared<HealthProbe>(*this, id, it->second.health);
@@ -110,6 +114,7 @@ Status Gateway::Impl::Remove(ReplicaId id) {
   std::vector<RequestId> orphaned(r.orphaned.begin(), r.orphaned.end());
   StopProbe(id);
   pool.RemoveReplica(id);
+  metrics.ReplicaRemoved(id);
   drain_watchers.erase(id);
   Orphans(orphaned);
   return r.status;

@@ -91,8 +91,10 @@ void Exchange::Forward(size_t bytes, bool last) {
     out_.reserve(512 + bytes);
     AppendClientHead(out_);
     head_sent_ = true;
-    g_.metrics.FirstByte(service_, Gateway::Impl::Now() - received_);
-    g_.metrics.Answer(service_, parser_->get().result_int());
+    const Time now = Gateway::Impl::Now();
+    const int status = parser_->get().result_int();
+    g_.metrics.FirstByte(service_, replica_, status, now, now - received_);
+    g_.metrics.Answer(service_, status);
   }
   std::string_view data(conn_->piece().data(), bytes);
   if (chunked_) {

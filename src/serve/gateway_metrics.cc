@@ -14,6 +14,18 @@ const std::vector<double>& Bounds() {
   return bounds;
 }
 
+void AddTtft(nlohmann::json& j, const LatencySummary* s) {
+  j["ttft_answers"] = s ? s->count : 0;
+  j["ttft_p50_ms"] = s ? static_cast<double>(s->p50.count()) / 1000 : 0.0;
+  j["ttft_p95_ms"] = s ? static_cast<double>(s->p95.count()) / 1000 : 0.0;
+}
+
+template <typename Map, typename Key>
+const LatencySummary* Find(const Map& m, const Key& k) {
+  auto it = m.find(k);
+  return it == m.end() ? nullptr : &it->second;
+}
+
 std::string Label(const std::string& v) { return "\"" + metrics::EscapeLabelValue(v) + "\""; }
 
 void Header(std::string& out, const char* name, const char* type, const char* help) {
@@ -51,12 +63,26 @@ void LatencyHistogram::Observe(std::chrono::microseconds took) {
   sum_seconds += s;
 }
 
-MetricsSnapshot GatewayMetrics::Snapshot(RouterSnapshot router) const {
+void GatewayMetrics::FirstByte(const std::string& service, ReplicaId replica, int status, Time now,
+                               Micros took) {
+  services_[service].ttfb.Observe(took);
+  if (status < 200 || status > 299) return;
+  if (auto it = service_ttft_.find(service); it != service_ttft_.end()) {
+    it->second.Observe(now, took);
+  }
+  if (auto it = replica_ttft_.find(replica); it != replica_ttft_.end()) {
+    it->second.Observe(now, took);
+  }
+}
+
+MetricsSnapshot GatewayMetrics::Snapshot(RouterSnapshot router, Time now) const {
   MetricsSnapshot m;
   m.services = services_;
   m.router = std::move(router);
   m.connections_open = open_;
   m.connections_accepted = accepted_;
+  for (const auto& [name, recent] : service_ttft_) m.ttft[name] = recent.Summarize(now);
+  for (const auto& [id, recent] : replica_ttft_) m.replica_ttft[id] = recent.Summarize(now);
   return m;
 }
 
@@ -135,6 +161,7 @@ std::string RenderJson(const MetricsSnapshot& m) {
                           {"ok", r.ok},
                           {"errors", r.errors},
                           {"ejections", r.ejections}});
+      AddTtft(replicas.back(), Find(m.replica_ttft, r.id));
     }
     nlohmann::json answers = nlohmann::json::object();
     uint64_t broken = 0;
@@ -157,6 +184,7 @@ std::string RenderJson(const MetricsSnapshot& m) {
                         {"streams_broken", broken},
                         {"answers", answers},
                         {"replicas", replicas}});
+    AddTtft(services.back(), Find(m.ttft, s.name));
   }
   return nlohmann::json{{"services", services},
                         {"connections_open", m.connections_open},

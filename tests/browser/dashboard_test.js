@@ -176,7 +176,31 @@ async function logIn(page, token) {
     await page.waitForSelector('#live.on', { timeout: T });
     ok('live updates reconnect after 503 answers (with backoff)');
 
-    // 6. Log out: the button ends the session; the cookie no longer reads anything.
+    // 6. The Services page shows each replica's time to first token (p50 / p95 of the gateway's
+    //    recent answers, '-' when none) and the service's in its summary line. The API answer is
+    //    a fixture in the shape of `idlepool services --json` (a live service's figures are
+    //    checked end to end by tests/integration/serve_pool_test.sh).
+    const replica = (n, o) => Object.assign({ replica: n, attempt: 10 + n, worker: 'w' + n, state: 'ready', in_flight: 0,
+                                               requests: 5, errors: 0, attempts: 1, ttft_answers: 0,
+                                               ttft_p50_ms: null, ttft_p95_ms: null }, o);
+    const services = { gateway: 'https://127.0.0.1:7880', services: [{ job: 77, name: 'chat', state: 'running',
+      protocol: 'openai', model: 'tiny', replicas: 2, min_replicas: 2, max_replicas: 2, max_concurrent: 4,
+      queue_length: 0, requests: 10, errors: 0, ttft_answers: 5, ttft_p50_ms: 41.23, ttft_p95_ms: 55.6,
+      replica_status: [replica(0, { ttft_answers: 5, ttft_p50_ms: 3.456, ttft_p95_ms: 55.6 }), replica(1)] }] };
+    await page.route('**/api/v1/services', route => route.fulfill({ status: 200, contentType: 'application/json', body: JSON.stringify(services) }));
+    await page.goto(`${URL}/#/services`);
+    await page.waitForSelector('#service-77', { timeout: T });
+    const heads = await page.locator('table.replicas th').allInnerTexts();
+    check(heads.includes('TTFT p50 / p95 ms'), 'replica table headers: ' + JSON.stringify(heads));
+    check(await text(page, 'tr[data-replica="0"] td.ttft') === '3.46 / 56', 'replica 0 ttft: ' + await text(page, 'tr[data-replica="0"] td.ttft'));
+    check(await text(page, 'tr[data-replica="1"] td.ttft') === '-', 'replica 1 ttft: ' + await text(page, 'tr[data-replica="1"] td.ttft'));
+    check((await page.innerText('main')).includes('time to first token p50 / p95 41 / 56 ms'), 'no service time to first token');
+    await atWidths(page, 'services');
+    await page.setViewportSize({ width: 1400, height: 1000 });
+    await page.unroute('**/api/v1/services');
+    ok('services page: time to first token per replica (p50 / p95 ms, - when none) and per service');
+
+    // 7. Log out: the button ends the session; the cookie no longer reads anything.
     await page.click('#logout');
     await page.waitForURL(`${URL}/login`, { timeout: T });
     r = await page.request.get(`${URL}/api/v1/workers`);

@@ -64,4 +64,4 @@ URL=$URL TOKEN=$TOKEN JOB=$JOB RELEASE_DIR=$T/release SENSORS=$S WORKER=laptop G
   node "$HERE/dashboard_test.js" || fail "browser test failed (screenshot: $ARTIFACT_DIR)"
 [ -s "$ARTIFACT_DIR/dashboard.png" ] || fail "no screenshot"
 "$IDLEPOOL" wait "$JOB" --quiet >/dev/null || fail "job did not succeed"
-pass "dashboard in headless Chromium: login, session cookie, CSRF, workers, live timeline, preemption, logout; screenshot $ARTIFACT_DIR/dashboard.png"
+pass "dashboard in headless Chromium: login, session cookie, CSRF, workers, live timeline, preemption, services page, logout; screenshot $ARTIFACT_DIR/dashboard.png"

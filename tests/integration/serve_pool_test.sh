@@ -4,11 +4,12 @@
 # to a service's replicas on real workers, reaching each through its worker's TLS tunnel (the
 # replicas listen on loopback only: in their sandbox's own network where the machine has one).
 # A replica is given requests only once its health check answers 200 (the fake engine loads
-# for a moment first). `idlepool services --json` shows replicas, states and requests. A
-# replica killed with SIGKILL under load fails no request. When a worker's owner comes back
-# (fake sensors), its replica drains: it gets no new request, requests keep succeeding, and it
-# is restarted on another worker. Bad input: a wrong key (401), an unknown model (404 naming
-# the model served), a second service of the same name (refused).
+# for a moment first). `idlepool services --json` shows replicas, states, requests and the time
+# to first token of recent answers (p50/p95, per service and replica). A replica killed with
+# SIGKILL under load fails no request. When a worker's owner comes back (fake sensors), its
+# replica drains: it gets no new request, requests keep succeeding, and it is restarted on
+# another worker. Bad input: a wrong key (401), an unknown model (404 naming the model served),
+# a second service of the same name (refused).
 source "$(dirname "$0")/lib.sh"
 ENGINE=$(dirname "$IDLEPOOL")/idlepool-fake-engine
 [ -x "$ENGINE" ] || { echo "SKIP: no $ENGINE"; exit 77; }
@@ -72,6 +73,19 @@ curl -sS -N --cacert "$CA" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: a
 [ "$(grep -c '^data: {' "$T/stream")" -ge 8 ] || fail "fewer than 8 events: $(cat "$T/stream")"
 grep -q '^data: \[DONE\]' "$T/stream" || fail "the stream did not end with [DONE]"
 pass "a streamed answer passes through event by event"
+
+# Time to first token of the recent answers (41 so far, all 200), per service and per replica;
+# and the table's columns.
+svc_ttft() { services | jq -r --arg f "$1" '.services[] | select(.name=="chat") | .[$f]'; }
+n=$(svc_ttft ttft_answers); p50=$(svc_ttft ttft_p50_ms); p95=$(svc_ttft ttft_p95_ms)
+[ "$n" -ge 1 ] && [ "$n" -le 41 ] || fail "ttft_answers $n, want 1..41 (the answers of the last 60 s)"
+awk "BEGIN { exit !($p50 > 0 && $p95 >= $p50) }" || fail "time to first token p50 $p50, p95 $p95 ms"
+for w in w1 w2; do
+  rn=$(replica_field $w ttft_answers); rp=$(replica_field $w ttft_p50_ms)
+  [ "$rn" -ge 1 ] && awk "BEGIN { exit !($rp > 0) }" || fail "replica on $w: $rn answers, p50 $rp ms"
+done
+"$IDLEPOOL" services | grep -q 'TTFT_P50_MS' || fail "no TTFT_P50_MS column: $("$IDLEPOOL" services)"
+pass "time to first token: p50 $p50 ms, p95 $p95 ms over $n answers; per replica; in the table"
 
 # Bad input.
 [ "$(KEY=ipt1_wrong chat)" = 401 ] || fail "a wrong key was not refused with 401"

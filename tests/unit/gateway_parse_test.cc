@@ -87,7 +87,7 @@ TEST(GatewayMetrics, PrometheusText) {
   m.Answer("llm", 200);
   m.Answer("llm", 200);
   m.Answer("", 401);
-  m.FirstByte("llm", std::chrono::milliseconds(3));
+  m.FirstByte("llm", 7, 200, Time{std::chrono::seconds(1)}, std::chrono::milliseconds(3));
   m.Done("llm", std::chrono::milliseconds(40));
   RouterSnapshot r;
   ServiceSnapshot s;
@@ -99,7 +99,7 @@ TEST(GatewayMetrics, PrometheusText) {
   rep.in_flight = 1;
   s.replicas.push_back(rep);
   r.services.push_back(s);
-  std::string text = RenderPrometheus(m.Snapshot(r));
+  std::string text = RenderPrometheus(m.Snapshot(r, Time{std::chrono::seconds(1)}));
   EXPECT_NE(text.find("idlepool_serve_requests_total{service=\"llm\",code=\"200\"} 2\n"),
             std::string::npos)
       << text;
@@ -110,9 +110,58 @@ TEST(GatewayMetrics, PrometheusText) {
             std::string::npos);
   EXPECT_NE(text.find("idlepool_serve_queue_length{service=\"llm\"} 2\n"), std::string::npos);
   EXPECT_NE(text.find("idlepool_serve_retries_total{service=\"llm\"} 1\n"), std::string::npos);
-  auto j = nlohmann::json::parse(RenderJson(m.Snapshot(r)));
+  auto j = nlohmann::json::parse(RenderJson(m.Snapshot(r, Time{std::chrono::seconds(1)})));
   EXPECT_EQ(j["services"][0]["replicas"][0]["in_flight"], 1);
   EXPECT_EQ(j["services"][0]["answers"]["200"], 2);
+}
+
+// Time to first token: 2xx answers only, per added service and replica, over the recent window.
+TEST(GatewayMetrics, TimeToFirstTokenJson) {
+  using std::chrono::milliseconds;
+  using std::chrono::seconds;
+  GatewayMetrics m;
+  m.ServiceAdded("llm");
+  m.ReplicaAdded(7);
+  m.ReplicaAdded(8);
+  const Time t0{seconds(100)};
+  m.FirstByte("llm", 7, 200, t0, milliseconds(4));
+  m.FirstByte("llm", 7, 200, t0, milliseconds(10));
+  m.FirstByte("llm", 8, 200, t0, milliseconds(2));
+  m.FirstByte("llm", 8, 503, t0, milliseconds(1));  // an error's first byte is no token
+  m.FirstByte("llm", 9, 200, t0, milliseconds(1));  // a replica never added: the service's only
+  RouterSnapshot r;
+  ServiceSnapshot s;
+  s.name = "llm";
+  for (ReplicaId id : {7, 8}) {
+    ReplicaSnapshot rep;
+    rep.id = id;
+    s.replicas.push_back(rep);
+  }
+  r.services.push_back(s);
+  auto j = nlohmann::json::parse(RenderJson(m.Snapshot(r, t0 + seconds(1))));
+  const auto& svc = j["services"][0];
+  EXPECT_EQ(svc["ttft_answers"], 4);
+  EXPECT_EQ(svc["ttft_p50_ms"], 2.0);  // of 1, 2, 4, 10
+  EXPECT_EQ(svc["ttft_p95_ms"], 10.0);
+  EXPECT_EQ(svc["replicas"][0]["ttft_answers"], 2);
+  EXPECT_EQ(svc["replicas"][0]["ttft_p50_ms"], 4.0);
+  EXPECT_EQ(svc["replicas"][0]["ttft_p95_ms"], 10.0);
+  EXPECT_EQ(svc["replicas"][1]["ttft_answers"], 1);
+  EXPECT_EQ(svc["replicas"][1]["ttft_p50_ms"], 2.0);
+  // The time to first byte histogram still counts every answer's first byte.
+  EXPECT_NE(RenderPrometheus(m.Snapshot(r, t0))
+                .find("idlepool_serve_ttfb_seconds_count{service=\"llm\"} 5\n"),
+            std::string::npos);
+  // A window later, nothing recent; a removed replica is forgotten.
+  m.ReplicaRemoved(8);
+  j = nlohmann::json::parse(RenderJson(m.Snapshot(r, t0 + seconds(61))));
+  EXPECT_EQ(j["services"][0]["ttft_answers"], 0);
+  EXPECT_EQ(j["services"][0]["ttft_p50_ms"], 0.0);
+  EXPECT_EQ(j["services"][0]["replicas"][0]["ttft_answers"], 0);
+  m.FirstByte("llm", 8, 200, t0 + seconds(62), milliseconds(3));
+  j = nlohmann::json::parse(RenderJson(m.Snapshot(r, t0 + seconds(62))));
+  EXPECT_EQ(j["services"][0]["ttft_answers"], 1);
+  EXPECT_EQ(j["services"][0]["replicas"][1]["ttft_answers"], 0);
 }
 
 }  // namespace

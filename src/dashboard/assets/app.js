@@ -206,7 +206,14 @@ async function pageJobs() {
   return [el('h1', {}, 'Jobs'), jobsTable(jobs, Date.now())];
 }
 // Services (issue 17): each service's replicas, their worker and state, requests in flight,
-// requests per second (from the change since the last look) and errors.
+// requests per second (from the change since the last look), time to first token and errors.
+// Time to first token: the gateway's p50 / p95 over its last 60 s of 2xx answers, from the
+// request read to the first byte of the answer's body (a stream's first event); '-' when none.
+function ttft(x) {
+  if (!x.ttft_answers) return '-';
+  const ms = v => v < 10 ? v.toFixed(2) : v.toFixed(0);
+  return `${ms(x.ttft_p50_ms)} / ${ms(x.ttft_p95_ms)}`;
+}
 const lastSeen = new Map();  // attempt -> {requests, at}
 function reqRate(r, now) {
   const prev = lastSeen.get(r.attempt);
@@ -229,12 +236,13 @@ async function pageServices() {
       el('td', { class: 'num' }, String(r.in_flight)),
       el('td', { class: 'num' }, String(r.requests)),
       el('td', { class: 'num' }, r.attempt ? reqRate(r, now) : '-'),
+      el('td', { class: 'num ttft' }, ttft(r)),
       el('td', { class: 'num' }, String(r.errors)),
       el('td', { class: 'num' }, String(r.attempts))));
     out.push(el('h2', { id: 'service-' + x.job }, `${x.name} `, badge('s-' + x.state, x.state)),
-      el('p', { class: 'muted' }, `${x.protocol}${x.model ? ' · model ' + x.model : ''} · ${x.replicas} wanted (${x.min_replicas}–${x.max_replicas}) · queue ${x.queue_length} · ${x.requests} requests · ${x.errors} errors`),
+      el('p', { class: 'muted' }, `${x.protocol}${x.model ? ' · model ' + x.model : ''} · ${x.replicas} wanted (${x.min_replicas}–${x.max_replicas}) · queue ${x.queue_length} · ${x.requests} requests · ${x.errors} errors${x.ttft_answers ? ' · time to first token p50 / p95 ' + ttft(x) + ' ms' : ''}`),
       scroller(el('table', { class: 'replicas' },
-        el('thead', {}, el('tr', {}, ['Replica', 'Attempt', 'Worker', 'State', 'In flight', 'Requests', 'Req/s', 'Errors', 'Starts']
+        el('thead', {}, el('tr', {}, ['Replica', 'Attempt', 'Worker', 'State', 'In flight', 'Requests', 'Req/s', 'TTFT p50 / p95 ms', 'Errors', 'Starts']
           .map(h => el('th', { class: ['Worker', 'State'].includes(h) ? null : 'num' }, h)))),
         el('tbody', {}, rows))));
   }
