@@ -55,6 +55,12 @@ class CoreLoop::SessionTarget final : public DecisionTarget {
   }
 
   void Kill(const core::KillAttempt& k) override {
+    // A replica draining for the gateway (serve_bridge.h) ends with the bridge's own kill, not
+    // with a stale one (its worker's Hello after a blip, a late message of the ended attempt).
+    if (k.reason != core::KillReason::kCancelled && deps_.serve &&
+        deps_.serve->Retiring(k.attempt)) {
+      return;
+    }
     if (auto s = deps_.sessions.Find(k.session)) {
       v1::CoordinatorMessage m;
       *m.mutable_kill() = wire::ToKill(k.attempt, k.reason);

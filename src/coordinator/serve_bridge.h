@@ -85,6 +85,8 @@ class ServeBridge {
     bool reachable = false;  // its worker announced a tunnel
   };
   std::vector<ReplicaView> Replicas(core::JobId job) const;
+  // Whether `attempt` is a retiring replica still draining here (its kills are the bridge's).
+  bool Retiring(core::AttemptId attempt) const;
   uint32_t Starts(core::JobId job, uint32_t index) const;  // replicas created, this run
   // The gateway's routing state (Gateway::SnapshotJson); "" when none is attached.
   std::string GatewaySnapshot() const;

@@ -105,6 +105,12 @@ void ServeBridge::EndClashing(core::JobId job) {
   }
 }
 
+bool ServeBridge::Retiring(core::AttemptId attempt) const {
+  std::lock_guard lock(mu_);
+  auto it = replicas_.find(attempt);
+  return it != replicas_.end() && it->second.retiring;
+}
+
 void ServeBridge::SetRetiredHook(std::function<void(const std::string&, core::AttemptId)> hook) {
   std::lock_guard lock(mu_);
   retired_hook_ = std::move(hook);

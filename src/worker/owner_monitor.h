@@ -87,7 +87,8 @@ class OwnerMonitor {
   // The coordinator killed `a` with code CANCELLED (scaled down, job cancelled). A running
   // service replica with drain_seconds > 0 drains instead (kDraining): its requests in flight get
   // drain_seconds, then it is stopped (SIGTERM, SIGKILL after vacate_grace_s) with no report. A
-  // second call while it drains stops it now (kStopped: the coordinator's gateway is drained).
+  // second call while it drains stops it now (kStopped: the coordinator's gateway is drained);
+  // so does any other kill (OnKill: from a coordinator restarted since, which drains nothing).
   // kNotAReplica: anything else; the caller kills it as usual. Any thread; takes a.mu.
   enum class Retirement { kNotAReplica, kDraining, kStopped };
   Retirement Retire(Attempt& a);

@@ -676,7 +676,8 @@ void Worker::Impl::OnKill(const v1::Kill& kill) {
                    id);
       return;
     }
-    if (a->retiring) return;  // only the coordinator's second CANCELLED kill ends its drain
+    // A retiring replica's own coordinator holds back other kills of it (core_loop.cc): this
+    // one comes from a coordinator that no longer drains it (restarted), so it ends the drain.
     spdlog::info("attempt {}: killed by the coordinator ({})", id, kill.reason());
     a->killed = true;
     if (a->process) a->process->Kill(SIGKILL);
