@@ -6,17 +6,9 @@
 # max_replicas, and every request of the burst succeeds. The scale-down delay (60 s, or twice a
 # replica's start time) is the pure module's, tested in autoscaler_test.
 source "$(dirname "$0")/lib.sh"
-ENGINE=$(dirname "$IDLEPOOL")/idlepool-fake-engine
-[ -x "$ENGINE" ] || { echo "SKIP: no $ENGINE"; exit 77; }
-command -v curl >/dev/null || { echo "SKIP: no curl"; exit 77; }
-
-start_coordinator --serve-listen 127.0.0.1:0
-GW=$(gateway_url)
-[ -n "$GW" ] || fail "the coordinator did not start its gateway"
-start_worker w1 --slots 2
-start_worker w2 --slots 2
-wait_until 20 is_connected w1
-wait_until 20 is_connected w2
+source "$(dirname "$0")/serve_lib.sh"
+need_engine
+start_serving 2
 
 chat() {  # chat OUTFILE: one chat completion; prints its HTTP status
   curl -sS --cacert "$T/coord/ca.pem" -o "$1" -w '%{http_code}' -H "Authorization: Bearer $TOKEN" \

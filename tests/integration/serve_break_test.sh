@@ -6,27 +6,10 @@
 # to ignore every kill but the coordinator's second CANCELLED one, which the restarted
 # coordinator never sends: the replica ran on, unseen, for its whole hour of drain.
 source "$(dirname "$0")/lib.sh"
-ENGINE=$(dirname "$IDLEPOOL")/idlepool-fake-engine
-[ -x "$ENGINE" ] || { echo "SKIP: no $ENGINE"; exit 77; }
-command -v curl >/dev/null || { echo "SKIP: no curl"; exit 77; }
+source "$(dirname "$0")/serve_lib.sh"
+need_engine
+start_serving 2
 
-start_coordinator --serve-listen 127.0.0.1:0
-GW=$(gateway_url)
-[ -n "$GW" ] || fail "the coordinator did not start its gateway"
-start_worker w1 --slots 2
-start_worker w2 --slots 2
-wait_until 20 is_connected w1
-wait_until 20 is_connected w2
-CA=$T/coord/ca.pem
-
-services() { "$IDLEPOOL" services --json; }
-ready_is() {
-  [ "$(services | jq '[.services[] | select(.name=="chat") | .replica_status[] | select(.state=="ready")] | length')" = "$1" ]
-}
-draining_attempt() {
-  services | jq -r '.services[] | select(.name=="chat") | .replica_status[] | select(.state=="draining") | .attempt' | head -1
-}
-has_draining() { [ -n "$(draining_attempt)" ]; }
 # engines: how many fake engines (replica processes) run under this test's workers.
 engines() {
   local e p n=0
@@ -37,21 +20,6 @@ engines() {
   echo "$n"
 }
 engines_are() { [ "$(engines)" = "$1" ]; }
-stream() {  # stream N: 100 tokens 100 ms apart (about 10 s), into $T/stream.N
-  curl -sS -N --cacert "$CA" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
-    "$GW/v1/chat/completions" \
-    -d '{"model":"tiny","stream":true,"messages":[{"role":"user","content":"hi"}]}' >"$T/stream.$1" 2>&1
-}
-streams_flowing() {
-  local i
-  for i in "$@"; do grep -q '^data: {' "$T/stream.$i" 2>/dev/null || return 1; done
-}
-chat() {
-  curl -sS --cacert "$CA" -o "$T/answer" -w '%{http_code}' -H "Authorization: Bearer $TOKEN" \
-    -H 'Content-Type: application/json' "$GW/v1/chat/completions" \
-    -d '{"model":"tiny","max_tokens":1,"messages":[{"role":"user","content":"hi"}]}'
-}
-chat_200() { [ "$(chat)" = 200 ]; }
 
 cat >"$T/chat.toml" <<TOML
 name = "chat"

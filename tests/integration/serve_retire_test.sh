@@ -6,46 +6,14 @@
 # it, the coordinator tells its worker to stop it before drain_seconds are over. A replica
 # removed at once (as before) would cut those streams with an error event.
 source "$(dirname "$0")/lib.sh"
-ENGINE=$(dirname "$IDLEPOOL")/idlepool-fake-engine
-[ -x "$ENGINE" ] || { echo "SKIP: no $ENGINE"; exit 77; }
-command -v curl >/dev/null || { echo "SKIP: no curl"; exit 77; }
+source "$(dirname "$0")/serve_lib.sh"
+need_engine
+start_serving 2
 
-start_coordinator --serve-listen 127.0.0.1:0
-GW=$(gateway_url)
-[ -n "$GW" ] || fail "the coordinator did not start its gateway"
-start_worker w1 --slots 2
-start_worker w2 --slots 2
-wait_until 20 is_connected w1
-wait_until 20 is_connected w2
-CA=$T/coord/ca.pem
-
-services() { "$IDLEPOOL" services --json; }
-ready_is() {
-  [ "$(services | jq '[.services[] | select(.name=="chat") | .replica_status[] | select(.state=="ready")] | length')" = "$1" ]
-}
-replicas_are() { [ "$(services | jq '[.services[] | select(.name=="chat") | .replica_status[] | select(.state!="stopped")] | length')" = "$1" ]; }
-draining_attempt() {
-  services | jq -r '.services[] | select(.name=="chat") | .replica_status[] | select(.state=="draining") | .attempt' | head -1
-}
-has_draining() { [ -n "$(draining_attempt)" ]; }
+replicas_are() { [ "$(replicas | jq '[.[] | select(.state!="stopped")] | length')" = "$1" ]; }
 no_services() { [ "$(services | jq '.services | length')" = 0 ]; }
 requests_of() {  # requests_of ATTEMPT: the gateway's count of requests to that replica
   services | jq -r --argjson a "$1" '[.services[] | .replica_status[] | select(.attempt==$a) | .requests] | first // empty'
-}
-# stream N: a streamed chat completion of 30 tokens 100 ms apart (about 3 s), into $T/stream.N.
-stream() {
-  curl -sS -N --cacert "$CA" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
-    "$GW/v1/chat/completions" \
-    -d '{"model":"tiny","stream":true,"messages":[{"role":"user","content":"hi"}]}' >"$T/stream.$1" 2>&1
-}
-chat() {
-  curl -sS --cacert "$CA" -o "$T/answer" -w '%{http_code}' -H "Authorization: Bearer $TOKEN" \
-    -H 'Content-Type: application/json' "$GW/v1/chat/completions" \
-    -d '{"model":"tiny","max_tokens":1,"messages":[{"role":"user","content":"hi"}]}'
-}
-streams_flowing() {  # every stream has sent its first event
-  local i
-  for i in "$@"; do grep -q '^data: {' "$T/stream.$i" 2>/dev/null || return 1; done
 }
 check_streams() {  # check_streams WHAT N...: each ended with [DONE], no error event, 30 tokens
   local what=$1 i; shift
@@ -116,7 +84,6 @@ wait_until 20 streams_flowing 7
 JOB=$("$IDLEPOOL" services --json | jq -r '.services[] | select(.name=="chat") | .job')
 "$IDLEPOOL" cancel "$JOB" >/dev/null
 JOB=$("$IDLEPOOL" submit "$T/chat.toml")
-chat_200() { [ "$(chat)" = 200 ]; }
 wait_until 60 chat_200
 wait "$S7" || true
 grep -q '^data: \[DONE\]' "$T/stream.7" && ! grep -q '"error"' "$T/stream.7" &&
