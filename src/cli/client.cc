@@ -38,44 +38,92 @@ std::unique_ptr<grpc::ClientContext> PoolClient::Context() const {
   return ctx;
 }
 
+namespace {
+
+// One file to send: its digest and permission bits, hashed once however often it is named.
+struct Hashed {
+  blob::FileDigest digest;
+  uint32_t mode = 0644;
+};
+
+absl::StatusOr<Hashed> HashOnce(const std::string& source, std::map<std::string, Hashed>& seen) {
+  if (auto it = seen.find(source); it != seen.end()) return it->second;
+  auto d = blob::HashFile(source);
+  if (!d.ok()) return d.status();
+  struct stat st;
+  Hashed h{*d, ::stat(source.c_str(), &st) == 0 ? (st.st_mode & 0777) : 0644u};
+  seen.emplace(source, h);
+  return h;
+}
+
+void FillInput(const Hashed& h, v1::Input* p) {
+  p->set_sha256(h.digest.sha256);
+  p->set_size(h.digest.size);
+  p->set_mode(h.mode);
+}
+
+}  // namespace
+
 absl::StatusOr<v1::SubmitJobReply> PoolClient::Submit(const spec::JobSpec& spec,
                                                       const std::string& source_file) {
   v1::SubmitJobRequest req;
   *req.mutable_spec() = wire::ToProto(spec);
   req.mutable_spec()->set_source(text::TruncateUtf8(source_file, 4096));  // display only
-  std::vector<blob::FileDigest> digests;
-  v1::HasBlobsRequest has;
+  std::map<std::string, Hashed> hashed;                                   // source path -> digest
+  std::map<std::string, std::string> to_send;       // sha256 -> a source holding it
+  std::map<std::string, blob::FileDigest> digests;  // sha256 -> digest
+  auto add = [&](const spec::Input& in, v1::Input* p) -> absl::Status {
+    auto h = HashOnce(in.source, hashed);
+    if (!h.ok()) return h.status();
+    FillInput(*h, p);
+    to_send.emplace(h->digest.sha256, in.source);
+    digests.emplace(h->digest.sha256, h->digest);
+    return absl::OkStatus();
+  };
   for (int i = 0; i < static_cast<int>(spec.inputs.size()); ++i) {
-    const auto& in = spec.inputs[i];
-    auto d = blob::HashFile(in.source);
-    if (!d.ok()) return d.status();
-    auto* p = req.mutable_spec()->mutable_inputs(i);
-    p->set_sha256(d->sha256);
-    p->set_size(d->size);
-    struct stat st;
-    p->set_mode(::stat(in.source.c_str(), &st) == 0 ? (st.st_mode & 0777) : 0644);
-    has.add_sha256(d->sha256);
-    digests.push_back(*d);
+    if (auto s = add(spec.inputs[i], req.mutable_spec()->mutable_inputs(i)); !s.ok()) return s;
   }
-  if (!spec.inputs.empty()) {
-    v1::HasBlobsReply present;
-    auto ctx = Context();
-    grpc::Status st = blobs_->HasBlobs(ctx.get(), has, &present);
-    if (!st.ok()) return wire::FromGrpc(st, "checking inputs");
-    std::set<std::string> uploaded;
-    for (size_t i = 0; i < spec.inputs.size(); ++i) {
-      bool there = static_cast<int>(i) < present.present_size() && present.present(i);
-      if (there || uploaded.count(digests[i].sha256)) continue;
-      auto up = blob::UploadFile(blobs_.get(), token_, spec.inputs[i].source, digests[i]);
-      if (!up.ok()) return up;
-      uploaded.insert(digests[i].sha256);
+  if (!spec.task_inputs.empty()) {
+    auto tasks = spec::ExpandTasks(spec);
+    if (!tasks.ok()) return tasks.status();
+    auto files = spec::ExpandTaskInputs(spec, *tasks);
+    if (!files.ok()) return files.status();
+    for (const spec::TaskInputFiles& t : *files) {
+      v1::TaskInputs* ti = req.add_task_inputs();
+      ti->set_task(t.task);
+      for (const spec::Input& in : t.inputs) {
+        v1::Input* p = ti->add_inputs();
+        p->set_path(in.path);
+        if (auto s = add(in, p); !s.ok()) return s;
+      }
     }
   }
+  if (absl::Status s = UploadMissing(to_send, digests); !s.ok()) return s;
   v1::SubmitJobReply reply;
   auto ctx = Context();
   grpc::Status st = stub_->SubmitJob(ctx.get(), req, &reply);
   if (!st.ok()) return wire::FromGrpc(st, "submit");
   return reply;
+}
+
+absl::Status PoolClient::UploadMissing(const std::map<std::string, std::string>& sources,
+                                       const std::map<std::string, blob::FileDigest>& digests) {
+  if (sources.empty()) return absl::OkStatus();
+  v1::HasBlobsRequest has;
+  for (const auto& [sha, source] : sources) has.add_sha256(sha);
+  v1::HasBlobsReply present;
+  auto ctx = Context();
+  grpc::Status st = blobs_->HasBlobs(ctx.get(), has, &present);
+  if (!st.ok()) return wire::FromGrpc(st, "checking inputs");
+  int i = 0;
+  for (const auto& [sha, source] : sources) {
+    const bool there = i < present.present_size() && present.present(i);
+    ++i;
+    if (there) continue;
+    auto up = blob::UploadFile(blobs_.get(), token_, source, digests.at(sha));
+    if (!up.ok()) return up;
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<v1::JobStatus> PoolClient::GetJob(uint64_t job) {

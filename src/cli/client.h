@@ -7,12 +7,14 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "blob/blob.h"
 #include "idlepool.grpc.pb.h"
 #include "spec/spec.h"
 
@@ -28,8 +30,10 @@ class PoolClient {
   // credentials.h); every call carries the access token.
   PoolClient(const std::string& address, std::string token, const std::string& ca_pem);
 
-  // Hashes and uploads the spec's inputs (skipping blobs the coordinator already has), then
-  // submits. The job is durable when this returns OK.
+  // Hashes and uploads the spec's inputs and its per-task inputs (JobSpec::task_inputs, expanded
+  // for every task: spec::ExpandTaskInputs' errors name the task and the pattern), each distinct
+  // blob once, skipping blobs the coordinator already has; then submits. The job is durable when
+  // this returns OK.
   [[nodiscard]] absl::StatusOr<v1::SubmitJobReply> Submit(const spec::JobSpec& spec,
                                                           const std::string& source_file);
   // Plans the job on the pool (Pool.PlanJob): hashes the spec's inputs (uploads nothing) and sends
@@ -77,6 +81,9 @@ class PoolClient {
 
  private:
   std::unique_ptr<grpc::ClientContext> Context() const;
+  // Uploads each blob of `sources` (sha256 -> a file holding it) the coordinator lacks, once.
+  absl::Status UploadMissing(const std::map<std::string, std::string>& sources,
+                             const std::map<std::string, blob::FileDigest>& digests);
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Jobs::Stub> stub_;    // the clients' calls
   std::unique_ptr<v1::Blobs::Stub> blobs_;  // inputs up, outputs down

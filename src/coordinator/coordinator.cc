@@ -138,6 +138,12 @@ absl::StatusOr<std::map<core::JobId, JobInfo>> RestoreJobs(store::Store& store,
     for (const auto& in : it->second.spec.inputs()) {
       job.spec.inputs.push_back(core::BlobRef{in.sha256(), in.size()});
     }
+    auto own = store.ListTaskInputs(job.spec.job, std::nullopt);
+    if (!own.ok()) return own.status();
+    it->second.task_inputs = !own->empty();
+    for (const store::TaskInputRow& r : *own) {
+      job.spec.task_inputs.push_back(core::TaskBlob{r.index, core::BlobRef{r.sha256, r.size}});
+    }
   }
   return jobs;
 }

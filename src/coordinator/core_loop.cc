@@ -46,6 +46,7 @@ class CoreLoop::SessionTarget final : public DecisionTarget {
     *as = wire::ToAssignment(it->second.spec, a.task.job, it->second.tasks[a.task.index], a.attempt,
                              a.gpus);
     if (it->second.any_checkpoint) AddCheckpoint(a, as);
+    if (it->second.task_inputs && !AddTaskInputs(a, as)) return;
     s->Send(std::move(m));
   }
 
@@ -138,6 +139,26 @@ class CoreLoop::SessionTarget final : public DecisionTarget {
       o->set_sha256(f.sha256);
       o->set_size(f.size);
     }
+  }
+
+  // The task's own inputs (issue 18), after the job's. False when the store cannot say: the
+  // assignment is not sent (an attempt without its inputs would fail), and the attempt ends
+  // lost when its worker's next heartbeat does not hold it.
+  bool AddTaskInputs(const core::AssignAttempt& a, v1::Assignment* as) {
+    auto rows = deps_.store.ListTaskInputs(a.task.job, a.task.index);
+    if (!rows.ok()) {
+      spdlog::error("attempt {}: cannot read the inputs of task {}: {}", a.attempt, a.task.index,
+                    std::string(rows.status().message()));
+      return false;
+    }
+    for (const store::TaskInputRow& r : *rows) {
+      v1::Input* in = as->add_inputs();
+      in->set_path(r.path);
+      in->set_sha256(r.sha256);
+      in->set_size(r.size);
+      in->set_mode(r.mode);
+    }
+    return true;
   }
 
   CoreLoopDeps& deps_;

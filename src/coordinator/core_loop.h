@@ -50,6 +50,9 @@ struct JobInfo {
   std::vector<spec::TaskParams> tasks;
   // Some task may have a checkpoint in the store: only then does an assignment read it.
   bool any_checkpoint = false;
+  // Some task has inputs of its own (store::Store::ListTaskInputs): only then does an
+  // assignment read them.
+  bool task_inputs = false;
 };
 
 // One entry of the core queue.

@@ -16,6 +16,7 @@
 #include "blob/store.h"
 #include "idlepool.pb.h"
 #include "spec/spec.h"
+#include "store/store.h"
 
 namespace idlepool::coordinator {
 
@@ -27,6 +28,22 @@ struct CheckedJob {
 };
 [[nodiscard]] absl::StatusOr<CheckedJob> CheckSubmitJob(const blob::BlobStore& blobs,
                                                         const v1::JobSpec& proto);
+
+// SubmitJobRequest.task_inputs that can be stored for a job of `task_count` tasks whose job
+// inputs are `spec.inputs()`: each task index in range and listed once, each path a safe relative
+// path (spec::RelativePathError) staged once in its task, not one of the job's inputs and not
+// under or above one of them or of the task's, each blob uploaded with the size it claims, at
+// most spec::kMaxTaskInputFiles files. Never trusts the client's expansion. Errors name the task
+// and the path: kInvalidArgument, kFailedPrecondition (a blob not uploaded), kResourceExhausted.
+// Defined in task_input_check.cc.
+struct CheckedTaskInputs {
+  std::vector<store::TaskInputRow> rows;  // by (task, path)
+  std::vector<core::TaskBlob> blobs;      // for the core, by (task, blob), unique
+  uint64_t bytes = 0;                     // the sum of rows' sizes
+};
+[[nodiscard]] absl::StatusOr<CheckedTaskInputs> CheckTaskInputs(
+    const blob::BlobStore& blobs, const v1::JobSpec& spec, uint32_t task_count,
+    const google::protobuf::RepeatedPtrField<v1::TaskInputs>& task_inputs);
 
 // A PlanJob request that can be planned: its spec passes spec::Validate and counts at least one
 // task, task_s is finite and >= 0, and every input names a well-formed SHA-256 (inputs need not

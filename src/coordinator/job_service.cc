@@ -126,6 +126,11 @@ grpc::Status JobService::SubmitJob(grpc::ServerContext* ctx, const v1::SubmitJob
     job.input_bytes += in.size();
   }
   job.input_files = static_cast<uint32_t>(proto.inputs_size());
+  absl::StatusOr<CheckedTaskInputs> own =
+      CheckTaskInputs(d_.blobs, proto, job.sched.task_count, req->task_inputs());
+  if (!own.ok()) return wire::ToGrpc(own.status());
+  job.task_inputs = std::move(own->rows);
+  job.sched.task_inputs = std::move(own->blobs);
   job.profile_key = spec::ProfileKeyOf(spec, std::move(input_hashes));
   if (spec.service) {
     if (grpc::Status st = CheckServiceUnique(proto); !st.ok()) return st;
@@ -147,6 +152,7 @@ grpc::Status JobService::SubmitJob(grpc::ServerContext* ctx, const v1::SubmitJob
   job.sched.job = *id;
   uint32_t count = job.sched.task_count;
   auto info = std::make_shared<JobInfo>(JobInfo{proto, std::move(checked->tasks)});
+  info->task_inputs = !job.task_inputs.empty();
   auto done = std::make_shared<std::promise<void>>();
   auto fut = done->get_future();
   d_.core.PostItem(CoreItem{core::Event(job.sched), [this, info, id = *id, done] {
@@ -438,6 +444,9 @@ grpc::Status JobService::FillJobStatus(core::JobId id, bool with_failures, v1::J
   if (!rec.ok()) return wire::ToGrpc(rec.status());
   FillSummary(*summary, *rec, out);
   if (!with_failures) return grpc::Status::OK;  // ListJobs stays small
+  auto own = d_.store.GetTaskInputTotals(id);
+  if (!own.ok()) return wire::ToGrpc(own.status());
+  out->set_task_input_bytes(own->bytes);
   if (auto p = d_.predictor.PredictionOf(id)) *out->mutable_prediction() = std::move(*p);
   if (summary->failed > 0) return AddFailedTasks(d_.store, id, out);
   return grpc::Status::OK;

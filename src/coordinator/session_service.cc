@@ -66,6 +66,10 @@ void SessionService::PostHello(const SessionPtr& session, const v1::Hello& hello
   std::vector<std::string> cached;
   for (const auto& b : ev.cached) cached.push_back(b.sha256);
   Post(session, CoreItem{core::Event(std::move(ev)), nullptr});
+  // Its link as last measured (the workers table after a restart), until it measures again.
+  if (const int64_t down = d_.book.DownBytesPerS(session->worker); down > 0) {
+    Post(session, CoreItem{core::Event(core::LinkRate{session->worker, double(down)}), nullptr});
+  }
   // Welcome only a session the core accepted (a name clash is refused instead), so a worker
   // never reads "joined" and then a refusal.
   Post(session,
@@ -122,7 +126,10 @@ void SessionService::Handle(const SessionPtr& session, const v1::WorkerMessage& 
   } else if (msg.has_gpus()) {
     HandleGpus(session, msg.gpus());
   } else if (msg.has_link()) {
-    d_.book.Link(session->worker, session->id, msg.link(), kMaxProbeBytes);
+    const int64_t down = d_.book.Link(session->worker, session->id, msg.link(), kMaxProbeBytes);
+    if (down > 0) {  // locality counts this worker's missing bytes at its own rate
+      Post(session, CoreItem{core::Event(core::LinkRate{session->worker, double(down)}), nullptr});
+    }
   } else if (msg.has_checkpoint()) {
     HandleCheckpoint(session, msg.checkpoint());
   } else if (msg.has_draining()) {

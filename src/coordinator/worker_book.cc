@@ -96,15 +96,22 @@ void WorkerBook::Hello(const std::string& worker, core::SessionId session,
   }
 }
 
-void WorkerBook::Link(const std::string& worker, core::SessionId session, const v1::LinkMeasured& m,
-                      uint64_t max_probe_bytes) {
+int64_t WorkerBook::DownBytesPerS(const std::string& worker) {
+  std::lock_guard lock(mu_);
+  if (auto r = records_.find(worker); r != records_.end()) return r->second.down_bytes_per_s;
+  std::optional<store::WorkerRecord> row = StoredRow(worker);  // not seen since this start
+  return row ? row->down_bytes_per_s : 0;
+}
+
+int64_t WorkerBook::Link(const std::string& worker, core::SessionId session,
+                         const v1::LinkMeasured& m, uint64_t max_probe_bytes) {
   if (!LinkInRange(m, max_probe_bytes)) {
     spdlog::warn("worker {}: link measurement out of range, ignored", worker);
-    return;
+    return 0;
   }
   std::lock_guard lock(mu_);
   auto s = sessions_.find(worker);
-  if (s == sessions_.end() || s->second != session) return;
+  if (s == sessions_.end() || s->second != session) return 0;
   store::WorkerRecord& r = Entry(worker);
   // The estimate is the best of its recent probes (planner.h, BestOfRecentProbes); the log
   // line shows this probe.
@@ -126,6 +133,7 @@ void WorkerBook::Link(const std::string& worker, core::SessionId session, const 
   spdlog::info("worker {}: link round trip {:.2f} ms, down {:.1f} MB/s, up {:.1f} MB/s", worker,
                MillisD(std::chrono::microseconds(m.rtt_us())).count(), m.down_bytes_per_s() / 1e6,
                m.up_bytes_per_s() / 1e6);
+  return r.down_bytes_per_s;
 }
 
 void WorkerBook::ObserveAvailability(const std::vector<core::WorkerView>& views,

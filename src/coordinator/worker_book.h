@@ -48,8 +48,12 @@ class WorkerBook {
              double cpu_score, uint32_t cores);
   // LinkMeasured from a session; ignored unless the session is the worker's welcomed one, or
   // when out of range (`max_probe_bytes`: the probe size the coordinator serves at most).
-  void Link(const std::string& worker, core::SessionId session, const v1::LinkMeasured& m,
-            uint64_t max_probe_bytes);
+  // Returns the worker's down rate estimate after it (bytes/s), 0 when the probe was ignored.
+  int64_t Link(const std::string& worker, core::SessionId session, const v1::LinkMeasured& m,
+               uint64_t max_probe_bytes);
+  // The worker's down rate estimate (bytes/s; from its probes, or the workers table after a
+  // restart), 0 when never measured. Any thread.
+  int64_t DownBytesPerS(const std::string& worker);
   // Core thread, once at the first tick: a worker is up while connected and accepting work;
   // workers known only from the store (not seen since this start) are down. Then ObserveWorker
   // for each worker an event may have changed (availability adds the time of the period in

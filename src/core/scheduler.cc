@@ -189,6 +189,7 @@ std::vector<Decision> Scheduler::Apply(const Event& event, MonoTime now) {
                  [&](const CacheChanged& e) { OnCacheChanged(e, out); },
                  [&](const GpusHeld& e) { OnGpusHeld(e); },
                  [&](const ScaleService& e) { OnScale(e, out); },
+                 [&](const LinkRate& e) { OnLinkRate(e); },
              },
              event);
   Schedule(now, out);
@@ -546,6 +547,9 @@ void Scheduler::NormalizeInputs(JobRec& job) {
            in.end());
   job.input_bytes = 0;
   for (const BlobRef& b : in) job.input_bytes += b.size;
+  auto& own = job.spec.task_inputs;  // by (task, blob): OwnInputs finds a task's by bisection
+  std::sort(own.begin(), own.end());
+  own.erase(std::unique(own.begin(), own.end()), own.end());
 }
 
 bool Scheduler::Avoided(const TaskKey& key, const WorkerName& name, MonoTime now) const {
@@ -658,14 +662,6 @@ void Scheduler::DropBlobs(WorkerRec& w, const WorkerName& name) {
   w.blobs.clear();
   w.cache_bytes = 0;
   w.cache_blobs = 0;
-}
-
-uint64_t Scheduler::MissingBytes(const JobRec& job, const WorkerRec& w) const {
-  uint64_t missing = 0;
-  for (const BlobRef& b : job.spec.inputs) {
-    if (w.blobs.count(b.sha256) == 0) missing += b.size;
-  }
-  return missing;
 }
 
 void Scheduler::OnTick(MonoTime now, std::vector<Decision>& out) {
@@ -1080,39 +1076,8 @@ void Scheduler::Schedule(MonoTime now, std::vector<Decision>& out) {
         break;
       }
     }
-    // Locality: a free worker that holds some of the job's inputs may finish sooner than the pick
-    // above, which may have to fetch them. Expected finish = missing bytes / link rate + mean
-    // runtime / rank (the runtime term only once the job's mean is learned). At most
-    // kLocalityCandidates holders are looked at per placement.
-    if (best != nullptr && job.input_bytes > 0 && options_.link_bytes_per_ms > 0) {
-      const double mean = MeanMs(job);
-      auto cost = [&](const WorkerRec& w) {
-        const double fetch = static_cast<double>(MissingBytes(job, w)) / options_.link_bytes_per_ms;
-        return fetch + (mean > 0 ? mean / w.rank : 0.0);
-      };
-      const WorkerRec& pick = workers_.at(best_name);
-      double best_cost = cost(pick);
-      FreeEntry best_entry{pick.rank, pick.indexed_free, best_name};
-      size_t looked = 0;
-      for (const BlobRef& b : job.spec.inputs) {
-        auto h = holders_.find(b.sha256);
-        if (h == holders_.end()) continue;
-        for (const WorkerName& name : h->second) {
-          if (++looked > kLocalityCandidates) break;
-          const WorkerRec& w = workers_.at(name);
-          if (w.indexed_free == 0 || !Fits(w, need)) continue;
-          if (avoiding && Avoided(key, name, now)) continue;
-          const double c = cost(w);
-          const FreeEntry entry{w.rank, w.indexed_free, name};
-          if (c < best_cost || (c == best_cost && FreeOrder{}(entry, best_entry))) {
-            best_cost = c;
-            best_entry = entry;
-            best_name = name;
-          }
-        }
-        if (looked > kLocalityCandidates) break;
-      }
-    }
+    // Locality: a holder of the task's inputs may finish sooner (scheduler_locality.cc).
+    if (best != nullptr) PreferHolder(key, avoiding, now, best_name);
     // Kept off the only workers that fit (machine faults): this task waits, the job's others
     // may still go there.
     if (best == nullptr && avoiding) {
@@ -1155,13 +1120,7 @@ AttemptId Scheduler::StartAttempt(const TaskKey& key, const WorkerName& name, Mo
 
 void Scheduler::Place(const TaskKey& key, const WorkerName& name, MonoTime now,
                       std::vector<Decision>& out) {
-  // The worker fetches the job's inputs for this attempt: the job's next tasks find them there.
-  {
-    WorkerRec& w = workers_.at(name);
-    for (const BlobRef& b : JobOf(key).spec.inputs) {
-      if (w.blobs.count(b.sha256) == 0) AddBlob(w, name, b, /*confirmed=*/false);
-    }
-  }
+  NoteInputsSent(key, name);  // the job's next tasks find its inputs there
   TaskRec& task = TaskOf(key);
   CORE_CHECK(task.state == TaskState::kPending && task.current == 0, "placing a non-pending task");
   const AttemptId id = StartAttempt(key, name, now, out);

@@ -58,11 +58,12 @@
 //   - Placement: pending tasks in (job id, task index) order, each on the free worker that fits
 //     it with the highest rank (Policy below; under Policy::Fifo() every rank is equal), then the
 //     most free slots, then the worker name. Deterministic: no hash-map order. Locality: for a
-//     job with inputs, free workers that hold (or were just sent) some of them compete with that
-//     pick on expected finish = missing input bytes / Options::link_bytes_per_ms + the job's
-//     mean runtime / rank; the lowest wins (ties keep the order above). A task is not placed on
-//     a worker where it ended kMachineFault, or whose process died running it (see "Failures"),
-//     within Options::machine_fault_avoid. A task whose job asks for the host network
+//     task with inputs (its job's, or its own: JobSubmitted::task_inputs), free workers that hold
+//     (or were just sent) some of them compete with that pick on expected finish = missing input
+//     bytes over that worker's link (FetchMs: its LinkRate, else Options::link_bytes_per_ms) +
+//     the job's mean runtime / rank; the lowest wins (ties keep the order above). A task is not
+//     placed on a worker where it ended kMachineFault, or whose process died running it (see
+//     "Failures"), within Options::machine_fault_avoid. A task whose job asks for the host network
 //     (Resources::host_network) is placed, backups included, only on a worker whose capacity
 //     offers it (its owner policy allows it); JobSummary::host_network_refused says when a job
 //     waits for that alone.
@@ -101,6 +102,7 @@
 #include <vector>
 
 #include "core/defaults.h"
+#include "core/link.h"
 #include "core/stall.h"
 #include "core/types.h"
 
@@ -127,6 +129,17 @@ struct JobSubmitted {
   // The blobs every attempt stages (inputs): placement prefers workers that already hold them.
   std::vector<BlobRef> inputs;
   std::optional<ServiceShape> service{};  // set: a service (task_count = its max_replicas)
+  // Each task's own inputs (spec `task_inputs`), sorted by (task, blob): only that task's
+  // attempts stage them, and its placement prefers workers that hold them too.
+  std::vector<TaskBlob> task_inputs{};
+};
+
+// A worker's measured down rate (coordinator -> worker, bytes per second; 0: unmeasured), from
+// its link probes (WorkerMessage.link) or, after a restart, the workers table. Locality counts
+// its missing input bytes at this rate (core/link.h). Ignored for an unknown worker.
+struct LinkRate {
+  WorkerName worker;
+  double down_bytes_per_s = 0;
 };
 
 // A service now wants `replicas` replicas (clamped to its task count). Ignored for a batch job
@@ -254,9 +267,9 @@ struct AttemptReport {
 // Time passed: expire leases, orphaned attempts and timeouts.
 struct Tick {};
 
-using Event = std::variant<JobSubmitted, JobCancelled, WorkerHello, WorkerHeartbeat,
-                           SessionClosed, WorkerLeaving, AttemptReport, Tick, OwnerStateChanged,
-                           CheckpointSaved, CacheChanged, GpusHeld, ScaleService>;
+using Event = std::variant<JobSubmitted, JobCancelled, WorkerHello, WorkerHeartbeat, SessionClosed,
+                           WorkerLeaving, AttemptReport, Tick, OwnerStateChanged, CheckpointSaved,
+                           CacheChanged, GpusHeld, ScaleService, LinkRate>;
 
 // ---------------------------------------------------------------------------------------------
 // Decisions (outputs)
@@ -587,10 +600,10 @@ struct Options {
   uint32_t max_workers_lost_in_a_row = kDefaultMaxWorkersLostInARow;
 
   // Locality: the link rate assumed to move a job's inputs to a worker that lacks them, in bytes
-  // per ms (12,500 = 100 Mbit/s, Fast Ethernet or ordinary office Wi-Fi), until links are
-  // measured. Placement weighs a worker's missing input bytes / this rate against its expected
-  // runtime (see Schedule in scheduler.cc).
-  double link_bytes_per_ms = 12500;
+  // per ms (12,500 = 100 Mbit/s: core::kAssumedLinkBytesPerS), for a worker whose link is not
+  // measured (LinkRate). Placement weighs a worker's missing input bytes / its rate against its
+  // expected runtime (scheduler_locality.cc). 0: no locality.
+  double link_bytes_per_ms = kAssumedLinkBytesPerS / 1000;
 
   // A task that ended kMachineFault on a worker (its disk filled up) is not placed there again
   // for this long, so a task that needs more disk than a machine has goes elsewhere instead of
@@ -632,6 +645,9 @@ class Scheduler {
   std::vector<WorkerName> ForgetDeparted(MonoTime now, Millis after);
 
   // Views. Unknown ids give std::nullopt.
+  // Locality's figure: ms to move `bytes` to `worker` over its measured link (LinkRate), or at
+  // Options::link_bytes_per_ms when unmeasured or unknown (core::TransferSeconds).
+  double FetchMs(const WorkerName& worker, uint64_t bytes) const;
   std::optional<JobSummary> Job(JobId job) const;
   std::vector<JobSummary> Jobs() const;           // by job id
   std::vector<WorkerView> Workers() const;        // by worker name
@@ -714,6 +730,7 @@ class Scheduler {
     std::map<std::string, Held> blobs;
     uint64_t cache_bytes = 0;  // confirmed ones
     uint32_t cache_blobs = 0;
+    double down_bytes_per_s = 0;  // measured link (LinkRate); 0: Options::link_bytes_per_ms
   };
   // Schedulable workers with free slots, highest rank first, then most free, then by name:
   // placement takes the first that fits instead of scanning every worker for every task.
@@ -792,8 +809,16 @@ class Scheduler {
   // Locality: `name` holds (or will hold) `blob`; or no longer does.
   void AddBlob(WorkerRec& w, const WorkerName& name, const BlobRef& blob, bool confirmed);
   void DropBlobs(WorkerRec& w, const WorkerName& name);
-  // Input bytes of `job` that worker `w` lacks.
-  uint64_t MissingBytes(const JobRec& job, const WorkerRec& w) const;
+  // Input bytes of `job`'s task `index` (the job's inputs and the task's own) that `w` lacks.
+  uint64_t MissingBytes(const JobRec& job, uint32_t index, const WorkerRec& w) const;
+  // Locality (scheduler_locality.cc): the task's own inputs (JobSubmitted::task_inputs).
+  static std::pair<const TaskBlob*, const TaskBlob*> OwnInputs(const JobRec& job, uint32_t index);
+  // Locality: the free worker that fits task `key` with the lowest expected finish, starting
+  // from `best_name` (the pick by rank), among holders of its inputs.
+  void PreferHolder(const TaskKey& key, bool avoiding, MonoTime now, WorkerName& best_name);
+  // Locality: `name` will fetch task `key`'s inputs (the job's and its own) for a new attempt.
+  void NoteInputsSent(const TaskKey& key, const WorkerName& name);
+  void OnLinkRate(const LinkRate& e);
   // The refusal reason when `attempt` is not current on `worker`'s session `session`, else "".
   std::string CheckCurrent(const WorkerName& worker, SessionId session, AttemptId attempt) const;
 

@@ -100,6 +100,13 @@ struct BlobRef {
   auto operator<=>(const BlobRef&) const = default;
 };
 
+// One blob of one task's own inputs (JobSubmitted::task_inputs).
+struct TaskBlob {
+  uint32_t task = 0;
+  BlobRef blob;
+  auto operator<=>(const TaskBlob&) const = default;
+};
+
 // Bytes an attempt moved, as its worker counted them (proto Transfer). Staged files found in the
 // worker's cache are hits; fetched ones (from the coordinator or from peers) misses.
 struct Transfer {

@@ -161,11 +161,8 @@ Env Resolve(const PoolModel& pool, const JobModel& job, std::vector<std::string>
       w.rtt_s = kAssumedRttS;
       assumed->push_back(f + "rtt_s");
     }
-    w.down = m.down_bytes_per_s;
-    if (w.down == 0) {
-      w.down = kAssumedLinkBytesPerS;
-      assumed->push_back(f + "down_bytes_per_s");
-    }
+    w.down = DownBytesPerS(m);
+    if (m.down_bytes_per_s <= 0) assumed->push_back(f + "down_bytes_per_s");
     w.up = m.up_bytes_per_s;
     if (w.up == 0) {
       w.up = kAssumedLinkBytesPerS;
@@ -852,5 +849,7 @@ Checked<Prediction> Predict(const PoolModel& pool, const JobModel& job) {
   r.value = std::move(out);
   return r;
 }
+
+double DownBytesPerS(const WorkerModel& w) { return core::LinkBytesPerS(w.down_bytes_per_s); }
 
 }  // namespace idlepool::plan

@@ -83,13 +83,14 @@
 #include <string_view>
 #include <vector>
 
+#include "core/link.h"
 #include "plan/coupled.h"  // Checked<T>
 
 namespace idlepool::plan {
 
 // Assumed when a link is not measured (0): 100 Mbit/s and 1 ms, the LAN the coordinator's
 // locality rule also assumes. Every use is listed in Prediction::assumed.
-inline constexpr double kAssumedLinkBytesPerS = 12.5e6;
+inline constexpr double kAssumedLinkBytesPerS = core::kAssumedLinkBytesPerS;
 inline constexpr double kAssumedRttS = 0.001;
 // The "1 GbE" what-if: 125e6 B/s both ways and 0.3 ms RTT on every link, coordinator included.
 inline constexpr double kGigabitBytesPerS = 125e6;
@@ -112,6 +113,10 @@ struct WorkerModel {
   double mean_down_s = 0;         // mean down period; finite, >= 0
   bool holds_assets = false;      // the job's shared assets are already in its cache
 };
+
+// The down rate the model counts for worker `w`: core::LinkBytesPerS of its measured rate, the
+// rule the core's locality uses too (core/link.h).
+double DownBytesPerS(const WorkerModel& w);
 
 // The job. Resources (cpus per task) are already folded into WorkerModel::slots.
 struct JobModel {

@@ -43,4 +43,9 @@ struct SizeProblem {
 };
 [[nodiscard]] std::optional<SizeProblem> CommandSizeProblem(const JobSpec& spec);
 
+// Why the `task_inputs` patterns of `spec` cannot be rendered for its tasks (a bad template, a
+// placeholder unknown at submit or not of the job's kind, a service), or nullopt; `element` is
+// the pattern's index. Defined in task_inputs.cc.
+[[nodiscard]] std::optional<SizeProblem> TaskInputsProblem(const JobSpec& spec);
+
 }  // namespace idlepool::spec::internal

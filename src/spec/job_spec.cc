@@ -57,10 +57,10 @@ constexpr int64_t kI64Max = std::numeric_limits<int64_t>::max();
 constexpr std::string_view kAttemptsWhy =
     " (failures per task: a task that fails at once would be run that many times)";
 
-constexpr std::string_view kTopKeys[] = {"name",    "command",    "frames", "chunk",
-                                         "items",   "items_file", "count",  "inputs",
-                                         "outputs", "resources",  "retry",  "allow_empty_outputs",
-                                         "sandbox", "service"};
+constexpr std::string_view kTopKeys[] = {
+    "name",    "command", "frames",     "chunk",     "items", "items_file",
+    "count",   "inputs",  "outputs",    "resources", "retry", "allow_empty_outputs",
+    "sandbox", "service", "task_inputs"};
 constexpr std::string_view kResourceKeys[] = {"cpus", "gpus", "memory_mb", "gpu_memory_mb",
                                               "gpu_api"};
 // The GPU APIs a task may ask for (proto Resources.gpu_api, GpuDevice.apis).
@@ -360,6 +360,9 @@ MaybeProblem CheckSpec(const JobSpec& spec) {
                                       "' would have to be a file and a directory"));
       }
     }
+  }
+  if (std::optional<internal::SizeProblem> p = internal::TaskInputsProblem(spec)) {
+    return Bad(p->field, p->message, p->element);
   }
   return CheckCommand(spec);
 }
@@ -820,6 +823,10 @@ absl::StatusOr<JobSpec> ReadJob(const Ctx& ctx, const toml::table& root) {
     if (absl::Status s = expander.Expand(*n, spec.inputs); !s.ok()) return s;
   }
   if (absl::Status s = ReadStringArray(ctx, root, "outputs", spec.outputs); !s.ok()) return s;
+  if (absl::Status s = ReadStringArray(ctx, root, "task_inputs", spec.task_inputs); !s.ok()) {
+    return s;
+  }
+  spec.base_dir = ctx.base.string();
   if (const toml::node* n = root.get("allow_empty_outputs")) {
     if (!n->is_boolean()) {
       return KeyError(ctx, n->source(), "allow_empty_outputs",

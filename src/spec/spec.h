@@ -101,6 +101,11 @@ struct JobSpec {
   uint64_t count = 0;                // kCount
   std::vector<Input> inputs;         // files (directories and globs already expanded)
   std::vector<std::string> outputs;  // globs relative to the task dir, normalized like Input::path
+  // `task_inputs`: patterns as written, each task's own files (ExpandTaskInputs). A pattern may
+  // hold the command's placeholders except {task_dir}, {checkpoint_dir}, {port} and {replica},
+  // and glob characters once rendered; relative ones resolve against `base_dir`.
+  std::vector<std::string> task_inputs;
+  std::string base_dir;  // absolute: the spec file's directory (empty for a wire spec)
   // A zero-byte output fails the attempt (a render that wrote an empty frame is not done) unless
   // this is set (`allow_empty_outputs = true`: a task whose empty log is a result).
   bool allow_empty_outputs = false;
@@ -172,6 +177,24 @@ struct TaskParams {
 [[nodiscard]] absl::StatusOr<std::vector<std::string>> RenderCommand(
     const std::vector<std::string>& command, const TaskParams& task, std::string_view task_dir,
     std::string_view checkpoint_dir, const std::optional<ReplicaParams>& replica = std::nullopt);
+
+// One task's own inputs (JobSpec::task_inputs expanded for it), staged like `inputs`: a file
+// inside base_dir at its path relative to it, one outside at its base name.
+struct TaskInputFiles {
+  uint32_t task = 0;
+  std::vector<Input> inputs;  // by staged path
+};
+
+// Per-task inputs beyond this many files in all are refused (kResourceExhausted).
+inline constexpr uint64_t kMaxTaskInputFiles = 1'000'000;
+
+// Renders every `task_inputs` pattern for every task of `tasks` and expands its globs (reads the
+// file system: the submitting machine's). Tasks with no file are left out. Errors name the task
+// and the pattern: kNotFound "task_inputs: task 3 (item 'seg3'): pattern 'segs/{item}.mp4'
+// matches no file ('/home/u/job/segs/seg3.mp4')"; kInvalidArgument for a path staged twice in
+// one task, or one the job's `inputs` also stage; kResourceExhausted past kMaxTaskInputFiles.
+[[nodiscard]] absl::StatusOr<std::vector<TaskInputFiles>> ExpandTaskInputs(
+    const JobSpec& spec, const std::vector<TaskParams>& tasks);
 
 // "1,2,3" — the `idlepool frames` output format.
 std::string JoinFrames(const std::vector<int64_t>& frames);

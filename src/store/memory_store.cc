@@ -11,6 +11,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -51,6 +52,10 @@ class MemoryStore final : public Store {
   absl::Status AppendWorkerEvents(const std::vector<WorkerEvent>& events) override;
   absl::StatusOr<std::vector<WorkerEvent>> ListWorkerEvents(const WorkerEventsQuery& q) override;
   absl::Status TrimWorkerEvents(int64_t before_ms, size_t max_rows) override;
+  absl::StatusOr<std::vector<TaskInputRow>> ListTaskInputs(core::JobId job,
+                                                           std::optional<uint32_t> task) override;
+  absl::StatusOr<TaskInputTotals> GetTaskInputTotals(core::JobId job) override;
+  absl::StatusOr<std::vector<std::string>> TaskInputBlobs() override;
 
  private:
   using OutputKey = std::pair<uint32_t, std::string>;  // (task index, path): the listing order
@@ -60,6 +65,7 @@ class MemoryStore final : public Store {
     std::set<core::AttemptId> attempts;
     std::map<OutputKey, core::OutputFile> outputs;
     std::map<uint32_t, std::vector<core::OutputFile>> checkpoints;  // by task index
+    std::vector<TaskInputRow> task_inputs;                          // by (index, path)
   };
   using Undo = std::vector<std::function<void()>>;
 
@@ -104,6 +110,20 @@ class MemoryStore final : public Store {
 
 absl::StatusOr<core::JobId> MemoryStore::InsertJob(const NewJob& job, int64_t now_ms) {
   if (job.sched.task_count == 0) return Invalid(in::ZeroTaskCountMsg());
+  std::vector<TaskInputRow> task_inputs = job.task_inputs;
+  std::sort(task_inputs.begin(), task_inputs.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.index, a.path) < std::tie(b.index, b.path);
+  });
+  for (size_t i = 0; i < task_inputs.size(); ++i) {
+    const TaskInputRow& r = task_inputs[i];
+    if (r.index >= job.sched.task_count) {
+      return Invalid(absl::StrCat("InsertJob: task input '", r.path, "' names task ", r.index,
+                                  " of a job of ", job.sched.task_count, " tasks"));
+    }
+    if (i > 0 && r.index == task_inputs[i - 1].index && r.path == task_inputs[i - 1].path) {
+      return Invalid(absl::StrCat("InsertJob: task ", r.index, " stages '", r.path, "' twice"));
+    }
+  }
   std::lock_guard lock(mu_);
   const core::JobId id = next_job_++;
   Job& j = jobs_[id];
@@ -121,6 +141,7 @@ absl::StatusOr<core::JobId> MemoryStore::InsertJob(const NewJob& job, int64_t no
   j.rec.service = job.service;
   j.tasks.resize(job.sched.task_count);
   for (uint32_t i = 0; i < job.sched.task_count; ++i) j.tasks[i].task = {id, i};
+  j.task_inputs = std::move(task_inputs);
   return id;
 }
 
@@ -480,6 +501,39 @@ absl::StatusOr<std::string> MemoryStore::GetJobPrediction(core::JobId job) {
   if (!jobs_.count(job)) return NotFound(job);
   auto it = predictions_.find(job);
   return it == predictions_.end() ? std::string() : it->second;
+}
+
+absl::StatusOr<std::vector<TaskInputRow>> MemoryStore::ListTaskInputs(
+    core::JobId job, std::optional<uint32_t> task) {
+  std::lock_guard lock(mu_);
+  auto it = jobs_.find(job);
+  if (it == jobs_.end()) return NotFound(job);
+  std::vector<TaskInputRow> out;
+  for (const TaskInputRow& r : it->second.task_inputs) {
+    if (!task || r.index == *task) out.push_back(r);
+  }
+  return out;
+}
+
+absl::StatusOr<TaskInputTotals> MemoryStore::GetTaskInputTotals(core::JobId job) {
+  std::lock_guard lock(mu_);
+  auto it = jobs_.find(job);
+  if (it == jobs_.end()) return NotFound(job);
+  TaskInputTotals t;
+  for (const TaskInputRow& r : it->second.task_inputs) {
+    ++t.files;
+    t.bytes += r.size;
+  }
+  return t;
+}
+
+absl::StatusOr<std::vector<std::string>> MemoryStore::TaskInputBlobs() {
+  std::lock_guard lock(mu_);
+  std::set<std::string> blobs;
+  for (const auto& [id, j] : jobs_) {
+    for (const TaskInputRow& r : j.task_inputs) blobs.insert(r.sha256);
+  }
+  return std::vector<std::string>(blobs.begin(), blobs.end());
 }
 
 absl::Status MemoryStore::AppendWorkerEvents(const std::vector<WorkerEvent>& events) {

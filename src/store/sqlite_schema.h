@@ -1,7 +1,7 @@
 // The SQLite store's file format: the schema, its versions and the steps that migrate an older
 // file (store/sqlite_store.cc opens, creates and migrates; this header only describes).
 //
-// File format (schema version 10, kept in PRAGMA user_version; PRAGMA application_id marks the
+// File format (schema version 11, kept in PRAGMA user_version; PRAGMA application_id marks the
 // file as an idlepool store):
 //   jobs        (id INTEGER PRIMARY KEY AUTOINCREMENT, ...)  ids are never reused
 //   tasks       (job_id, idx) WITHOUT ROWID
@@ -20,6 +20,8 @@
 //                that ask for more than the default (version 9)
 //   job_service (job_id PRIMARY KEY, min_replicas, ...): a service's [service] table, only for
 //                services (version 10)
+//   task_inputs (job_id, idx, path) WITHOUT ROWID, indexed by sha256: each task's own inputs;
+//                job_task_inputs (job_id PRIMARY KEY, files, bytes): their totals (version 11)
 // Version 2 added attempts.suspensions, attempts.lost_ms and the checkpoints table; version 3 the
 // attempts' transfer columns (input_bytes ... cache_misses); version 4 the attempts' timing
 // columns (stage_ms, run_ms, upload_ms, resumed) and job_profiles; version 5 the workers table.
@@ -38,7 +40,7 @@
 
 namespace idlepool::store::internal {
 
-inline constexpr int kSchemaVersion = 10;
+inline constexpr int kSchemaVersion = 11;
 
 inline constexpr const char* kSchemaV1 = R"sql(
 CREATE TABLE jobs (
@@ -238,6 +240,29 @@ CREATE TABLE job_service (
 )sql";
 // ---- end of schema version 10
 
+// ---- Schema version 11 (issue 18, per-task inputs): self-contained so it can be renumbered at
+// merge. From version 10 to 11: each task's own inputs (store::TaskInputRow), one row per file,
+// indexed by blob for collection; and each job's totals of them, one row per job that has some.
+inline constexpr int kTaskInputsSchemaVersion = 11;
+inline constexpr const char* kMigrateV11TaskInputs = R"sql(
+CREATE TABLE task_inputs (
+  job_id  INTEGER NOT NULL REFERENCES jobs(id),
+  idx     INTEGER NOT NULL,
+  path    TEXT    NOT NULL,
+  sha256  TEXT    NOT NULL,
+  size    INTEGER NOT NULL,
+  mode    INTEGER NOT NULL,
+  PRIMARY KEY (job_id, idx, path)
+) WITHOUT ROWID;
+CREATE INDEX task_inputs_by_blob ON task_inputs(sha256);
+CREATE TABLE job_task_inputs (
+  job_id  INTEGER PRIMARY KEY REFERENCES jobs(id),
+  files   INTEGER NOT NULL,
+  bytes   INTEGER NOT NULL
+);
+)sql";
+// ---- end of schema version 11
+
 // Every step from version 1 up, in order: a fresh file runs kSchemaV1 and then all of them; an
 // older file, the steps above its version, each in its own transaction.
 struct Migration {
@@ -252,7 +277,8 @@ inline constexpr Migration kMigrations[] = {{2, kMigrateV2},
                                             {kEventsSchemaVersion, kMigrateV7Events},
                                             {kGpusSchemaVersion, kMigrateV8Gpus},
                                             {kSandboxSchemaVersion, kMigrateV9Sandbox},
-                                            {kServiceSchemaVersion, kMigrateV10Service}};
+                                            {kServiceSchemaVersion, kMigrateV10Service},
+                                            {kTaskInputsSchemaVersion, kMigrateV11TaskInputs}};
 static_assert(std::size(kMigrations) + 1 == kSchemaVersion, "one migration step per version");
 
 }  // namespace idlepool::store::internal

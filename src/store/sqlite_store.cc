@@ -341,6 +341,9 @@ absl::Status SqliteStore::PrepareAll() {
   for (const auto& [stmt, sql] : all) {
     if (absl::Status s = Prepare(sql, *stmt); !s.ok()) return s;
   }
+  for (const auto& [member, sql] : TaskInputStatements()) {
+    if (absl::Status s = Prepare(sql, st_.*member); !s.ok()) return s;
+  }
   return absl::OkStatus();
 }
 
@@ -378,6 +381,7 @@ absl::StatusOr<core::JobId> SqliteStore::InsertJob(const NewJob& job, int64_t no
                                                   id, job)) {
     return fail(Err(f->rc, f->what));
   }
+  if (absl::Status s = InsertTaskInputs(id, job); !s.ok()) return fail(s);
   {
     Use u(st_.insert_task);
     Binder b(u);

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -49,6 +50,8 @@ struct Statements {
   StmtPtr insert_job_gpus;                                                      // version 8
   StmtPtr insert_job_sandbox;                                                   // version 9
   StmtPtr insert_job_service;                                                   // version 10
+  StmtPtr insert_task_input, insert_task_input_totals, list_task_inputs, list_task_inputs_of_task,
+      task_input_totals, task_input_blobs;  // version 11 (sqlite_store_task_inputs.cc)
 };
 
 class SqliteStore final : public Store {
@@ -85,8 +88,17 @@ class SqliteStore final : public Store {
   absl::Status AppendWorkerEvents(const std::vector<WorkerEvent>& events) override;
   absl::StatusOr<std::vector<WorkerEvent>> ListWorkerEvents(const WorkerEventsQuery& q) override;
   absl::Status TrimWorkerEvents(int64_t before_ms, size_t max_rows) override;
+  absl::StatusOr<std::vector<TaskInputRow>> ListTaskInputs(core::JobId job,
+                                                           std::optional<uint32_t> task) override;
+  absl::StatusOr<TaskInputTotals> GetTaskInputTotals(core::JobId job) override;
+  absl::StatusOr<std::vector<std::string>> TaskInputBlobs() override;
+
+  // The SQL of the version 11 statements, for PrepareAll.
+  static const std::vector<std::pair<StmtPtr Statements::*, const char*>>& TaskInputStatements();
 
  private:
+  // InsertJob's rows for job.task_inputs (inside its transaction); the error names the row.
+  absl::Status InsertTaskInputs(core::JobId id, const NewJob& job);
   // Error for a failed sqlite call `rc` while doing `what`; the message names the file.
   absl::Status Err(int rc, absl::string_view what) const {
     const char* detail = db_ != nullptr ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);

@@ -28,6 +28,23 @@
 
 namespace idlepool::store {
 
+// One file of one task's own inputs (spec `task_inputs`, SubmitJobRequest.task_inputs), as the
+// coordinator checked it: staged at `path` (relative to the task dir) from blob `sha256`.
+struct TaskInputRow {
+  uint32_t index = 0;  // task index within the job
+  std::string path;
+  std::string sha256;
+  uint64_t size = 0;     // bytes
+  uint32_t mode = 0644;  // permission bits
+  bool operator==(const TaskInputRow&) const = default;
+};
+
+// A job's per-task inputs in all.
+struct TaskInputTotals {
+  uint64_t files = 0;
+  uint64_t bytes = 0;
+};
+
 // A job as submitted. `spec` is opaque to the store (the coordinator keeps the serialized
 // protobuf JobSpec there); `sched` is what the scheduler core needs (its `job` field is ignored
 // by InsertJob and filled in on reads).
@@ -41,6 +58,9 @@ struct NewJob {
   // Set for a service (its [service] table, also inside `spec`): kept in a table of its own,
   // so every job read (headers included) has it without parsing the spec.
   std::optional<spec::ServiceSpec> service;
+  // Each task's own inputs (issue 18), by (index, path): written with the job, never in `spec`
+  // (a job of 100,000 tasks would make every spec read carry them).
+  std::vector<TaskInputRow> task_inputs;
 };
 
 struct JobRecord {
@@ -246,6 +266,15 @@ class Store {
   // group commit. GetJobPrediction: the bytes, empty when the job has none.
   [[nodiscard]] virtual absl::Status PutJobPrediction(core::JobId job, const std::string& bytes) = 0;
   [[nodiscard]] virtual absl::StatusOr<std::string> GetJobPrediction(core::JobId job) = 0;
+
+  // Per-task inputs (NewJob::task_inputs). ListTaskInputs: of `job`, or of its task `task` only,
+  // by (index, path); empty when it has none; kNotFound for an unknown job. TaskInputTotals:
+  // their count and bytes (zeros when none). TaskInputBlobs: the blobs referenced by the task
+  // inputs of every stored job, each sha256 once, sorted: what blob collection must keep for them.
+  [[nodiscard]] virtual absl::StatusOr<std::vector<TaskInputRow>> ListTaskInputs(
+      core::JobId job, std::optional<uint32_t> task) = 0;
+  [[nodiscard]] virtual absl::StatusOr<TaskInputTotals> GetTaskInputTotals(core::JobId job) = 0;
+  [[nodiscard]] virtual absl::StatusOr<std::vector<std::string>> TaskInputBlobs() = 0;
 };
 
 // Opens (creating if needed) the SQLite store at `path` in WAL mode with synchronous=FULL, so an

@@ -99,6 +99,7 @@ v1::JobSpec ToProto(const spec::JobSpec& s) {
   }
   for (const auto& in : s.inputs) p.add_inputs()->set_path(in.path);
   for (const auto& o : s.outputs) p.add_outputs(o);
+  for (const auto& t : s.task_inputs) p.add_task_inputs(t);
   p.set_allow_empty_outputs(s.allow_empty_outputs);
   *p.mutable_resources() = ToProto(s.resources);
   p.set_host_network(s.resources.host_network);  // not a field of v1::Resources
@@ -129,6 +130,7 @@ spec::JobSpec FromProto(const v1::JobSpec& p) {
   }
   for (const auto& in : p.inputs()) s.inputs.push_back(spec::Input{"", in.path()});
   s.outputs.assign(p.outputs().begin(), p.outputs().end());
+  s.task_inputs.assign(p.task_inputs().begin(), p.task_inputs().end());
   s.allow_empty_outputs = p.allow_empty_outputs();
   s.resources = FromProto(p.resources());
   s.resources.host_network = p.host_network();

@@ -1101,15 +1101,15 @@ TEST_F(SqliteStoreTest, NewerSchemaVersionIsRefused) {
     ASSERT_TRUE(s.ok()) << s.status();
     ASSERT_TRUE((*s)->InsertJob(MakeJob("a", 1), 1).ok());
   }
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "10");
-  RawExec(path, "PRAGMA user_version = 11");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "11");
+  RawExec(path, "PRAGMA user_version = 12");
   absl::StatusOr<std::unique_ptr<Store>> s = OpenSqliteStore(path);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), absl::StatusCode::kDataLoss) << s.status();
   EXPECT_THAT(s.status().message(), HasSubstr(path));
-  EXPECT_THAT(s.status().message(), HasSubstr("schema version 11"));
+  EXPECT_THAT(s.status().message(), HasSubstr("schema version 12"));
   // Back to the known version, it opens again with the data intact.
-  RawExec(path, "PRAGMA user_version = 10");
+  RawExec(path, "PRAGMA user_version = 11");
   auto again = OpenSqliteStore(path);
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ((*again)->ListJobs()->size(), 1u);

@@ -1,0 +1,218 @@
+// Per-task inputs (issue 18): the spec's `task_inputs` patterns expanded for each task on the
+// submitting machine (spec/spec.h ExpandTaskInputs), and SubmitJobRequest.task_inputs checked by
+// the coordinator (coordinator/job_request.h CheckTaskInputs), which trusts nothing of it.
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "coordinator/job_request.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "spec/spec.h"
+
+namespace idlepool {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+// SHA-256 of "hello\n".
+constexpr char kHello[] = "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03";
+
+class TaskInputs : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/task_inputs_test.XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+  }
+  void TearDown() override { fs::remove_all(root_); }
+  void Write(const std::string& rel, const std::string& text) {
+    fs::create_directories((fs::path(root_) / rel).parent_path());
+    std::ofstream(fs::path(root_) / rel) << text;
+  }
+  absl::StatusOr<spec::JobSpec> Parse(const std::string& toml) {
+    return spec::ParseJobToml(toml, "job.toml", root_);
+  }
+  absl::StatusOr<std::vector<spec::TaskInputFiles>> Expand(const spec::JobSpec& s) {
+    auto tasks = spec::ExpandTasks(s);
+    if (!tasks.ok()) return tasks.status();
+    return spec::ExpandTaskInputs(s, *tasks);
+  }
+  std::string root_;
+};
+
+TEST_F(TaskInputs, EachTaskGetsItsOwnFilesByPlaceholderAndGlob) {
+  Write("segs/a.mp4", "A");
+  Write("segs/b.mp4", "B");
+  Write("segs/b.srt", "b subs");
+  Write("shared.txt", "s");
+  auto s = Parse(R"(command = ["ffmpeg", "-i", "segs/{item}.mp4"]
+items = ["a", "b"]
+inputs = ["shared.txt"]
+task_inputs = ["segs/{item}.mp4", "segs/{item}.*"]
+)");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_THAT(s->task_inputs, ::testing::ElementsAre("segs/{item}.mp4", "segs/{item}.*"));
+  auto files = Expand(*s);
+  ASSERT_TRUE(files.ok()) << files.status();
+  ASSERT_EQ(files->size(), 2u);
+  EXPECT_EQ((*files)[0].task, 0u);
+  ASSERT_EQ((*files)[0].inputs.size(), 1u);  // the mp4 named twice is staged once
+  EXPECT_EQ((*files)[0].inputs[0].path, "segs/a.mp4");
+  EXPECT_EQ((*files)[0].inputs[0].source, (fs::path(root_) / "segs/a.mp4").string());
+  ASSERT_EQ((*files)[1].inputs.size(), 2u);
+  EXPECT_EQ((*files)[1].inputs[0].path, "segs/b.mp4");
+  EXPECT_EQ((*files)[1].inputs[1].path, "segs/b.srt");
+}
+
+TEST_F(TaskInputs, FramesAndIndexPlaceholdersRender) {
+  Write("in/3.exr", "3");
+  Write("in/4.exr", "4");
+  Write("n/1.txt", "1");
+  auto s = Parse(R"(command = ["x", "{frame}"]
+frames = "3-4"
+task_inputs = ["in/{frame}.exr", "n/{index}.txt"]
+)");
+  ASSERT_TRUE(s.ok()) << s.status();
+  auto files = Expand(*s);
+  ASSERT_TRUE(files.ok()) << files.status();
+  ASSERT_EQ(files->size(), 2u);
+  EXPECT_EQ((*files)[0].inputs.size(), 1u);
+  EXPECT_EQ((*files)[0].inputs[0].path, "in/3.exr");
+  ASSERT_EQ((*files)[1].inputs.size(), 2u);  // task 1: in/4.exr and n/1.txt
+  EXPECT_EQ((*files)[1].inputs[1].path, "n/1.txt");
+}
+
+TEST_F(TaskInputs, APatternThatMatchesNothingNamesTheTaskAndThePattern) {
+  Write("segs/a.mp4", "A");
+  auto s = Parse(R"(command = ["x"]
+items = ["a", "missing"]
+task_inputs = ["segs/{item}.mp4"]
+)");
+  ASSERT_TRUE(s.ok()) << s.status();
+  auto files = Expand(*s);
+  ASSERT_FALSE(files.ok());
+  EXPECT_EQ(files.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(files.status().message(), HasSubstr("task 1 (item 'missing')"));
+  EXPECT_THAT(files.status().message(), HasSubstr("pattern 'segs/{item}.mp4'"));
+  // A glob that matches nothing is the same error.
+  s = Parse(R"(command = ["x"]
+count = 2
+task_inputs = ["segs/{index}*.mp4"]
+)");
+  ASSERT_TRUE(s.ok()) << s.status();
+  files = Expand(*s);
+  ASSERT_FALSE(files.ok());
+  EXPECT_THAT(files.status().message(), HasSubstr("task 0"));
+  EXPECT_THAT(files.status().message(), HasSubstr("matches no file"));
+}
+
+TEST_F(TaskInputs, PlaceholdersUnknownAtSubmitOrOfAnotherKindAreRefused) {
+  for (const char* bad : {"{task_dir}/x", "{frame}.exr", "{port}"}) {
+    auto s =
+        Parse(absl::StrCat("command = [\"x\"]\nitems = [\"a\"]\ntask_inputs = [\"", bad, "\"]\n"));
+    ASSERT_FALSE(s.ok()) << bad;
+    EXPECT_THAT(s.status().message(), HasSubstr("task_inputs")) << bad;
+  }
+}
+
+TEST_F(TaskInputs, APathTheJobsInputsStageIsRefused) {
+  Write("a.txt", "a");
+  auto s = Parse(R"(command = ["x"]
+count = 1
+inputs = ["a.txt"]
+task_inputs = ["a.txt"]
+)");
+  ASSERT_TRUE(s.ok()) << s.status();
+  auto files = Expand(*s);
+  ASSERT_FALSE(files.ok());
+  EXPECT_THAT(files.status().message(), HasSubstr("the job's inputs stage too"));
+}
+
+// The coordinator's side.
+class TaskInputCheck : public TaskInputs {
+ protected:
+  void SetUp() override {
+    TaskInputs::SetUp();
+    blob::BlobStore blobs(root_);
+    ASSERT_TRUE(blobs.Init(0).ok());
+    fs::create_directories(fs::path(blobs.PathOf(kHello)).parent_path());
+    std::ofstream(blobs.PathOf(kHello)) << "hello\n";
+    spec_.add_inputs()->set_path("shared/scene");
+  }
+  absl::StatusOr<coordinator::CheckedTaskInputs> Check(uint32_t task, const std::string& path,
+                                                       const std::string& sha = kHello,
+                                                       uint64_t size = 6) {
+    google::protobuf::RepeatedPtrField<v1::TaskInputs> list;
+    v1::TaskInputs* t = list.Add();
+    t->set_task(task);
+    v1::Input* in = t->add_inputs();
+    in->set_path(path);
+    in->set_sha256(sha);
+    in->set_size(size);
+    in->set_mode(0640);
+    blob::BlobStore blobs(root_);
+    return coordinator::CheckTaskInputs(blobs, spec_, 4, list);
+  }
+  v1::JobSpec spec_;
+};
+
+TEST_F(TaskInputCheck, AGoodListIsStoredWithItsBytes) {
+  auto c = Check(3, "segs/3.mp4");
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->rows.size(), 1u);
+  EXPECT_EQ(c->rows[0].index, 3u);
+  EXPECT_EQ(c->rows[0].mode, 0640u);
+  EXPECT_EQ(c->bytes, 6u);
+  ASSERT_EQ(c->blobs.size(), 1u);
+  EXPECT_EQ(c->blobs[0].blob.sha256, kHello);
+}
+
+TEST_F(TaskInputCheck, BadIndexMissingBlobUnsafePathAndClashesAreRefused) {
+  auto c = Check(4, "x");
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(c.status().message(), HasSubstr("task 4: no such task"));
+  c = Check(0, "x", std::string(64, 'a'));
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(c.status().message(), HasSubstr("was not uploaded"));
+  c = Check(0, "x", "not-a-hash");
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  for (const char* bad : {"../etc/passwd", "/abs", "a/./b", ""}) {
+    c = Check(1, bad);
+    EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(c.status().message(), HasSubstr("task 1")) << bad;
+  }
+  c = Check(1, "shared/scene");
+  EXPECT_THAT(c.status().message(), HasSubstr("one of the job's inputs"));
+  c = Check(1, "shared/scene/x");
+  EXPECT_THAT(c.status().message(), HasSubstr("lies under 'shared/scene'"));
+  c = Check(1, "shared");
+  EXPECT_THAT(c.status().message(), HasSubstr("directory"));
+  c = Check(1, "x", kHello, 7);
+  EXPECT_THAT(c.status().message(), HasSubstr("claims 7 bytes"));
+}
+
+TEST_F(TaskInputCheck, ATaskListedTwiceOrAPathTwiceIsRefused) {
+  google::protobuf::RepeatedPtrField<v1::TaskInputs> list;
+  for (int i = 0; i < 2; ++i) {
+    v1::TaskInputs* t = list.Add();
+    t->set_task(0);
+    v1::Input* in = t->add_inputs();
+    in->set_path("x");
+    in->set_sha256(kHello);
+    in->set_size(6);
+  }
+  blob::BlobStore blobs(root_);
+  auto c = coordinator::CheckTaskInputs(blobs, spec_, 4, list);
+  EXPECT_THAT(c.status().message(), HasSubstr("listed twice"));
+  list.RemoveLast();
+  *list[0].add_inputs() = list[0].inputs(0);
+  c = coordinator::CheckTaskInputs(blobs, spec_, 4, list);
+  EXPECT_THAT(c.status().message(), HasSubstr("staged twice"));
+}
+
+}  // namespace
+}  // namespace idlepool
