@@ -23,13 +23,21 @@ uint64_t ReserveInodes(const DiskReading& disk) {
 
 absl::Status CheckRoom(const std::string& dir, const DiskReading& disk, const RoomRequest& req) {
   const uint64_t reserve = ReserveBytes(disk);
-  const uint64_t needed = reserve + req.promised_bytes + req.bytes;
-  // Overflow-safe: each term is at most a disk's size or a 64 GiB blob.
+  const uint64_t kept = reserve * std::max<uint64_t>(req.reserve_multiple, 1);
+  const uint64_t needed = kept + req.promised_bytes + req.bytes;
+  // Overflow-safe: each term is at most a few disks' size or a 64 GiB blob.
   if (disk.free_bytes < needed) {
+    const std::string why =
+        kept == reserve
+            ? absl::StrCat(Mib(reserve), " kept for the coordinator's own store")
+            : absl::StrCat(Mib(kept), " kept free before a new job is accepted (",
+                           req.reserve_multiple, " x the ", Mib(reserve),
+                           " reserve: the store and the outputs of running jobs); free space "
+                           "with `idlepool delete JOB` or `idlepool gc`");
     return absl::ResourceExhaustedError(absl::StrCat(
         req.what, " refused: the disk of ", dir, " is nearly full: ", Mib(disk.free_bytes),
         " free, ", Mib(req.promised_bytes), " promised to ", req.partials, " partial uploads, ",
-        Mib(req.bytes), " wanted, ", Mib(reserve), " kept for the coordinator's own store"));
+        Mib(req.bytes), " wanted, ", why));
   }
   if (disk.total_inodes > 0 && disk.free_inodes < ReserveInodes(disk) + 2) {
     return absl::ResourceExhaustedError(absl::StrCat(

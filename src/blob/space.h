@@ -24,6 +24,11 @@ namespace idlepool::blob {
 // disk that uploads filled. 1% keeps a big disk's reserve in step with its store.
 inline constexpr uint64_t kMinReserveBytes = uint64_t{64} << 20;
 inline constexpr uint64_t kReserveDivisor = 100;
+// A new job is accepted only while this many reserves stay free after its own store rows
+// (issue 18: a coordinator that accepts a job and then cannot store its outputs fails it
+// halfway). The reserve above the store's is room for the outputs and checkpoints of the jobs
+// already running; uploads (inputs, outputs) still need only one reserve.
+inline constexpr uint64_t kSubmitReserveMultiple = 2;
 // Inodes are kept too (each partial upload takes two): max(kMinReserveInodes, total / 100).
 inline constexpr uint64_t kMinReserveInodes = 1024;
 // At most this many partial uploads at a time: the ledger's memory and the files in partial/
@@ -51,11 +56,12 @@ struct RoomRequest {
   uint64_t bytes = 0;           // what it will write (an upload: declared size minus held)
   uint64_t promised_bytes = 0;  // what the other partial uploads may still write
   size_t partials = 0;          // how many partial uploads hold those promises
+  uint64_t reserve_multiple = 1;  // reserves to keep free (kSubmitReserveMultiple for a job)
 };
 
 // OK when `req.bytes` fit above the reserve after every promise is kept:
-// free - promised - bytes >= reserve (and two inodes above the inode reserve). Otherwise
-// kResourceExhausted naming `dir` and every number (free, promised, wanted, reserve).
+// free - promised - bytes >= reserve x reserve_multiple (and two inodes above the inode reserve).
+// Otherwise kResourceExhausted naming `dir` and every number (free, promised, wanted, reserve).
 [[nodiscard]] absl::Status CheckRoom(const std::string& dir, const DiskReading& disk,
                                      const RoomRequest& req);
 

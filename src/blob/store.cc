@@ -188,10 +188,12 @@ absl::Status BlobStore::Remove(const std::string& sha256) {
                                                    sha256.substr(0, 80), "'"));
   }
   const std::string path = PathOf(sha256);
+  // The manifest first: cut between the two, a blob without its manifest is whole (the manifest
+  // is computed again when asked for), never a manifest without its blob.
+  ::unlink((path + ".manifest").c_str());
   if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
     return ErrnoStatus(absl::StrCat("cannot remove ", path), errno);
   }
-  ::unlink((path + ".manifest").c_str());
   internal::FsyncParentDir(path);
   return absl::OkStatus();
 }
@@ -305,6 +307,7 @@ v1::HasBlobsReply BlobStore::Query(const v1::HasBlobsRequest& req) {
   v1::HasBlobsReply reply;
   for (const auto& sha : req.sha256()) {
     const bool present = Has(sha);
+    if (present) Touch(sha);  // its grace starts again (collect.h)
     reply.add_present(present);
     reply.add_resume_offset(present ? 0 : ResumeOffset(sha));
   }

@@ -37,10 +37,12 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "blob/collect.h"
 #include "blob/manifest.h"
 #include "blob/partial.h"
 #include "blob/partial_ledger.h"
@@ -95,10 +97,20 @@ class BlobStore {
   // Deletes a complete blob and its manifest (OK when absent).
   [[nodiscard]] absl::Status Remove(const std::string& sha256);
 
+  // --- Collection (collect.h; store_collect.cc). ---
+  // Every complete blob with its size and last touch (manifests, partials and scratch left out).
+  std::vector<BlobFile> List() const;
+  // Restarts `sha256`'s grace (its file's modification time set to now); nothing when absent.
+  // Query (HasBlobs) touches every blob it reports present: a client that skips an upload
+  // because the blob is there keeps it for the grace, until its SubmitJob references it.
+  void Touch(const std::string& sha256) const;
+
   // --- Space (space.h). ---
   // OK when `bytes` more fit on ROOT's disk above the reserve, every partial's promise counted;
   // kResourceExhausted naming ROOT and the numbers otherwise (and when the disk cannot be read).
-  [[nodiscard]] absl::Status CheckRoom(uint64_t bytes, const std::string& what) const;
+  // `reserve_multiple`: RoomRequest's (kSubmitReserveMultiple for a job submission).
+  [[nodiscard]] absl::Status CheckRoom(uint64_t bytes, const std::string& what,
+                                       uint64_t reserve_multiple = 1) const;
   // Removes the partials whose files had no write for `partial_max_age` as of `now_unix_ms`
   // (a transfer still holding one fails its next chunk with kFailedPrecondition).
   struct Removed {

@@ -51,7 +51,8 @@ uint64_t AllocatedBytes(const std::string& path) {
 
 }  // namespace
 
-absl::Status BlobStore::CheckRoom(uint64_t bytes, const std::string& what) const {
+absl::Status BlobStore::CheckRoom(uint64_t bytes, const std::string& what,
+                                  uint64_t reserve_multiple) const {
   absl::StatusOr<DiskReading> disk = ReadDisk(root_);
   if (!disk.ok()) return disk.status();
   RoomRequest req;
@@ -59,6 +60,7 @@ absl::Status BlobStore::CheckRoom(uint64_t bytes, const std::string& what) const
   req.bytes = bytes;
   req.promised_bytes = ledger_.Promised();
   req.partials = ledger_.size();
+  req.reserve_multiple = reserve_multiple;
   return blob::CheckRoom(root_, *disk, req);
 }
 

@@ -97,6 +97,11 @@ absl::StatusOr<v1::SubmitJobReply> PoolClient::Submit(const spec::JobSpec& spec,
         if (auto s = add(in, p); !s.ok()) return s;
       }
     }
+    if (!uploaded.empty()) {   // touches them all again: the coordinator's grace (blob/collect.h)
+      auto again = Context();  // restarts from now, however long the uploads took
+      grpc::Status touched = blobs_->HasBlobs(again.get(), has, &present);
+      if (!touched.ok()) return wire::FromGrpc(touched, "checking inputs");
+    }
   }
   if (absl::Status s = UploadMissing(to_send, digests); !s.ok()) return s;
   v1::SubmitJobReply reply;
@@ -160,6 +165,18 @@ absl::StatusOr<std::string> PoolClient::Cancel(uint64_t job) {
   grpc::Status st = stub_->CancelJob(ctx.get(), ref, &reply);
   if (!st.ok()) return wire::FromGrpc(st, absl::StrCat("cancel job ", job));
   return reply.state();
+}
+
+absl::StatusOr<v1::DeleteJobReply> PoolClient::DeleteJob(uint64_t job, bool cancel) {
+  v1::DeleteJobRequest req;
+  req.set_job(job);
+  req.set_cancel(cancel);
+  v1::DeleteJobReply reply;
+  auto ctx = Context();
+  ctx->set_deadline(platform::DeadlineAfter(std::chrono::minutes(10)));  // a big job's blobs
+  grpc::Status st = stub_->DeleteJob(ctx.get(), req, &reply);
+  if (!st.ok()) return wire::FromGrpc(st, absl::StrCat("delete job ", job));
+  return reply;
 }
 
 absl::StatusOr<v1::ScaleReply> PoolClient::Scale(uint64_t job, uint32_t replicas) {

@@ -44,6 +44,9 @@ class PoolClient {
   [[nodiscard]] absl::StatusOr<v1::ListJobsReply> ListJobs();
   [[nodiscard]] absl::StatusOr<v1::ListWorkersReply> ListWorkers();
   [[nodiscard]] absl::StatusOr<std::string> Cancel(uint64_t job);
+  // Removes a finished job and its blobs nothing else uses (Jobs.DeleteJob); `cancel` cancels a
+  // running one first. kFailedPrecondition for a running job without it, kNotFound.
+  [[nodiscard]] absl::StatusOr<v1::DeleteJobReply> DeleteJob(uint64_t job, bool cancel);
   // A service now runs `replicas` replicas (Jobs.ScaleService). Errors: kNotFound, kInvalidArgument
   // (not a service, or more than its max_replicas), kFailedPrecondition (it has ended).
   [[nodiscard]] absl::StatusOr<v1::ScaleReply> Scale(uint64_t job, uint32_t replicas);

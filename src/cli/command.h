@@ -80,5 +80,7 @@ Command AddPlanCommand(CLI::App& app, Common& common);         // analysis_comma
 Command AddSimCommand(CLI::App& app);                          // analysis_commands.cc
 Command AddLoginCommand(CLI::App& app, Common& common);        // trust_commands.cc
 Command AddTokenCommand(CLI::App& app);                        // trust_commands.cc
+Command AddDeleteCommand(CLI::App& app, Common& common);       // gc_commands.cc
+Command AddGcCommand(CLI::App& app);                           // gc_commands.cc
 
 }  // namespace idlepool::cli

@@ -34,7 +34,30 @@ struct CoordinatorFlags {
   std::string serve = "127.0.0.1:7880";
   CLI::Option* serve_opt = nullptr;
   std::string worker_cert_ttl = "30d";
+  std::string keep_finished = "0";  // keep every finished job
+  std::string blob_grace = "1h";    // blob::kDefaultBlobGrace
+  int64_t gc_every_ms = 600'000;
 };
+
+// --keep-finished and --blob-grace (text::ParseDuration) into the options; an error names the flag.
+absl::Status SetCollection(CoordinatorFlags& f) {
+  auto keep = text::ParseDuration(f.keep_finished);
+  if (!keep.ok() || *keep > std::chrono::hours(24 * 36500)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--keep-finished '", f.keep_finished, "': ",
+        keep.ok() ? "at most 36500d" : keep.status().message(), " (e.g. 30d, 12h; 0: keep all)"));
+  }
+  auto grace = text::ParseDuration(f.blob_grace);
+  if (!grace.ok() || *grace > std::chrono::hours(24 * 365)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--blob-grace '", f.blob_grace,
+                     "': ", grace.ok() ? "at most 365d" : grace.status().message()));
+  }
+  f.options.keep_finished = *keep;
+  f.options.blob_grace = *grace;
+  f.options.gc_every = std::chrono::milliseconds(f.gc_every_ms);
+  return absl::OkStatus();
+}
 
 // What to tell the user at start: where it listens, the pool CA, a ready join command (a join
 // token made now: an hour, any number of machines), how people log in, the dashboard. A
@@ -104,6 +127,7 @@ int RunCoordinator(CoordinatorFlags& f) {
                      "': ", ttl.ok() ? "must be from 30s to 365d" : ttl.status().message())));
   }
   f.options.worker_cert_validity_s = std::chrono::duration_cast<std::chrono::seconds>(*ttl).count();
+  if (absl::Status st = SetCollection(f); !st.ok()) return Fail(st);
   auto c = coordinator::Coordinator::Start(f.options);
   if (!c.ok()) return Fail(c.status());
   PrintWelcome(f.options, **c);
@@ -181,6 +205,20 @@ Command AddCoordinatorCommand(CLI::App& app, Common&) {
                    "lifetime of the certificates given to workers, e.g. 7d; each worker renews "
                    "its own at two thirds of it")
       ->capture_default_str();
+  coord
+      ->add_option("--keep-finished", f->keep_finished,
+                   "delete finished jobs (rows, outputs, logs, blobs nothing else uses) this long "
+                   "after they finished, e.g. 30d, 12h, 90m; 0 keeps them until `idlepool delete`")
+      ->capture_default_str();
+  coord
+      ->add_option("--blob-grace", f->blob_grace,
+                   "an unreferenced blob is collected once untouched this long (uploads about "
+                   "to be named by a submission or a report)")
+      ->capture_default_str();
+  // Hidden: tests run retention and collection often.
+  coord->add_option("--gc-every-ms", f->gc_every_ms, "how often retention and collection run")
+      ->check(CLI::Range(int64_t{100}, int64_t{86'400'000}))
+      ->group("");
   return {coord, [f] { return RunCoordinator(*f); }};
 }
 

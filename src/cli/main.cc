@@ -31,7 +31,8 @@ std::vector<idlepool::cli::Command> AddCommands(CLI::App& app, idlepool::cli::Co
           AddProfileCommand(app, common),     AddReportCommand(app, common),
           AddTimelineCommand(app, common),    AddRunCommand(app),
           AddPlanCommand(app, common),        AddSimCommand(app),
-          AddLoginCommand(app, common),       AddTokenCommand(app)};
+          AddLoginCommand(app, common),       AddTokenCommand(app),
+          AddDeleteCommand(app, common),      AddGcCommand(app)};
 }
 
 void SetUpLogging(const idlepool::cli::Common& common) {

@@ -18,6 +18,7 @@
 #include "coordinator/admin_service.h"
 #include "coordinator/auth.h"
 #include "coordinator/blob_service.h"
+#include "coordinator/collector.h"
 #include "coordinator/core_loop.h"
 #include "coordinator/job_service.h"
 #include "coordinator/join_service.h"
@@ -226,6 +227,8 @@ class CoordinatorImpl final : public Coordinator {
   std::unique_ptr<SessionService> session_service_;
   std::unique_ptr<BlobService> blob_service_;
   std::unique_ptr<ProbeService> probe_service_;
+  std::unique_ptr<Collector> collector_;
+  std::unique_ptr<AdminJobs> admin_jobs_;  // CollectGarbage on admin.sock
   std::unique_ptr<JobService> job_service_;
   std::unique_ptr<JoinService> join_service_;
   std::unique_ptr<AdminService> admin_service_;
@@ -291,9 +294,15 @@ void CoordinatorImpl::MakeParts() {
                          shutting_down_, &serve_bridge_});
   blob_service_ = std::make_unique<BlobService>(*authz_, blobs_, tracker_, pool_metrics_, clock_);
   probe_service_ = std::make_unique<ProbeService>(*authz_, clock_);
-  job_service_ = std::make_unique<JobService>(JobServiceDeps{*authz_, *core_, *store_, blobs_,
-                                                             *predictor_, *book_, sessions_, clock_,
-                                                             &serve_bridge_, identity_.ca.get()});
+  collector_ =
+      std::make_unique<Collector>(*store_, blobs_, *core_, clock_,
+                                  CollectorOptions{options_.blob_grace, options_.keep_finished,
+                                                   options_.gc_every, FaultKillAtFromEnv()});
+  // TODO(issue 18, C): collector_->SetJobDeletedHook(the log keeper's DeleteJob).
+  admin_jobs_ = std::make_unique<AdminJobs>(*collector_);
+  job_service_ = std::make_unique<JobService>(
+      JobServiceDeps{*authz_, *core_, *store_, blobs_, *predictor_, *book_, sessions_, clock_,
+                     &serve_bridge_, identity_.ca.get(), collector_.get()});
   join_service_ = std::make_unique<JoinService>(*authz_, *credentials_, *identity_.ca, clock_,
                                                 options_.worker_cert_validity_s);
   admin_service_ = std::make_unique<AdminService>(*authz_, *credentials_, sessions_,
@@ -337,6 +346,7 @@ absl::Status CoordinatorImpl::Init() {
   core_->Start();
   predictor_->Start();
   sweeper_.Start();
+  collector_->Start();
   if (auto st = StartServe(); !st.ok()) return st;
   autoscaler_->Start();
   return StartHttp();
@@ -411,6 +421,7 @@ void CoordinatorImpl::Shutdown() {
   if (server_) server_->Shutdown(platform::DeadlineAfter(std::chrono::seconds(1)));
   if (predictor_) predictor_->Stop();  // before the core thread: it queries it
   if (autoscaler_) autoscaler_->Stop();  // the same
+  if (collector_) collector_->Stop();    // the same
   if (core_) core_->Stop();
   if (book_) book_->Stop();  // writes every row once more
   sweeper_.Stop();
@@ -444,6 +455,8 @@ absl::Status CoordinatorImpl::StartHttp() {
     const size_t core_workers =
         core_->Query<size_t>([this] { return core_->sched().worker_count(); });
     pool_metrics_.SetInMemory(core_workers, book_->size(), predictor_->awaiting());
+    const BlobTotals blobs = collector_->Totals();
+    pool_metrics_.SetDisk(StoreFileBytes(options_.data_dir), blobs.count, blobs.bytes);
   });
   if (options_.http.empty()) return absl::OkStatus();
   auto o = HttpOptions();
@@ -491,6 +504,7 @@ absl::Status CoordinatorImpl::StartAdmin() {
   grpc::ServerBuilder builder;
   builder.AddListeningPort("unix:" + path, grpc::InsecureServerCredentials());
   builder.RegisterService(admin_service_.get());
+  builder.RegisterService(admin_jobs_.get());
   admin_server_ = builder.BuildAndStart();
   if (!admin_server_) return absl::UnavailableError(absl::StrCat("cannot listen on ", path));
   ::chmod(path.c_str(), 0600);

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "blob/collect.h"
 #include "blob/space.h"
 #include "core/defaults.h"
 #include "core/types.h"
@@ -72,6 +73,12 @@ struct Options {
   // are cut further when the descriptor limit is low: a quarter of the descriptors stay free.
   size_t max_connections = 4096;
   size_t max_connections_per_address = 128;
+  // Collection (collector.h): finished jobs older than `keep_finished` are deleted (0: kept
+  // until `idlepool delete`); unreferenced blobs go once untouched for `blob_grace`; both every
+  // `gc_every`.
+  std::chrono::milliseconds keep_finished{0};
+  std::chrono::milliseconds blob_grace = blob::kDefaultBlobGrace;
+  std::chrono::milliseconds gc_every = std::chrono::minutes(10);
 };
 
 class Coordinator {

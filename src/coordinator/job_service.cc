@@ -104,6 +104,9 @@ grpc::Status JobService::SubmitJob(grpc::ServerContext* ctx, const v1::SubmitJob
                                    v1::SubmitJobReply* reply) {
   if (auto st = d_.authz.Check(ctx, "/idlepool.v1.Jobs/SubmitJob"); !st.ok()) return st;
   const v1::JobSpec& proto = req->spec();
+  // From the inputs' check until the job is stored, no collection runs (collector.h).
+  std::shared_lock<std::shared_mutex> guard;
+  if (d_.collector != nullptr) guard = d_.collector->SubmitGuard();
   absl::StatusOr<CheckedJob> checked = CheckSubmitJob(d_.blobs, proto);
   if (!checked.ok()) return wire::ToGrpc(checked.status());
   const spec::JobSpec& spec = checked->spec;
@@ -135,13 +138,15 @@ grpc::Status JobService::SubmitJob(grpc::ServerContext* ctx, const v1::SubmitJob
   if (spec.service) {
     if (grpc::Status st = CheckServiceUnique(proto); !st.ok()) return st;
   }
-  if (absl::Status st = d_.blobs.CheckRoom(SubmitStoreBytes(job.spec.size(), checked->tasks.size()),
-                                           absl::StrCat("job '", spec.name, "'"));
+  if (absl::Status st =
+          d_.blobs.CheckRoom(SubmitStoreBytes(job.spec.size(), checked->tasks.size()),
+                             absl::StrCat("job '", spec.name, "'"), blob::kSubmitReserveMultiple);
       !st.ok()) {
     spdlog::warn("{}", std::string(st.message()));
     return wire::ToGrpc(st);
   }
   auto id = d_.store.InsertJob(job, d_.clock.WallMs());
+  if (guard.owns_lock()) guard.unlock();
   if (!id.ok()) {
     spdlog::warn("job '{}' refused: the store cannot record it: {}", spec.name,
                  std::string(id.status().message()));

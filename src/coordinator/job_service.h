@@ -14,6 +14,7 @@
 
 #include "blob/store.h"
 #include "coordinator/auth.h"
+#include "coordinator/collector.h"
 #include "coordinator/core_loop.h"
 #include "coordinator/predictor.h"
 #include "coordinator/serve_bridge.h"
@@ -37,6 +38,7 @@ struct JobServiceDeps {
   const platform::Clock& clock;
   ServeBridge* serve = nullptr;  // the gateway's view of services; null: serving off
   const trust::CertificateAuthority* ca = nullptr;  // certifies gateways (WatchGateway)
+  Collector* collector = nullptr;  // DeleteJob, CollectGarbage, SubmitJob's guard; null: none
 };
 
 class JobService final : public v1::Jobs::Service {
@@ -78,6 +80,11 @@ class JobService final : public v1::Jobs::Service {
                                v1::FailedTasksPage* reply) override;
   grpc::Status GetTaskLog(grpc::ServerContext* ctx, const v1::TaskRef* req,
                           v1::TaskLog* reply) override;
+  // job_delete.cc (issue 18)
+  grpc::Status DeleteJob(grpc::ServerContext* ctx, const v1::DeleteJobRequest* req,
+                         v1::DeleteJobReply* reply) override;
+  grpc::Status CollectGarbage(grpc::ServerContext* ctx, const v1::GcRequest* req,
+                              v1::GcReply* reply) override;
 
   // The reads without the token check (also the HTTP API's).
   grpc::Status ListJobsInternal(v1::ListJobsReply* reply);
@@ -99,6 +106,20 @@ class JobService final : public v1::Jobs::Service {
                                  v1::JobTimeline* reply);
 
   JobServiceDeps d_;
+};
+
+// The Jobs calls of role admin, served on the data dir's admin socket (admin_service.h: reaching
+// it is the credential; no access token has role admin): CollectGarbage (`idlepool gc`). Every
+// other Jobs call answers UNIMPLEMENTED there. Threads: gRPC's; holds a reference to the
+// collector.
+class AdminJobs final : public v1::Jobs::Service {
+ public:
+  explicit AdminJobs(Collector& collector) : collector_(collector) {}
+  grpc::Status CollectGarbage(grpc::ServerContext* ctx, const v1::GcRequest* req,
+                              v1::GcReply* reply) override;
+
+ private:
+  Collector& collector_;
 };
 
 }  // namespace idlepool::coordinator

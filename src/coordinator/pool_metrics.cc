@@ -1,5 +1,7 @@
 #include "coordinator/pool_metrics.h"
 
+#include <sys/stat.h>
+
 #include <map>
 
 namespace idlepool::coordinator {
@@ -47,6 +49,11 @@ PoolMetrics::PoolMetrics() {
   book_workers_ = &r.AddGauge("idlepool_workers_in_memory", kInMemoryHelp, {{"part", "book"}});
   awaiting_prediction_ = &r.AddGauge("idlepool_jobs_awaiting_prediction",
                                      "Jobs the predictor still waits on (their first successes).");
+  store_bytes_ = &r.AddGauge("idlepool_store_bytes",
+                             "Bytes of the store's files (pool.db, its WAL and shared memory).");
+  blobs_ = &r.AddGauge("idlepool_blobs", "Complete blobs in the coordinator's data dir.");
+  blob_bytes_ = &r.AddGauge("idlepool_blob_bytes",
+                            "Bytes of the complete blobs in the coordinator's data dir.");
   start_time_ = &r.AddGauge("idlepool_start_time_seconds",
                             "When the coordinator started, Unix seconds; counters count from "
                             "here.");
@@ -119,6 +126,21 @@ void PoolMetrics::SetInMemory(size_t core_workers, size_t book_workers,
   core_workers_->Set(static_cast<double>(core_workers));
   book_workers_->Set(static_cast<double>(book_workers));
   awaiting_prediction_->Set(static_cast<double>(awaiting_prediction));
+}
+
+void PoolMetrics::SetDisk(uint64_t store_bytes, uint64_t blobs, uint64_t blob_bytes) {
+  store_bytes_->Set(static_cast<double>(store_bytes));
+  blobs_->Set(static_cast<double>(blobs));
+  blob_bytes_->Set(static_cast<double>(blob_bytes));
+}
+
+uint64_t StoreFileBytes(const std::string& data_dir) {
+  uint64_t total = 0;
+  for (const char* name : {"/pool.db", "/pool.db-wal", "/pool.db-shm"}) {
+    struct stat st;
+    if (::stat((data_dir + name).c_str(), &st) == 0) total += static_cast<uint64_t>(st.st_size);
+  }
+  return total;
 }
 
 }  // namespace idlepool::coordinator

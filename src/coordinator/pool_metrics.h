@@ -20,6 +20,9 @@
 //   idlepool_workers_in_memory{part}      gauge: workers the coordinator holds in memory, in its
 //                                         core and in its worker book (departed ones are forgotten)
 //   idlepool_jobs_awaiting_prediction     gauge: jobs the predictor still waits on
+//   idlepool_store_bytes                  gauge: the store's files (pool.db, its WAL and shm)
+//   idlepool_blobs, idlepool_blob_bytes   gauge: complete blobs in the data dir and their bytes
+//                                         (recounted at most every 10 s; partials not counted)
 // Counters count since this coordinator process started.
 //
 // Thread safety: every method may be called from any thread.
@@ -34,6 +37,9 @@
 #include "metrics/metrics.h"
 
 namespace idlepool::coordinator {
+
+// The bytes of the store's files in `data_dir`: pool.db, pool.db-wal, pool.db-shm.
+uint64_t StoreFileBytes(const std::string& data_dir);
 
 class PoolMetrics {
  public:
@@ -53,6 +59,8 @@ class PoolMetrics {
   void SetPool(const v1::ListWorkersReply& workers, const std::vector<core::JobSummary>& jobs);
   // What the coordinator holds in memory (issue 21: it must shrink when workers go away).
   void SetInMemory(size_t core_workers, size_t book_workers, size_t awaiting_prediction);
+  // The data dir's disk use (issue 18).
+  void SetDisk(uint64_t store_bytes, uint64_t blobs, uint64_t blob_bytes);
 
   // The exposition text; runs the collector set with SetCollector first.
   std::string Render() const { return registry_.Render(); }
@@ -70,6 +78,7 @@ class PoolMetrics {
   metrics::Gauge* start_time_;
   metrics::Gauge *slots_total_, *slots_busy_;
   metrics::Gauge *core_workers_, *book_workers_, *awaiting_prediction_;
+  metrics::Gauge *store_bytes_, *blobs_, *blob_bytes_;
 };
 
 }  // namespace idlepool::coordinator

@@ -643,6 +643,11 @@ class Scheduler {
   // to time (the simulator never does). A forgotten worker that says hello again starts afresh
   // (average speed, no up periods, a new boot id as far as the core knows).
   std::vector<WorkerName> ForgetDeparted(MonoTime now, Millis after);
+  // Drops a finished job (idlepool delete): its record, its tasks' loss runs, avoidances and
+  // lost attempts, so that views no longer show it. Not an event: the shell calls it once the
+  // store removed the job. False (nothing changed) while the job runs or has an attempt running;
+  // true for an unknown job.
+  bool ForgetJob(JobId job);
 
   // Views. Unknown ids give std::nullopt.
   // Locality's figure: ms to move `bytes` to `worker` over its measured link (LinkRate), or at

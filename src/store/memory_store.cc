@@ -56,6 +56,9 @@ class MemoryStore final : public Store {
                                                            std::optional<uint32_t> task) override;
   absl::StatusOr<TaskInputTotals> GetTaskInputTotals(core::JobId job) override;
   absl::StatusOr<std::vector<std::string>> TaskInputBlobs() override;
+  absl::StatusOr<std::set<std::string>> ReferencedBlobs(const SpecBlobs& spec_blobs) override;
+  absl::StatusOr<std::set<std::string>> DeleteJob(core::JobId job,
+                                                  const SpecBlobs& spec_blobs) override;
 
  private:
   using OutputKey = std::pair<uint32_t, std::string>;  // (task index, path): the listing order
@@ -98,6 +101,9 @@ class MemoryStore final : public Store {
     return &it->second.tasks[t.index];
   }
   absl::Status ApplyOne(const core::Decision& d, int64_t now_ms, Undo& undo);
+  // The blobs `job` names (as SqliteStore: its spec's inputs, outputs, checkpoints).
+  // TODO(issue 18, B): per-task inputs join here too.
+  static void AddBlobs(const Job& job, const SpecBlobs& spec_blobs, std::set<std::string>& out);
 
   std::mutex mu_;
   core::JobId next_job_ = 1;
@@ -564,6 +570,40 @@ absl::Status MemoryStore::TrimWorkerEvents(int64_t before_ms, size_t max_rows) {
   std::erase_if(events_, [&](const WorkerEvent& e) { return e.at_ms < before_ms; });
   while (events_.size() > max_rows) events_.pop_front();
   return absl::OkStatus();
+}
+
+void MemoryStore::AddBlobs(const Job& job, const SpecBlobs& spec_blobs,
+                           std::set<std::string>& out) {
+  for (std::string& sha : spec_blobs(job.rec.spec)) out.insert(std::move(sha));
+  for (const auto& [key, file] : job.outputs) out.insert(file.sha256);
+  for (const auto& [index, files] : job.checkpoints) {
+    for (const core::OutputFile& f : files) out.insert(f.sha256);
+  }
+  for (const TaskInputRow& row : job.task_inputs) out.insert(row.sha256);
+}
+
+absl::StatusOr<std::set<std::string>> MemoryStore::ReferencedBlobs(const SpecBlobs& spec_blobs) {
+  std::lock_guard lock(mu_);
+  std::set<std::string> out;
+  for (const auto& [id, job] : jobs_) AddBlobs(job, spec_blobs, out);
+  return out;
+}
+
+absl::StatusOr<std::set<std::string>> MemoryStore::DeleteJob(core::JobId job,
+                                                             const SpecBlobs& spec_blobs) {
+  std::lock_guard lock(mu_);
+  auto it = jobs_.find(job);
+  if (it == jobs_.end()) return NotFound(job);
+  if (it->second.rec.state == core::JobState::kRunning) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("memory store: job ", job, " is still running"));
+  }
+  std::set<std::string> out;
+  AddBlobs(it->second, spec_blobs, out);
+  for (core::AttemptId a : it->second.attempts) attempts_.erase(a);
+  predictions_.erase(job);
+  jobs_.erase(it);
+  return out;
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -95,6 +96,10 @@ class SqliteStore final : public Store {
 
   // The SQL of the version 11 statements, for PrepareAll.
   static const std::vector<std::pair<StmtPtr Statements::*, const char*>>& TaskInputStatements();
+  // sqlite_store_gc.cc
+  absl::StatusOr<std::set<std::string>> ReferencedBlobs(const SpecBlobs& spec_blobs) override;
+  absl::StatusOr<std::set<std::string>> DeleteJob(core::JobId job,
+                                                  const SpecBlobs& spec_blobs) override;
 
  private:
   // InsertJob's rows for job.task_inputs (inside its transaction); the error names the row.
@@ -131,6 +136,10 @@ class SqliteStore final : public Store {
   absl::Status ReadAttempt(sqlite3_stmt* s, AttemptRecord& out) const;
   // Every row of a bound attempt statement (ReadAttempt's columns), `what` naming the caller.
   absl::StatusOr<std::vector<AttemptRecord>> ReadAttempts(sqlite3_stmt* s, absl::string_view what);
+  // Adds the blobs named by every row of `sql` (its first column a sha256, or with
+  // `spec_blobs` a spec), `job` bound to its parameter when not 0.
+  absl::Status AddBlobs(const char* sql, core::JobId job, const SpecBlobs* spec_blobs,
+                        std::set<std::string>& out);
   absl::StatusOr<JobRecord> ReadOneJob(const StmtPtr& stmt, core::JobId job, bool with_spec,
                                        absl::string_view what);
 

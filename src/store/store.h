@@ -15,8 +15,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -177,6 +179,10 @@ struct WorkerRecord {
   int64_t updated_ms = 0;     // wall clock, Unix ms, of this write
 };
 
+// The blobs a stored spec (`jobs.spec`, opaque to the store) names as the job's inputs: the
+// coordinator decodes it (v1::JobSpec). Must not throw; a spec it cannot read names none.
+using SpecBlobs = std::function<std::vector<std::string>(const std::string& spec)>;
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -275,6 +281,20 @@ class Store {
       core::JobId job, std::optional<uint32_t> task) = 0;
   [[nodiscard]] virtual absl::StatusOr<TaskInputTotals> GetTaskInputTotals(core::JobId job) = 0;
   [[nodiscard]] virtual absl::StatusOr<std::vector<std::string>> TaskInputBlobs() = 0;
+  // Collection (issue 18; blob/collect.h). Neither is part of Apply's group commit.
+  //
+  // The blobs the store references, read in one transaction: every job's inputs (its spec,
+  // through `spec_blobs`), outputs and checkpoints. THE one place where a table that names blobs
+  // must be added (sqlite_store_gc.cc, memory_store_gc.cc): a blob missing here is collected.
+  [[nodiscard]] virtual absl::StatusOr<std::set<std::string>> ReferencedBlobs(
+      const SpecBlobs& spec_blobs) = 0;
+  // Removes a finished job in one transaction: its jobs row, tasks, attempts, outputs,
+  // checkpoints and every job_* side table's row; its id is never reused. Returns the blobs those
+  // rows named (inputs through `spec_blobs`, outputs, checkpoints), for the caller to collect
+  // what nothing else references. kNotFound for an unknown job; kFailedPrecondition while it
+  // is running (nothing removed).
+  [[nodiscard]] virtual absl::StatusOr<std::set<std::string>> DeleteJob(
+      core::JobId job, const SpecBlobs& spec_blobs) = 0;
 };
 
 // Opens (creating if needed) the SQLite store at `path` in WAL mode with synchronous=FULL, so an

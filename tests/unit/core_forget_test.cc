@@ -49,5 +49,28 @@ TEST_F(CoreForgetTest, AWorkerHoldingAnAttemptIsNeverForgotten) {
   EXPECT_EQ(s_.worker_count(), 1u);
 }
 
+// Scheduler::ForgetJob (issue 18, `idlepool delete`): a finished job leaves the views; a running
+// one is never forgotten; the other jobs are untouched.
+TEST_F(CoreForgetTest, AFinishedJobIsForgottenARunningOneIsNot) {
+  Submit(1, 1);
+  Submit(2, 1);
+  auto out = Hello("a", 1, 2, 0);
+  ASSERT_THAT(Strs(Only<AssignAttempt>(out)),
+              ElementsAre("assign #1 1/0 @a s1", "assign #2 2/0 @a s1"));
+  EXPECT_FALSE(s_.ForgetJob(1));  // running
+  Report("a", 1, 1, ReportResult::kSucceeded, 10, {{"out.txt", std::string(64, 'a'), 3}});
+  ASSERT_EQ(s_.Job(1)->state, JobState::kSucceeded);
+  EXPECT_TRUE(s_.ForgetJob(1));
+  EXPECT_FALSE(s_.Job(1).has_value());
+  ASSERT_EQ(s_.Jobs().size(), 1u);
+  EXPECT_EQ(s_.Jobs()[0].job, 2u);
+  EXPECT_TRUE(s_.ForgetJob(1));  // unknown: nothing to do
+  // The other job still runs and finishes; the worker's slot is free for new work.
+  Report("a", 1, 2, ReportResult::kSucceeded, 20);
+  EXPECT_EQ(s_.Job(2)->state, JobState::kSucceeded);
+  Submit(3, 2, 30);
+  EXPECT_EQ(s_.Job(3)->running, 2u);
+}
+
 }  // namespace
 }  // namespace idlepool::core
