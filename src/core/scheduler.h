@@ -73,6 +73,18 @@
 //     its devices back when its worker re-adopts it, a revived one only if they are still free.
 //     A device its worker's owner policy holds (GpusHeld, GpuDevice::held) is not free for new
 //     attempts (its owner uses it, or it is too hot) until the worker frees it.
+//   - Retries (JobSubmitted::retry, scheduler_retry.cc): a batch task whose attempt ended
+//     kFailed or kTimedOut (never a preemption, loss or machine fault) and that may try again is
+//     pending again only after RetryWait: backoff x 2^(failures - 1), plus a jitter of up to a
+//     quarter of it, capped at max. The jitter is no random draw: it is a hash of (job, task,
+//     failures), so the same events give the same decisions. A Tick makes the task placeable once
+//     its wait is over. A restored task pending after a failure waits its whole backoff again
+//     from the restore (the store does not keep when the wait began).
+//   - Pipelines (JobSubmitted::after, scheduler_after.cc): a job whose `after` jobs have not all
+//     succeeded waits: none of its tasks is placed. When the last of them succeeds its tasks are
+//     pending; when one fails or is cancelled it is cancelled (JobChanged::reason says which),
+//     which may cancel the jobs that run after it in turn, in the same Apply. A job submitted
+//     after jobs already finished starts or is cancelled at once.
 //   - Services (JobSubmitted::service): a service's tasks are its replicas. The first
 //     ServiceShape::replicas of them are placed like batch tasks, at most per_machine of them on
 //     one worker; they are never backed up, never stalled, and teach no speeds. A replica never
@@ -117,6 +129,14 @@ struct ServiceShape {
   uint32_t per_machine = 1;  // at most this many of its replicas run on one worker; >= 1
 };
 
+// Retries of a batch job's tasks (its spec's [retry] backoff_s and max_backoff_s): see
+// "Retries" above. Zero backoff: a failed task is pending again at once.
+struct RetryBackoff {
+  Millis backoff{0};  // the wait after the first failure; doubles with each failure after it
+  Millis max{0};      // the cap of the wait (jitter included)
+  bool operator==(const RetryBackoff&) const = default;
+};
+
 struct JobSubmitted {
   JobId job = 0;
   uint32_t task_count = 0;   // > 0
@@ -127,6 +147,10 @@ struct JobSubmitted {
   // The blobs every attempt stages (inputs): placement prefers workers that already hold them.
   std::vector<BlobRef> inputs;
   std::optional<ServiceShape> service{};  // set: a service (task_count = its max_replicas)
+  RetryBackoff retry{};  // batch jobs only (a service restarts its replicas on its own rules)
+  // The jobs it runs after (see "Pipelines" above): until each of them has succeeded its tasks
+  // are never placed. Ids the core does not know do not hold it back.
+  std::vector<JobId> after{};
 };
 
 // A service now wants `replicas` replicas (clamped to its task count). Ignored for a batch job
@@ -138,6 +162,7 @@ struct ScaleService {
 
 struct JobCancelled {
   JobId job = 0;
+  std::string reason{};  // carried to JobChanged::reason (empty: the user cancelled it)
 };
 
 // A worker opened a session stream. `held` lists the attempts it still has (running, or
@@ -299,6 +324,9 @@ struct TaskChanged {
 struct JobChanged {
   JobId job = 0;
   JobState state = JobState::kRunning;
+  // Why it was cancelled when the core did it (a job it runs after failed or was cancelled:
+  // "job 12 failed"); empty otherwise. The shell may reword it with names.
+  std::string reason{};
 };
 struct WorkerLost {
   WorkerName worker;
@@ -429,7 +457,10 @@ struct JobSummary {
   bool host_network = false;  // the job asks for the host network (Resources::host_network)
   bool service = false;       // a service: `tasks` are its replicas, `replicas` of them wanted
   uint32_t replicas = 0;
-  uint32_t restarting = 0;    // replicas waiting out their restart backoff
+  uint32_t restarting = 0;  // replicas (or a batch job's tasks) waiting out their backoff
+  // Its `after` jobs still running: while not empty it waits (Pipelines), nothing placed.
+  std::vector<JobId> waiting_on{};
+  std::vector<JobId> after{};  // JobSubmitted::after, as submitted
   // Its pending tasks wait because every connected worker that fits them refuses the host
   // network: how many refuse. 0 when it does not wait for that (also when fits_no_worker).
   uint32_t host_network_refused = 0;
@@ -631,6 +662,11 @@ class Scheduler {
   // (average speed, no up periods, a new boot id as far as the core knows).
   std::vector<WorkerName> ForgetDeparted(MonoTime now, Millis after);
 
+  // The wait before task `task` tries again after its `failures`-th failure (>= 1) under
+  // `retry` (see "Retries"): min(max, b + j) with b = backoff x 2^(failures - 1) and j in
+  // [0, b / 4) a hash of (task, failures). 0 when backoff is 0. Pure.
+  static Millis RetryWait(const RetryBackoff& retry, TaskKey task, uint32_t failures);
+
   // Views. Unknown ids give std::nullopt.
   std::optional<JobSummary> Job(JobId job) const;
   std::vector<JobSummary> Jobs() const;           // by job id
@@ -663,6 +699,7 @@ class Scheduler {
     uint64_t input_bytes = 0;  // sum of spec.inputs sizes (sorted, unique by sha256)
     std::vector<AttemptId> lost_attempts;  // ended kLost while it runs (LateSuccess)
     AttemptTimes times;                    // of its learned successes (Learn), for the stall limit
+    bool waiting = false;  // its `after` jobs have not all succeeded: none of its tasks is placed
   };
   struct AttemptRec {
     TaskKey task;
@@ -774,8 +811,19 @@ class Scheduler {
   // beyond the replicas wanted. Counts the outcome; records TaskChanged.
   void EndReplica(JobRec& job, const AttemptRec& a, AttemptOutcome outcome, MonoTime now,
                   std::vector<Decision>& out);
-  // Replicas whose backoff ran out are pending again.
+  // Replicas, and batch tasks, whose backoff ran out are pending again.
   void RestartDue(MonoTime now);
+  // Retries (scheduler_retry.cc): pending task `key` is placeable at once, or after its retry
+  // wait when `failed` (its attempt ended kFailed or kTimedOut) and its batch job has a backoff.
+  void Requeue(const TaskKey& key, bool failed, MonoTime now);
+  // Pipelines (scheduler_after.cc). StartOrWait: job `id` waits for its `after` jobs, or its
+  // runnable tasks are pending, or it is cancelled (one of them failed). ResolveAfter: when a job
+  // changed state in `out` from `first` on (or after a restore), does so for every waiting job.
+  void StartOrWait(JobRec& job, JobId id, MonoTime now, std::vector<Decision>& out);
+  void ResolveAfter(MonoTime now, std::vector<Decision>& out, size_t first);
+  // The first `after` job that failed or was cancelled (0: none); those still running.
+  JobId AfterFailed(const JobRec& job) const;
+  std::vector<JobId> AfterPending(const JobRec& job) const;
   // `name` already runs as many replicas of `key`'s service as a worker may
   // (ServiceShape::per_machine); false for a batch job.
   bool ReplicasFull(const TaskKey& key, const WorkerName& name) const;
@@ -935,9 +983,11 @@ class Scheduler {
   // Tasks kept off workers where they ended kMachineFault or their worker died, until the given
   // time.
   std::map<TaskKey, std::map<WorkerName, MonoTime>> avoid_;
-  // Service replicas waiting out their restart backoff (pending, not in pending_), and when each
-  // may start again.
+  // Service replicas and batch tasks waiting out their backoff (pending, not in pending_), and
+  // when each may start again.
   std::map<TaskKey, MonoTime> restarts_;
+  std::set<JobId> waiting_;   // jobs waiting for their `after` jobs (Pipelines)
+  bool after_dirty_ = false;  // set by a restore: the next Apply resolves every waiting job
   bool Avoided(const TaskKey& key, const WorkerName& name, MonoTime now) const;
   // Locality: blob -> workers that hold it (or were sent it), for placement.
   std::map<std::string, std::set<WorkerName>> holders_;
