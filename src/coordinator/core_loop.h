@@ -50,6 +50,9 @@ struct JobInfo {
   std::vector<spec::TaskParams> tasks;
   // Some task may have a checkpoint in the store: only then does an assignment read it.
   bool any_checkpoint = false;
+  // Pipelines: the outputs of the jobs it runs after, staged by each of its attempts
+  // (job_after.h AfterInputs), read from the store at its first assignment.
+  std::optional<std::vector<v1::Input>> after_inputs{};
 };
 
 // One entry of the core queue.

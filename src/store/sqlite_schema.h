@@ -38,7 +38,7 @@
 
 namespace idlepool::store::internal {
 
-inline constexpr int kSchemaVersion = 10;
+inline constexpr int kSchemaVersion = 11;
 
 inline constexpr const char* kSchemaV1 = R"sql(
 CREATE TABLE jobs (
@@ -238,6 +238,20 @@ CREATE TABLE job_service (
 )sql";
 // ---- end of schema version 10
 
+// ---- Schema version 11 (issue 18, pipelines): self-contained so it can be renumbered at merge.
+// From version 10 to 11: the jobs each job runs after (JobSpec.after resolved to ids at submit),
+// one row per pair; a job without rows runs after none. Kept apart from the spec so Load gives
+// every job's (finished ones too: status shows them) without reading specs.
+inline constexpr int kPipelineSchemaVersion = 11;
+inline constexpr const char* kMigrateV11Pipeline = R"sql(
+CREATE TABLE job_after (
+  job_id    INTEGER NOT NULL REFERENCES jobs(id),
+  after_id  INTEGER NOT NULL,
+  PRIMARY KEY (job_id, after_id)
+);
+)sql";
+// ---- end of schema version 11
+
 // Every step from version 1 up, in order: a fresh file runs kSchemaV1 and then all of them; an
 // older file, the steps above its version, each in its own transaction.
 struct Migration {
@@ -252,7 +266,8 @@ inline constexpr Migration kMigrations[] = {{2, kMigrateV2},
                                             {kEventsSchemaVersion, kMigrateV7Events},
                                             {kGpusSchemaVersion, kMigrateV8Gpus},
                                             {kSandboxSchemaVersion, kMigrateV9Sandbox},
-                                            {kServiceSchemaVersion, kMigrateV10Service}};
+                                            {kServiceSchemaVersion, kMigrateV10Service},
+                                            {kPipelineSchemaVersion, kMigrateV11Pipeline}};
 static_assert(std::size(kMigrations) + 1 == kSchemaVersion, "one migration step per version");
 
 }  // namespace idlepool::store::internal

@@ -49,6 +49,7 @@ struct Statements {
   StmtPtr insert_job_gpus;                                                      // version 8
   StmtPtr insert_job_sandbox;                                                   // version 9
   StmtPtr insert_job_service;                                                   // version 10
+  StmtPtr insert_job_after, load_job_after;                                     // version 11
 };
 
 class SqliteStore final : public Store {
