@@ -106,6 +106,10 @@ done
 say "submitting examples/povray-fractalzoom/job.toml (60 frames, 4 per task, checkpointed per frame)"
 JOB=$("$BIN" submit examples/povray-fractalzoom/job.toml)
 T0=$(date +%s)
+# The assembly of the animation is a pool job too: it waits until the render has succeeded, then
+# joins the rendered frames into a video on a worker (examples/povray-fractalzoom/video.toml).
+VIDEO=$("$BIN" submit examples/povray-fractalzoom/video.toml)
+echo "job $VIDEO (the video) runs after job $JOB: $("$BIN" status "$VIDEO" --json | jq -r '.state + ", " + .reason')"
 
 say "worker-1's owner comes back (idle_seconds=0): its task is frozen"
 busy_after() { [ "$(running "$1")" -gt 0 ] && [ "$(field succeeded)" -ge "$2" ]; }
@@ -175,9 +179,14 @@ once=$(sql "SELECT COUNT(*) || ' committed, ' || COUNT(DISTINCT path) || ' disti
 echo "store: $once"
 [ "$once" = "60 committed, 60 distinct" ] || { echo "frames not committed exactly once"; exit 1; }
 
-say "assembling the animation with ffmpeg"
-ffmpeg -loglevel error -y -framerate 24 -i "$OUT/frames/frame%02d.png" -c:v libx264 -pix_fmt yuv420p \
-  "$OUT/fractalzoom.mp4"
+say "the video job ran after the render: fetching the animation it assembled"
+"$BIN" wait "$VIDEO" || { "$BIN" status "$VIDEO"; die "the video job did not succeed"; }
+"$BIN" fetch "$VIDEO" --out "$OUT/video"
+mv "$OUT/video/fractalzoom.mp4" "$OUT/fractalzoom.mp4"
+vframes=$(ffprobe -v error -select_streams v:0 -count_frames -show_entries stream=nb_read_frames \
+  -of csv=p=0 "$OUT/fractalzoom.mp4")
+echo "fractalzoom.mp4: $vframes frames (job $VIDEO, after job $JOB)"
+[ "$vframes" = 60 ] || die "the video has $vframes frames, want 60"
 
 say "summary"
 S=$("$BIN" status "$JOB" --json)

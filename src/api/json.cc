@@ -41,6 +41,9 @@ nlohmann::json JobJson(const v1::JobStatus& s) {
   j["job"] = s.job();
   j["name"] = s.name();
   j["state"] = s.state();
+  j["after"] = std::vector<uint64_t>(s.after().begin(), s.after().end());
+  j["reason"] = s.reason();
+  j["backoff"] = s.backoff();
   j["tasks"] = s.tasks();
   j["pending"] = s.pending();
   j["running"] = s.running();

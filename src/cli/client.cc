@@ -292,7 +292,7 @@ absl::StatusOr<v1::JobStatus> PoolClient::Wait(
       last = key;
       last_call = now;
     }
-    if (s->state() != "running") return *s;
+    if (s->state() != "running" && s->state() != "waiting") return *s;  // waiting: `after`
     platform::SleepFor(std::chrono::milliseconds(50));
   }
 }

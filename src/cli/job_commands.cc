@@ -1,11 +1,13 @@
 // The job subcommands: submit, status, wait, fetch, cancel, and frames (a spec check).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "api/json.h"
 #include "cli/command.h"
@@ -23,6 +25,7 @@ struct JobFlags {
   std::optional<uint64_t> maybe_job;  // status
   uint64_t job = 0;                   // wait, fetch, cancel
   std::string out_dir;                // fetch
+  std::vector<std::string> after;     // submit --after (added to the spec's `after`)
   bool json = false, quiet = false;
 };
 
@@ -30,6 +33,12 @@ int Submit(const JobFlags& f, Common& common) {
   if (int rc = NeedCredentials(common); rc != 0) return rc;
   auto spec = spec::ParseJobFile(f.job_file);
   if (!spec.ok()) return BadSpec(spec.status());
+  for (const std::string& a : f.after) {
+    if (std::find(spec->after.begin(), spec->after.end(), a) == spec->after.end()) {
+      spec->after.push_back(a);
+    }
+  }
+  if (absl::Status st = spec::Validate(*spec); !st.ok()) return BadSpec(st);
   PoolClient client = MakeClient(common);
   auto reply = client.Submit(*spec, fs::absolute(f.job_file).string());
   if (!reply.ok()) return Fail(reply.status());
@@ -127,6 +136,9 @@ Command AddSubmitCommand(CLI::App& app, Common& common) {
   auto* submit = app.add_subcommand("submit", "submit a job spec; prints the job id");
   AddClientOptions(submit, common);
   submit->add_option("JOB", f->job_file, "job spec (TOML)")->required();
+  submit->add_option("--after", f->after,
+                     "run after this job succeeds (a job id, or a name: the newest job of that "
+                     "name); repeatable, added to the spec's `after`");
   return {submit, [f, &common] { return Submit(*f, common); }};
 }
 

@@ -47,6 +47,8 @@ void PrintJobHeader(const v1::JobStatus& s) {
 }
 
 void PrintJobDetails(const v1::JobStatus& s) {
+  if (!s.reason().empty()) std::printf("  %s: %s\n", s.state().c_str(), s.reason().c_str());
+  if (s.backoff() != 0) std::printf("  %u tasks waiting out a retry backoff\n", s.backoff());
   std::printf("  attempts %llu, failures %llu, preemptions %llu, lost %llu (workers lost %u)\n",
               static_cast<unsigned long long>(s.attempts()),
               static_cast<unsigned long long>(s.failures()),
@@ -134,7 +136,8 @@ void Progress::Update(const v1::JobStatus& s) {
   if (quiet_) return;
   if (live_) {
     const auto& clock = platform::SystemClock();
-    const bool last = s.state() != "running";  // the block left on screen: fresh workers
+    // The block left on screen: fresh workers. "waiting": for the jobs it runs after.
+    const bool last = s.state() != "running" && s.state() != "waiting";
     if (client_ != nullptr &&
         (!workers_ || last || clock.Now() - workers_at_ >= std::chrono::seconds(1))) {
       auto w = client_->ListWorkers();

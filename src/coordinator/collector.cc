@@ -57,15 +57,16 @@ void Collector::Cancel(core::JobId job) {
   fut.wait();
 }
 
-std::string Collector::Dependents(core::JobId job, const std::string& name) {
-  // TODO(issue 18, A): use the ids `after` resolved to at submit; a name is matched here as
-  // written, which may refuse a delete that a newer job of the same name would have allowed.
-  auto ids = core_.Query<std::vector<core::JobId>>([this, job, name] {
+std::string Collector::Dependents(core::JobId job) {
+  // A stored spec's `after` holds the ids its names resolved to at submit (job_after.h).
+  auto ids = core_.Query<std::vector<core::JobId>>([this, job] {
     std::vector<core::JobId> out;
     const std::string id = absl::StrCat(job);
     for (const auto& [other, info] : core_.jobs()) {
+      const std::optional<core::JobSummary> s = core_.sched().Job(other);
+      if (!s || s->state != core::JobState::kRunning) continue;  // finished: it needs nothing
       for (const std::string& a : info.spec.after()) {
-        if (a == id || (!name.empty() && a == name)) {
+        if (a == id) {
           out.push_back(other);
           break;
         }
@@ -81,7 +82,7 @@ std::string Collector::Dependents(core::JobId job, const std::string& name) {
 absl::Status Collector::DeleteRows(core::JobId job, std::map<std::string, int64_t>& released) {
   absl::StatusOr<store::JobRecord> header = store_.GetJobHeader(job);
   if (!header.ok()) return header.status();
-  if (std::string after = Dependents(job, header->name); !after.empty()) {
+  if (std::string after = Dependents(job); !after.empty()) {
     return absl::FailedPreconditionError(
         absl::StrCat("job ", job, " cannot be deleted: ", after,
                      " runs after it and has not finished (cancel or delete it first)"));

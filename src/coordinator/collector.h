@@ -119,8 +119,8 @@ class Collector {
   // Mark and sweep. Exclusive guard held.
   absl::StatusOr<std::vector<blob::BlobFile>> Sweep(const std::map<std::string, int64_t>& released,
                                                     bool dry_run);
-  // The running jobs that run after `job` (named `name`), as "job 7, job 9"; "" when none.
-  std::string Dependents(core::JobId job, const std::string& name);
+  // The running or waiting jobs that run after `job`, as "job 7, job 9"; "" when none.
+  std::string Dependents(core::JobId job);
   // Cancels `job` and waits for the cancellation to commit.
   void Cancel(core::JobId job);
   // Fault injection: counts a step, and dies before the kill_at-th.

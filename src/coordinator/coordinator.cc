@@ -145,6 +145,12 @@ absl::StatusOr<std::map<core::JobId, JobInfo>> RestoreJobs(store::Store& store,
     for (const store::TaskInputRow& r : *own) {
       job.spec.task_inputs.push_back(core::TaskBlob{r.index, core::BlobRef{r.sha256, r.size}});
     }
+    // Its retry backoff, kept only in the spec too (a batch job's; 0 for a spec stored before).
+    if (const v1::RetrySpec& r = it->second.spec.retry(); !job.spec.service && r.set()) {
+      job.spec.retry =
+          core::RetryBackoff{core::Millis(static_cast<int64_t>(r.backoff_s() * 1000)),
+                             core::Millis(static_cast<int64_t>(r.max_backoff_s() * 1000))};
+    }
   }
   return jobs;
 }

@@ -7,7 +7,9 @@
 #include <utility>
 #include <variant>
 
+#include "absl/strings/str_cat.h"
 #include "coordinator/core_driver.h"
+#include "coordinator/job_after.h"
 #include "platform/clock.h"
 #include "platform/memory.h"
 #include "spdlog/spdlog.h"
@@ -34,8 +36,8 @@ class CoreLoop::StoreSink final : public RecordSink {
 // Messages of a committed batch go to the worker sessions; the jobs map follows the batch.
 class CoreLoop::SessionTarget final : public DecisionTarget {
  public:
-  SessionTarget(CoreLoopDeps& deps, std::map<core::JobId, JobInfo>& jobs)
-      : deps_(deps), jobs_(jobs) {}
+  SessionTarget(CoreLoopDeps& deps, std::map<core::JobId, JobInfo>& jobs, CoreLoop& core)
+      : deps_(deps), jobs_(jobs), core_(core) {}
 
   void Assign(const core::AssignAttempt& a) override {
     auto s = deps_.sessions.Find(a.session);
@@ -47,6 +49,7 @@ class CoreLoop::SessionTarget final : public DecisionTarget {
                              a.gpus);
     if (it->second.any_checkpoint) AddCheckpoint(a, as);
     if (it->second.task_inputs && !AddTaskInputs(a, as)) return;
+    if (!it->second.spec.after().empty() && !AddAfterInputs(a, it->second, as)) return;
     s->Send(std::move(m));
   }
 
@@ -106,7 +109,8 @@ class CoreLoop::SessionTarget final : public DecisionTarget {
     if (j.state != core::JobState::kRunning) {
       if (deps_.serve) deps_.serve->ServiceEnded(j.job);
       jobs_.erase(j.job);
-      spdlog::info("job {} {}", j.job, core::ToString(j.state));
+      spdlog::info("job {} {}{}", j.job, core::ToString(j.state),
+                   j.reason.empty() ? "" : ": " + j.reason);
     }
   }
 
@@ -125,6 +129,27 @@ class CoreLoop::SessionTarget final : public DecisionTarget {
 
  private:
   // The task's checkpoint files onto its assignment.
+  // Pipelines: the outputs of the jobs `job` runs after (job_after.h). False when they cannot be
+  // staged (two of a job's tasks output one path, or the store failed): the job is cancelled
+  // with the reason, and its assignment is not sent.
+  bool AddAfterInputs(const core::AssignAttempt& a, JobInfo& job, v1::Assignment* as) {
+    if (!job.after_inputs) {
+      std::vector<core::JobId> after;
+      for (const std::string& id : job.spec.after()) after.push_back(std::stoull(id));
+      auto inputs = AfterInputs(deps_.store, after);
+      if (!inputs.ok()) {
+        const std::string why = absl::StrCat("cannot stage the outputs of the jobs it runs after: ",
+                                             inputs.status().message());
+        spdlog::error("job {}: {}; cancelling it", a.task.job, why);
+        core_.PostItem(CoreItem{core::Event(core::JobCancelled{a.task.job, why}), {}});
+        return false;
+      }
+      job.after_inputs = std::move(*inputs);
+    }
+    for (const v1::Input& in : *job.after_inputs) *as->add_inputs() = in;
+    return true;
+  }
+
   void AddCheckpoint(const core::AssignAttempt& a, v1::Assignment* as) {
     auto ckpt = deps_.store.GetCheckpoint(a.task);
     if (!ckpt.ok()) {
@@ -163,6 +188,7 @@ class CoreLoop::SessionTarget final : public DecisionTarget {
 
   CoreLoopDeps& deps_;
   std::map<core::JobId, JobInfo>& jobs_;
+  CoreLoop& core_;  // to cancel a job whose after inputs cannot be staged
 };
 
 namespace {
@@ -192,7 +218,7 @@ CoreLoop::CoreLoop(CoreLoopDeps deps)
                            .stall_threshold = deps_.options.lease_timeout / 2,
                            .stall = core::StallRule{.enabled = true}}),
       sink_(std::make_unique<StoreSink>(deps_)),
-      target_(std::make_unique<SessionTarget>(deps_, jobs_)) {}
+      target_(std::make_unique<SessionTarget>(deps_, jobs_, *this)) {}
 
 CoreLoop::~CoreLoop() { Stop(); }
 

@@ -53,6 +53,9 @@ struct JobInfo {
   // Some task has inputs of its own (store::Store::ListTaskInputs): only then does an
   // assignment read them.
   bool task_inputs = false;
+  // Pipelines: the outputs of the jobs it runs after, staged by each of its attempts
+  // (job_after.h AfterInputs), read from the store at its first assignment.
+  std::optional<std::vector<v1::Input>> after_inputs{};
 };
 
 // One entry of the core queue.

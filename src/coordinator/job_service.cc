@@ -11,8 +11,10 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "blob/blob.h"
 #include "coordinator/attempt_views.h"
+#include "coordinator/job_after.h"
 #include "coordinator/job_request.h"
 #include "coordinator/planner.h"
 #include "coordinator/timeline.h"
@@ -98,7 +100,22 @@ void AddProfileJob(core::JobId id, const store::JobRecord& rec, v1::ProfileReply
   j->set_profile_key(rec.profile_key);
 }
 
+core::RetryBackoff RetryOf(const spec::JobSpec& spec) {
+  auto ms = [](double s) { return core::Millis(static_cast<int64_t>(s * 1000)); };
+  return core::RetryBackoff{ms(spec.backoff_s), ms(spec.max_backoff_s)};
+}
+
 }  // namespace
+
+grpc::Status JobService::ResolveAfterOf(const spec::JobSpec& spec, core::JobSubmitted& sched,
+                                        v1::JobSpec& stored) {
+  auto ids = ResolveAfter(d_.store, spec.after);
+  if (!ids.ok()) return wire::ToGrpc(ids.status());
+  sched.after = *ids;
+  stored.clear_after();
+  for (const core::JobId id : *ids) stored.add_after(absl::StrCat(id));
+  return grpc::Status::OK;
+}
 
 grpc::Status JobService::SubmitJob(grpc::ServerContext* ctx, const v1::SubmitJobRequest* req,
                                    v1::SubmitJobReply* reply) {
@@ -112,11 +129,14 @@ grpc::Status JobService::SubmitJob(grpc::ServerContext* ctx, const v1::SubmitJob
   const spec::JobSpec& spec = checked->spec;
   store::NewJob job;
   job.name = spec.name;
-  job.spec = proto.SerializeAsString();
+  job.spec = proto.SerializeAsString();  // again below, with `after` resolved
   job.sched.task_count = static_cast<uint32_t>(checked->tasks.size());
   job.sched.resources = spec.resources;
   job.sched.max_attempts = spec.max_attempts;
   job.sched.timeout = std::chrono::seconds(spec.timeout_s);
+  if (!spec.service) job.sched.retry = RetryOf(spec);
+  v1::JobSpec stored = proto;  // `after` resolved to ids: a name means the job it named at submit
+  if (grpc::Status st = ResolveAfterOf(spec, job.sched, stored); !st.ok()) return st;
   job.service = spec.service;
   if (spec.service) {  // its replicas: the minimum until scaled (autoscaling is not built yet)
     job.sched.service =
@@ -145,6 +165,7 @@ grpc::Status JobService::SubmitJob(grpc::ServerContext* ctx, const v1::SubmitJob
     spdlog::warn("{}", std::string(st.message()));
     return wire::ToGrpc(st);
   }
+  job.spec = stored.SerializeAsString();
   auto id = d_.store.InsertJob(job, d_.clock.WallMs());
   if (guard.owns_lock()) guard.unlock();
   if (!id.ok()) {
@@ -156,7 +177,7 @@ grpc::Status JobService::SubmitJob(grpc::ServerContext* ctx, const v1::SubmitJob
   // right after submit always finds the job.
   job.sched.job = *id;
   uint32_t count = job.sched.task_count;
-  auto info = std::make_shared<JobInfo>(JobInfo{proto, std::move(checked->tasks)});
+  auto info = std::make_shared<JobInfo>(JobInfo{stored, std::move(checked->tasks)});
   info->task_inputs = !job.task_inputs.empty();
   auto done = std::make_shared<std::promise<void>>();
   auto fut = done->get_future();
@@ -168,7 +189,10 @@ grpc::Status JobService::SubmitJob(grpc::ServerContext* ctx, const v1::SubmitJob
                               done->set_value();
                             }});
   fut.wait();
-  spdlog::info("job {} '{}' submitted: {} tasks", *id, spec.name, count);
+  spdlog::info("job {} '{}' submitted: {} tasks{}", *id, spec.name, count,
+               stored.after().empty()
+                   ? ""
+                   : absl::StrCat(", after jobs ", absl::StrJoin(stored.after(), ", ")));
   d_.predictor.Await(*id, proto, count);
   reply->set_job(*id);
   reply->set_tasks(count);
@@ -198,7 +222,17 @@ grpc::Status JobService::ListJobsInternal(v1::ListJobsReply* reply) {
   for (const auto& s : jobs) {
     while (h != headers->end() && h->id < s.job) ++h;
     if (h == headers->end() || h->id != s.job) continue;  // submitted after the store was read
-    FillSummary(s, *h, reply->add_jobs());
+    v1::JobStatus* out = reply->add_jobs();
+    FillSummary(s, *h, out);
+    FillAfter(
+        s, *h,
+        [&](core::JobId dep) -> std::optional<store::JobRecord> {
+          auto d =
+              std::lower_bound(headers->begin(), headers->end(), dep,
+                               [](const store::JobRecord& r, core::JobId v) { return r.id < v; });
+          return d != headers->end() && d->id == dep ? std::optional(*d) : std::nullopt;
+        },
+        out);
   }
   return grpc::Status::OK;
 }
@@ -448,6 +482,13 @@ grpc::Status JobService::FillJobStatus(core::JobId id, bool with_failures, v1::J
   auto rec = d_.store.GetJobHeader(id);  // never the spec: this runs on every poll
   if (!rec.ok()) return wire::ToGrpc(rec.status());
   FillSummary(*summary, *rec, out);
+  FillAfter(
+      *summary, *rec,
+      [this](core::JobId dep) -> std::optional<store::JobRecord> {
+        auto h = d_.store.GetJobHeader(dep);
+        return h.ok() ? std::optional<store::JobRecord>(std::move(*h)) : std::nullopt;
+      },
+      out);
   if (!with_failures) return grpc::Status::OK;  // ListJobs stays small
   auto own = d_.store.GetTaskInputTotals(id);
   if (!own.ok()) return wire::ToGrpc(own.status());

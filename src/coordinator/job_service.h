@@ -23,6 +23,7 @@
 #include "grpcpp/grpcpp.h"
 #include "idlepool.grpc.pb.h"
 #include "platform/clock.h"
+#include "spec/spec.h"
 #include "store/store.h"
 
 namespace idlepool::coordinator {
@@ -101,6 +102,9 @@ class JobService final : public v1::Jobs::Service {
   // The counters of `summary` and the header fields of `rec` (ListJobs' entry of a job).
   static void FillSummary(const core::JobSummary& summary, const store::JobRecord& rec,
                           v1::JobStatus* out);
+  // Resolves spec.after (job_after.h) into sched.after and, as ids, into the spec to store.
+  grpc::Status ResolveAfterOf(const spec::JobSpec& spec, core::JobSubmitted& sched,
+                              v1::JobSpec& stored);
   // The worker events of `workers` during the job's life, onto its timeline.
   grpc::Status AddTimelineEvents(const std::set<std::string>& workers, int64_t now_ms,
                                  v1::JobTimeline* reply);

@@ -94,6 +94,8 @@ void Scheduler::Restore(const RestoredState& state, MonoTime now) {
   avoid_.clear();
   lost_in_a_row_.clear();
   restarts_.clear();
+  waiting_.clear();
+  after_dirty_ = true;  // the first Apply starts or cancels the jobs that wait (ResolveAfter)
   now_ = now;
   next_attempt_id_ = std::max<AttemptId>(state.next_attempt_id, 1);
 
@@ -154,6 +156,8 @@ void Scheduler::Restore(const RestoredState& state, MonoTime now) {
   }
   for (auto& [id, job] : jobs_) {
     job.unfinished = 0;
+    job.waiting = job.state == JobState::kRunning && !job.spec.after.empty();
+    if (job.waiting) waiting_.insert(id);
     for (uint32_t i = 0; i < job.tasks.size(); ++i) {
       TaskRec& t = job.tasks[i];
       // A task recorded as running whose attempt is not among the running ones goes back to
@@ -162,7 +166,8 @@ void Scheduler::Restore(const RestoredState& state, MonoTime now) {
       // A finished job never runs anything again.
       if (job.state != JobState::kRunning && Unfinished(t.state)) t.state = TaskState::kCancelled;
       const bool parked = job.spec.service && i >= job.spec.service->replicas;
-      if (t.state == TaskState::kPending && !parked) AddPending(TaskKey{id, i});
+      // A task pending after a failure waits its whole retry backoff again.
+      if (t.state == TaskState::kPending && !parked) Requeue(TaskKey{id, i}, t.failures > 0, now);
       if (Unfinished(t.state)) ++job.unfinished;
     }
   }
@@ -192,6 +197,7 @@ std::vector<Decision> Scheduler::Apply(const Event& event, MonoTime now) {
                  [&](const LinkRate& e) { OnLinkRate(e); },
              },
              event);
+  ResolveAfter(now, out, 0);
   Schedule(now, out);
   Speculate(now, out);
   // Records first, each group in the order it happened, so the shell can persist all records of
@@ -208,7 +214,7 @@ void Scheduler::OnSubmit(const JobSubmitted& e, MonoTime now, std::vector<Decisi
   job.tasks.resize(e.task_count);
   job.unfinished = e.task_count;
   auto [it, inserted] = jobs_.emplace(e.job, std::move(job));
-  for (uint32_t i = 0; i < RunnableAtSubmit(e); ++i) AddPending(TaskKey{e.job, i});
+  StartOrWait(it->second, e.job, now, out);  // or it waits for the jobs it runs after
   FinishJobIfDone(it->second, e.job, out);  // only a job with no tasks finishes here
 }
 
@@ -247,7 +253,7 @@ void Scheduler::OnCancel(const JobCancelled& e, MonoTime now, std::vector<Decisi
   }
   CORE_CHECK(job.unfinished == 0, "cancelled job still has unfinished tasks");
   ForgetLost(e.job);
-  out.push_back(JobChanged{e.job, JobState::kCancelled});
+  out.push_back(JobChanged{e.job, JobState::kCancelled, e.reason});
 }
 
 void Scheduler::OnHello(const WorkerHello& e, MonoTime now, std::vector<Decision>& out) {
@@ -856,7 +862,7 @@ void Scheduler::EndAttempt(AttemptId id, AttemptOutcome outcome, int exit_code,
   if (task.state == TaskState::kPending) {
     if (!(options_.planted_bug == Options::PlantedBug::kStrandPreempted &&
           outcome == AttemptOutcome::kPreempted)) {
-      AddPending(a.task);
+      Requeue(a.task, failure, now_);  // after its retry wait, when it failed
     }
   } else {
     --job.unfinished;
@@ -881,32 +887,6 @@ void Scheduler::LoseWorker(const WorkerName& name, std::vector<Decision>& out) {
   }
   CORE_CHECK(w.slots_busy == 0 && w.gpu_owner.empty() && w.memory_busy_mb == 0,
              "lost worker still has busy capacity");
-}
-
-std::string Scheduler::CountLoss(const TaskKey& key, const AttemptRec& a, AttemptOutcome outcome,
-                                 bool alone) {
-  const bool planted = options_.planted_bug == Options::PlantedBug::kPreemptionsAsLosses &&
-                       outcome == AttemptOutcome::kPreempted;
-  if (outcome == AttemptOutcome::kSucceeded || outcome == AttemptOutcome::kFailed ||
-      outcome == AttemptOutcome::kTimedOut) {
-    lost_in_a_row_.erase(key);  // it ran to an end on a worker that outlived it
-    return "";
-  }
-  if (!(outcome == AttemptOutcome::kLost && a.worker_died) && !planted) return "";
-  const uint32_t limit = options_.max_workers_lost_in_a_row;
-  if (limit == 0) return "";
-  avoid_[key][a.worker] = now_ + options_.machine_fault_avoid;  // not straight back to it
-  std::vector<WorkerName>& died = lost_in_a_row_[key];
-  if (died.size() < limit && std::find(died.begin(), died.end(), a.worker) == died.end()) {
-    died.push_back(a.worker);
-  }
-  if (!alone || died.size() < limit) return "";
-  std::string why =
-      "the task fails: lost with " + std::to_string(died.size()) + " different workers in a row (";
-  for (size_t i = 0; i < died.size(); ++i) why += (i == 0 ? "" : ", ") + died[i];
-  why += "), each of which died while running it: a task that crashes its worker?";
-  lost_in_a_row_.erase(key);
-  return why;
 }
 
 void Scheduler::FinishJobIfDone(JobRec& job, JobId id, std::vector<Decision>& out) {

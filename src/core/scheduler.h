@@ -74,6 +74,18 @@
 //     its devices back when its worker re-adopts it, a revived one only if they are still free.
 //     A device its worker's owner policy holds (GpusHeld, GpuDevice::held) is not free for new
 //     attempts (its owner uses it, or it is too hot) until the worker frees it.
+//   - Retries (JobSubmitted::retry, scheduler_retry.cc): a batch task whose attempt ended
+//     kFailed or kTimedOut (never a preemption, loss or machine fault) and that may try again is
+//     pending again only after RetryWait: backoff x 2^(failures - 1), plus a jitter of up to a
+//     quarter of it, capped at max. The jitter is no random draw: it is a hash of (job, task,
+//     failures), so the same events give the same decisions. A Tick makes the task placeable once
+//     its wait is over. A restored task pending after a failure waits its whole backoff again
+//     from the restore (the store does not keep when the wait began).
+//   - Pipelines (JobSubmitted::after, scheduler_after.cc): a job whose `after` jobs have not all
+//     succeeded waits: none of its tasks is placed. When the last of them succeeds its tasks are
+//     pending; when one fails or is cancelled it is cancelled (JobChanged::reason says which),
+//     which may cancel the jobs that run after it in turn, in the same Apply. A job submitted
+//     after jobs already finished starts or is cancelled at once.
 //   - Services (JobSubmitted::service): a service's tasks are its replicas. The first
 //     ServiceShape::replicas of them are placed like batch tasks, at most per_machine of them on
 //     one worker; they are never backed up, never stalled, and teach no speeds. A replica never
@@ -102,174 +114,12 @@
 #include <vector>
 
 #include "core/defaults.h"
+#include "core/events.h"
 #include "core/link.h"
 #include "core/stall.h"
 #include "core/types.h"
 
 namespace idlepool::core {
-
-// ---------------------------------------------------------------------------------------------
-// Events (inputs)
-
-// A service (a job spec's [service] table; docs/guide/job-spec.md): its tasks are replicas,
-// long-running attempts that never succeed or fail. Task i is replica i; the job has max_replicas
-// tasks and runs the first `replicas` of them. See "Services" above.
-struct ServiceShape {
-  uint32_t replicas = 1;     // replicas wanted now, <= task_count (ScaleService changes it)
-  uint32_t per_machine = 1;  // at most this many of its replicas run on one worker; >= 1
-};
-
-struct JobSubmitted {
-  JobId job = 0;
-  uint32_t task_count = 0;   // > 0
-  Resources resources;       // per attempt
-  uint32_t max_attempts = 3; // failures allowed per task before the task fails; >= 1
-  Millis timeout{0};         // per attempt; 0 = none. Enforced by the worker; the core kills an
-                             // attempt still running at timeout + lease_timeout as a backstop.
-  // The blobs every attempt stages (inputs): placement prefers workers that already hold them.
-  std::vector<BlobRef> inputs;
-  std::optional<ServiceShape> service{};  // set: a service (task_count = its max_replicas)
-  // Each task's own inputs (spec `task_inputs`), sorted by (task, blob): only that task's
-  // attempts stage them, and its placement prefers workers that hold them too.
-  std::vector<TaskBlob> task_inputs{};
-};
-
-// A worker's measured down rate (coordinator -> worker, bytes per second; 0: unmeasured), from
-// its link probes (WorkerMessage.link) or, after a restart, the workers table. Locality counts
-// its missing input bytes at this rate (core/link.h). Ignored for an unknown worker.
-struct LinkRate {
-  WorkerName worker;
-  double down_bytes_per_s = 0;
-};
-
-// A service now wants `replicas` replicas (clamped to its task count). Ignored for a batch job
-// or a job that is not running.
-struct ScaleService {
-  JobId job = 0;
-  uint32_t replicas = 0;
-};
-
-struct JobCancelled {
-  JobId job = 0;
-};
-
-// A worker opened a session stream. `held` lists the attempts it still has (running, or
-// finished with a report not yet acknowledged).
-struct WorkerHello {
-  WorkerName worker;
-  SessionId session = 0;
-  std::string boot_id;  // changes whenever the worker process restarts
-  Resources capacity;   // cpus = slots offered
-  std::vector<AttemptId> held;
-  bool accepting = true;  // the worker's owner policy allows new work (see OwnerStateChanged)
-  // Held attempts frozen for the owner right now: their timeout clocks stay stopped (a
-  // restarted coordinator learns it here; not counted as new suspensions).
-  std::vector<AttemptId> frozen;
-  // What its blob cache holds now (replaces whatever the core knew of it).
-  std::vector<BlobRef> cached;
-  // Held attempts that finished and are delivering their outputs (from the worker's durable
-  // outbox): even with a new boot id they are not gone, and one declared lost is revived.
-  std::vector<AttemptId> delivering;
-  // The GPUs it offers (by index; a repeated index counts once). When empty, capacity.gpus
-  // anonymous devices 0..n-1 (unknown memory, no API) stand in; when not, capacity.gpus is taken
-  // to be gpus.size().
-  std::vector<GpuDevice> gpus{};
-};
-
-// The worker's blob cache gained or evicted blobs (ignored unless from its current session).
-struct CacheChanged {
-  WorkerName worker;
-  SessionId session = 0;
-  std::vector<BlobRef> added;
-  std::vector<std::string> removed;  // sha256
-};
-
-// The worker's owner policy now holds exactly these of its GPUs (GpuDevice::index; the owner
-// uses them, or they are too hot; owner/gpu_policy.h): no new attempt gets a held device until
-// a later GpusHeld frees it. The attempts that own one keep it (the worker suspends or vacates
-// them itself, and reports those suspensions through OwnerStateChanged). Indexes the worker
-// does not offer are ignored; ignored unless from its current session.
-struct GpusHeld {
-  WorkerName worker;
-  SessionId session = 0;
-  std::vector<uint32_t> held;
-};
-
-struct WorkerHeartbeat {
-  WorkerName worker;
-  SessionId session = 0;
-};
-
-// The session stream ended (network cut, worker exit). The lease keeps running from the last
-// heartbeat: the worker may reconnect and re-adopt its attempts before it expires.
-struct SessionClosed {
-  WorkerName worker;
-  SessionId session = 0;
-};
-
-// The worker is stopping (its owner took the machine back, or it was shut down): it gets no
-// more work, and the attempts it lists were vacated; they end kPreempted (never a failure) and
-// their tasks are pending again at once, without waiting for the lease. Attempts it holds but
-// does not list (finished, report on its way) stay until their reports arrive.
-struct WorkerLeaving {
-  WorkerName worker;
-  SessionId session = 0;
-  std::vector<AttemptId> vacated;
-};
-
-// The worker's owner policy changed its decision (owner/owner_policy.h). A worker that is not
-// accepting gets no new attempts; those it runs keep their leases (it still heartbeats). Each
-// attempt in `suspended` (frozen by this change) counts one suspension for its job; ids the
-// worker does not run are ignored. A frozen attempt's timeout clock (the backstop below) stops
-// until the worker accepts work again, as the worker's own timeout does.
-struct OwnerStateChanged {
-  WorkerName worker;
-  SessionId session = 0;
-  bool accepting = true;
-  std::string state;   // "run", "suspend", "vacate": for display
-  std::string reason;  // for display
-  std::vector<AttemptId> suspended;
-  std::string cause;  // which rule decided (owner/owner_policy.h Cause names): for display
-};
-
-// A running attempt saved a checkpoint (blobs already stored by the shell). It replaces the
-// task's previous checkpoint (TaskCheckpointed) and marks the attempt's progress, from which
-// lost work is measured when its worker is lost. Ignored unless the attempt is current on that
-// worker's current session; an attempt that is not is killed (KillAttempt{kStale}).
-struct CheckpointSaved {
-  WorkerName worker;
-  SessionId session = 0;
-  AttemptId attempt = 0;
-  std::vector<OutputFile> files;  // paths relative to the checkpoint dir; may be empty
-};
-
-// kMachineFault: the machine failed the attempt, not the task (disk full): it ends
-// AttemptOutcome::kMachineFault, never a failure, and the task is pending again at once.
-enum class ReportResult : uint8_t { kSucceeded, kFailed, kTimedOut, kPreempted, kMachineFault };
-
-struct AttemptReport {
-  WorkerName worker;
-  SessionId session = 0;
-  AttemptId attempt = 0;
-  ReportResult result = ReportResult::kSucceeded;
-  int exit_code = 0;
-  std::vector<OutputFile> outputs;  // only for kSucceeded; blobs already stored by the shell
-  std::string message;              // short human-readable reason, e.g. "exit code 2"
-  // kPreempted only: the checkpoint taken after the task stopped (replaces the task's previous
-  // one) and the running time lost since the last checkpoint, as measured by the worker.
-  std::optional<std::vector<OutputFile>> checkpoint;
-  Millis lost{0};
-  Transfer transfer{};  // bytes the attempt moved (added to its job's counters)
-  AttemptTiming timing{};  // where its time went (carried to the store, never decided on)
-  std::string log_tail{};  // last bytes of its output (carried to the store, never decided on)
-};
-
-// Time passed: expire leases, orphaned attempts and timeouts.
-struct Tick {};
-
-using Event = std::variant<JobSubmitted, JobCancelled, WorkerHello, WorkerHeartbeat, SessionClosed,
-                           WorkerLeaving, AttemptReport, Tick, OwnerStateChanged, CheckpointSaved,
-                           CacheChanged, GpusHeld, ScaleService, LinkRate>;
 
 // ---------------------------------------------------------------------------------------------
 // Decisions (outputs)
@@ -312,6 +162,9 @@ struct TaskChanged {
 struct JobChanged {
   JobId job = 0;
   JobState state = JobState::kRunning;
+  // Why it was cancelled when the core did it (a job it runs after failed or was cancelled:
+  // "job 12 failed"); empty otherwise. The shell may reword it with names.
+  std::string reason{};
 };
 struct WorkerLost {
   WorkerName worker;
@@ -442,7 +295,10 @@ struct JobSummary {
   bool host_network = false;  // the job asks for the host network (Resources::host_network)
   bool service = false;       // a service: `tasks` are its replicas, `replicas` of them wanted
   uint32_t replicas = 0;
-  uint32_t restarting = 0;    // replicas waiting out their restart backoff
+  uint32_t restarting = 0;  // replicas (or a batch job's tasks) waiting out their backoff
+  // Its `after` jobs still running: while not empty it waits (Pipelines), nothing placed.
+  std::vector<JobId> waiting_on{};
+  std::vector<JobId> after{};  // JobSubmitted::after, as submitted
   // Its pending tasks wait because every connected worker that fits them refuses the host
   // network: how many refuse. 0 when it does not wait for that (also when fits_no_worker).
   uint32_t host_network_refused = 0;
@@ -649,6 +505,11 @@ class Scheduler {
   // true for an unknown job.
   bool ForgetJob(JobId job);
 
+  // The wait before task `task` tries again after its `failures`-th failure (>= 1) under
+  // `retry` (see "Retries"): min(max, b + j) with b = backoff x 2^(failures - 1) and j in
+  // [0, b / 4) a hash of (task, failures). 0 when backoff is 0. Pure.
+  static Millis RetryWait(const RetryBackoff& retry, TaskKey task, uint32_t failures);
+
   // Views. Unknown ids give std::nullopt.
   // Locality's figure: ms to move `bytes` to `worker` over its measured link (LinkRate), or at
   // Options::link_bytes_per_ms when unmeasured or unknown (core::TransferSeconds).
@@ -684,6 +545,7 @@ class Scheduler {
     uint64_t input_bytes = 0;  // sum of spec.inputs sizes (sorted, unique by sha256)
     std::vector<AttemptId> lost_attempts;  // ended kLost while it runs (LateSuccess)
     AttemptTimes times;                    // of its learned successes (Learn), for the stall limit
+    bool waiting = false;  // its `after` jobs have not all succeeded: none of its tasks is placed
   };
   struct AttemptRec {
     TaskKey task;
@@ -796,8 +658,19 @@ class Scheduler {
   // beyond the replicas wanted. Counts the outcome; records TaskChanged.
   void EndReplica(JobRec& job, const AttemptRec& a, AttemptOutcome outcome, MonoTime now,
                   std::vector<Decision>& out);
-  // Replicas whose backoff ran out are pending again.
+  // Replicas, and batch tasks, whose backoff ran out are pending again.
   void RestartDue(MonoTime now);
+  // Retries (scheduler_retry.cc): pending task `key` is placeable at once, or after its retry
+  // wait when `failed` (its attempt ended kFailed or kTimedOut) and its batch job has a backoff.
+  void Requeue(const TaskKey& key, bool failed, MonoTime now);
+  // Pipelines (scheduler_after.cc). StartOrWait: job `id` waits for its `after` jobs, or its
+  // runnable tasks are pending, or it is cancelled (one of them failed). ResolveAfter: when a job
+  // changed state in `out` from `first` on (or after a restore), does so for every waiting job.
+  void StartOrWait(JobRec& job, JobId id, MonoTime now, std::vector<Decision>& out);
+  void ResolveAfter(MonoTime now, std::vector<Decision>& out, size_t first);
+  // The first `after` job that failed or was cancelled (0: none); those still running.
+  JobId AfterFailed(const JobRec& job) const;
+  std::vector<JobId> AfterPending(const JobRec& job) const;
   // `name` already runs as many replicas of `key`'s service as a worker may
   // (ServiceShape::per_machine); false for a batch job.
   bool ReplicasFull(const TaskKey& key, const WorkerName& name) const;
@@ -965,9 +838,11 @@ class Scheduler {
   // Tasks kept off workers where they ended kMachineFault or their worker died, until the given
   // time.
   std::map<TaskKey, std::map<WorkerName, MonoTime>> avoid_;
-  // Service replicas waiting out their restart backoff (pending, not in pending_), and when each
-  // may start again.
+  // Service replicas and batch tasks waiting out their backoff (pending, not in pending_), and
+  // when each may start again.
   std::map<TaskKey, MonoTime> restarts_;
+  std::set<JobId> waiting_;   // jobs waiting for their `after` jobs (Pipelines)
+  bool after_dirty_ = false;  // set by a restore: the next Apply resolves every waiting job
   bool Avoided(const TaskKey& key, const WorkerName& name, MonoTime now) const;
   // Locality: blob -> workers that hold it (or were sent it), for placement.
   std::map<std::string, std::set<WorkerName>> holders_;

@@ -24,7 +24,10 @@ void Scheduler::OnScale(const ScaleService& e, std::vector<Decision>& out) {
     const TaskKey key{e.job, i};
     TaskRec& t = job.tasks[i];
     if (i < wanted) {
-      if (t.state == TaskState::kPending && restarts_.count(key) == 0) AddPending(key);
+      // A waiting service (Pipelines) places none: it starts with the replicas wanted then.
+      if (t.state == TaskState::kPending && restarts_.count(key) == 0 && !job.waiting) {
+        AddPending(key);
+      }
       continue;
     }
     restarts_.erase(key);

@@ -42,11 +42,13 @@ std::optional<JobSummary> Scheduler::Job(JobId id) const {
   if (job.spec.service) {
     s.service = true;
     s.replicas = job.spec.service->replicas;
-    for (auto r = restarts_.lower_bound(TaskKey{id, 0}); r != restarts_.end() && r->first.job == id;
-         ++r) {
-      ++s.restarting;
-    }
   }
+  for (auto r = restarts_.lower_bound(TaskKey{id, 0}); r != restarts_.end() && r->first.job == id;
+       ++r) {
+    if (job.tasks[r->first.index].state == TaskState::kPending) ++s.restarting;
+  }
+  if (job.waiting) s.waiting_on = AfterPending(job);
+  s.after = job.spec.after;
   if (s.pending > 0) {
     // Capacity first (cpus, memory, GPUs), then, among the workers it fits, the network.
     Resources need = job.spec.resources;

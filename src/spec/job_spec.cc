@@ -31,6 +31,7 @@
 #include "absl/strings/str_split.h"
 #include "spec/command_internal.h"
 #include "spec/frames_internal.h"
+#include "spec/pipeline_internal.h"
 #include "spec/sandbox_internal.h"
 #include "spec/service_internal.h"
 #include "spec/spec.h"
@@ -60,12 +61,13 @@ constexpr std::string_view kAttemptsWhy =
 constexpr std::string_view kTopKeys[] = {
     "name",    "command", "frames",     "chunk",     "items", "items_file",
     "count",   "inputs",  "outputs",    "resources", "retry", "allow_empty_outputs",
-    "sandbox", "service", "task_inputs"};
+    "sandbox", "service", "task_inputs", "after"};
 constexpr std::string_view kResourceKeys[] = {"cpus", "gpus", "memory_mb", "gpu_memory_mb",
                                               "gpu_api"};
 // The GPU APIs a task may ask for (proto Resources.gpu_api, GpuDevice.apis).
 constexpr std::string_view kGpuApis[] = {"cuda", "opencl", "rocm", "metal"};
-constexpr std::string_view kRetryKeys[] = {"max_attempts", "timeout_s"};
+constexpr std::string_view kRetryKeys[] = {"max_attempts", "timeout_s", "backoff_s",
+                                           "max_backoff_s"};
 constexpr std::string_view kKindKeys[] = {"frames", "items", "items_file", "count"};
 
 
@@ -317,6 +319,7 @@ MaybeProblem CheckSpec(const JobSpec& spec) {
     return Bad("retry.max_attempts", absl::StrCat("must be at most ", kMaxAttempts, ", got ",
                                                   spec.max_attempts, ToAbsl(kAttemptsWhy)));
   }
+  if (auto p = internal::CheckPipeline(spec)) return Bad(p->field, p->message, p->index);
   for (size_t i = 0; i < spec.outputs.size(); ++i) {
     if (auto why = RelativePathError(spec.outputs[i])) {
       return Bad("outputs", absl::StrCat(Element(i, spec.outputs[i]), ": ", *why), i);
@@ -882,6 +885,9 @@ absl::StatusOr<JobSpec> ReadJob(const Ctx& ctx, const toml::table& root) {
     }
   }
 
+  if (absl::Status s = internal::ReadAfterAndBackoff(ctx.file, root, retry, spec); !s.ok()) {
+    return s;
+  }
   if (MaybeProblem p = CheckSpec(spec)) return Locate(ctx, root, *p, expander.origins());
   return spec;
 }

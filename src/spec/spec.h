@@ -36,6 +36,16 @@ inline constexpr uint64_t kMaxItemsFileBytes = 64ull << 20;    // 64 MiB
 inline constexpr uint64_t kMaxItemBytes = 64 * 1024;           // one item
 inline constexpr uint64_t kMaxInputFiles = 100'000;
 inline constexpr uint32_t kMaxAttempts = 100;                  // retry.max_attempts
+// Retries with backoff ([retry] backoff_s, max_backoff_s; core/scheduler.h "Retries"). The
+// defaults: a first wait of 1 s, doubling to at most 5 min (Kubernetes' CrashLoopBackOff caps at
+// 5 min too, but starts at 10 s: a short first wait keeps a small job with a flaky task quick).
+inline constexpr double kDefaultBackoffS = 1;
+inline constexpr double kDefaultMaxBackoffS = 300;
+inline constexpr double kMaxBackoffS = 86400;  // either key: at most a day
+// Pipelines (`after`): jobs one job may run after, and the length of one entry (a job id or a
+// job name, whose limit is 128 bytes too).
+inline constexpr size_t kMaxAfter = 100;
+inline constexpr size_t kMaxAfterBytes = 128;
 
 // What a task may start with. Linux's execve takes each argument or environment string up to
 // MAX_ARG_STRLEN (32 pages: 128 KiB, its NUL included) and all of them, with a pointer each, up
@@ -116,6 +126,13 @@ struct JobSpec {
   core::Resources resources;
   uint32_t max_attempts = 3;         // failures per task, 1..kMaxAttempts; preemptions never count
   uint32_t timeout_s = 0;            // per attempt; 0 = none
+  // [retry] backoff_s, max_backoff_s: a failed task's wait before its next attempt, doubling
+  // with each failure up to max_backoff_s, plus jitter (core::RetryBackoff). 0: at once.
+  double backoff_s = kDefaultBackoffS;
+  double max_backoff_s = kDefaultMaxBackoffS;
+  // `after`: jobs (ids, or names meaning the newest job of that name) that must succeed before
+  // this one runs; their outputs are staged under after/<name>/ (docs/guide/job-spec.md).
+  std::vector<std::string> after;
   // Set: the job is a service (its [service] table, spec/service.h), whose tasks are its
   // replicas, 0..max_replicas-1. A service has kind kCount with count 0, no frames, items,
   // outputs, allow_empty_outputs or timeout_s; a job file's [retry] keys are refused, and

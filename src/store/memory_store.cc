@@ -101,8 +101,7 @@ class MemoryStore final : public Store {
     return &it->second.tasks[t.index];
   }
   absl::Status ApplyOne(const core::Decision& d, int64_t now_ms, Undo& undo);
-  // The blobs `job` names (as SqliteStore: its spec's inputs, outputs, checkpoints).
-  // TODO(issue 18, B): per-task inputs join here too.
+  // The blobs `job` names (as SqliteStore: its spec's inputs, outputs, checkpoints, task inputs).
   static void AddBlobs(const Job& job, const SpecBlobs& spec_blobs, std::set<std::string>& out);
 
   std::mutex mu_;

@@ -48,6 +48,12 @@ std::optional<RowFailure> InsertJobRows(const JobRowStatements& st, core::JobId 
       return f;
     }
   }
+  for (const core::JobId after : job.sched.after) {
+    if (auto f = InsertRow(st.after, "InsertJob: bind job after", "InsertJob: insert job after",
+                           [&](Binder& b) { b.Int(job_id).Int(static_cast<int64_t>(after)); })) {
+      return f;
+    }
+  }
   if (!job.service.has_value()) return std::nullopt;
   const spec::ServiceSpec& s = *job.service;
   return InsertRow(st.service, "InsertJob: bind job service", "InsertJob: insert job service",
@@ -62,6 +68,20 @@ std::optional<RowFailure> InsertJobRows(const JobRowStatements& st, core::JobId 
                          .Int(s.drain_seconds)
                          .Int(s.replicas_per_machine);
                    });
+}
+
+std::optional<RowFailure> LoadJobAfter(const StmtPtr& load,
+                                       const std::map<core::JobId, size_t>& pos,
+                                       core::RestoredState& out) {
+  Use u(load);
+  int rc;
+  while ((rc = sqlite3_step(u)) == SQLITE_ROW) {
+    auto it = pos.find(static_cast<core::JobId>(ColInt(u, 0)));
+    if (it == pos.end()) continue;
+    out.jobs[it->second].spec.after.push_back(static_cast<core::JobId>(ColInt(u, 1)));
+  }
+  if (rc != SQLITE_DONE) return RowFailure{rc, "Load: read job_after"};
+  return std::nullopt;
 }
 
 std::optional<spec::ServiceSpec> ColService(sqlite3_stmt* s, int first) {

@@ -7,6 +7,7 @@
 
 #include <sqlite3.h>
 
+#include <map>
 #include <optional>
 
 #include "core/types.h"
@@ -25,6 +26,10 @@ inline constexpr const char* kInsertJobSandboxSql =
 inline constexpr const char* kInsertJobServiceSql =
     "INSERT INTO job_service (job_id, min_replicas, max_replicas, protocol, model, health, "
     "max_concurrent, drain_seconds, replicas_per_machine) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)";
+inline constexpr const char* kInsertJobAfterSql =
+    "INSERT OR IGNORE INTO job_after (job_id, after_id) VALUES (?, ?)";
+inline constexpr const char* kLoadJobAfterSql =
+    "SELECT job_id, after_id FROM job_after ORDER BY job_id, rowid";
 
 // job_service's columns as a job read selects them (ColService's order), and the join that
 // brings them: every one NULL for a job without a row.
@@ -40,6 +45,7 @@ struct JobRowStatements {
   const StmtPtr& gpus;
   const StmtPtr& sandbox;
   const StmtPtr& service;
+  const StmtPtr& after;  // version 11
 };
 
 // A failed step: the SQLite code and what it was doing ("InsertJob: insert job gpus").
@@ -52,6 +58,12 @@ struct RowFailure {
 // holds the transaction and rolls it back on a failure.
 [[nodiscard]] std::optional<RowFailure> InsertJobRows(const JobRowStatements& st, core::JobId id,
                                                       const NewJob& job);
+
+// Adds each job's job_after rows to its RestoredJob (`pos`: job id -> index in out.jobs; rows of
+// other jobs are skipped); nullopt when all are read.
+[[nodiscard]] std::optional<RowFailure> LoadJobAfter(const StmtPtr& load,
+                                                     const std::map<core::JobId, size_t>& pos,
+                                                     core::RestoredState& out);
 
 // The service of a job read whose IDLEPOOL_JOB_SERVICE_COLUMNS start at column `first`; nullopt
 // for a job without a job_service row.

@@ -1,7 +1,7 @@
 // The SQLite store's file format: the schema, its versions and the steps that migrate an older
 // file (store/sqlite_store.cc opens, creates and migrates; this header only describes).
 //
-// File format (schema version 11, kept in PRAGMA user_version; PRAGMA application_id marks the
+// File format (schema version 12, kept in PRAGMA user_version; PRAGMA application_id marks the
 // file as an idlepool store):
 //   jobs        (id INTEGER PRIMARY KEY AUTOINCREMENT, ...)  ids are never reused
 //   tasks       (job_id, idx) WITHOUT ROWID
@@ -22,6 +22,7 @@
 //                services (version 10)
 //   task_inputs (job_id, idx, path) WITHOUT ROWID, indexed by sha256: each task's own inputs;
 //                job_task_inputs (job_id PRIMARY KEY, files, bytes): their totals (version 11)
+//   job_after   (job_id, after_id): the jobs each job runs after (version 12)
 // Version 2 added attempts.suspensions, attempts.lost_ms and the checkpoints table; version 3 the
 // attempts' transfer columns (input_bytes ... cache_misses); version 4 the attempts' timing
 // columns (stage_ms, run_ms, upload_ms, resumed) and job_profiles; version 5 the workers table.
@@ -40,7 +41,7 @@
 
 namespace idlepool::store::internal {
 
-inline constexpr int kSchemaVersion = 11;
+inline constexpr int kSchemaVersion = 12;
 
 inline constexpr const char* kSchemaV1 = R"sql(
 CREATE TABLE jobs (
@@ -263,6 +264,20 @@ CREATE TABLE job_task_inputs (
 )sql";
 // ---- end of schema version 11
 
+// ---- Schema version 12 (issue 18, pipelines): self-contained so it can be renumbered at merge.
+// From version 11 to 12: the jobs each job runs after (JobSpec.after resolved to ids at submit),
+// one row per pair; a job without rows runs after none. Kept apart from the spec so Load gives
+// every job's (finished ones too: status shows them) without reading specs.
+inline constexpr int kPipelineSchemaVersion = 12;
+inline constexpr const char* kMigrateV12Pipeline = R"sql(
+CREATE TABLE job_after (
+  job_id    INTEGER NOT NULL REFERENCES jobs(id),
+  after_id  INTEGER NOT NULL,
+  PRIMARY KEY (job_id, after_id)
+);
+)sql";
+// ---- end of schema version 12
+
 // Every step from version 1 up, in order: a fresh file runs kSchemaV1 and then all of them; an
 // older file, the steps above its version, each in its own transaction.
 struct Migration {
@@ -278,7 +293,8 @@ inline constexpr Migration kMigrations[] = {{2, kMigrateV2},
                                             {kGpusSchemaVersion, kMigrateV8Gpus},
                                             {kSandboxSchemaVersion, kMigrateV9Sandbox},
                                             {kServiceSchemaVersion, kMigrateV10Service},
-                                            {kTaskInputsSchemaVersion, kMigrateV11TaskInputs}};
+                                            {kTaskInputsSchemaVersion, kMigrateV11TaskInputs},
+                                            {kPipelineSchemaVersion, kMigrateV12Pipeline}};
 static_assert(std::size(kMigrations) + 1 == kSchemaVersion, "one migration step per version");
 
 }  // namespace idlepool::store::internal

@@ -337,6 +337,8 @@ absl::Status SqliteStore::PrepareAll() {
       {&st_.insert_job_gpus, kInsertJobGpusSql},
       {&st_.insert_job_sandbox, kInsertJobSandboxSql},
       {&st_.insert_job_service, kInsertJobServiceSql},
+      {&st_.insert_job_after, kInsertJobAfterSql},
+      {&st_.load_job_after, kLoadJobAfterSql},
   };
   for (const auto& [stmt, sql] : all) {
     if (absl::Status s = Prepare(sql, *stmt); !s.ok()) return s;
@@ -376,9 +378,10 @@ absl::StatusOr<core::JobId> SqliteStore::InsertJob(const NewJob& job, int64_t no
     if (absl::Status s = Step(u, "InsertJob: insert job"); !s.ok()) return fail(s);
     id = static_cast<core::JobId>(sqlite3_last_insert_rowid(db_));
   }
-  if (std::optional<RowFailure> f = InsertJobRows({st_.insert_job_profile, st_.insert_job_gpus,
-                                                   st_.insert_job_sandbox, st_.insert_job_service},
-                                                  id, job)) {
+  if (std::optional<RowFailure> f =
+          InsertJobRows({st_.insert_job_profile, st_.insert_job_gpus, st_.insert_job_sandbox,
+                         st_.insert_job_service, st_.insert_job_after},
+                        id, job)) {
     return fail(Err(f->rc, f->what));
   }
   if (absl::Status s = InsertTaskInputs(id, job); !s.ok()) return fail(s);
@@ -665,6 +668,9 @@ absl::StatusOr<core::RestoredState> SqliteStore::Load() {
       out.jobs.push_back(std::move(j));
     }
     if (rc != SQLITE_DONE) return finish(Err(rc, "Load: read jobs"));
+  }
+  if (std::optional<RowFailure> f = LoadJobAfter(st_.load_job_after, pos, out)) {
+    return finish(Err(f->rc, f->what));
   }
   {
     Use u(st_.load_counts);

@@ -53,6 +53,7 @@ struct Statements {
   StmtPtr insert_job_service;                                                   // version 10
   StmtPtr insert_task_input, insert_task_input_totals, list_task_inputs, list_task_inputs_of_task,
       task_input_totals, task_input_blobs;  // version 11 (sqlite_store_task_inputs.cc)
+  StmtPtr insert_job_after, load_job_after;                                     // version 11
 };
 
 class SqliteStore final : public Store {

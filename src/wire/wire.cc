@@ -106,6 +106,10 @@ v1::JobSpec ToProto(const spec::JobSpec& s) {
   p.set_max_attempts(s.max_attempts);
   p.set_timeout_s(s.timeout_s);
   if (s.service.has_value()) *p.mutable_service() = ToProto(*s.service);
+  for (const auto& a : s.after) p.add_after(a);
+  p.mutable_retry()->set_backoff_s(s.backoff_s);
+  p.mutable_retry()->set_max_backoff_s(s.max_backoff_s);
+  p.mutable_retry()->set_set(true);
   return p;
 }
 
@@ -137,6 +141,11 @@ spec::JobSpec FromProto(const v1::JobSpec& p) {
   s.max_attempts = p.max_attempts();
   s.timeout_s = p.timeout_s();
   if (p.has_service()) s.service = FromProto(p.service());
+  s.after.assign(p.after().begin(), p.after().end());
+  if (p.retry().set()) {  // else the defaults (a client from before issue 18)
+    s.backoff_s = p.retry().backoff_s();
+    s.max_backoff_s = p.retry().max_backoff_s();
+  }
   return s;
 }
 

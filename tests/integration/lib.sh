@@ -111,7 +111,7 @@ is_lost() { [ "$(worker_state "$1")" = lost ]; }
 is_busy() { [ "$(worker_running "$1")" -gt 0 ]; }
 job_field() { "$IDLEPOOL" status "$1" --json | jq -r ".$2"; }
 job_at_least() { [ "$(job_field "$1" "$2")" -ge "$3" ]; }  # job_at_least JOB FIELD N
-job_done() { [ "$(job_field "$1" state)" != running ]; }
+job_done() { local s; s=$(job_field "$1" state); [ "$s" != running ] && [ "$s" != waiting ]; }
 
 dead() { ! kill -0 "$1" 2>/dev/null || grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; }
 
