@@ -21,6 +21,7 @@
 #include "coordinator/core_loop.h"
 #include "coordinator/job_service.h"
 #include "coordinator/join_service.h"
+#include "coordinator/log_keeper.h"
 #include "coordinator/partial_sweeper.h"
 #include "coordinator/pool_metrics.h"
 #include "coordinator/predictor.h"
@@ -103,6 +104,11 @@ class HttpReads final : public http::PoolReader {
     v1::ListServicesReply r;
     if (auto st = jobs_.ListServicesInternal(&r); !st.ok()) return ToAbsl(st);
     return r;
+  }
+  absl::StatusOr<std::string> GetAttemptLog(uint64_t job, uint64_t attempt) override {
+    std::string text;
+    if (auto st = jobs_.AttemptLogInternal(job, attempt, &text); !st.ok()) return ToAbsl(st);
+    return text;
   }
   // The pool's metrics, then the gateway's (idlepool_serve_*), when it runs.
   std::string Metrics() override { return metrics_.Render() + serve_metrics_(); }
@@ -217,6 +223,7 @@ class CoordinatorImpl final : public Coordinator {
   std::unique_ptr<WorkerBook> book_;
   std::unique_ptr<CoreLoop> core_;
   std::unique_ptr<Predictor> predictor_;
+  std::unique_ptr<LogKeeper> logs_;  // attempts' output under DATA_DIR/logs
   std::unique_ptr<SessionService> session_service_;
   std::unique_ptr<BlobService> blob_service_;
   std::unique_ptr<ProbeService> probe_service_;
@@ -280,14 +287,16 @@ void CoordinatorImpl::MakeParts() {
                    },
                    &serve_bridge_});
   predictor_ = std::make_unique<Predictor>(*store_, clock_, *core_, *book_, tracker_);
+  logs_ = std::make_unique<LogKeeper>(
+      LogKeeperOptions{(fs::path(options_.data_dir) / "logs").string()});
   session_service_ = std::make_unique<SessionService>(
       SessionServiceDeps{*authz_, options_, *core_, sessions_, tracker_, *book_, blobs_, feed_,
-                         shutting_down_, &serve_bridge_});
+                         shutting_down_, &serve_bridge_, logs_.get()});
   blob_service_ = std::make_unique<BlobService>(*authz_, blobs_, tracker_, pool_metrics_, clock_);
   probe_service_ = std::make_unique<ProbeService>(*authz_, clock_);
-  job_service_ = std::make_unique<JobService>(JobServiceDeps{*authz_, *core_, *store_, blobs_,
-                                                             *predictor_, *book_, sessions_, clock_,
-                                                             &serve_bridge_, identity_.ca.get()});
+  job_service_ = std::make_unique<JobService>(
+      JobServiceDeps{*authz_, *core_, *store_, blobs_, *predictor_, *book_, sessions_, clock_,
+                     &serve_bridge_, identity_.ca.get(), logs_.get()});
   join_service_ = std::make_unique<JoinService>(*authz_, *credentials_, *identity_.ca, clock_,
                                                 options_.worker_cert_validity_s);
   admin_service_ = std::make_unique<AdminService>(*authz_, *credentials_, sessions_,
