@@ -250,6 +250,21 @@ absl::StatusOr<v1::TaskLog> PoolClient::GetTaskLog(uint64_t job, uint32_t task) 
   return reply;
 }
 
+absl::Status PoolClient::TaskLogs(const v1::LogRequest& req,
+                                  const std::function<void(const v1::LogData&)>& on_data) {
+  auto ctx = Context();
+  if (req.follow()) {
+    ctx = std::make_unique<grpc::ClientContext>();  // following lasts as long as the task
+    ctx->AddMetadata("x-idlepool-token", token_);
+  }
+  auto reader = stub_->TaskLogs(ctx.get(), req);
+  v1::LogData d;
+  while (reader->Read(&d)) on_data(d);
+  grpc::Status st = reader->Finish();
+  if (!st.ok()) return wire::FromGrpc(st, absl::StrCat("logs of job ", req.job()));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::string> ProfileKeyOf(const spec::JobSpec& spec) {
   std::vector<std::string> hashes;
   for (const auto& in : spec.inputs) {

@@ -68,6 +68,12 @@ class PoolClient {
                                                                     uint32_t limit);
   // One task's newest attempts with their log tails. Errors: kNotFound (no such job or task).
   [[nodiscard]] absl::StatusOr<v1::TaskLog> GetTaskLog(uint64_t job, uint32_t task);
+  // A task's output (Jobs.TaskLogs), each piece handed to `on_data` as it comes; with
+  // req.follow() the call has no deadline and returns once the task is finished. Errors:
+  // kNotFound (no such job, task or attempt), kInvalidArgument (a job of several tasks and no
+  // task), kResourceExhausted (too many readers follow logs).
+  [[nodiscard]] absl::Status TaskLogs(const v1::LogRequest& req,
+                                      const std::function<void(const v1::LogData&)>& on_data);
 
   // Polls until the job is no longer running, calling `progress` on every change and, when
   // `every` is above zero, also when `every` has passed since its last call (for a display

@@ -70,7 +70,7 @@ Command AddScaleCommand(CLI::App& app, Common& common);        // service_comman
 Command AddServicesCommand(CLI::App& app, Common& common);     // service_commands.cc
 Command AddGatewayCommand(CLI::App& app, Common& common);      // gateway_command.cc
 Command AddFailuresCommand(CLI::App& app, Common& common);     // failure_commands.cc
-Command AddLogsCommand(CLI::App& app, Common& common);         // failure_commands.cc
+Command AddLogsCommand(CLI::App& app, Common& common);         // logs_command.cc
 Command AddFramesCommand(CLI::App& app);                       // job_commands.cc
 Command AddProfileCommand(CLI::App& app, Common& common);      // analysis_commands.cc
 Command AddReportCommand(CLI::App& app, Common& common);       // analysis_commands.cc

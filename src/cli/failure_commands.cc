@@ -1,6 +1,6 @@
-// The commands that read a job's failures one page at a time: `idlepool failures JOB` (its
-// failed tasks, 100 per page, after a cursor) and `idlepool logs JOB TASK` (one task's newest
-// attempts with their log tails). A job's status lists only its first 20 failed tasks (issue 21).
+// The command that reads a job's failures one page at a time: `idlepool failures JOB` (its
+// failed tasks, 100 per page, after a cursor; `idlepool logs` shows one task's output,
+// logs_command.cc). A job's status lists only its first 20 failed tasks (issue 21).
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -18,7 +18,6 @@ struct FailureFlags {
   uint64_t job = 0;
   std::optional<uint32_t> after;
   uint32_t limit = 0;
-  uint32_t task = 0;
   bool all = false, json = false;
 };
 
@@ -51,44 +50,6 @@ int ShowFailures(const FailureFlags& f, Common& common) {
   }
 }
 
-int ShowLog(const FailureFlags& f, Common& common) {
-  if (int rc = NeedCredentials(common); rc != 0) return rc;
-  PoolClient client = MakeClient(common);
-  auto log = client.GetTaskLog(f.job, f.task);
-  if (!log.ok()) return Fail(log.status());
-  if (f.json) {
-    std::printf("%s\n", api::TaskLogJson(*log).dump().c_str());
-    return 0;
-  }
-  std::printf("job %llu task %u  %s  (%s", static_cast<unsigned long long>(log->job()), log->task(),
-              log->state().c_str(), Plural(log->attempts_total(), "attempt").c_str());
-  if (log->attempts_total() > static_cast<uint32_t>(log->attempts_size())) {
-    std::printf(", the newest %d shown", log->attempts_size());
-  }
-  std::printf(")\n");
-  for (const auto& a : log->attempts()) {
-    std::printf("attempt %llu on %s: %s (exit code %d)%s%s\n",
-                static_cast<unsigned long long>(a.attempt()),
-                text::PrintableText(a.worker()).c_str(), a.outcome().c_str(), a.exit_code(),
-                a.message().empty() ? "" : ": ",
-                text::PrintableText(a.message(), /*keep_newlines=*/false).c_str());
-    if (a.log_tail().empty()) continue;
-    // Task output, printed but never as terminal escape sequences.
-    std::string tail = text::PrintableText(a.log_tail(), /*keep_newlines=*/true);
-    std::string line = "  | ";
-    for (char c : tail) {
-      if (c == '\n') {
-        std::printf("%s\n", line.c_str());
-        line = "  | ";
-      } else {
-        line += c;
-      }
-    }
-    if (line != "  | ") std::printf("%s\n", line.c_str());
-  }
-  return 0;
-}
-
 }  // namespace
 
 Command AddFailuresCommand(CLI::App& app, Common& common) {
@@ -102,16 +63,6 @@ Command AddFailuresCommand(CLI::App& app, Common& common) {
   sub->add_flag("--all", f->all, "every page, one after the other");
   sub->add_flag("--json", f->json, "print JSON (one object per page)");
   return {sub, [f, &common] { return ShowFailures(*f, common); }};
-}
-
-Command AddLogsCommand(CLI::App& app, Common& common) {
-  auto f = std::make_shared<FailureFlags>();
-  auto* sub = app.add_subcommand("logs", "show a task's newest attempts with their output's tail");
-  AddClientOptions(sub, common);
-  sub->add_option("JOB", f->job, "job id")->required();
-  sub->add_option("TASK", f->task, "task index")->required();
-  sub->add_flag("--json", f->json, "print JSON");
-  return {sub, [f, &common] { return ShowLog(*f, common); }};
 }
 
 }  // namespace idlepool::cli

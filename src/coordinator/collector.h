@@ -100,7 +100,6 @@ class Collector {
   absl::StatusOr<GcResult> Collect(bool dry_run, std::chrono::milliseconds keep_finished);
 
   // Called after a job's rows are gone, with its id: the kept logs go too.
-  // TODO(issue 18, C): the log keeper's DeleteJob(JobId) is wired here by the coordinator.
   void SetJobDeletedHook(std::function<void(core::JobId)> hook) { on_deleted_ = std::move(hook); }
 
   // The blob directory's totals, recounted at most every 10 s (a walk of the directory).

@@ -22,6 +22,7 @@
 #include "coordinator/core_loop.h"
 #include "coordinator/job_service.h"
 #include "coordinator/join_service.h"
+#include "coordinator/log_keeper.h"
 #include "coordinator/partial_sweeper.h"
 #include "coordinator/pool_metrics.h"
 #include "coordinator/predictor.h"
@@ -104,6 +105,11 @@ class HttpReads final : public http::PoolReader {
     v1::ListServicesReply r;
     if (auto st = jobs_.ListServicesInternal(&r); !st.ok()) return ToAbsl(st);
     return r;
+  }
+  absl::StatusOr<std::string> GetAttemptLog(uint64_t job, uint64_t attempt) override {
+    std::string text;
+    if (auto st = jobs_.AttemptLogInternal(job, attempt, &text); !st.ok()) return ToAbsl(st);
+    return text;
   }
   // The pool's metrics, then the gateway's (idlepool_serve_*), when it runs.
   std::string Metrics() override { return metrics_.Render() + serve_metrics_(); }
@@ -230,6 +236,7 @@ class CoordinatorImpl final : public Coordinator {
   std::unique_ptr<WorkerBook> book_;
   std::unique_ptr<CoreLoop> core_;
   std::unique_ptr<Predictor> predictor_;
+  std::unique_ptr<LogKeeper> logs_;  // attempts' output under DATA_DIR/logs
   std::unique_ptr<SessionService> session_service_;
   std::unique_ptr<BlobService> blob_service_;
   std::unique_ptr<ProbeService> probe_service_;
@@ -295,20 +302,26 @@ void CoordinatorImpl::MakeParts() {
                    },
                    &serve_bridge_});
   predictor_ = std::make_unique<Predictor>(*store_, clock_, *core_, *book_, tracker_);
+  logs_ = std::make_unique<LogKeeper>(
+      LogKeeperOptions{(fs::path(options_.data_dir) / "logs").string()});
   session_service_ = std::make_unique<SessionService>(
       SessionServiceDeps{*authz_, options_, *core_, sessions_, tracker_, *book_, blobs_, feed_,
-                         shutting_down_, &serve_bridge_});
+                         shutting_down_, &serve_bridge_, logs_.get()});
   blob_service_ = std::make_unique<BlobService>(*authz_, blobs_, tracker_, pool_metrics_, clock_);
   probe_service_ = std::make_unique<ProbeService>(*authz_, clock_);
   collector_ =
       std::make_unique<Collector>(*store_, blobs_, *core_, clock_,
                                   CollectorOptions{options_.blob_grace, options_.keep_finished,
                                                    options_.gc_every, FaultKillAtFromEnv()});
-  // TODO(issue 18, C): collector_->SetJobDeletedHook(the log keeper's DeleteJob).
+  collector_->SetJobDeletedHook([this](core::JobId job) {
+    if (absl::Status st = logs_->DeleteJob(job); !st.ok()) {
+      spdlog::warn("job {} deleted, but its logs were not all removed: {}", job, st.message());
+    }
+  });
   admin_jobs_ = std::make_unique<AdminJobs>(*collector_);
   job_service_ = std::make_unique<JobService>(
       JobServiceDeps{*authz_, *core_, *store_, blobs_, *predictor_, *book_, sessions_, clock_,
-                     &serve_bridge_, identity_.ca.get(), collector_.get()});
+                     &serve_bridge_, identity_.ca.get(), collector_.get(), logs_.get()});
   join_service_ = std::make_unique<JoinService>(*authz_, *credentials_, *identity_.ca, clock_,
                                                 options_.worker_cert_validity_s);
   admin_service_ = std::make_unique<AdminService>(*authz_, *credentials_, sessions_,

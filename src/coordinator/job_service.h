@@ -1,6 +1,6 @@
 // The Jobs service: the clients' calls (SubmitJob, GetJob, ListJobs, ListOutputs, ListWorkers,
-// CancelJob, GetProfile, PlanJob, GetJobTimeline, ListFailedTasks, GetTaskLog), and the same reads
-// without the token check for the HTTP server (dashboard, JSON API, /metrics).
+// CancelJob, GetProfile, PlanJob, GetJobTimeline, ListFailedTasks, GetTaskLog, TaskLogs), and the
+// same reads without the token check for the HTTP server (dashboard, JSON API, /metrics).
 //
 // Threads: gRPC's and the HTTP server's handler threads, concurrently; it asks the core thread
 // through CoreLoop::Query/PostItem and never runs on it. Holds references (each must outlive
@@ -16,6 +16,7 @@
 #include "coordinator/auth.h"
 #include "coordinator/collector.h"
 #include "coordinator/core_loop.h"
+#include "coordinator/log_keeper.h"
 #include "coordinator/predictor.h"
 #include "coordinator/serve_bridge.h"
 #include "coordinator/sessions.h"
@@ -40,6 +41,7 @@ struct JobServiceDeps {
   ServeBridge* serve = nullptr;  // the gateway's view of services; null: serving off
   const trust::CertificateAuthority* ca = nullptr;  // certifies gateways (WatchGateway)
   Collector* collector = nullptr;  // DeleteJob, CollectGarbage, SubmitJob's guard; null: none
+  LogKeeper* logs = nullptr;  // attempts' output (TaskLogs); null: UNIMPLEMENTED
 };
 
 class JobService final : public v1::Jobs::Service {
@@ -86,6 +88,10 @@ class JobService final : public v1::Jobs::Service {
                          v1::DeleteJobReply* reply) override;
   grpc::Status CollectGarbage(grpc::ServerContext* ctx, const v1::GcRequest* req,
                               v1::GcReply* reply) override;
+  // task_logs.cc: a task's kept or live output (issue 18). NOT_FOUND for an unknown job, task
+  // or attempt; INVALID_ARGUMENT for a job of several tasks and no task.
+  grpc::Status TaskLogs(grpc::ServerContext* ctx, const v1::LogRequest* req,
+                        grpc::ServerWriter<v1::LogData>* writer) override;
 
   // The reads without the token check (also the HTTP API's).
   grpc::Status ListJobsInternal(v1::ListJobsReply* reply);
@@ -97,6 +103,9 @@ class JobService final : public v1::Jobs::Service {
   grpc::Status ListFailedTasksInternal(const v1::FailedTasksRequest& req,
                                        v1::FailedTasksPage* reply);
   grpc::Status GetTaskLogInternal(const v1::TaskRef& req, v1::TaskLog* reply);
+  // The kept output of `attempt` of `job` (at most the keeper's cap and its gap lines), for
+  // GET /api/v1/jobs/N/attempts/A/log. NOT_FOUND when the job is unknown or nothing was kept.
+  grpc::Status AttemptLogInternal(uint64_t job, uint64_t attempt, std::string* text);
 
  private:
   // The counters of `summary` and the header fields of `rec` (ListJobs' entry of a job).

@@ -132,6 +132,8 @@ void SessionService::Handle(const SessionPtr& session, const v1::WorkerMessage& 
     }
   } else if (msg.has_checkpoint()) {
     HandleCheckpoint(session, msg.checkpoint());
+  } else if (msg.has_log()) {
+    HandleLog(session, msg.log());
   } else if (msg.has_draining()) {
     // Straight to the gateway, not through the core: no new request within milliseconds.
     if (d_.serve) {
@@ -202,6 +204,23 @@ void SessionService::HandleCheckpoint(const SessionPtr& session, const v1::Check
   } else {
     Post(session, CoreItem{core::Event(std::move(ev)), nullptr});
   }
+}
+
+void SessionService::HandleLog(const SessionPtr& session, const v1::LogChunk& chunk) {
+  if (!d_.logs) return;
+  if (chunk.data().size() > kMaxLogChunkBytes) {
+    spdlog::debug("worker {}: log chunk of attempt {} over {} bytes ignored", session->worker,
+                  chunk.attempt(), kMaxLogChunkBytes);
+    return;
+  }
+  Post(session, CoreItem{std::nullopt,
+                         [this, worker = session->worker, id = session->id,
+                          attempt = chunk.attempt(), offset = chunk.offset(), data = chunk.data()] {
+                           // Only an attempt running on this session: never another worker's,
+                           // nor one ended, moved or re-adopted elsewhere.
+                           auto task = d_.core.sched().RunningOn(attempt, worker, id);
+                           if (task) d_.logs->Append(*task, attempt, offset, data);
+                         }});
 }
 
 void SessionService::Post(const SessionPtr& session, CoreItem item) {

@@ -2,7 +2,8 @@
 // Hello, registers the session (sessions.h) and posts it to the core; the core thread welcomes
 // only a session it accepted (a name clash is refused instead). Then each WorkerMessage becomes
 // a core event (heartbeats, reports, leaving, owner state, cache changes, GPU readings,
-// checkpoints) or goes to the worker book (link measurements, sensors), in session order.
+// checkpoints) or goes to the worker book (link measurements, sensors) or the log keeper (an
+// attempt's output), in session order.
 // Bounded per session (sessions.h): a session with kMaxSessionEventsInCore events waiting in the
 // core's queue is not read until the core caught up, and one whose worker does not read its
 // answers is cut; message lists are capped by worker_input.h.
@@ -23,6 +24,7 @@
 #include "coordinator/auth.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/core_loop.h"
+#include "coordinator/log_keeper.h"
 #include "coordinator/serve_bridge.h"
 #include "coordinator/sessions.h"
 #include "coordinator/shared_tracker.h"
@@ -46,6 +48,8 @@ struct SessionServiceDeps {
   const std::atomic<bool>& shutting_down;
   // Service replicas' tunnels and drains, for the gateway (serve_bridge.h); null: not told.
   ServeBridge* serve = nullptr;
+  // Attempts' output (LogChunk), kept and fanned out (log_keeper.h); null: dropped.
+  LogKeeper* logs = nullptr;
 };
 
 class SessionService final : public v1::WorkerSession::Service {
@@ -77,6 +81,9 @@ class SessionService final : public v1::WorkerSession::Service {
   void HandleCache(const SessionPtr& session, const v1::CacheChange& cache);
   void HandleGpus(const SessionPtr& session, const v1::GpuReadings& gpus);
   void HandleCheckpoint(const SessionPtr& session, const v1::Checkpoint& checkpoint);
+  // A running attempt's output: fenced on the core thread (in session order, so before the
+  // attempt's report), then kept.
+  void HandleLog(const SessionPtr& session, const v1::LogChunk& chunk);
   // Core thread: live GPU readings onto the devices the Hello listed; readings of an old
   // session are dropped.
   void NoteGpus(const std::string& worker, core::SessionId session,

@@ -520,6 +520,9 @@ class Scheduler {
   std::optional<WorkerView> Worker(const WorkerName& name) const;
   size_t worker_count() const { return workers_.size(); }  // workers it remembers
   std::optional<AttemptId> CurrentAttempt(TaskKey task) const;
+  // The task of attempt `id` when it runs on `worker`'s session `session` (adopted, not an
+  // orphan): fencing for what a worker says of it (its log); std::nullopt otherwise.
+  std::optional<TaskKey> RunningOn(AttemptId id, const WorkerName& worker, SessionId session) const;
   AttemptId next_attempt_id() const { return next_attempt_id_; }
   const Options& options() const { return options_; }
 

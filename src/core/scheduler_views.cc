@@ -1,5 +1,6 @@
-// The scheduler's read-only views (Job, Jobs, Workers, Worker, CurrentAttempt): summaries of its
-// state for status queries, computed on demand. Same thread rules as the rest of the Scheduler.
+// The scheduler's read-only views (Job, Jobs, Workers, Worker, CurrentAttempt, RunningOn):
+// summaries of its state for status queries, computed on demand. Same thread rules as the rest of
+// the Scheduler.
 #include <algorithm>
 #include <optional>
 #include <utility>
@@ -111,6 +112,20 @@ std::optional<AttemptId> Scheduler::CurrentAttempt(TaskKey key) const {
   const AttemptId id = it->second.tasks[key.index].current;
   if (id == 0) return std::nullopt;
   return id;
+}
+
+std::optional<TaskKey> Scheduler::RunningOn(AttemptId id, const WorkerName& worker,
+                                            SessionId session) const {
+  auto a = attempts_.find(id);
+  if (a == attempts_.end() || a->second.worker != worker || a->second.orphan_deadline) {
+    return std::nullopt;
+  }
+  auto w = workers_.find(worker);
+  if (w == workers_.end() || w->second.session != session || !w->second.session_open ||
+      w->second.state != WorkerState::kConnected) {
+    return std::nullopt;
+  }
+  return a->second.task;
 }
 
 }  // namespace idlepool::core

@@ -463,6 +463,23 @@ class ServerImpl final : public Server {
               [this](const Request& req, Response& res) { Failures(req, res); });
     tls_->Get(R"(/api/v1/jobs/([^/]+)/tasks/([^/]+)/log)",
               [this](const Request& req, Response& res) { TaskLog(req, res); });
+    tls_->Get(R"(/api/v1/jobs/([^/]+)/attempts/([0-9]{1,20})/log)",
+              [this](const Request& req, Response& res) { AttemptLog(req, res); });
+  }
+
+  // An attempt's kept output as plain text (never rendered as a page: nosniff, text/plain).
+  void AttemptLog(const Request& req, Response& res) {
+    auto id = ParseJobId(req.matches[1].str());
+    if (!id.ok()) return SendStatus(res, id.status());
+    uint64_t attempt = 0;
+    const std::string a = req.matches[2].str();
+    if (std::from_chars(a.data(), a.data() + a.size(), attempt).ec != std::errc()) {
+      return SendError(res, 400, "attempt id out of range");
+    }
+    auto text = reader_.GetAttemptLog(*id, attempt);
+    if (!text.ok()) return SendStatus(res, text.status());
+    res.set_header("Cache-Control", "no-store");
+    res.set_content(*text, "text/plain; charset=utf-8");
   }
 
   // A page of a job's failed tasks: ?after=TASK (the cursor: tasks after it) and ?limit=N.

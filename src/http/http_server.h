@@ -55,6 +55,11 @@ class PoolReader {
   virtual std::string Metrics() = 0;  // the /metrics body, text exposition format 0.0.4
   // The running services and their replicas (GET /api/v1/services; issue 17). Default: none.
   virtual absl::StatusOr<v1::ListServicesReply> ListServices() { return v1::ListServicesReply(); }
+  // The kept output of one attempt of a job, as text (GET /api/v1/jobs/N/attempts/A/log; issue
+  // 18). Default: none kept.
+  virtual absl::StatusOr<std::string> GetAttemptLog(uint64_t /*job*/, uint64_t /*attempt*/) {
+    return absl::UnimplementedError("this coordinator keeps no logs");
+  }
 };
 
 // A version number of the pool's visible state, bumped by the coordinator when something a

@@ -250,6 +250,7 @@ PhaseResult AttemptRunner::Launch(Attempt& a, v1::AttemptReport* report) {
   }
   bool frozen = false;
   if (PhaseResult end = Spawn(a, SpawnFor(a, *argv, params), report, &frozen)) return end;
+  if (d_.logs) d_.logs->Add(a.id, a.paths.stdout_log, a.paths.stderr_log);
   if (frozen) d_.hooks.tell_suspended({a.id});
   return std::nullopt;
 }

@@ -43,6 +43,9 @@ void AttemptRunner::Run(std::shared_ptr<Attempt> a) {
     std::lock_guard lock(a->mu);
     undelivered = a->undelivered;
   }
+  // Its last output goes before its report, so the coordinator keeps it complete (up to its cap).
+  if (d_.logs && send) d_.logs->Finish(a->id);
+  if (d_.logs && !send) d_.logs->Drop(a->id);
   if (send) {
     v1::WorkerMessage m;
     *m.mutable_report() = report;

@@ -34,6 +34,7 @@
 #include "worker/cgroup_pool.h"
 #include "worker/checkpointer.h"
 #include "worker/launcher.h"
+#include "worker/log_shipper.h"
 #include "worker/outbox.h"
 #include "worker/recycled_dirs.h"
 #include "worker/sandbox_slots.h"
@@ -75,6 +76,7 @@ struct AttemptRunnerDeps {
   Sender send;
   AttemptHooks hooks;
   SandboxSlots* sandboxes = nullptr;  // null: --no-sandbox (attempts have no slot)
+  LogShipper* logs = nullptr;         // ships running attempts' output; null: not shipped
 };
 
 class AttemptRunner {

@@ -134,6 +134,7 @@ class Worker::Impl final : public SessionHandler {
   Session session_;  // creates the stubs
   OwnerMonitor owner_;
   Checkpointer checkpointer_;
+  LogShipper log_shipper_{[this](const v1::WorkerMessage& m) { Send(m); }};
   std::unique_ptr<LinkProber> prober_;  // null: no probes
   // Set in Run before sessions start.
   std::unique_ptr<platform::FileLock> work_dir_lock_;
@@ -240,6 +241,7 @@ void Worker::Impl::JoinThreads() {
   stop_.Notify();
   owner_.Join();
   checkpointer_.Join();
+  log_shipper_.Join();
   if (prober_) prober_->Join();
   if (outbox_thread_.joinable()) outbox_thread_.join();
 }
@@ -441,12 +443,13 @@ void Worker::Impl::StartUnits(std::vector<v1::AttemptReport> to_redeliver) {
                           options_.task_fd_limit},
       AttemptRunnerDeps{&clock_, &launcher_, transfers_.get(), &outbox_, &dirs_, cgroup_pool_.get(),
                         &checkpointer_, &stop_, [this](const v1::WorkerMessage& m) { Send(m); },
-                        std::move(hooks), sandboxes_.get()});
+                        std::move(hooks), sandboxes_.get(), &log_shipper_});
   owner_.Step();  // the first hello already says whether this worker accepts work
   owner_.Start();
   checkpointer_.Start(
       owner::SecondsToMillis(options_.policy.checkpoint_interval_s), [this] { return Snapshot(); },
       [this](const v1::WorkerMessage& m) { Send(m); }, stop_);
+  log_shipper_.Start(stop_);
   if (options_.calibrate) {
     calibration_ = Calibrate();
     spdlog::info("calibration: {:.0f} MB/s of SHA-256 per core, {} cores", calibration_.cpu_score,

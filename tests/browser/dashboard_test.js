@@ -157,6 +157,19 @@ async function logIn(page, token) {
     await page.waitForFunction(() => document.querySelectorAll('#timeline svg .attempt.outcome-succeeded').length === 2, null, { timeout: T });
     await page.waitForSelector('#tasks tr[data-attempt]', { timeout: T });
     ok('both tasks succeeded; the task table lists the attempts');
+    // Each attempt links to its kept output (issue 18), served as text to the session's cookie.
+    const logs = await page.evaluate(async () => {
+      const out = [];
+      for (const a of document.querySelectorAll('#tasks tr[data-attempt] a.attempt-log')) {
+        const r = await fetch(a.getAttribute('href'), { credentials: 'same-origin' });
+        out.push({ status: r.status, type: r.headers.get('content-type') || '', text: await r.text() });
+      }
+      return out;
+    });
+    check(logs.length >= 2, 'the task table links ' + logs.length + ' attempts to their logs');
+    check(logs.some(l => l.status === 200 && l.type.startsWith('text/plain') && /^task [01]\n/.test(l.text)),
+      'no attempt log link gives its output: ' + JSON.stringify(logs).slice(0, 300));
+    ok('the task table links each attempt to its kept log');
     await page.screenshot({ path: SHOT, fullPage: true });
     ok('screenshot saved: ' + SHOT);
     await atWidths(page, 'job');

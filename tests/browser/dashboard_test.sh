@@ -40,7 +40,7 @@ owner_config "$T/owner.toml"
 mkdir -p "$T/release"
 cat >"$T/job.toml" <<TOML
 name = "dashboard-browser"
-command = ["sh", "-c", "echo task {index} > out.txt; while [ ! -e $T/release/{index} ]; do sleep 0.05; done"]
+command = ["sh", "-c", "echo task {index} | tee out.txt; while [ ! -e $T/release/{index} ]; do sleep 0.05; done"]
 count = 2
 outputs = ["out.txt"]
 TOML

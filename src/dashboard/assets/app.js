@@ -288,7 +288,8 @@ async function pageJob(id) {
       const dur = ((a.ended_ms || nowMs) - a.started_ms) / 1000;
       rows.push(el('tr', { 'data-attempt': a.attempt },
         el('td', { class: 'num' }, i === 0 ? String(task) : ''),
-        el('td', { class: 'num' }, String(a.attempt)),
+        // The attempt's kept output (stdout and stderr), as text (GET .../attempts/A/log).
+        el('td', { class: 'num' }, el('a', { class: 'attempt-log', href: `/api/v1/jobs/${j.job}/attempts/${a.attempt}/log`, target: '_blank', rel: 'noopener', title: 'its output' }, String(a.attempt))),
         el('td', {}, a.worker),
         el('td', {}, badge('s-' + (a.outcome === 'succeeded' ? 'succeeded' : a.outcome === 'running' ? 'running' : a.outcome === 'failed' || a.outcome === 'timed_out' ? 'failed' : 'cancelled'), a.outcome)),
         el('td', { class: 'num' }, fmtDur(dur)),
