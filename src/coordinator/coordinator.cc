@@ -315,7 +315,7 @@ void CoordinatorImpl::MakeParts() {
                                                    options_.gc_every, FaultKillAtFromEnv()});
   collector_->SetJobDeletedHook([this](core::JobId job) {
     if (absl::Status st = logs_->DeleteJob(job); !st.ok()) {
-      spdlog::warn("job {} deleted, but its logs were not all removed: {}", job, st.message());
+      spdlog::warn("job {} deleted, but its logs were not all removed: {}", job, st.ToString());
     }
   });
   admin_jobs_ = std::make_unique<AdminJobs>(*collector_);
