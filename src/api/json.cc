@@ -86,6 +86,7 @@ nlohmann::json JobJson(const v1::JobStatus& s) {
     j["prediction_error"] = nullptr;
   }
   j["transfer"] = TransferJson(s.transfer());
+  j["task_input_bytes"] = s.task_input_bytes();  // the sum of its per-task inputs (issue 18)
   j["failed_tasks"] = nlohmann::json::array();
   for (const auto& f : s.failed_tasks()) j["failed_tasks"].push_back(FailedTaskJson(f));
   j["more_failed_tasks"] = s.more_failed_tasks();

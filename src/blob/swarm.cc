@@ -196,7 +196,10 @@ class Swarm {
       }
       return job;
     }
-    if (!wanted.empty() && coord_in_flight_ < o_.max_coordinator && now >= coord_skip_until_) {
+    // No more coordinator requests in flight than chunks wanted from it: two requests for a
+    // one-chunk blob would both be answered with that chunk, and its bytes sent twice.
+    if (wanted.size() > static_cast<size_t>(coord_in_flight_) &&
+        coord_in_flight_ < o_.max_coordinator && now >= coord_skip_until_) {
       Job job;
       job.from_coordinator = true;
       // Peers known but none usable now (each failed and is being skipped): say so, so that the

@@ -78,6 +78,19 @@ void Scheduler::PreferHolder(const TaskKey& key, bool avoiding, MonoTime now,
   for (const BlobRef& b : job.spec.inputs) {
     if (!consider(b.sha256)) return;
   }
+  // A worker that holds nothing may still finish first over a faster link (LinkRate).
+  for (const FreeEntry& f : free_index_) {
+    if (++looked > kLocalityCandidates) return;
+    const WorkerRec& w = workers_.at(f.name);
+    if (w.down_bytes_per_s <= 0 || !Fits(w, need)) continue;
+    if (avoiding && Avoided(key, f.name, now)) continue;
+    const double c = cost(f.name, w);
+    if (c < best_cost || (c == best_cost && FreeOrder{}(f, best_entry))) {
+      best_cost = c;
+      best_entry = f;
+      best_name = f.name;
+    }
+  }
 }
 
 void Scheduler::NoteInputsSent(const TaskKey& key, const WorkerName& name) {

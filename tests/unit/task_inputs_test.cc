@@ -71,6 +71,7 @@ task_inputs = ["segs/{item}.mp4", "segs/{item}.*"]
 TEST_F(TaskInputs, FramesAndIndexPlaceholdersRender) {
   Write("in/3.exr", "3");
   Write("in/4.exr", "4");
+  Write("n/0.txt", "0");
   Write("n/1.txt", "1");
   auto s = Parse(R"(command = ["x", "{frame}"]
 frames = "3-4"
@@ -80,8 +81,9 @@ task_inputs = ["in/{frame}.exr", "n/{index}.txt"]
   auto files = Expand(*s);
   ASSERT_TRUE(files.ok()) << files.status();
   ASSERT_EQ(files->size(), 2u);
-  EXPECT_EQ((*files)[0].inputs.size(), 1u);
+  ASSERT_EQ((*files)[0].inputs.size(), 2u);
   EXPECT_EQ((*files)[0].inputs[0].path, "in/3.exr");
+  EXPECT_EQ((*files)[0].inputs[1].path, "n/0.txt");
   ASSERT_EQ((*files)[1].inputs.size(), 2u);  // task 1: in/4.exr and n/1.txt
   EXPECT_EQ((*files)[1].inputs[1].path, "n/1.txt");
 }
