@@ -97,11 +97,6 @@ absl::StatusOr<v1::SubmitJobReply> PoolClient::Submit(const spec::JobSpec& spec,
         if (auto s = add(in, p); !s.ok()) return s;
       }
     }
-    if (!uploaded.empty()) {   // touches them all again: the coordinator's grace (blob/collect.h)
-      auto again = Context();  // restarts from now, however long the uploads took
-      grpc::Status touched = blobs_->HasBlobs(again.get(), has, &present);
-      if (!touched.ok()) return wire::FromGrpc(touched, "checking inputs");
-    }
   }
   if (absl::Status s = UploadMissing(to_send, digests); !s.ok()) return s;
   v1::SubmitJobReply reply;
@@ -121,12 +116,19 @@ absl::Status PoolClient::UploadMissing(const std::map<std::string, std::string>&
   grpc::Status st = blobs_->HasBlobs(ctx.get(), has, &present);
   if (!st.ok()) return wire::FromGrpc(st, "checking inputs");
   int i = 0;
+  bool uploaded = false;
   for (const auto& [sha, source] : sources) {
     const bool there = i < present.present_size() && present.present(i);
     ++i;
     if (there) continue;
     auto up = blob::UploadFile(blobs_.get(), token_, source, digests.at(sha));
     if (!up.ok()) return up;
+    uploaded = true;
+  }
+  if (uploaded) {            // touches them all again: the coordinator's grace (blob/collect.h)
+    auto again = Context();  // restarts from now, however long the uploads took
+    grpc::Status touched = blobs_->HasBlobs(again.get(), has, &present);
+    if (!touched.ok()) return wire::FromGrpc(touched, "checking inputs");
   }
   return absl::OkStatus();
 }
