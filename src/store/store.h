@@ -284,8 +284,9 @@ class Store {
   // Collection (issue 18; blob/collect.h). Neither is part of Apply's group commit.
   //
   // The blobs the store references, read in one transaction: every job's inputs (its spec,
-  // through `spec_blobs`), outputs and checkpoints. THE one place where a table that names blobs
-  // must be added (sqlite_store_gc.cc, memory_store_gc.cc): a blob missing here is collected.
+  // through `spec_blobs`), per-task inputs, outputs and checkpoints. THE one place where a table
+  // that names blobs must be added (sqlite_store_gc.cc, memory_store_gc.cc): a blob missing here is
+  // collected.
   [[nodiscard]] virtual absl::StatusOr<std::set<std::string>> ReferencedBlobs(
       const SpecBlobs& spec_blobs) = 0;
   // Removes a finished job in one transaction: its jobs row, tasks, attempts, outputs,
