@@ -4,6 +4,8 @@
 // gaps) to stderr. Exit 0 when the task ended succeeded, 1 otherwise (still running, failed,
 // cancelled, or an error), 2 for bad input. `--json` keeps the summary of the task's newest
 // attempts with their log tails (Jobs.GetTaskLog).
+#include <unistd.h>
+
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -41,13 +43,21 @@ int ShowLogs(const LogsFlags& f, Common& common) {
   req.set_attempt(f.attempt);
   req.set_follow(f.follow);
   std::optional<uint32_t> task = f.task;
+  // Byte for byte into a file or pipe; on a terminal a task's control characters are shown
+  // replaced, as everywhere idlepool prints a task's text (no escape sequence reaches it).
+  const bool terminal = ::isatty(STDOUT_FILENO) == 1;
   absl::Status st = client.TaskLogs(req, [&](const v1::LogData& d) {
     task = d.task();
     if (!d.event().empty()) {
       std::fprintf(stderr, "idlepool: %s\n", text::PrintableText(d.event()).c_str());
     }
     if (!d.data().empty()) {
-      std::fwrite(d.data().data(), 1, d.data().size(), stdout);
+      if (terminal) {
+        const std::string shown = text::PrintableText(d.data(), /*keep_newlines=*/true);
+        std::fwrite(shown.data(), 1, shown.size(), stdout);
+      } else {
+        std::fwrite(d.data().data(), 1, d.data().size(), stdout);
+      }
       if (f.follow) std::fflush(stdout);
     }
   });

@@ -17,17 +17,26 @@ JOB=$("$IDLEPOOL" submit "$T/job.toml")
 rc=0; "$IDLEPOOL" wait "$JOB" --quiet >/dev/null 2>&1 || rc=$?
 [ "$rc" != 0 ] || fail "the failing job succeeded"
 # A task's output is read per task (`logs`; a job's status carries no log tails, issue 21).
+# `logs` prints it byte for byte into a file, but on a terminal with its controls replaced: run
+# under a pseudo-terminal (script(1)), what reaches the terminal is checked.
+"$IDLEPOOL" status "$JOB" >"$T/status.txt"
+rc=0; script -qec "$(printf '%q ' "$IDLEPOOL" logs "$JOB" 0)" /dev/null >"$T/logs.txt" 2>&1 || rc=$?
+[ "$rc" = 1 ] || fail "logs of a failed task exited $rc under a terminal, want 1"
 for cmd in status logs; do
-  args=("$JOB"); [ "$cmd" = logs ] && args+=(0)
-  "$IDLEPOOL" "$cmd" "${args[@]}" >"$T/$cmd.txt"
-  if LC_ALL=C grep -q $'[\x01-\x08\x0b-\x1f\x7f]' "$T/$cmd.txt"; then
-    fail "$cmd printed control characters: $(od -c "$T/$cmd.txt" | head -20)"
+  # A terminal's own line ends (CR LF) are the pty's, not the task's.
+  tr -d '\r' <"$T/$cmd.txt" >"$T/$cmd.clean"
+  if LC_ALL=C grep -q $'[\x01-\x08\x0b-\x1f\x7f]' "$T/$cmd.clean"; then
+    fail "$cmd printed control characters: $(od -c "$T/$cmd.clean" | head -20)"
   fi
-  LC_ALL=C grep -q $'\xc2\x9b' "$T/$cmd.txt" && fail "$cmd printed a C1 control (CSI)"
+  LC_ALL=C grep -q $'\xc2\x9b' "$T/$cmd.clean" && fail "$cmd printed a C1 control (CSI)"
 done
 grep -q "failed" "$T/status.txt" || fail "status does not show the failure: $(cat "$T/status.txt")"
 grep -q "boom" "$T/logs.txt" || fail "logs does not show the task's output: $(cat "$T/logs.txt")"
 grep -q "PWNED" "$T/logs.txt" || fail "logs dropped the text around the escapes"
+# Into a file the output is the task's bytes, escapes included (a file is not a terminal).
+rc=0; "$IDLEPOOL" logs "$JOB" 0 >"$T/raw.txt" 2>/dev/null || rc=$?
+[ "$rc" = 1 ] || fail "logs of a failed task exited $rc, want 1"
+LC_ALL=C grep -q $'\033]0;PWNED\007' "$T/raw.txt" || fail "logs into a file changed the task's bytes: $(od -c "$T/raw.txt" | head)"
 pass "status and logs show the task's failure and output with control characters replaced"
 
 rc=0; "$IDLEPOOL" worker --name $'evil\e]0;PWNED\a' --work-dir "$T/evil" >"$T/evil.log" 2>&1 || rc=$?
