@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -81,8 +82,10 @@ void FillAfter(const core::JobSummary& summary, const store::JobRecord& rec, con
     return;
   }
   if (summary.state != core::JobState::kCancelled || summary.counters.attempts != 0) return;
+  std::optional<core::JobId> deleted;
   for (const core::JobId id : summary.after) {
     auto h = header(id);
+    if (!h && !deleted) deleted = id;
     if (!h || h->finished_ms > rec.finished_ms) continue;
     if (h->state == core::JobState::kFailed || h->state == core::JobState::kCancelled) {
       out->set_reason(absl::StrCat(
@@ -90,6 +93,9 @@ void FillAfter(const core::JobSummary& summary, const store::JobRecord& rec, con
       return;
     }
   }
+  // The reason is derived, not stored: a job it ran after that is gone now (deleted, maybe by
+  // retention) is named as such rather than leaving no reason at all.
+  if (deleted) out->set_reason(absl::StrCat("job ", *deleted, ", which it ran after, was deleted"));
 }
 
 absl::StatusOr<std::vector<v1::Input>> AfterInputs(store::Store& store,

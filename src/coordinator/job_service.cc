@@ -121,7 +121,8 @@ grpc::Status JobService::SubmitJob(grpc::ServerContext* ctx, const v1::SubmitJob
                                    v1::SubmitJobReply* reply) {
   if (auto st = d_.authz.Check(ctx, "/idlepool.v1.Jobs/SubmitJob"); !st.ok()) return st;
   const v1::JobSpec& proto = req->spec();
-  // From the inputs' check until the job is stored, no collection runs (collector.h).
+  // From the inputs' check until the core knows the job, no collection or delete runs
+  // (collector.h).
   std::shared_lock<std::shared_mutex> guard;
   if (d_.collector != nullptr) guard = d_.collector->SubmitGuard();
   absl::StatusOr<CheckedJob> checked = CheckSubmitJob(d_.blobs, proto);
@@ -167,7 +168,6 @@ grpc::Status JobService::SubmitJob(grpc::ServerContext* ctx, const v1::SubmitJob
   }
   job.spec = stored.SerializeAsString();
   auto id = d_.store.InsertJob(job, d_.clock.WallMs());
-  if (guard.owns_lock()) guard.unlock();
   if (!id.ok()) {
     spdlog::warn("job '{}' refused: the store cannot record it: {}", spec.name,
                  std::string(id.status().message()));
@@ -189,6 +189,9 @@ grpc::Status JobService::SubmitJob(grpc::ServerContext* ctx, const v1::SubmitJob
                               done->set_value();
                             }});
   fut.wait();
+  // Held until the core knows the job: a delete (collector.h, exclusive) checks the core for
+  // jobs that run after the one it deletes, so it must not run between the insert and here.
+  if (guard.owns_lock()) guard.unlock();
   spdlog::info("job {} '{}' submitted: {} tasks{}", *id, spec.name, count,
                stored.after().empty()
                    ? ""

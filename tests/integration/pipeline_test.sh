@@ -74,4 +74,8 @@ gaps=$(sql "SELECT b.started_ms - a.ended_ms FROM attempts a JOIN attempts b ON 
 [ "$(echo "$gaps" | wc -l)" = 2 ] || fail "want 2 gaps, got: $gaps"
 first=$(echo "$gaps" | sed -n 1p); second=$(echo "$gaps" | sed -n 2p)
 [ "$first" -ge 1000 ] && [ "$second" -ge 2000 ] || fail "retries too soon: gaps $first, $second ms"
-pass "a failed job cancels the next one (reason: $reason); retries waited $first and $second ms"
+# The reason is derived from the job it ran after: once that job is deleted it says so.
+"$IDLEPOOL" delete "$FAIL" >/dev/null
+reason=$(job_field "$NEXT" reason)
+[ "$reason" = "job $FAIL, which it ran after, was deleted" ] || fail "reason after delete: $reason"
+pass "a failed job cancels the next one; retries waited $first and $second ms; reason after delete: $reason"
