@@ -55,7 +55,6 @@ class MemoryStore final : public Store {
   absl::StatusOr<std::vector<TaskInputRow>> ListTaskInputs(core::JobId job,
                                                            std::optional<uint32_t> task) override;
   absl::StatusOr<TaskInputTotals> GetTaskInputTotals(core::JobId job) override;
-  absl::StatusOr<std::vector<std::string>> TaskInputBlobs() override;
   absl::StatusOr<std::set<std::string>> ReferencedBlobs(const SpecBlobs& spec_blobs) override;
   absl::StatusOr<std::set<std::string>> DeleteJob(core::JobId job,
                                                   const SpecBlobs& spec_blobs) override;
@@ -530,15 +529,6 @@ absl::StatusOr<TaskInputTotals> MemoryStore::GetTaskInputTotals(core::JobId job)
     t.bytes += r.size;
   }
   return t;
-}
-
-absl::StatusOr<std::vector<std::string>> MemoryStore::TaskInputBlobs() {
-  std::lock_guard lock(mu_);
-  std::set<std::string> blobs;
-  for (const auto& [id, j] : jobs_) {
-    for (const TaskInputRow& r : j.task_inputs) blobs.insert(r.sha256);
-  }
-  return std::vector<std::string>(blobs.begin(), blobs.end());
 }
 
 absl::Status MemoryStore::AppendWorkerEvents(const std::vector<WorkerEvent>& events) {

@@ -52,7 +52,7 @@ struct Statements {
   StmtPtr insert_job_sandbox;                                                   // version 9
   StmtPtr insert_job_service;                                                   // version 10
   StmtPtr insert_task_input, insert_task_input_totals, list_task_inputs, list_task_inputs_of_task,
-      task_input_totals, task_input_blobs;  // version 11 (sqlite_store_task_inputs.cc)
+      task_input_totals;  // version 11 (sqlite_store_task_inputs.cc)
   StmtPtr insert_job_after, load_job_after;                                     // version 11
 };
 
@@ -93,7 +93,6 @@ class SqliteStore final : public Store {
   absl::StatusOr<std::vector<TaskInputRow>> ListTaskInputs(core::JobId job,
                                                            std::optional<uint32_t> task) override;
   absl::StatusOr<TaskInputTotals> GetTaskInputTotals(core::JobId job) override;
-  absl::StatusOr<std::vector<std::string>> TaskInputBlobs() override;
 
   // The SQL of the version 11 statements, for PrepareAll.
   static const std::vector<std::pair<StmtPtr Statements::*, const char*>>& TaskInputStatements();

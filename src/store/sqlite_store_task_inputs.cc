@@ -26,7 +26,6 @@ SqliteStore::TaskInputStatements() {
        "SELECT idx, path, sha256, size, mode FROM task_inputs WHERE job_id = ? AND idx = ? "
        "ORDER BY path"},
       {&Statements::task_input_totals, "SELECT files, bytes FROM job_task_inputs WHERE job_id = ?"},
-      {&Statements::task_input_blobs, "SELECT DISTINCT sha256 FROM task_inputs ORDER BY sha256"},
   };
   return kAll;
 }
@@ -100,16 +99,6 @@ absl::StatusOr<TaskInputTotals> SqliteStore::GetTaskInputTotals(core::JobId job)
   if (rc == SQLITE_DONE) return TaskInputTotals{};
   if (rc != SQLITE_ROW) return Err(rc, "GetTaskInputTotals: read");
   return TaskInputTotals{static_cast<uint64_t>(ColInt(u, 0)), static_cast<uint64_t>(ColInt(u, 1))};
-}
-
-absl::StatusOr<std::vector<std::string>> SqliteStore::TaskInputBlobs() {
-  std::lock_guard lock(mu_);
-  Use u(st_.task_input_blobs);
-  std::vector<std::string> out;
-  int rc;
-  while ((rc = sqlite3_step(u)) == SQLITE_ROW) out.push_back(ColText(u, 0));
-  if (rc != SQLITE_DONE) return Err(rc, "TaskInputBlobs: read");
-  return out;
 }
 
 }  // namespace idlepool::store::internal

@@ -275,12 +275,10 @@ class Store {
 
   // Per-task inputs (NewJob::task_inputs). ListTaskInputs: of `job`, or of its task `task` only,
   // by (index, path); empty when it has none; kNotFound for an unknown job. TaskInputTotals:
-  // their count and bytes (zeros when none). TaskInputBlobs: the blobs referenced by the task
-  // inputs of every stored job, each sha256 once, sorted: what blob collection must keep for them.
+  // their count and bytes (zeros when none). Collection reads their blobs in ReferencedBlobs.
   [[nodiscard]] virtual absl::StatusOr<std::vector<TaskInputRow>> ListTaskInputs(
       core::JobId job, std::optional<uint32_t> task) = 0;
   [[nodiscard]] virtual absl::StatusOr<TaskInputTotals> GetTaskInputTotals(core::JobId job) = 0;
-  [[nodiscard]] virtual absl::StatusOr<std::vector<std::string>> TaskInputBlobs() = 0;
   // Collection (issue 18; blob/collect.h). Neither is part of Apply's group commit.
   //
   // The blobs the store references, read in one transaction: every job's inputs (its spec,

@@ -10,26 +10,14 @@
 #  4. --keep-finished deletes finished jobs by itself, and a normal job then completes with
 #     every output exactly once.
 source "$(dirname "$0")/lib.sh"
-blob_path() { echo "$T/coord/blobs/${1:0:2}/$1"; }
+source "$(dirname "$0")/gc_lib.sh"
 has_blob() { [ -f "$(blob_path "$1")" ]; }
-sha_of() { sha256sum "$1" | cut -d' ' -f1; }
 listed() { "$IDLEPOOL" status --json | jq -e --argjson j "$1" '[.jobs[].job] | index($j) != null' >/dev/null; }
 gone() { ! listed "$1" && ! "$IDLEPOOL" status "$1" >/dev/null 2>&1; }
 out_shas() { sql "SELECT sha256 FROM outputs WHERE job_id=$1"; }
 
 head -c 300000 /dev/urandom >"$T/shared.bin"
 head -c 200000 /dev/urandom >"$T/own.bin"
-job_spec() {  # job_spec NAME INPUT...
-  local name=$1; shift
-  local ins; ins=$(printf '"%s",' "$@"); ins=${ins%,}
-  cat >"$T/$name.toml" <<TOML
-name = "$name"
-command = ["sh", "-c", "cat * | sha256sum > out-{index}.txt; echo $name-{index} >> out-{index}.txt"]
-count = 2
-inputs = [$ins]
-outputs = ["out-*.txt"]
-TOML
-}
 job_spec a "$T/shared.bin" "$T/own.bin"
 job_spec b "$T/shared.bin"
 cat >"$T/held.toml" <<TOML

@@ -7,20 +7,8 @@
 # name, the job kept in the store (which shares an input with the deleted one) is whole, and the
 # deleted job is either whole or gone. Then a normal job completes with every output exactly once.
 source "$(dirname "$0")/lib.sh"
-blob_path() { echo "$T/coord/blobs/${1:0:2}/$1"; }
-sha_of() { sha256sum "$1" | cut -d' ' -f1; }
+source "$(dirname "$0")/gc_lib.sh"
 intact() { [ -f "$(blob_path "$1")" ] && [ "$(sha_of "$(blob_path "$1")")" = "$1" ]; }
-job_spec() {  # job_spec NAME INPUT...
-  local name=$1; shift
-  local ins; ins=$(printf '"%s",' "$@"); ins=${ins%,}
-  cat >"$T/$name.toml" <<TOML
-name = "$name"
-command = ["sh", "-c", "cat * | sha256sum > out-{index}.txt; echo $name-{index} >> out-{index}.txt"]
-count = 2
-inputs = [$ins]
-outputs = ["out-*.txt"]
-TOML
-}
 declare -A INPUT  # job -> its own input's sha256, while it is stored
 check_store() {
   local s j
