@@ -67,12 +67,12 @@ std::string Where(const std::string& heading) {
 }
 
 // The `Names` in backticks of `text` that are identifiers starting with a capital (RPCs,
-// services, events), in order.
+// services, events), in order; `Name(Args)` counts as Name.
 std::vector<std::string> CapitalizedNames(const std::string& text) {
-  static const std::regex name("`([A-Z][A-Za-z0-9_]*)`");
+  static const std::regex name(R"(`([A-Z][A-Za-z0-9_]*)(\([^`]*\))?`)");
   std::vector<std::string> out;
   for (std::sregex_iterator it(text.begin(), text.end(), name), end; it != end; ++it) {
-    out.push_back((*it)[1]);
+    out.push_back((*it)[1].str());
   }
   return out;
 }
@@ -260,7 +260,7 @@ TEST(DesignDoc, StoreSchemaVersionAndTables) {
     if (cells.size() < 4) continue;
     static const std::regex name("`([a-z_]+)`");
     std::smatch t;
-    if (std::regex_match(cells.front(), t, name)) doc[t[1]] = cells.back();
+    if (std::regex_match(cells.front(), t, name)) doc[t[1].str()] = cells.back();
   }
   const auto since = TableSince();
   for (const std::string& t : tables) {
@@ -357,7 +357,7 @@ TEST(DesignDoc, LayersNameEveryFolderUnderSrc) {
   std::set<std::string> doc;
   static const std::regex folder(R"(src/([A-Za-z0-9_-]+)/)");
   for (std::sregex_iterator it(block.begin(), block.end(), folder), end; it != end; ++it) {
-    doc.insert((*it)[1]);
+    doc.insert((*it)[1].str());
   }
   std::set<std::string> real;
   for (const auto& e : fs::directory_iterator(kRoot / "src")) {
