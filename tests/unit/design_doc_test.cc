@@ -122,7 +122,9 @@ std::map<std::string, ProtoService> ProtoServices() {
       const auto* service = file->service(s);
       ProtoService& ps = out[service->name()];
       ps.file = "proto/" + fs::path(file->name()).filename().string();
-      for (int m = 0; m < service->method_count(); ++m) ps.methods.push_back(service->method(m)->name());
+      for (int m = 0; m < service->method_count(); ++m) {
+        ps.methods.push_back(service->method(m)->name());
+      }
     }
   }
   return out;
@@ -154,8 +156,7 @@ TEST(DesignDoc, ServicesTableNamesEveryRpcOfEveryService) {
     const std::set<std::string> real(ps.methods.begin(), ps.methods.end());
     for (const std::string& m : ps.methods) {
       EXPECT_TRUE(named.count(m)) << Where(h) << ": the row of `" << name << "` lacks RPC `" << m
-                                  << "` (" << ps.file << "); add `" << m
-                                  << "` to its RPCs column";
+                                  << "` (" << ps.file << "); add `" << m << "` to its RPCs column";
     }
     for (const std::string& m : it->second) {
       EXPECT_TRUE(real.count(m)) << Where(h) << ": the row of `" << name << "` names RPC `" << m
@@ -228,7 +229,8 @@ std::map<std::string, int> TableSince() {
 
 TEST(DesignDoc, StoreSchemaVersionAndTables) {
   const std::string h = "## The store";
-  const fs::path dir = fs::temp_directory_path() / ("design_doc_test." + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("design_doc_test." + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   const std::string path = (dir / "pool.db").string();
@@ -273,8 +275,8 @@ TEST(DesignDoc, StoreSchemaVersionAndTables) {
       continue;
     }
     EXPECT_EQ(it->second, v) << Where(h) << ": table `" << t << "` is said to be there since "
-                             << "version " << it->second << "; its migration step is version "
-                             << v << " (src/store/sqlite_schema.h): write " << v;
+                             << "version " << it->second << "; its migration step is version " << v
+                             << " (src/store/sqlite_schema.h): write " << v;
   }
   const std::set<std::string> real(tables.begin(), tables.end());
   for (const auto& [t, v] : doc) {
@@ -331,8 +333,7 @@ TEST(DesignDoc, CoreEventsAndDecisions) {
   // The parse is checked against the compiler's count, so it cannot go quietly wrong.
   ASSERT_EQ(events.size(), std::variant_size_v<core::Event>)
       << "could not read `using Event = std::variant<...>;` in src/core/events.h";
-  ExpectSameNames(h, "Events", BulletNames(h, "Events"), events,
-                  "core::Event, src/core/events.h");
+  ExpectSameNames(h, "Events", BulletNames(h, "Events"), events, "core::Event, src/core/events.h");
   const auto decisions = VariantNames("src/core/scheduler.h", "Decision");
   ASSERT_EQ(decisions.size(), std::variant_size_v<core::Decision>)
       << "could not read `using Decision = std::variant<...>;` in src/core/scheduler.h";
