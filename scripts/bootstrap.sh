@@ -28,6 +28,8 @@ PACKAGES=(
   chromium
   # the demo's real input and tools
   povray povray-examples ffmpeg
+  # the Blender example (examples/blender, integration.blender_test): Cycles on the CPU, headless
+  blender
   # the OCR example (examples/ocr): pages rendered with groff + ghostscript, read by tesseract
   groff-base ghostscript tesseract-ocr tesseract-ocr-eng
   # GPUs: OpenCL headers and ICD loader (discovery, the OpenCL example), PoCL's CPU device to
