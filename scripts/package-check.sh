@@ -82,6 +82,7 @@ cp "$DEB1" "$DEB2" "$R/root/"
 in_root() { chroot "$R" env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 "$@"; }
 in_root apt-get update -qq >"$WORK/apt-update.log" 2>&1 || die "apt-get update failed"
 du_root() { du -sxk --exclude=./proc --exclude=./sys --exclude=./dev "$R" | cut -f1; }
+in_root apt-get clean   # debootstrap leaves its downloads in apt's cache
 before_kb=$(du_root)
 
 # A free port on 127.0.0.1 (the chroot shares this machine's network), fixed for the restart.
@@ -96,10 +97,10 @@ T_INSTALLED=$(date +%s.%N)
 apt_says=$(grep -o 'After this operation, .* of additional disk space will be used' "$WORK/apt-install.log" || true)
 in_root apt-get clean
 after_kb=$(du_root)
-ndeps=$(sed -n 's/^\([0-9]*\) newly installed.*/\1/p' "$WORK/apt-install.log")
+ndeps=$(sed -n 's/.* \([0-9]*\) newly installed.*/\1/p' "$WORK/apt-install.log")
 in_root dpkg-query -W -f='${Depends}\n' idlepool | grep -q -- '-dev' && die "a -dev package in Depends"
 in_root getent passwd idlepool >/dev/null || die "no user idlepool after install"
-[ "$(stat -c %U "$R/var/lib/idlepool")" = idlepool ] || die "/var/lib/idlepool is not idlepool's"
+[ "$(in_root stat -c %U /var/lib/idlepool)" = idlepool ] || die "/var/lib/idlepool is not idlepool's"
 
 # start NAME COMMAND-LINE: runs a printed command (in the root) in the background.
 start() {
@@ -152,11 +153,11 @@ in_root idlepool worker --join "$ADDR" --token-file /root/join.token --install-s
 cat "$WORK/install-worker.log"
 W1_CMD=$(hand_command "$WORK/install-worker.log")
 [ -n "$W1_CMD" ] || die "worker --install-service printed no command to start it by hand"
-[ "$(stat -c %U "$R/var/lib/idlepool/worker/identity")" = idlepool ] || die "the identity is not idlepool's"
+[ "$(in_root stat -c %U /var/lib/idlepool/worker/identity)" = idlepool ] || die "the identity is not idlepool's"
 grep -rqsF "$(head -1 "$R/root/join.token")" "$R/etc/idlepool" "$R/var/lib/idlepool/worker" && die "the join token was kept on disk"
 start worker-1 "$W1_CMD"
 # The second worker as a person would start one by hand, as idlepool, in its own work dir.
-install -o idlepool -g idlepool -m 0600 "$R/root/join.token" "$R/var/lib/idlepool/join.token"
+in_root install -o idlepool -g idlepool -m 0600 /root/join.token /var/lib/idlepool/join.token
 W2_CMD="runuser -u idlepool -- idlepool worker --work-dir /var/lib/idlepool/worker-2 --name pkg-w2 ${flags[*]}"
 start worker-2 "$W2_CMD --join $ADDR --token-file /var/lib/idlepool/join.token"
 connected() {
@@ -229,7 +230,7 @@ in_root getent passwd idlepool >/dev/null && die "purge left the user idlepool"
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
 echo
 echo "package:                  $(basename "$DEB1"), $(du -k "$DEB1" | cut -f1) KiB"
-echo "installed with deps:      $(( (after_kb - before_kb) / 1024 )) MiB on disk (du of the root, apt cache cleaned; ${ndeps:-?} packages)"
+echo "installed with deps:      $(( (after_kb - before_kb) / 1024 )) MiB on disk (du of the root before and after, apt's cache emptied; ${ndeps:-?} packages, idlepool included)"
 echo "apt said:                 ${apt_says:-?}"
 echo "apt install took:         $(secs "$T0" "$T_INSTALLED") s (downloads from the mirror included)"
 echo "apt install → first task: $(secs "$T0" "$T_FIRST") s (install, coordinator and two workers set up and joined, a job submitted)"
