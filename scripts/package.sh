@@ -4,7 +4,8 @@
 # for a coordinator, a worker and a client, so a split would only split two unit files
 # (docs/guide/install.md).
 #
-#   scripts/package.sh                       # Release build of the binary alone in build-pkg/
+#   scripts/package.sh                       # builds the binary alone in build-pkg/ (RelWithDebInfo;
+#                                            # PACKAGE_BUILD_TYPE=Release to change)
 #   scripts/package.sh --binary build/idlepool   # package an existing binary (stripped copy)
 #   scripts/package.sh --dbgsym              # also idlepool-dbgsym (the debug symbols)
 #   IDLEPOOL_VERSION=0.2.0 scripts/package.sh  # another version (default: CMake's + git)
@@ -20,7 +21,7 @@ while [ $# -gt 0 ]; do
     --binary) BINARY=$(realpath "$2"); shift 2 ;;
     --out) OUT=$(realpath -m "$2"); shift 2 ;;
     --dbgsym) DBGSYM=1; shift ;;
-    -h | --help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "package.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -38,8 +39,9 @@ VERSION=${IDLEPOOL_VERSION:-$project_version}
 ARCH=$(dpkg --print-architecture)
 
 if [ -z "$BINARY" ]; then
-  # The binary alone, Release, in its own build dir (the tests' build/ is RelWithDebInfo).
-  cmake -S . -B build-pkg -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+  # The binary alone, in its own build dir. RelWithDebInfo by default: -O2 as the test suite's
+  # build/, and debug info for --dbgsym (stripped from the package's binary below).
+  cmake -S . -B build-pkg -G Ninja -DCMAKE_BUILD_TYPE="${PACKAGE_BUILD_TYPE:-RelWithDebInfo}" >/dev/null
   cmake --build build-pkg --target idlepool
   BINARY=$ROOT/build-pkg/idlepool
 fi
