@@ -117,6 +117,7 @@ Priority: optional
 Description: debug symbols for idlepool
 EOF
   dbg=$OUT/idlepool-dbgsym_${VERSION}_$ARCH.deb
-  dpkg-deb --root-owner-group -Zxz --build "$DBG" "$dbg" >/dev/null
+  # Its sections are compressed already (zlib): xz would spend minutes for nothing.
+  dpkg-deb --root-owner-group -Znone --build "$DBG" "$dbg" >/dev/null
   echo "package.sh: $dbg ($(du -h "$dbg" | cut -f1))"
 fi
