@@ -6,7 +6,7 @@
 # works after it (a 6-task job completes, every output exactly once).
 #
 #   bench/attacks.sh [--only NAME[,NAME...]] [--list]
-# Needs build/ (scripts/build.sh). Each attack is bench/attacks/NAME.sh, defining attack_NAME,
+# Needs build/ (scripts/build.sh --all). Each attack is bench/attacks/NAME.sh, defining attack_NAME,
 # which runs against the pool and returns when the attack is over; it may use IDLEPOOL, T, ADDR,
 # HPORT (the dashboard's port), CA (its CA file), COORD_PID, TOKEN, JOIN_TOKEN_FILE, DATA_DIR,
 # WORKER_PIDS and the helpers of tests/integration/lib.sh.

@@ -5,7 +5,7 @@
 # mTLS session) to its first task done, with real processes on 127.0.0.1.
 #
 #   bench/tls_overhead.sh [--base COMMIT] [--tasks 2000] [--rounds 5] [--join-only]
-# Needs build/ (scripts/build.sh) and builds the base commit's bench in build-base/ (a worktree).
+# Needs build/ (scripts/build.sh --all) and builds the base commit's bench in build-base/ (a worktree).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BASE=b8eaadd TASKS=2000 ROUNDS=5 JOIN_ONLY=0

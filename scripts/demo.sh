@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-scripts/bootstrap.sh
+scripts/bootstrap.sh test
 scripts/build.sh
 BIN=$ROOT/build/idlepool
 OUT=$ROOT/out/demo

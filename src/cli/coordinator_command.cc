@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "blob/space.h"
 #include "cli/command.h"
+#include "cli/install_service.h"
 #include "coordinator/coordinator.h"
 #include "core/defaults.h"
 #include "platform/harden.h"
@@ -37,6 +38,7 @@ struct CoordinatorFlags {
   std::string keep_finished = "0";  // keep every finished job
   std::string blob_grace = "1h";    // blob::kDefaultBlobGrace
   int64_t gc_every_ms = 600'000;
+  bool install_service = false;
 };
 
 // --keep-finished and --blob-grace (text::ParseDuration) into the options; an error names the flag.
@@ -105,13 +107,11 @@ void PrintWelcome(const coordinator::Options& options, coordinator::Coordinator&
   std::fflush(stdout);
 }
 
-int RunCoordinator(CoordinatorFlags& f) {
-  platform::MakeNonDumpable();  // its memory holds the CA key
-  // Upload chunks (1 MiB messages) are mapped and unmapped each: a burst of uploads leaves no
-  // resident heap behind (platform/memory.h).
-  platform::KeepLargeBlocksOutOfTheHeap();
-  platform::BlockTerminationSignals();
-  RaiseDescriptorLimit("coordinator");
+// The flags into f.options; 0, or the exit code after saying what is wrong.
+int ApplyFlags(CoordinatorFlags& f) {
+  if (f.options.data_dir.empty()) {
+    return Fail(absl::InvalidArgumentError("--data-dir is required"));
+  }
   f.options.lease_timeout = core::Millis(f.lease_ms);
   f.options.heartbeat = core::Millis(f.heartbeat_ms);
   f.options.partial_idle_limit = std::chrono::milliseconds(f.partial_idle_ms);
@@ -128,6 +128,49 @@ int RunCoordinator(CoordinatorFlags& f) {
   }
   f.options.worker_cert_validity_s = std::chrono::duration_cast<std::chrono::seconds>(*ttl).count();
   if (absl::Status st = SetCollection(f); !st.ok()) return Fail(st);
+  return 0;
+}
+
+// --install-service: the options given go to /etc/idlepool/coordinator.env, the data dir to the
+// user idlepool, and the unit idlepool-coordinator is enabled and started.
+int InstallService(CoordinatorFlags& f, const CLI::App& sub) {
+  if (absl::Status st = NeedRoot("coordinator"); !st.ok()) return Fail(st);
+  const std::string data_dir = std::string(kServiceDataDir) + "/coordinator";
+  if (!f.options.data_dir.empty() && f.options.data_dir != data_dir) {
+    std::fprintf(stderr,
+                 "idlepool coordinator: --install-service keeps the coordinator's data in %s: "
+                 "leave out --data-dir\n",
+                 data_dir.c_str());
+    return 2;
+  }
+  f.options.data_dir = data_dir;
+  if (int rc = ApplyFlags(f); rc != 0) return rc;
+  auto args = GivenArgs(sub, {"--data-dir", "--install-service"});
+  if (!args.ok()) return Fail(args.status());
+  const ServiceUnit unit{"idlepool-coordinator.service",
+                         "coordinator",
+                         std::string(kServiceConfigDir) + "/coordinator.env",
+                         "IDLEPOOL_COORDINATOR_ARGS",
+                         {"coordinator", "--data-dir", data_dir}};
+  if (absl::Status st = GiveToServiceUser(data_dir, 0700); !st.ok()) return Fail(st);
+  if (absl::Status st = WriteArgsFile(unit, *args); !st.ok()) return Fail(st);
+  int rc = EnableAndStart(unit, *args);
+  if (rc == 0) {
+    std::printf("tokens, as root here: idlepool token create --role worker --data-dir %s\n",
+                data_dir.c_str());
+  }
+  return rc;
+}
+
+int RunCoordinator(CoordinatorFlags& f, const CLI::App& sub) {
+  if (f.install_service) return InstallService(f, sub);
+  platform::MakeNonDumpable();  // its memory holds the CA key
+  // Upload chunks (1 MiB messages) are mapped and unmapped each: a burst of uploads leaves no
+  // resident heap behind (platform/memory.h).
+  platform::KeepLargeBlocksOutOfTheHeap();
+  platform::BlockTerminationSignals();
+  RaiseDescriptorLimit("coordinator");
+  if (int rc = ApplyFlags(f); rc != 0) return rc;
   auto c = coordinator::Coordinator::Start(f.options);
   if (!c.ok()) return Fail(c.status());
   PrintWelcome(f.options, **c);
@@ -153,10 +196,14 @@ Command AddCoordinatorCommand(CLI::App& app, Common&) {
   auto* coord = app.add_subcommand("coordinator", "run the coordinator");
   coord->add_option("--listen", f->options.listen, "address to listen on (host:port)")
       ->capture_default_str();
-  coord
-      ->add_option("--data-dir", f->options.data_dir,
-                   "store, blobs, the pool CA and credentials (made 0700)")
-      ->required();
+  coord->add_option("--data-dir", f->options.data_dir,
+                    "store, blobs, the pool CA and credentials (made 0700; required, except "
+                    "with --install-service)");
+  coord->add_flag("--install-service", f->install_service,
+                  "as root, on a machine with the idlepool package: write the options given to "
+                  "/etc/idlepool/coordinator.env and enable and start the unit "
+                  "idlepool-coordinator, which runs as the user idlepool with its data in "
+                  "/var/lib/idlepool/coordinator");
   coord
       ->add_option("--advertise", f->options.advertise,
                    "names and addresses workers and people use to reach this coordinator, for "
@@ -219,7 +266,7 @@ Command AddCoordinatorCommand(CLI::App& app, Common&) {
   coord->add_option("--gc-every-ms", f->gc_every_ms, "how often retention and collection run")
       ->check(CLI::Range(int64_t{100}, int64_t{86'400'000}))
       ->group("");
-  return {coord, [f] { return RunCoordinator(*f); }};
+  return {coord, [f, coord] { return RunCoordinator(*f, *coord); }};
 }
 
 }  // namespace idlepool::cli

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cli/command.h"
+#include "cli/install_service.h"
 #include "cli/resources_command.h"
 #include "core/defaults.h"
 #include "owner/owner_policy_config.h"
@@ -44,6 +45,7 @@ struct WorkerFlags {
   bool print_default_config = false, dedicated = false, normal_priority = false;
   bool opencl_cpu = false, print_resources = false, resources_json = false;
   bool no_peer = false, no_probe = false, no_calibrate = false;
+  bool install_service = false;
   std::string join, token_file;  // --join HOST:PORT, --token-file (else IDLEPOOL_JOIN_TOKEN)
 };
 
@@ -293,7 +295,63 @@ int CheckFlags(WorkerFlags& f) {
   return 0;
 }
 
-int RunWorker(WorkerFlags& f, const Common& common) {
+// The owner policy the unit reads: --config's file copied, else the default (an existing one is
+// kept: an admin may have edited it).
+absl::Status WriteServicePolicy(const std::string& config) {
+  const fs::path path = fs::path(kServiceConfigDir) / "owner.toml";
+  std::error_code ec;
+  if (config.empty() && fs::exists(path, ec)) return absl::OkStatus();
+  fs::create_directories(kServiceConfigDir, ec);
+  if (!config.empty()) {
+    fs::copy_file(config, path, fs::copy_options::overwrite_existing, ec);
+  } else {
+    std::ofstream out(path, std::ios::trunc);
+    out << owner::DefaultConfigToml();
+    if (!out.flush()) ec = std::make_error_code(std::errc::io_error);
+  }
+  if (ec) {
+    return absl::InternalError(absl::StrCat("cannot write ", path.string(), ": ", ec.message()));
+  }
+  fs::permissions(path, fs::perms(0644), ec);
+  std::printf("wrote %s%s\n", path.c_str(), config.empty() ? " (the default owner policy)" : "");
+  return absl::OkStatus();
+}
+
+// --install-service: joins the pool as root into the service's work dir (a token that cannot
+// be used fails here, where a person reads it), hands the identity to the user idlepool, writes
+// the unit's configuration and starts it. Nothing secret is kept: the unit needs no token.
+int InstallService(WorkerFlags& f, const Common& common, const CLI::App& sub) {
+  if (absl::Status st = NeedRoot("worker"); !st.ok()) return Fail(st);
+  const std::string work_dir = std::string(kServiceDataDir) + "/worker";
+  if (!f.options.work_dir.empty() && f.options.work_dir != work_dir) {
+    std::fprintf(stderr,
+                 "idlepool worker: --install-service keeps the worker's work dir in %s: leave "
+                 "out --work-dir\n",
+                 work_dir.c_str());
+    return 2;
+  }
+  f.options.work_dir = work_dir;
+  auto args = GivenArgs(sub, {"--join", "--coordinator", "--token-file", "--work-dir", "--config",
+                              "--install-service"});
+  if (!args.ok()) return Fail(args.status());
+  if (int rc = CheckFlags(f); rc != 0) return rc;
+  const ServiceUnit unit{"idlepool-worker.service",
+                         "worker",
+                         std::string(kServiceConfigDir) + "/worker.env",
+                         "IDLEPOOL_WORKER_ARGS",
+                         {"worker", "--work-dir", work_dir, "--config",
+                          std::string(kServiceConfigDir) + "/owner.toml"}};
+  // The package's user and unit are checked before the join spends a token.
+  if (absl::Status st = GiveToServiceUser(work_dir, 0700); !st.ok()) return Fail(st);
+  if (absl::Status st = WriteArgsFile(unit, *args); !st.ok()) return Fail(st);
+  if (absl::Status st = WriteServicePolicy(f.config); !st.ok()) return Fail(st);
+  const std::string address = !f.join.empty() ? f.join : common.coordinator;
+  if (auto rc = EnsureIdentity(f, address)) return *rc;
+  if (absl::Status st = GiveToServiceUser(work_dir, 0700); !st.ok()) return Fail(st);
+  return EnableAndStart(unit, *args);
+}
+
+int RunWorker(WorkerFlags& f, const Common& common, const CLI::App& sub) {
   platform::MakeNonDumpable();  // a same-user task cannot read this process through /proc
   platform::KeepLargeBlocksOutOfTheHeap();  // a light idle worker: platform/memory.h
   if (f.print_default_config) {
@@ -310,6 +368,7 @@ int RunWorker(WorkerFlags& f, const Common& common) {
     }
   }
   if (auto rc = DiscoverGpus(f)) return *rc;
+  if (f.install_service) return InstallService(f, common, sub);
   if (int rc = CheckFlags(f); rc != 0) return rc;
   const std::string address = !f.join.empty() ? f.join : common.coordinator;
   if (auto rc = EnsureIdentity(f, address)) return *rc;
@@ -344,13 +403,18 @@ Command AddWorkerCommand(CLI::App& app, Common& common) {
   work->add_option("--token-file", f->token_file,
                    "join token file (else env IDLEPOOL_JOIN_TOKEN); only the first start needs it")
       ->check(CLI::ExistingFile);
+  work->add_flag("--install-service", f->install_service,
+                 "as root, on a machine with the idlepool package: join (with --join and "
+                 "--token-file), write /etc/idlepool/worker.env and owner.toml (--config's, or "
+                 "the default) and enable and start the unit idlepool-worker, which runs as the "
+                 "user idlepool with its work dir in /var/lib/idlepool/worker");
   work->add_option("--slots", f->options.slots, "CPU slots offered (default: number of cores)");
   work->add_option("--work-dir", f->options.work_dir,
                    "task dirs, logs and the blob cache (required)");
   AddOwnerFlags(work, *f);
   AddResourceFlags(work, *f);
   AddNetworkFlags(work, *f);
-  return {work, [f, &common] { return RunWorker(*f, common); }};
+  return {work, [f, &common, work] { return RunWorker(*f, common, *work); }};
 }
 
 }  // namespace idlepool::cli
