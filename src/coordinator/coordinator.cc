@@ -305,8 +305,8 @@ void CoordinatorImpl::MakeParts() {
   logs_ = std::make_unique<LogKeeper>(
       LogKeeperOptions{(fs::path(options_.data_dir) / "logs").string()});
   session_service_ = std::make_unique<SessionService>(
-      SessionServiceDeps{*authz_, options_, *core_, sessions_, tracker_, *book_, blobs_, feed_,
-                         shutting_down_, &serve_bridge_, logs_.get()});
+      SessionServiceDeps{*authz_, options_, clock_, *core_, sessions_, tracker_, *book_, blobs_,
+                         feed_, shutting_down_, &serve_bridge_, logs_.get()});
   blob_service_ = std::make_unique<BlobService>(*authz_, blobs_, tracker_, pool_metrics_, clock_);
   probe_service_ = std::make_unique<ProbeService>(*authz_, clock_);
   collector_ =

@@ -8,6 +8,7 @@
 #include <variant>
 
 #include "absl/strings/str_cat.h"
+#include "coordinator/assignment_cap.h"
 #include "coordinator/core_driver.h"
 #include "coordinator/job_after.h"
 #include "platform/clock.h"
@@ -48,8 +49,11 @@ class CoreLoop::SessionTarget final : public DecisionTarget {
     *as = wire::ToAssignment(it->second.spec, a.task.job, it->second.tasks[a.task.index], a.attempt,
                              a.gpus);
     if (it->second.any_checkpoint) AddCheckpoint(a, as);
+    const int before_own = as->inputs_size();
     if (it->second.task_inputs && !AddTaskInputs(a, as)) return;
+    const int own = as->inputs_size() - before_own;
     if (!it->second.spec.after().empty() && !AddAfterInputs(a, it->second, as)) return;
+    if (Oversize(a, it->second, m, static_cast<uint64_t>(own))) return;
     s->Send(std::move(m));
   }
 
@@ -107,6 +111,7 @@ class CoreLoop::SessionTarget final : public DecisionTarget {
 
   void JobChanged(const core::JobChanged& j) override {
     if (j.state != core::JobState::kRunning) {
+      refused_jobs_.erase(j.job);
       if (deps_.serve) deps_.serve->ServiceEnded(j.job);
       jobs_.erase(j.job);
       spdlog::info("job {} {}{}", j.job, core::ToString(j.state),
@@ -150,6 +155,35 @@ class CoreLoop::SessionTarget final : public DecisionTarget {
     return true;
   }
 
+  // An assignment over the cap (assignment_cap.h) is not sent: its attempt ends failed with the
+  // reason, and the job is cancelled with it when every task's would be refused alike.
+  bool Oversize(const core::AssignAttempt& a, JobInfo& job, const v1::CoordinatorMessage& m,
+                uint64_t own_inputs) {
+    AssignmentSize size;
+    size.task = a.task;
+    size.bytes = m.ByteSizeLong();
+    size.inputs = static_cast<uint64_t>(m.assign().inputs_size());
+    size.task_inputs = own_inputs;
+    if (job.after_inputs) {
+      size.after_inputs = job.after_inputs->size();
+      for (const v1::Input& in : *job.after_inputs) size.after_bytes += in.ByteSizeLong();
+    }
+    auto refused = RefuseAssignment(size, assignment_bytes_max_);
+    if (!refused) return false;
+    spdlog::error("job {}: attempt {} not sent: {}", a.task.job, a.attempt, refused->reason);
+    core::AttemptReport failed;
+    failed.worker = a.worker;
+    failed.session = a.session;
+    failed.attempt = a.attempt;
+    failed.result = core::ReportResult::kFailed;
+    failed.message = refused->reason;
+    core_.PostItem(CoreItem{core::Event(std::move(failed)), {}});
+    if (refused->whole_job && refused_jobs_.insert(a.task.job).second) {
+      core_.PostItem(CoreItem{core::Event(core::JobCancelled{a.task.job, refused->reason}), {}});
+    }
+    return true;
+  }
+
   void AddCheckpoint(const core::AssignAttempt& a, v1::Assignment* as) {
     auto ckpt = deps_.store.GetCheckpoint(a.task);
     if (!ckpt.ok()) {
@@ -189,6 +223,10 @@ class CoreLoop::SessionTarget final : public DecisionTarget {
   CoreLoopDeps& deps_;
   std::map<core::JobId, JobInfo>& jobs_;
   CoreLoop& core_;  // to cancel a job whose after inputs cannot be staged
+  // The most one assignment may take (assignment_cap.h; lowered in tests by its hook).
+  const uint64_t assignment_bytes_max_ = AssignmentBytesMaxFromEnv();
+  // Running jobs cancelled for their assignments' size: cancelled once.
+  std::set<core::JobId> refused_jobs_;
 };
 
 namespace {

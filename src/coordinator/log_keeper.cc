@@ -70,6 +70,11 @@ std::string GapLine(uint64_t bytes) {
   return absl::StrCat("[idlepool: ", bytes, " bytes of output dropped]");
 }
 
+std::string GapsUnmarkedLine() {
+  return absl::StrCat("[idlepool: ", kMaxGapLines,
+                      " gaps in this attempt's output marked; later gaps are not]");
+}
+
 std::string CapLine(uint64_t cap) {
   return absl::StrCat("[idlepool: log cap of ", cap,
                       " bytes reached; the rest of this attempt's output is not kept]");
@@ -133,9 +138,11 @@ LogKeeper::AttemptLog& LogKeeper::StateOf(core::JobId job, core::AttemptId attem
   if (attempts_.size() >= kMaxAttemptStates) attempts_.erase(attempts_.begin());
   AttemptLog log;
   log.job = job;
-  // After a restart (or an eviction): the next offset from .pos, the kept bytes from it too.
+  // After a restart (or an eviction): "next kept [gaps]" from .pos (files written before gap
+  // lines were counted have two fields).
   const std::string pos = ReadSmall(PathOf(job, attempt, ".pos"), 64);
   uint64_t next = 0, kept = 0;
+  uint32_t gaps = 0;
   const char* p = pos.data();
   const char* end = pos.data() + pos.size();
   auto r1 = std::from_chars(p, end, next);
@@ -144,6 +151,10 @@ LogKeeper::AttemptLog& LogKeeper::StateOf(core::JobId job, core::AttemptId attem
     if (r2.ec == std::errc()) {
       log.next = next;
       log.kept = kept;
+      if (r2.ptr < end && *r2.ptr == ' ' &&
+          std::from_chars(r2.ptr + 1, end, gaps).ec == std::errc()) {
+        log.gaps = std::min<uint32_t>(gaps, kMaxGapLines + 1);
+      }
     }
   }
   return attempts_.emplace(attempt, log).first->second;
@@ -151,8 +162,11 @@ LogKeeper::AttemptLog& LogKeeper::StateOf(core::JobId job, core::AttemptId attem
 
 std::string LogKeeper::FileBytes(AttemptLog& log, uint64_t offset, std::string_view data) const {
   std::string out;
-  if (offset > log.next && log.kept < options_.cap_bytes) {
-    absl::StrAppend(&out, "\n", GapLine(offset - log.next), "\n");
+  if (offset > log.next && log.kept < options_.cap_bytes && log.gaps <= kMaxGapLines) {
+    ++log.gaps;
+    absl::StrAppend(&out, "\n",
+                    log.gaps <= kMaxGapLines ? GapLine(offset - log.next) : GapsUnmarkedLine(),
+                    "\n");
   }
   const uint64_t room = options_.cap_bytes > log.kept ? options_.cap_bytes - log.kept : 0;
   if (room > 0) {
@@ -169,6 +183,8 @@ bool LogKeeper::Append(core::TaskKey task, core::AttemptId attempt, uint64_t off
   if (data.size() > kMaxLogChunkBytes || offset > UINT64_MAX - data.size() || attempt == 0) {
     return false;
   }
+  // No output, nothing to keep: a gap it would open shows with the next chunk that has some.
+  if (data.empty()) return true;
   std::lock_guard lock(mu_);
   AttemptLog& log = StateOf(task.job, attempt);
   // Output already kept (a resend, or out of order): only what is new goes on.
@@ -183,7 +199,7 @@ bool LogKeeper::Append(core::TaskKey task, core::AttemptId attempt, uint64_t off
   if (!bytes.empty()) {
     std::error_code ec;
     fs::create_directories(fs::path(options_.dir) / std::to_string(task.job), ec);
-    const std::string pos = absl::StrCat(log.next, " ", log.kept, "\n");
+    const std::string pos = absl::StrCat(log.next, " ", log.kept, " ", log.gaps, "\n");
     if (ec || !AppendFile(PathOf(task.job, attempt, ".log"), bytes) ||
         !AppendFile(PathOf(task.job, attempt, ".pos.tmp"), pos) ||
         ::rename(PathOf(task.job, attempt, ".pos.tmp").c_str(),

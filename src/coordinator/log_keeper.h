@@ -6,9 +6,11 @@
 // core::Scheduler::RunningOn) and hands them to Append. The keeper appends each chunk to
 // DATA_DIR/logs/JOB/ATTEMPT.log, at most `cap_bytes` of output per attempt (then one line says
 // the rest is not kept); output a worker dropped (an offset past the last one) becomes a line
-// "[idlepool: N bytes of output dropped]" in the file. ATTEMPT.pos holds the next offset, so an
-// attempt re-adopted after a coordinator restart continues its file. Files stay until DeleteJob
-// (`idlepool delete`).
+// "[idlepool: N bytes of output dropped]" in the file, written with the next chunk that carries
+// output (an empty chunk changes nothing), at most kMaxGapLines per attempt (then one line says
+// later gaps are not marked): a worker sending tiny chunks at scattered offsets cannot grow a
+// file past the cap by gap lines. ATTEMPT.pos holds the next offset, so an attempt re-adopted
+// after a coordinator restart continues its file. Files stay until DeleteJob (`idlepool delete`).
 //
 // Followers (Jobs.TaskLogs with follow) get every chunk of their task's attempts as it arrives,
 // also past the cap. Each has a bounded buffer (follower_buffer_bytes): a reader that falls
@@ -45,6 +47,8 @@ inline constexpr uint64_t kDefaultLogCapBytes = uint64_t{1} << 20;
 // The most output one LogChunk may carry (proto: LogChunk.data); a bigger one is dropped.
 inline constexpr size_t kMaxLogChunkBytes = size_t{64} << 10;
 inline constexpr size_t kDefaultMaxFollowers = 64;
+// Gap lines written per attempt file; past it one GapsUnmarkedLine, then gaps are not marked.
+inline constexpr uint32_t kMaxGapLines = 64;
 inline constexpr size_t kDefaultFollowerBufferBytes = size_t{1} << 20;
 
 struct LogKeeperOptions {
@@ -114,6 +118,7 @@ class LogKeeper {
     core::JobId job = 0;
     uint64_t next = 0;  // the offset the next chunk should start at
     uint64_t kept = 0;  // output bytes in the file (gap lines not counted)
+    uint32_t gaps = 0;  // gap lines in the file (kMaxGapLines + 1: the last said "no more")
   };
   std::string PathOf(core::JobId job, core::AttemptId attempt, const char* ext) const;
   // The attempt's state: in memory, else from its .pos file, else new.
@@ -134,5 +139,6 @@ class LogKeeper {
 // The line a reader sees for output dropped between two chunks, and for output over the cap.
 std::string GapLine(uint64_t bytes);
 std::string CapLine(uint64_t cap);
+std::string GapsUnmarkedLine();
 
 }  // namespace idlepool::coordinator

@@ -48,8 +48,13 @@ grpc::Status SessionService::Session(
                hello.worker(), session->hostname, session->id, hello.capacity().cpus(),
                hello.held_attempts_size());
   PostHello(session, hello, ctx->peer());
+  LogGate gate(LogGateFor(hello.capacity().cpus()), d_.clock.Now());
   v1::WorkerMessage msg;
-  while (AwaitCoreRoom(session) && stream->Read(&msg)) Handle(session, msg);
+  while (AwaitCoreRoom(session) && stream->Read(&msg)) Handle(session, msg, gate);
+  if (gate.refused() > 0) {
+    spdlog::warn("worker {} session {}: {} log chunks over the rate were dropped", session->worker,
+                 session->id, gate.refused());
+  }
   Close(session, writer);
   return grpc::Status::OK;
 }
@@ -104,7 +109,8 @@ void SessionService::Welcome(const SessionPtr& session, const std::string& peer_
   }
 }
 
-void SessionService::Handle(const SessionPtr& session, const v1::WorkerMessage& msg) {
+void SessionService::Handle(const SessionPtr& session, const v1::WorkerMessage& msg,
+                            LogGate& gate) {
   if (msg.has_heartbeat()) {
     Post(session, CoreItem{core::WorkerHeartbeat{session->worker, session->id}, nullptr});
   } else if (msg.has_report()) {
@@ -133,7 +139,7 @@ void SessionService::Handle(const SessionPtr& session, const v1::WorkerMessage& 
   } else if (msg.has_checkpoint()) {
     HandleCheckpoint(session, msg.checkpoint());
   } else if (msg.has_log()) {
-    HandleLog(session, msg.log());
+    HandleLog(session, msg.log(), gate);
   } else if (msg.has_draining()) {
     // Straight to the gateway, not through the core: no new request within milliseconds.
     if (d_.serve) {
@@ -206,11 +212,24 @@ void SessionService::HandleCheckpoint(const SessionPtr& session, const v1::Check
   }
 }
 
-void SessionService::HandleLog(const SessionPtr& session, const v1::LogChunk& chunk) {
+void SessionService::HandleLog(const SessionPtr& session, const v1::LogChunk& chunk,
+                               LogGate& gate) {
   if (!d_.logs) return;
   if (chunk.data().size() > kMaxLogChunkBytes) {
     spdlog::debug("worker {}: log chunk of attempt {} over {} bytes ignored", session->worker,
                   chunk.attempt(), kMaxLogChunkBytes);
+    return;
+  }
+  // Nothing to keep (a gap it would open shows with the next chunk that has output): never
+  // worth a trip to the core thread.
+  if (chunk.data().empty()) return;
+  if (!gate.Admit(d_.clock.Now())) {
+    if (gate.refused() == 1) {
+      spdlog::warn(
+          "worker {}: session {} sends log chunks faster than an honest worker; those "
+          "over the rate are dropped (counted when the session ends)",
+          session->worker, session->id);
+    }
     return;
   }
   Post(session, CoreItem{std::nullopt,

@@ -24,6 +24,7 @@
 #include "coordinator/auth.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/core_loop.h"
+#include "coordinator/log_gate.h"
 #include "coordinator/log_keeper.h"
 #include "coordinator/serve_bridge.h"
 #include "coordinator/sessions.h"
@@ -32,12 +33,14 @@
 #include "grpcpp/grpcpp.h"
 #include "http/http_server.h"
 #include "idlepool.grpc.pb.h"
+#include "platform/clock.h"
 
 namespace idlepool::coordinator {
 
 struct SessionServiceDeps {
   const Authorizer& authz;
   const Options& options;  // heartbeat and lease timeout, told in Welcome
+  const platform::Clock& clock;  // for each session's log gate (log_gate.h)
   CoreLoop& core;
   SessionRegistry& sessions;
   SharedTracker& tracker;
@@ -75,15 +78,17 @@ class SessionService final : public v1::WorkerSession::Service {
   // false when its call was cancelled meanwhile.
   bool AwaitCoreRoom(const SessionPtr& session);
   // One message after the Hello.
-  void Handle(const SessionPtr& session, const v1::WorkerMessage& msg);
+  // `gate`: the session's log chunks (log_gate.h), handler thread only.
+  void Handle(const SessionPtr& session, const v1::WorkerMessage& msg, LogGate& gate);
   void HandleLeaving(const SessionPtr& session, const v1::Leaving& leaving);
   void HandleOwner(const SessionPtr& session, const v1::OwnerState& o);
   void HandleCache(const SessionPtr& session, const v1::CacheChange& cache);
   void HandleGpus(const SessionPtr& session, const v1::GpuReadings& gpus);
   void HandleCheckpoint(const SessionPtr& session, const v1::Checkpoint& checkpoint);
-  // A running attempt's output: fenced on the core thread (in session order, so before the
-  // attempt's report), then kept.
-  void HandleLog(const SessionPtr& session, const v1::LogChunk& chunk);
+  // A running attempt's output: an empty chunk is dropped at once, one over the session's rate
+  // (log_gate.h) too, counted; the rest are fenced on the core thread (in session order, so
+  // before the attempt's report), then kept.
+  void HandleLog(const SessionPtr& session, const v1::LogChunk& chunk, LogGate& gate);
   // Core thread: live GPU readings onto the devices the Hello listed; readings of an old
   // session are dropped.
   void NoteGpus(const std::string& worker, core::SessionId session,

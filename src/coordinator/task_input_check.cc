@@ -13,44 +13,18 @@
 #include "absl/strings/str_cat.h"
 #include "blob/blob.h"
 #include "coordinator/job_request.h"
+#include "coordinator/staged_paths.h"
 #include "text/utf8.h"
 
 namespace idlepool::coordinator {
 namespace fs = std::filesystem;
-namespace {
-
-// The paths a task may not stage: the job's inputs (and their parent directories).
-struct Taken {
-  std::set<std::string, std::less<>> files;
-  std::set<std::string, std::less<>> dirs;
-  void Add(std::string_view path) {
-    files.emplace(path);
-    for (size_t s = path.find('/'); s != std::string_view::npos; s = path.find('/', s + 1)) {
-      dirs.emplace(path.substr(0, s));
-    }
-  }
-  // Why `path` clashes with what is taken, or "".
-  std::string Clash(std::string_view path) const {
-    if (files.count(path) != 0) return "is staged twice";
-    if (dirs.count(path) != 0) return "is also a directory of another staged path";
-    for (size_t s = path.find('/'); s != std::string_view::npos; s = path.find('/', s + 1)) {
-      if (files.count(path.substr(0, s)) != 0) {
-        return absl::StrCat("lies under '", std::string(path.substr(0, s)),
-                            "', another staged file");
-      }
-    }
-    return "";
-  }
-};
-
-}  // namespace
 
 absl::StatusOr<CheckedTaskInputs> CheckTaskInputs(
     const blob::BlobStore& blobs, const v1::JobSpec& spec, uint32_t task_count,
     const google::protobuf::RepeatedPtrField<v1::TaskInputs>& task_inputs) {
   CheckedTaskInputs out;
-  Taken job;
-  for (const auto& in : spec.inputs()) job.Add(in.path());
+  StagedPaths staged;
+  for (const auto& in : spec.inputs()) staged.AddJobPath(in.path());
   std::set<uint32_t> seen_tasks;
   std::map<std::string, uint64_t> sizes;  // blob -> its size in the store (stat once each)
   uint64_t files = 0;
@@ -63,7 +37,7 @@ absl::StatusOr<CheckedTaskInputs> CheckTaskInputs(
     if (!seen_tasks.insert(t.task()).second) {
       return absl::InvalidArgumentError(absl::StrCat(task, ": listed twice"));
     }
-    Taken own = job;
+    staged.NextTask();
     for (const v1::Input& in : t.inputs()) {
       const std::string what = absl::StrCat(
           task, ": input '", text::PrintableText(text::TruncateUtf8(in.path(), 256)), "'");
@@ -74,13 +48,12 @@ absl::StatusOr<CheckedTaskInputs> CheckTaskInputs(
       if (auto why = spec::RelativePathError(in.path())) {
         return absl::InvalidArgumentError(absl::StrCat(what, " ", *why));
       }
-      if (job.files.count(in.path()) != 0) {
+      if (staged.IsJobPath(in.path())) {
         return absl::InvalidArgumentError(absl::StrCat(what, " is one of the job's inputs too"));
       }
-      if (std::string why = own.Clash(in.path()); !why.empty()) {
+      if (std::string why = staged.Stage(in.path()); !why.empty()) {
         return absl::InvalidArgumentError(absl::StrCat(what, " ", why));
       }
-      own.Add(in.path());
       if (!blob::IsSha256Hex(in.sha256())) {
         return absl::InvalidArgumentError(absl::StrCat(what, ": sha256 must be 64 hex digits"));
       }

@@ -6,7 +6,11 @@
 //                 log tail each; a heartbeat every 64) as fast as the stream takes them and
 //                 never reads (--read: reads them), for --seconds;
 //   stall         says Hello offering --cpus slots, heartbeats as told in Welcome and ignores every
-//                 assignment (never runs, never reports), for --seconds or until SIGTERM.
+//                 assignment (never runs, never reports), for --seconds or until SIGTERM;
+//   log-flood     says Hello, heartbeats, and floods its first assignment's attempt with
+//                 LogChunks for --seconds, as fast as the stream takes them: each round an empty
+//                 chunk at a rising offset, then a one-byte chunk after a gap; then reports the
+//                 attempt failed and leaves.
 // It prints one line saying what it sent and how the session ended (the status the coordinator
 // gave), and exits 0 unless it could not join or connect.
 #include <atomic>
@@ -164,6 +168,55 @@ void Stall(const Flags& f, v1::WorkerSession::Stub& stub) {
             << Ended(stream->Finish()) << "\n";
 }
 
+void LogFlood(const Flags& f, v1::WorkerSession::Stub& stub) {
+  grpc::ClientContext ctx;
+  g_call = &ctx;
+  auto stream = stub.Session(&ctx);
+  std::atomic<bool> done{false};
+  stream->Write(Hello(f, 0));
+  v1::CoordinatorMessage msg;
+  uint64_t attempt = 0;
+  while (attempt == 0 && stream->Read(&msg)) {
+    if (msg.has_assign()) attempt = msg.assign().attempt();
+  }
+  std::thread reader([&] {  // answers are read, so only the chunks' cost shows
+    for (v1::CoordinatorMessage m; stream->Read(&m);) {
+    }
+  });
+  std::thread deadline = Deadline(ctx, f.seconds + 30, done);
+  const int64_t end_ns = idlepool::platform::SteadyNanos() + int64_t{f.seconds} * 1000000000;
+  v1::WorkerMessage hb;
+  hb.mutable_heartbeat();
+  v1::WorkerMessage chunk;
+  chunk.mutable_log()->set_attempt(attempt);
+  uint64_t sent = 0, offset = 0;
+  while (attempt != 0 && idlepool::platform::SteadyNanos() < end_ns) {
+    chunk.mutable_log()->set_offset(offset += 3);
+    chunk.mutable_log()->set_data("");
+    if (!stream->Write(chunk)) break;
+    chunk.mutable_log()->set_offset(offset += 2);
+    chunk.mutable_log()->set_data("x");
+    if (!stream->Write(chunk)) break;
+    sent += 2;
+    if (sent % 256 == 0 && !stream->Write(hb)) break;
+  }
+  v1::WorkerMessage report;
+  report.mutable_report()->set_attempt(attempt);
+  report.mutable_report()->set_result(v1::AttemptReport::FAILED);
+  report.mutable_report()->set_exit_code(1);
+  report.mutable_report()->set_message("rogue log flood");
+  const bool reported = attempt != 0 && stream->Write(report);
+  v1::WorkerMessage leaving;
+  leaving.mutable_leaving();
+  stream->Write(leaving);
+  stream->WritesDone();
+  done = true;
+  deadline.join();
+  reader.join();
+  std::cout << "log-flood: attempt " << attempt << " sent " << sent << " chunks, reported "
+            << reported << " ended " << Ended(stream->Finish()) << "\n";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -173,9 +226,9 @@ int main(int argc, char** argv) {
   app.add_option("--token-file", f.token_file, "join token (first run)");
   app.add_option("--name", f.name, "worker name");
   app.add_option("--dir", f.dir, "where its identity is kept")->required();
-  app.add_option("--mode", f.mode, "hello-bomb, report-flood or stall")
+  app.add_option("--mode", f.mode, "hello-bomb, report-flood, stall or log-flood")
       ->required()
-      ->check(CLI::IsMember({"hello-bomb", "report-flood", "stall"}));
+      ->check(CLI::IsMember({"hello-bomb", "report-flood", "stall", "log-flood"}));
   app.add_option("--held", f.held, "hello-bomb: held attempts listed");
   app.add_option("--cpus", f.cpus, "slots offered");
   app.add_option("--seconds", f.seconds, "how long the attack lasts at most");
@@ -216,5 +269,6 @@ int main(int argc, char** argv) {
   if (f.mode == "hello-bomb") HelloBomb(f, *stub);
   if (f.mode == "report-flood") ReportFlood(f, *stub);
   if (f.mode == "stall") Stall(f, *stub);
+  if (f.mode == "log-flood") LogFlood(f, *stub);
   return 0;
 }

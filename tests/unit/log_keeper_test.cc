@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <string>
@@ -58,6 +59,37 @@ TEST_F(LogKeeperTest, GapsBecomeLinesAndResendsAreIgnored) {
   k.Append({1, 0}, 5, 0, "abc");   // a resend: already kept
   k.Append({1, 0}, 5, 11, "yzQ");  // overlapping: only "Q" is new
   EXPECT_EQ(KeptOf(k, 1, 5), "abc\n" + GapLine(7) + "\nxyzQ");
+}
+
+// A worker flooding an attempt with empty chunks at rising offsets, and with one-byte chunks
+// each past a gap: the file holds the output and at most kMaxGapLines gap lines plus one saying
+// later gaps are unmarked, not a line per chunk.
+TEST_F(LogKeeperTest, AFloodOfEmptyAndGappedChunksKeepsFewGapLines) {
+  LogKeeper k(Options());
+  constexpr uint64_t kChunks = 2000;
+  uint64_t offset = 0;
+  for (uint64_t i = 0; i < kChunks; ++i) {
+    EXPECT_TRUE(k.Append({1, 0}, 5, offset += 3, ""));  // empty: nothing to keep
+  }
+  EXPECT_FALSE(k.Kept(1, 5, 100).ok()) << "empty chunks wrote " << KeptOf(k, 1, 5).size();
+  for (uint64_t i = 0; i < kChunks; ++i) {
+    EXPECT_TRUE(k.Append({1, 0}, 5, offset += 2, "x"));  // one byte, then one dropped
+  }
+  const std::string kept = KeptOf(k, 1, 5);
+  size_t lines = 0, gap_lines = 0;
+  for (size_t at = 0; (at = kept.find("[idlepool:", at)) != std::string::npos; ++at) ++lines;
+  for (size_t at = 0; (at = kept.find(" bytes of output dropped]", at)) != std::string::npos;
+       ++at) {
+    ++gap_lines;
+  }
+  EXPECT_EQ(gap_lines, kMaxGapLines);
+  EXPECT_EQ(lines, kMaxGapLines + 1);
+  EXPECT_NE(kept.find(GapsUnmarkedLine()), std::string::npos);
+  EXPECT_EQ(std::count(kept.begin(), kept.end(), 'x'), static_cast<long>(kChunks));
+  // The count survives a restart: a new keeper marks no further gaps in this file.
+  LogKeeper again(Options());
+  EXPECT_TRUE(again.Append({1, 0}, 5, offset + 50, "y"));
+  EXPECT_EQ(KeptOf(again, 1, 5), kept + "y");
 }
 
 TEST_F(LogKeeperTest, MalformedChunksAreDropped) {

@@ -7,7 +7,9 @@
 #include <fstream>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "coordinator/job_request.h"
+#include "coordinator/staged_paths.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "spec/spec.h"
@@ -214,6 +216,53 @@ TEST_F(TaskInputCheck, ATaskListedTwiceOrAPathTwiceIsRefused) {
   *list[0].add_inputs() = list[0].inputs(0);
   c = coordinator::CheckTaskInputs(blobs, spec_, 4, list);
   EXPECT_THAT(c.status().message(), HasSubstr("staged twice"));
+}
+
+// The check's work grows with the paths, not with tasks times the job's inputs: 5,000 job
+// inputs and 5,000 tasks of one file each make about (5,000 + 5,000) x depth set entries. A
+// check that copied the job's paths for each task would make 25,000,000.
+TEST(StagedPathsWork, IsLinearInThePathsWhateverTheTasks) {
+  constexpr uint64_t kJob = 5000, kTasks = 5000, kDepth = 3;  // "in/dN/fN": a file, two dirs
+  coordinator::StagedPaths staged;
+  for (uint64_t i = 0; i < kJob; ++i) {
+    staged.AddJobPath(absl::StrCat("in/d", i % 100, "/f", i));
+  }
+  for (uint64_t t = 0; t < kTasks; ++t) {
+    staged.NextTask();
+    ASSERT_EQ(staged.Stage(absl::StrCat("own/d", t % 100, "/t", t)), "") << t;
+  }
+  EXPECT_LE(staged.entries_made(), (kJob + kTasks) * kDepth);
+  // Still checked against the job's paths and the task's own.
+  staged.NextTask();
+  EXPECT_EQ(staged.Stage("in/d1/f1"), "is staged twice");
+  EXPECT_THAT(staged.Stage("in/d1/f1/x"), HasSubstr("lies under 'in/d1/f1'"));
+  EXPECT_EQ(staged.Stage("in/d1"), "is also a directory of another staged path");
+  EXPECT_EQ(staged.Stage("mine/a"), "");
+  EXPECT_EQ(staged.Stage("mine/a"), "is staged twice");
+  EXPECT_EQ(staged.Stage("mine"), "is also a directory of another staged path");
+  staged.NextTask();  // the previous task's paths are forgotten
+  EXPECT_EQ(staged.Stage("mine/a"), "");
+}
+
+// Through the coordinator's check: the same submission, 5,000 tasks after 5,000 job inputs.
+TEST_F(TaskInputCheck, FiveThousandTasksAfterFiveThousandJobInputs) {
+  v1::JobSpec spec;
+  for (int i = 0; i < 5000; ++i)
+    spec.add_inputs()->set_path(absl::StrCat("in/d", i % 100, "/f", i));
+  google::protobuf::RepeatedPtrField<v1::TaskInputs> list;
+  for (uint32_t t = 0; t < 5000; ++t) {
+    v1::TaskInputs* ti = list.Add();
+    ti->set_task(t);
+    v1::Input* in = ti->add_inputs();
+    in->set_path(absl::StrCat("own/", t, ".bin"));
+    in->set_sha256(kHello);
+    in->set_size(6);
+  }
+  blob::BlobStore blobs(root_);
+  auto c = coordinator::CheckTaskInputs(blobs, spec, 5000, list);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->rows.size(), 5000u);
+  EXPECT_EQ(c->bytes, 5000u * 6);
 }
 
 }  // namespace
