@@ -297,9 +297,18 @@ absl::Status BringUpLoopback() {
 }
 
 std::vector<std::string> VisiblePaths(const std::vector<std::string>& extra) {
-  std::set<std::string> out = {"/usr",  "/bin", "/sbin", "/lib",
-                               "/lib32", "/lib64", "/libx32", "/etc",
-                               "/opt",  "/sys", "/var/cache/fontconfig", "/var/lib/texmf"};
+  std::set<std::string> out = {"/usr",
+                               "/bin",
+                               "/sbin",
+                               "/lib",
+                               "/lib32",
+                               "/lib64",
+                               "/libx32",
+                               "/etc",
+                               "/opt",
+                               "/sys",
+                               "/var/cache/fontconfig",
+                               "/var/lib/texmf"};
   for (const auto& p : extra) {
     const std::string clean = std::filesystem::path(p).lexically_normal().string();
     if (!clean.empty() && clean[0] == '/' && clean != "/") out.insert(clean);
@@ -311,10 +320,11 @@ std::vector<std::string> HiddenPaths(const std::string& work_dir, const std::str
                                      const std::vector<std::string>& other_homes,
                                      const std::vector<std::string>& visible) {
   // Secrets of the system inside /etc: readable by root only, hidden all the same.
-  std::set<std::string> out = {"/etc/shadow",  "/etc/shadow-",      "/etc/gshadow",
-                               "/etc/gshadow-", "/etc/sudoers",     "/etc/sudoers.d",
-                               "/etc/ssl/private", "/etc/krb5.keytab", "/etc/wireguard",
-                               "/etc/NetworkManager/system-connections"};
+  std::set<std::string> out = {"/etc/shadow",      "/etc/shadow-",
+                               "/etc/gshadow",     "/etc/gshadow-",
+                               "/etc/sudoers",     "/etc/sudoers.d",
+                               "/etc/ssl/private", "/etc/krb5.keytab",
+                               "/etc/wireguard",   "/etc/NetworkManager/system-connections"};
   auto add = [&](const std::string& p) {
     const std::string clean = std::filesystem::path(p).lexically_normal().string();
     // A "home" at / or a system dir (daemons' homes: /bin, /usr/sbin...) is not hidden

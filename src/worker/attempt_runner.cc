@@ -188,9 +188,9 @@ absl::Status AttemptRunner::DeliverOutputs(Attempt& a, const v1::AttemptReport& 
                                          st.message(), ")"));
       }
       if (OutputRefused(st)) {
-        return absl::Status(st.code(), absl::StrCat("output '", o.path(), "' (", o.size(),
-                                                    " bytes) was refused by the coordinator: ",
-                                                    st.message()));
+        return absl::Status(st.code(),
+                            absl::StrCat("output '", o.path(), "' (", o.size(),
+                                         " bytes) was refused by the coordinator: ", st.message()));
       }
       spdlog::warn("attempt {}: upload of {} failed ({}); retrying in {} ms", a.id, o.path(),
                    std::string(st.message()), backoff.count());

@@ -371,9 +371,9 @@ absl::Status Worker::Impl::OpenSandbox() {
   const uint64_t machine = static_cast<uint64_t>(::sysconf(_SC_PHYS_PAGES)) *
                            static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
   s.task_memory_bytes = sandbox::DefaultTaskMemoryBytes(options_.policy.task_memory_mb, machine);
-  s.task_dir_bytes = sandbox::DefaultTaskDirBytes(
-      options_.policy.task_dir_mb, FreeDiskBytes(work_dir_real_).value_or(0),
-      options_.min_free_disk_bytes, options_.slots);
+  s.task_dir_bytes = sandbox::DefaultTaskDirBytes(options_.policy.task_dir_mb,
+                                                  FreeDiskBytes(work_dir_real_).value_or(0),
+                                                  options_.min_free_disk_bytes, options_.slots);
   auto landlock = sandbox::Probe(s);
   if (!landlock.ok() && options_.sandbox_optional) {
     options_.sandbox_tier = "none";
@@ -383,11 +383,12 @@ absl::Status Worker::Impl::OpenSandbox() {
   }
   if (!landlock.ok()) return landlock.status();
   options_.sandbox_tier = std::string(sandbox::TierName(s.tier));
-  spdlog::info("tasks run sandboxed (tier {}{}); each task may hold {} MB of memory (unless its "
-               "job says) and {} MB in its task dir",
-               options_.sandbox_tier,
-               *landlock > 0 ? absl::StrCat(", Landlock ABI ", *landlock) : ", no Landlock",
-               s.task_memory_bytes >> 20, s.task_dir_bytes >> 20);
+  spdlog::info(
+      "tasks run sandboxed (tier {}{}); each task may hold {} MB of memory (unless its "
+      "job says) and {} MB in its task dir",
+      options_.sandbox_tier,
+      *landlock > 0 ? absl::StrCat(", Landlock ABI ", *landlock) : ", no Landlock",
+      s.task_memory_bytes >> 20, s.task_dir_bytes >> 20);
   sandboxes_ = std::make_unique<SandboxSlots>(std::move(s));
   return absl::OkStatus();
 }

@@ -80,8 +80,8 @@ TEST(SandboxMounts, HiddenPaths) {
   // Only what lies inside a visible path needs hiding: the rest is never shown.
   auto h = HiddenPaths("/opt/idlepool/work", "/home/ann",
                        {"/opt/bob", "/", "/usr/sbin", "/nonexistent", "/srv/tools/carl"}, visible);
-  for (const char* p : {"/etc/shadow", "/etc/ssl/private", "/opt/idlepool/work", "/opt/bob",
-                        "/srv/tools/carl"}) {
+  for (const char* p :
+       {"/etc/shadow", "/etc/ssl/private", "/opt/idlepool/work", "/opt/bob", "/srv/tools/carl"}) {
     EXPECT_NE(std::find(h.begin(), h.end(), p), h.end()) << p;
   }
   for (const char* p : {"/", "/usr/sbin", "/nonexistent", "/home/ann", "/home"}) {
@@ -203,9 +203,12 @@ TEST_F(SandboxTest, ShowsOnlyTheSystemDirsNotTheRestOfTheMachine) {
   // host's /tmp, yet finds what programs need.
   const std::string here = fs::path(exe_).parent_path().string();
   Run(*sb,
-      "ls -A " + here + " 2>/dev/null | grep -c .; "
-      "test -x /bin/sh && echo sh; grep -c '^root:' /etc/passwd; head -c 4 /dev/urandom | wc -c; "
-      "{ ls -A /root; ls -A /home; ls -A /run; } | grep -c .; touch /x 2>/dev/null || echo ro-root",
+      "ls -A " + here +
+          " 2>/dev/null | grep -c .; "
+          "test -x /bin/sh && echo sh; grep -c '^root:' /etc/passwd; head -c 4 /dev/urandom | wc "
+          "-c; "
+          "{ ls -A /root; ls -A /home; ls -A /run; } | grep -c .; touch /x 2>/dev/null || echo "
+          "ro-root",
       &out);
   EXPECT_EQ(out, "0\nsh\n1\n4\n0\nro-root\n") << ReadAll((root_ / "err.log").string());
 }
