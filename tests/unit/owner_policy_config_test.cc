@@ -465,9 +465,6 @@ TEST(PolicyConfigErrors, SandboxTableErrors) {
               HasSubstr("policy.toml:1:11: key 'sandbox': must be a table, got false"));
 }
 
-}  // namespace
-}  // namespace idlepool::owner
-
 // [sandbox] memory_mb and task_dir_mb: a task's limits on this machine (0: the defaults the
 // worker derives from the machine); bad values name the file, line and key.
 TEST(PolicyConfigParse, SandboxTaskLimits) {
@@ -486,3 +483,6 @@ TEST(PolicyConfigParse, SandboxTaskLimits) {
   EXPECT_THAT(Err("[sandbox]\ntask_dir_mb = \"big\"\n"),
               testing::HasSubstr("key 'sandbox.task_dir_mb'"));
 }
+
+}  // namespace
+}  // namespace idlepool::owner
