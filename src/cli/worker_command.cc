@@ -183,6 +183,10 @@ void AddNetworkFlags(CLI::App* work, WorkerFlags& f) {
                    "processes and threads one task may have at once (a fork bomb ends there)")
       ->check(CLI::Range(uint64_t{16}, uint64_t{4'194'304}))
       ->capture_default_str();
+  work->add_option("--sandbox-show", f.options.sandbox_show,
+                   "also show tasks this dir, read-only (software installed outside /usr and "
+                   "/opt); repeatable. Tasks see nothing else of the machine but the system dirs "
+                   "(docs/guide/sandbox.md)");
   work->add_option("--device-root", f.options.device_root,
                    "bind GPU device nodes from this dir instead of / (tests: stand-in nodes)")
       ->group("");

@@ -13,6 +13,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "blob/store.h"
 #include "coordinator/admin_service.h"
@@ -161,6 +162,18 @@ absl::StatusOr<std::map<core::JobId, JobInfo>> RestoreJobs(store::Store& store,
   return jobs;
 }
 
+// The largest blob accepted: kMaxBlobBytes, lowered for tests by IDLEPOOL_FAULT_MAX_BLOB_BYTES
+// (a refused output without uploading gigabytes).
+uint64_t MaxBlobBytes() {
+  const char* v = std::getenv("IDLEPOOL_FAULT_MAX_BLOB_BYTES");
+  uint64_t n = 0;
+  if (v == nullptr || !absl::SimpleAtoi(v, &n) || n == 0 || n > blob::kMaxBlobBytes) {
+    return blob::kMaxBlobBytes;
+  }
+  spdlog::warn("fault injection: blobs over {} bytes are refused", n);
+  return n;
+}
+
 // The coordinator: owns the store, the blob store, the core loop, the worker book, the
 // predictor and the four gRPC services on one server (and the HTTP server). Members are
 // declared so that each outlives what refers to it.
@@ -170,7 +183,8 @@ class CoordinatorImpl final : public Coordinator {
       : options_(options),
         clock_(clock),
         blobs_((fs::path(options.data_dir) / "blobs").string(),
-               blob::StoreOptions{.partial_max_age = options.partial_idle_limit}),
+               blob::StoreOptions{.partial_max_age = options.partial_idle_limit,
+                                  .max_blob_bytes = MaxBlobBytes()}),
         sweeper_(blobs_, clock_, options.partial_idle_limit) {}
 
   ~CoordinatorImpl() override { Shutdown(); }

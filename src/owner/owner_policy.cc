@@ -209,7 +209,16 @@ std::string DefaultConfigToml() {
       << "# Let tasks of jobs that ask for the host network ([sandbox] network = \"host\" in the\n"
       << "# job) run here: they share this machine's network, its LAN and its localhost services.\n"
       << "# false: the pool runs such jobs on other machines. Other jobs get no network at all.\n"
-      << "allow_host_network = " << (d.allow_host_network ? "true" : "false") << "\n";
+      << "allow_host_network = " << (d.allow_host_network ? "true" : "false") << "\n"
+      << "\n"
+      << "# A task's memory (its processes' resident memory plus its files in /tmp, /var/tmp and\n"
+      << "# /dev/shm) when its job states no memory_mb, MiB; past it the task is stopped and its\n"
+      << "# attempt fails. 0: half this machine's memory.\n"
+      << "memory_mb = " << d.task_memory_mb << "\n"
+      << "\n"
+      << "# What one task's dir may hold, MiB; past it the task is stopped and its attempt\n"
+      << "# fails. 0: an equal share per slot of the disk's free space above the reserve.\n"
+      << "task_dir_mb = " << d.task_dir_mb << "\n";
   return out.str();
 }
 

@@ -126,6 +126,13 @@ struct PolicyConfig {
   // owner who does not want that writes `allow_host_network = false`, and the coordinator then
   // places such jobs elsewhere.
   bool allow_host_network = true;
+  // Limits of one task (docs/guide/sandbox.md, "Limits inside"), enforced by the sandbox:
+  // its memory (resident memory of its processes plus its files in /tmp, /var/tmp and /dev/shm)
+  // when its job states no memory_mb, MiB (0: half this machine's memory), and what its task dir
+  // may hold, MiB (0: an equal share per slot of the disk's free space above the reserve, at
+  // the worker's start).
+  uint64_t task_memory_mb = 0;
+  uint64_t task_dir_mb = 0;
 };
 
 // A policy setting in seconds (vacate_grace_s, checkpoint_interval_s) as the shells' durations.

@@ -26,7 +26,7 @@ absl::string_view A(std::string_view s) { return {s.data(), s.size()}; }
 
 constexpr std::string_view kTopKeys[] = {"owner", "gpu", "sandbox"};
 constexpr std::string_view kGpuKeys[] = {"owner_use", "max_temperature_c"};
-constexpr std::string_view kSandboxKeys[] = {"allow_host_network"};
+constexpr std::string_view kSandboxKeys[] = {"allow_host_network", "memory_mb", "task_dir_mb"};
 constexpr std::string_view kOwnerKeys[] = {"start_idle_minutes",
                                            "resume_idle_seconds",
                                            "vacate_after_suspend_seconds",
@@ -319,6 +319,24 @@ absl::Status ReadSandbox(const std::string& file, const toml::table& root, Polic
   return absl::OkStatus();
 }
 
+// [sandbox] memory_mb and task_dir_mb (whole MiB, up to 2^40) into the task limits.
+absl::Status ReadSandboxLimits(const std::string& file, const toml::table& root,
+                               PolicyConfig* config) {
+  const toml::table* sandbox = root.get("sandbox") ? root.get("sandbox")->as_table() : nullptr;
+  if (sandbox == nullptr) return absl::OkStatus();  // absent, or refused by ReadSandbox
+  const std::pair<std::string_view, uint64_t*> keys[] = {{"memory_mb", &config->task_memory_mb},
+                                                         {"task_dir_mb", &config->task_dir_mb}};
+  for (const auto& [key, out] : keys) {
+    double v = static_cast<double>(*out);
+    if (absl::Status s = ReadNumber(file, *sandbox, key, 0, 1099511627776.0, 1, v, "sandbox");
+        !s.ok()) {
+      return s;
+    }
+    *out = static_cast<uint64_t>(v);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<PolicyConfig> ParsePolicyConfig(std::string_view toml,
@@ -329,6 +347,7 @@ absl::StatusOr<PolicyConfig> ParsePolicyConfig(std::string_view toml,
   if (!config.ok()) return config.status();
   if (absl::Status s = ReadGpu(file_name, *root, &*config); !s.ok()) return s;
   if (absl::Status s = ReadSandbox(file_name, *root, &*config); !s.ok()) return s;
+  if (absl::Status s = ReadSandboxLimits(file_name, *root, &*config); !s.ok()) return s;
   return config;
 }
 

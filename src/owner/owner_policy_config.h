@@ -18,6 +18,8 @@
 //   max_temperature_c            number in 30..150
 // and an optional table [sandbox]:
 //   allow_host_network           true | false (PolicyConfig::allow_host_network, default true)
+//   memory_mb                    number >= 0 (PolicyConfig::task_memory_mb; 0: the default)
+//   task_dir_mb                  number >= 0 (PolicyConfig::task_dir_mb; 0: the default)
 // Unknown keys, wrong types and out-of-range values are errors of the form
 // "FILE:LINE:COL: key 'owner.x': ..." (kInvalidArgument). DefaultConfigToml() round-trips.
 #pragma once

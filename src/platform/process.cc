@@ -433,6 +433,7 @@ bool Process::ReapLeader(bool poll, int* status, ExitInfo* info) {
     *status = r.wait_status;
     info->pids_limit = r.pids_limit;
     info->memory_limit = r.memory_limit;
+    info->disk_limit = r.disk_limit;
     return true;
   }
   return ::waitpid(pid_, status, poll ? WNOHANG : 0) == pid_;

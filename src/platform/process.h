@@ -56,6 +56,7 @@ struct ExitInfo {
   bool timed_out = false;
   bool pids_limit = false;    // a sandbox killed it for reaching its process limit
   bool memory_limit = false;  // a sandbox killed it for passing SpawnOptions::memory_limit_bytes
+  uint64_t disk_limit = 0;    // nonzero: a sandbox killed it when its dirs passed this many bytes
   bool killed = false;       // ended by Kill()
   int exit_code = -1;        // valid when signal == 0
   int signal = 0;            // terminating signal, 0 if it exited
@@ -69,6 +70,7 @@ struct ReapResult {
   int wait_status = 0;
   bool pids_limit = false;
   bool memory_limit = false;
+  uint64_t disk_limit = 0;
 };
 class ChildControl {
  public:

@@ -80,7 +80,7 @@ absl::Status DropCapabilities() {
     abi = *applied;
   }
   if (!ch.Send(EncodeSimple(Msg::kReady, static_cast<uint64_t>(abi))).ok()) ::_exit(1);
-  internal::RunInit(ch.fd(), c.pids_max, c.scratch);
+  internal::RunInit(ch.fd(), c);
 }
 
 void TakeIds(Channel& ch, const Config& c) {

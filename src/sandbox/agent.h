@@ -25,6 +25,8 @@
 #include <string>
 #include <vector>
 
+#include "sandbox/messages.h"
+
 namespace idlepool::sandbox {
 
 inline constexpr char kAgentSubcommand[] = "sandbox-agent";
@@ -40,8 +42,7 @@ inline constexpr int kAgentConnectFd = 4;
 
 namespace internal {
 // The init's loop (agent_init.cc), entered as PID 1 after setup.
-[[noreturn]] void RunInit(int channel_fd, unsigned long pids_max,
-                          const std::vector<std::string>& scratch);
+[[noreturn]] void RunInit(int channel_fd, const Config& config);
 }  // namespace internal
 
 }  // namespace idlepool::sandbox

@@ -10,6 +10,7 @@
 #include <sys/shm.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -51,6 +52,16 @@ struct Task {
   bool pids_limit = false;
   uint64_t memory_bytes = 0;  // its limit; 0: none
   bool memory_limit = false;
+  uint64_t dirs_at_start = 0;  // what its task and checkpoint dirs held when it started
+  uint64_t disk_limit = 0;     // nonzero: killed when they grew past this many bytes
+};
+
+// What the init enforces, from the sandbox's Config.
+struct Limits {
+  unsigned long pids_max = 0;
+  std::vector<std::string> scratch;   // tmpfs dirs: their contents are memory
+  std::vector<std::string> writable;  // the task and checkpoint dirs
+  uint64_t task_dir_bytes = 0;        // how much they may grow while a task runs; 0: no limit
 };
 
 // What the task's side of the vfork needs, built before it: the child shares the init's memory
@@ -260,6 +271,42 @@ uint64_t ResidentBytes() {
   return pages * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
 }
 
+// Bytes held in the scratch tmpfs dirs (files there are memory, never on disk).
+uint64_t ScratchBytes(const std::vector<std::string>& scratch) {
+  uint64_t total = 0;
+  for (const auto& dir : scratch) {
+    struct statfs fs;
+    if (::statfs(dir.c_str(), &fs) == 0 && fs.f_blocks >= fs.f_bfree) {
+      total += static_cast<uint64_t>(fs.f_blocks - fs.f_bfree) * static_cast<uint64_t>(fs.f_bsize);
+    }
+  }
+  return total;
+}
+
+// Disk bytes (allocated blocks) below `dir`, on its file system only, at most kMaxScanned
+// entries looked at: a scan costs at most that much however many files a task makes (a task
+// that makes more still counts the blocks of the first ones).
+constexpr uint64_t kMaxScanned = 200000;
+void AddDirBytes(const std::string& dir, dev_t dev, uint64_t* bytes, uint64_t* seen) {
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (++*seen > kMaxScanned) return;
+    struct stat st;
+    if (::lstat(it->path().c_str(), &st) != 0 || st.st_dev != dev) continue;
+    *bytes += static_cast<uint64_t>(st.st_blocks) * 512;
+    if (S_ISDIR(st.st_mode)) AddDirBytes(it->path().string(), dev, bytes, seen);
+  }
+}
+
+uint64_t DirsBytes(const std::vector<std::string>& dirs) {
+  uint64_t bytes = 0, seen = 0;
+  for (const auto& dir : dirs) {
+    struct stat top;
+    if (::lstat(dir.c_str(), &top) == 0) AddDirBytes(dir, top.st_dev, &bytes, &seen);
+  }
+  return bytes;
+}
+
 // Processes and threads in this namespace now, the init left out (/proc/N/stat field 20).
 unsigned long CountTasks() {
   unsigned long total = 0;
@@ -295,7 +342,8 @@ void CloseAll(const std::vector<int>& fds) {
   for (int fd : fds) ::close(fd);
 }
 
-void Launch(Channel& ch, Frame f, Task* task, unsigned long pids_max) {
+void Launch(Channel& ch, Frame f, Task* task, const Limits& limits) {
+  const unsigned long pids_max = limits.pids_max;
   auto q = DecodeLaunch(f.body);
   const size_t want = q.ok() && q->has_cgroup ? 3 : 2;
   if (!q.ok() || f.fds.size() != want || task->leader != 0) {
@@ -333,6 +381,8 @@ void Launch(Channel& ch, Frame f, Task* task, unsigned long pids_max) {
   }
   const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
   *task = Task{pid, false, 0, false, q->memory_bytes, false};
+  // Its inputs are staged already: only what it adds counts against the quota.
+  if (limits.task_dir_bytes > 0) task->dirs_at_start = DirsBytes(limits.writable);
   std::vector<int> out;
   if (pidfd >= 0) out.push_back(pidfd);
   SendOrExit(ch, EncodeSimple(Msg::kStarted, static_cast<uint64_t>(pid)), out);
@@ -341,8 +391,8 @@ void Launch(Channel& ch, Frame f, Task* task, unsigned long pids_max) {
 
 // Reaps what ended. Once the leader is gone everything else is killed; once nothing is left,
 // kExited.
-void Reap(Channel& ch, Task* task, unsigned long pids_max, const std::vector<std::string>& scratch,
-          ScratchSeen* seen) {
+void Reap(Channel& ch, Task* task, const Limits& limits, ScratchSeen* seen) {
+  const unsigned long pids_max = limits.pids_max;
   while (true) {
     int status = 0;
     const pid_t p = ::waitpid(-1, &status, WNOHANG);
@@ -359,18 +409,38 @@ void Reap(Channel& ch, Task* task, unsigned long pids_max, const std::vector<std
     if (p < 0 && errno == EINTR) continue;
     if (p < 0 && errno == ECHILD && task->leader_done) {
       // Nothing of this task reaches the slot's next one (the worker empties the task dir).
-      EmptyScratch(scratch, seen);
+      EmptyScratch(limits.scratch, seen);
       RemoveSysvIpc();
-      SendOrExit(ch, EncodeExited(ExitReport{task->status, task->pids_limit, task->memory_limit}));
+      SendOrExit(ch, EncodeExited(ExitReport{task->status, task->pids_limit, task->memory_limit,
+                                             task->disk_limit}));
       *task = Task{};
     }
     return;
   }
 }
 
+// The task's limits, checked when the poll timed out (every 100 ms while it runs) or every 64th
+// wake of a busy task; its dirs only every 10th check (a scan, bounded by kMaxScanned).
+void CheckLimits(Task* task, const Limits& limits, unsigned* checks) {
+  if (task->leader == 0 || task->leader_done) return;
+  if (AtLimit(limits.pids_max)) {
+    task->pids_limit = true;
+    ::kill(-1, SIGKILL);
+  } else if (task->memory_bytes > 0 &&
+             ResidentBytes() + ScratchBytes(limits.scratch) > task->memory_bytes) {
+    task->memory_limit = true;
+    ::kill(-1, SIGKILL);
+  } else if (limits.task_dir_bytes > 0 && ++*checks % 10 == 0 &&
+             DirsBytes(limits.writable) > task->dirs_at_start + limits.task_dir_bytes) {
+    task->disk_limit = limits.task_dir_bytes;
+    ::kill(-1, SIGKILL);
+  }
+}
+
 }  // namespace
 
-void RunInit(int channel_fd, unsigned long pids_max, const std::vector<std::string>& scratch) {
+void RunInit(int channel_fd, const Config& c) {
+  const Limits limits{c.pids_max, c.scratch, c.writable, c.task_dir_bytes};
   Channel ch(channel_fd);
   sigset_t chld;
   sigemptyset(&chld);
@@ -380,7 +450,7 @@ void RunInit(int channel_fd, unsigned long pids_max, const std::vector<std::stri
   if (sigfd < 0) ::_exit(1);
   Task task;
   ScratchSeen seen;
-  unsigned wakes = 0;
+  unsigned wakes = 0, checks = 0;
   while (true) {
     pollfd fds[2] = {{ch.fd(), POLLIN, 0}, {sigfd, POLLIN, 0}};
     const int n = ::poll(fds, 2, task.leader != 0 ? kPidsCheckMs : -1);
@@ -389,14 +459,14 @@ void RunInit(int channel_fd, unsigned long pids_max, const std::vector<std::stri
       signalfd_siginfo info;
       while (::read(sigfd, &info, sizeof info) > 0) {
       }
-      Reap(ch, &task, pids_max, scratch, &seen);
+      Reap(ch, &task, limits, &seen);
     }
     if (n > 0 && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
       auto f = ch.Receive();
       if (!f.ok()) ::_exit(0);  // the worker closed the channel: the namespace ends with us
       auto type = TypeOf(f->body);
       if (type.ok() && *type == Msg::kLaunch) {
-        Launch(ch, std::move(*f), &task, pids_max);
+        Launch(ch, std::move(*f), &task, limits);
       } else if (type.ok() && *type == Msg::kSignal) {
         auto s = DecodeSimple(f->body);
         if (s.ok() && task.leader != 0 && s->value > 0 && s->value < NSIG) {
@@ -409,15 +479,7 @@ void RunInit(int channel_fd, unsigned long pids_max, const std::vector<std::stri
     }
     // Counted when the poll timed out, or every 64th wake of a busy task: never a scan per
     // event.
-    const bool check = n == 0 || (++wakes % 64) == 0;
-    if (check && task.leader != 0 && !task.leader_done && AtLimit(pids_max)) {
-      task.pids_limit = true;
-      ::kill(-1, SIGKILL);
-    } else if (check && task.leader != 0 && !task.leader_done && task.memory_bytes > 0 &&
-               ResidentBytes() > task.memory_bytes) {
-      task.memory_limit = true;
-      ::kill(-1, SIGKILL);
-    }
+    if (n == 0 || (++wakes % 64) == 0) CheckLimits(&task, limits, &checks);
   }
 }
 

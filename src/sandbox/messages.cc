@@ -29,6 +29,7 @@ std::string EncodeSetup(const Config& c) {
   w.U64(static_cast<uint64_t>(Msg::kSetup)).U64(c.uid).U64(c.gid).U64(c.drop_groups);
   w.U64(c.host_network).Str(c.slot_dir).Strs(c.hide).Strs(c.scratch).Strs(c.devices);
   w.Strs(c.ro_binds).U64(c.pids_max).U64(c.landlock).Str(c.device_root).Strs(c.writable);
+  w.Strs(c.show).U64(c.scratch_bytes).U64(c.task_dir_bytes);
   return w.body();
 }
 
@@ -53,6 +54,9 @@ absl::StatusOr<Config> DecodeSetup(std::string_view body) {
   c.landlock = flag != 0;
   SANDBOX_READ(c.device_root, r.Str());
   SANDBOX_READ(c.writable, r.Strs());
+  SANDBOX_READ(c.show, r.Strs());
+  SANDBOX_READ(c.scratch_bytes, r.U64());
+  SANDBOX_READ(c.task_dir_bytes, r.U64());
   return c;
 }
 
@@ -85,7 +89,7 @@ absl::StatusOr<LaunchRequest> DecodeLaunch(std::string_view body) {
 std::string EncodeExited(const ExitReport& e) {
   Writer w;
   w.U64(static_cast<uint64_t>(Msg::kExited)).U64(static_cast<uint32_t>(e.wait_status));
-  w.U64(e.pids_limit).U64(e.memory_limit);
+  w.U64(e.pids_limit).U64(e.memory_limit).U64(e.disk_limit);
   return w.body();
 }
 
@@ -100,6 +104,7 @@ absl::StatusOr<ExitReport> DecodeExited(std::string_view body) {
   e.pids_limit = v != 0;
   SANDBOX_READ(v, r.U64());
   e.memory_limit = v != 0;
+  SANDBOX_READ(e.disk_limit, r.U64());
   return e;
 }
 

@@ -43,13 +43,16 @@ struct Config {
   bool host_network = false;          // false: a network namespace of its own with only loopback
   std::string slot_dir;               // bound read-only at the same path
   std::vector<std::string> writable;  // in it: bound writable (the task and checkpoint dirs)
-  std::vector<std::string> hide;      // each covered by an empty read-only tmpfs
+  std::vector<std::string> show;      // the host's paths a task sees, read-only (an allowlist)
+  std::vector<std::string> hide;      // inside those: each covered, empty and read-only
   std::vector<std::string> scratch;   // each an empty writable tmpfs (/tmp, /dev/shm)
   std::vector<std::string> devices;   // device nodes bound into the sandbox's own /dev
   std::string device_root;            // where they are bound from ("": the host's; tests)
   std::vector<std::string> ro_binds;  // shown again read-only inside a hidden path
   uint64_t pids_max = 4096;           // processes and threads of one task, all together
   bool landlock = true;               // restrict file access with Landlock where the kernel has it
+  uint64_t scratch_bytes = 0;         // size= of each scratch tmpfs (sandbox/limits.h); 0: tmpfs's
+  uint64_t task_dir_bytes = 0;        // what the writable dirs may hold together; 0: no limit
 };
 
 struct LaunchRequest {
@@ -67,6 +70,7 @@ struct ExitReport {
   int wait_status = 0;
   bool pids_limit = false;    // the task reached Config::pids_max and was killed
   bool memory_limit = false;  // its processes' resident memory passed memory_bytes: killed
+  uint64_t disk_limit = 0;    // its task and checkpoint dirs passed this many bytes: killed
 };
 
 std::string EncodeSetup(const Config& c);

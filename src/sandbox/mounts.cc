@@ -30,10 +30,14 @@ struct MountAttr {
 };
 constexpr uint64_t kAttrRdonly = 0x1;
 constexpr uint64_t kAttrNosuid = 0x2;
+constexpr uint64_t kAttrNodev = 0x4;
 constexpr unsigned kAtRecursive = 0x8000;
 #ifndef SYS_mount_setattr
 #define SYS_mount_setattr 442
 #endif
+// Where the host's root stays, inside the task's new root, until the init has mounted its /proc
+// (a fresh proc may be mounted in a user namespace only while a full one is visible in it).
+constexpr char kOldRoot[] = "/.oldroot";
 
 absl::Status Errno(const std::string& what, const std::string& path) {
   return absl::InternalError(absl::StrCat(what, " ", path, ": ", std::strerror(errno)));
@@ -93,7 +97,7 @@ absl::StatusOr<Source> Open(const std::string& path, bool required) {
 absl::Status Bind(const Source& s, bool writable) {
   if (s.fd < 0) return absl::OkStatus();
   if (absl::Status st = MakeMountPoint(s.target, s.dir); !st.ok()) return st;
-  const std::string from = absl::StrCat("/proc/self/fd/", s.fd);
+  const std::string from = absl::StrCat(kOldRoot, "/proc/self/fd/", s.fd);
   if (::mount(from.c_str(), s.target.c_str(), nullptr, MS_BIND, nullptr) != 0) {
     return Errno("cannot bind", s.target);
   }
@@ -102,8 +106,9 @@ absl::Status Bind(const Source& s, bool writable) {
                  writable ? kAttrRdonly : 0, false);
 }
 
-absl::Status Tmpfs(const std::string& path, const char* mode) {
-  const std::string opts = absl::StrCat("mode=", mode);
+absl::Status Tmpfs(const std::string& path, const char* mode, uint64_t size = 0) {
+  std::string opts = absl::StrCat("mode=", mode);
+  if (size > 0) absl::StrAppend(&opts, ",size=", size);
   if (::mount("tmpfs", path.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, opts.c_str()) != 0) {
     return Errno("cannot mount a tmpfs on", path);
   }
@@ -112,6 +117,7 @@ absl::Status Tmpfs(const std::string& path, const char* mode) {
 
 // /dev: a tmpfs with the listed nodes bound in, the usual links, and /dev/shm left to scratch.
 absl::Status MakeDev(const std::vector<Source>& devices) {
+  if (absl::Status st = MakeDirs("/dev"); !st.ok()) return st;
   if (::mount("tmpfs", "/dev", "tmpfs", MS_NOSUID, "mode=0755") != 0) {
     return Errno("cannot mount a tmpfs on", "/dev");
   }
@@ -126,6 +132,52 @@ absl::Status MakeDev(const std::vector<Source>& devices) {
     if (::symlink(to, at) != 0) return Errno("cannot create", at);
   }
   return MakeDirs("/dev/shm");
+}
+
+// The task's root: an empty tmpfs, made the root of this mount namespace with the host's root
+// kept at kOldRoot (MountProc detaches it). Everything the task sees is then put in on purpose.
+absl::Status StageRoot() {
+  if (::mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") != 0) {
+    return Errno("cannot mount the sandbox's root on", "/tmp");
+  }
+  const std::string old = absl::StrCat("/tmp", kOldRoot);
+  if (::mkdir(old.c_str(), 0700) != 0) return Errno("cannot create", old);
+  const char* put_old = kOldRoot + 1;  // relative to the new root, our cwd
+  if (::chdir("/tmp") != 0 || ::syscall(SYS_pivot_root, ".", put_old) != 0 || ::chdir("/") != 0) {
+    return Errno("cannot make the sandbox's root of", "/tmp");
+  }
+  return absl::OkStatus();
+}
+
+// Shows the host's `path` at the same place, read-only, with what is mounted below it; a
+// symbolic link (/bin -> usr/bin) is made again as the same link. Absent on the host: skipped.
+absl::Status ShowHostPath(const std::string& path) {
+  const std::string host = kOldRoot + path;
+  struct stat st;
+  if (::lstat(host.c_str(), &st) != 0) return absl::OkStatus();
+  if (S_ISLNK(st.st_mode)) {
+    if (Exists(path)) return absl::OkStatus();
+    std::error_code ec;
+    const auto to = std::filesystem::read_symlink(host, ec);
+    if (ec) return absl::InternalError(absl::StrCat("cannot read the link ", path));
+    if (absl::Status s = MakeDirs(std::filesystem::path(path).parent_path()); !s.ok()) return s;
+    if (::symlink(to.c_str(), path.c_str()) != 0) return Errno("cannot create", path);
+    return absl::OkStatus();
+  }
+  if (absl::Status s = MakeMountPoint(path, S_ISDIR(st.st_mode)); !s.ok()) return s;
+  if (::mount(host.c_str(), path.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
+    return Errno("cannot show", path);
+  }
+  return SetAttr(path, kAttrRdonly | kAttrNosuid | kAttrNodev, 0, /*recursive=*/true);
+}
+
+// Covers a hidden path: a dir by an empty read-only tmpfs, anything else by /dev/null.
+absl::Status Cover(const std::string& path, bool dir) {
+  if (dir) return Tmpfs(path, "0755");
+  if (::mount("/dev/null", path.c_str(), nullptr, MS_BIND, nullptr) != 0) {
+    return Errno("cannot hide", path);
+  }
+  return SetAttr(path, kAttrRdonly | kAttrNosuid, 0, false);
 }
 
 }  // namespace
@@ -162,13 +214,18 @@ absl::Status ApplyMounts(const Config& c, Sources& sources) {
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
     return Errno("cannot make private", "/");
   }
-  const std::vector<Source>& devices = sources.devices;
-  const std::vector<Source>& ro = sources.ro;
-  Source* slot = &sources.slot;
   if (absl::Status st = SetAttr("/", kAttrRdonly | kAttrNosuid, 0, /*recursive=*/true); !st.ok()) {
     return st;
   }
-  if (absl::Status st = MakeDev(devices); !st.ok()) return st;
+  if (absl::Status st = StageRoot(); !st.ok()) return st;
+  for (const auto& p : c.show) {
+    if (absl::Status st = ShowHostPath(p); !st.ok()) return st;
+  }
+  // Empty, as on a machine without them: programs that look there find nothing.
+  for (const char* d : {"/proc", "/home", "/root", "/run", "/mnt", "/media", "/srv", "/var"}) {
+    if (absl::Status st = MakeDirs(d); !st.ok()) return st;
+  }
+  if (absl::Status st = MakeDev(sources.devices); !st.ok()) return st;
   // Covers, outermost first; one inside another is already covered.
   std::map<std::string, bool> covers;  // path -> writable (scratch)
   for (const auto& p : c.hide) covers.emplace(p, false);
@@ -179,20 +236,24 @@ absl::Status ApplyMounts(const Config& c, Sources& sources) {
                     [&](const std::string& m) { return Under(path, m); })) {
       continue;
     }
-    if (!Exists(path) && !writable) continue;
+    struct stat st;
+    const bool there = ::stat(path.c_str(), &st) == 0;
+    if (!there && !writable) continue;
     if (writable) {
-      if (absl::Status st = MakeDirs(path); !st.ok()) return st;
+      if (absl::Status s = MakeDirs(path); !s.ok()) return s;
+      if (absl::Status s = Tmpfs(path, "1777", c.scratch_bytes); !s.ok()) return s;
+    } else if (absl::Status s = Cover(path, S_ISDIR(st.st_mode)); !s.ok()) {
+      return s;
     }
-    if (absl::Status st = Tmpfs(path, writable ? "1777" : "0755"); !st.ok()) return st;
     mounted.push_back(path);
-    if (!writable) hidden.push_back(path);
+    if (!writable && S_ISDIR(st.st_mode)) hidden.push_back(path);
   }
-  slot->target = c.slot_dir;
-  if (absl::Status st = Bind(*slot, /*writable=*/false); !st.ok()) return st;
+  sources.slot.target = c.slot_dir;
+  if (absl::Status st = Bind(sources.slot, /*writable=*/false); !st.ok()) return st;
   for (const Source& s : sources.rw) {
     if (absl::Status st = Bind(s, /*writable=*/true); !st.ok()) return st;
   }
-  for (const Source& s : ro) {
+  for (const Source& s : sources.ro) {
     if (absl::Status st = Bind(s, /*writable=*/false); !st.ok()) return st;
   }
   for (const auto& h : hidden) {
@@ -213,7 +274,10 @@ absl::Status MountProc() {
   if (::mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
     return Errno("cannot mount the sandbox's own", "/proc");
   }
-  return absl::OkStatus();
+  // The host's root goes for good; the task's root (a tmpfs of ours) is then made read-only.
+  if (::umount2(kOldRoot, MNT_DETACH) != 0) return Errno("cannot detach", kOldRoot);
+  if (::rmdir(kOldRoot) != 0) return Errno("cannot remove", kOldRoot);
+  return SetAttr("/", kAttrRdonly | kAttrNosuid | kAttrNodev, 0, /*recursive=*/false);
 }
 
 absl::Status BringUpLoopback() {
@@ -232,18 +296,47 @@ absl::Status BringUpLoopback() {
   return rc == 0 ? absl::OkStatus() : Errno("cannot bring up", "lo");
 }
 
+std::vector<std::string> VisiblePaths(const std::vector<std::string>& extra) {
+  std::set<std::string> out = {"/usr",
+                               "/bin",
+                               "/sbin",
+                               "/lib",
+                               "/lib32",
+                               "/lib64",
+                               "/libx32",
+                               "/etc",
+                               "/opt",
+                               "/sys",
+                               "/var/cache/fontconfig",
+                               "/var/lib/texmf"};
+  for (const auto& p : extra) {
+    const std::string clean = std::filesystem::path(p).lexically_normal().string();
+    if (!clean.empty() && clean[0] == '/' && clean != "/") out.insert(clean);
+  }
+  return {out.begin(), out.end()};
+}
+
 std::vector<std::string> HiddenPaths(const std::string& work_dir, const std::string& home,
-                                     const std::vector<std::string>& other_homes) {
-  std::set<std::string> out = {"/home", "/root", "/run", "/media", "/mnt", "/srv", "/var/mail"};
+                                     const std::vector<std::string>& other_homes,
+                                     const std::vector<std::string>& visible) {
+  // Secrets of the system inside /etc: readable by root only, hidden all the same.
+  std::set<std::string> out = {"/etc/shadow",      "/etc/shadow-",
+                               "/etc/gshadow",     "/etc/gshadow-",
+                               "/etc/sudoers",     "/etc/sudoers.d",
+                               "/etc/ssl/private", "/etc/krb5.keytab",
+                               "/etc/wireguard",   "/etc/NetworkManager/system-connections"};
   auto add = [&](const std::string& p) {
     const std::string clean = std::filesystem::path(p).lexically_normal().string();
-    // A "home" at / or a system dir (daemons' homes: /bin, /usr/sbin, /var/lib/x...) is not
-    // hidden wholesale: only real dirs below the first level.
+    // A "home" at / or a system dir (daemons' homes: /bin, /usr/sbin...) is not hidden
+    // wholesale: only real dirs below the first level, and only where a task could see them.
     if (clean.empty() || clean[0] != '/' || std::count(clean.begin(), clean.end(), '/') < 2) return;
     for (const char* sys : {"/bin", "/sbin", "/usr", "/lib", "/etc", "/dev", "/proc", "/sys"}) {
       if (Under(clean, sys)) return;
     }
-    out.insert(clean);
+    if (std::any_of(visible.begin(), visible.end(),
+                    [&](const std::string& v) { return Under(clean, v); })) {
+      out.insert(clean);
+    }
   };
   add(work_dir);
   add(home);

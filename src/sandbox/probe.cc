@@ -55,7 +55,7 @@ std::string_view TierName(Tier t) {
   return "none";
 }
 
-Settings DetectSettings(const std::string& work_dir) {
+Settings DetectSettings(const std::string& work_dir, const std::vector<std::string>& show) {
   Settings s;
   s.tier = ::geteuid() == 0 ? Tier::kUid : Tier::kUserns;
   s.work_dir = work_dir;
@@ -66,7 +66,8 @@ Settings DetectSettings(const std::string& work_dir) {
   }
   ::endpwent();
   const char* home = std::getenv("HOME");
-  s.hidden = HiddenPaths(work_dir, home ? home : "", homes);
+  s.show = VisiblePaths(show);
+  s.hidden = HiddenPaths(work_dir, home ? home : "", homes, s.show);
   return s;
 }
 
@@ -83,6 +84,7 @@ Config ConfigFor(const Settings& s, int slot, const std::string& slot_dir, bool 
   c.host_network = host_network;
   c.slot_dir = slot_dir;
   c.writable = {slot_dir + "/task", slot_dir + "/checkpoint"};
+  c.show = s.show;
   c.hide = s.hidden;
   c.scratch = {"/tmp", "/var/tmp", "/dev/shm"};
   c.devices = BaseDevices();
@@ -91,6 +93,8 @@ Config ConfigFor(const Settings& s, int slot, const std::string& slot_dir, bool 
   // Name resolution for host-network tasks where /etc/resolv.conf points into /run.
   if (host_network) c.ro_binds = {"/run/systemd/resolve"};
   c.pids_max = s.pids_max;
+  c.scratch_bytes = s.task_memory_bytes;
+  c.task_dir_bytes = s.task_dir_bytes;
   return c;
 }
 

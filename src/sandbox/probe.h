@@ -38,13 +38,18 @@ struct Settings {
   std::string agent_exe = "/proc/self/exe";
   uint64_t uid_base = kDefaultUidBase;
   uint64_t pids_max = kDefaultPidsMax;
+  std::vector<std::string> show;    // VisiblePaths(), with the worker's --sandbox-show
   std::vector<std::string> hidden;  // HiddenPaths(), read once
   std::string device_root;          // Config::device_root
+  // A task's limits (sandbox/limits.h): memory when its job states none (also each scratch
+  // tmpfs's size), and what its dirs may hold; 0: none.
+  uint64_t task_memory_bytes = 0;
+  uint64_t task_dir_bytes = 0;
 };
 
-// The tier this process can offer (root: kUid, else kUserns) and the hidden paths, from $HOME
-// and the password database.
-Settings DetectSettings(const std::string& work_dir);
+// The tier this process can offer (root: kUid, else kUserns), what tasks see (the system dirs
+// and `show`) and the hidden paths in that, from $HOME and the password database.
+Settings DetectSettings(const std::string& work_dir, const std::vector<std::string>& show = {});
 
 // The sandbox of slot `slot` (its dir WORK_DIR/slots/<slot>, read-only inside but for its
 // task/ and checkpoint/ dirs, which must exist), with the host's network or none, and `devices`

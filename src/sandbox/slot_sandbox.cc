@@ -253,7 +253,7 @@ platform::ReapResult SlotSandbox::AwaitExit() {
     if (!type.ok() || *type != Msg::kExited) continue;
     auto e = DecodeExited(f->body);
     if (!e.ok()) break;
-    return platform::ReapResult{e->wait_status, e->pids_limit, e->memory_limit};
+    return platform::ReapResult{e->wait_status, e->pids_limit, e->memory_limit, e->disk_limit};
   }
   // The agent died (killed from outside, out of memory): so did every process it held.
   alive_ = false;

@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "blob/blob.h"
+#include "blob/manifest.h"
 #include "platform/beneath.h"
 #include "platform/glob_beneath.h"
 #include "text/utf8.h"
@@ -78,6 +79,12 @@ PhaseResult AttemptRunner::CollectPattern(Attempt& a, int task_fd, const std::st
     // Hashed from the descriptor that was checked, never by the name again.
     absl::StatusOr<platform::OpenedFile> file = platform::OpenFileBeneath(task_fd, m.rel);
     if (!file.ok()) return Failed(Refusal(m.rel, std::string(file.status().message())));
+    // Never read whole only to be refused: the pool takes no blob over its cap.
+    if (static_cast<uint64_t>(file->st.st_size) > blob::kMaxBlobBytes) {
+      return Failed(absl::StrCat("output '", m.rel, "' is ", file->st.st_size,
+                                 " bytes, over the pool's limit of ", blob::kMaxBlobBytes,
+                                 " bytes per file; split it"));
+    }
     auto digest = blob::HashFd(file->fd.get(), m.rel);
     if (!digest.ok()) return Failed(std::string(digest.status().message()));
     if (digest->size == 0 && !a.assignment.allow_empty_outputs()) {

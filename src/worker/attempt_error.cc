@@ -24,8 +24,14 @@ PhaseResult ClassifyExit(const platform::ExitInfo& exit, uint32_t timeout_s,
   }
   if (exit.memory_limit) {
     return Failed(
-        "stopped for using more memory than its job's memory_mb (resident memory of all its "
-        "processes together)");
+        "stopped for using more memory than its limit: the job's memory_mb, else the worker's "
+        "[sandbox] memory_mb (resident memory of all its processes together, plus its files in "
+        "/tmp, /var/tmp and /dev/shm)");
+  }
+  if (exit.disk_limit > 0) {
+    return Failed(absl::StrCat("stopped: its task dir grew past the worker's quota of ",
+                               exit.disk_limit >> 20,
+                               " MB per task ([sandbox] task_dir_mb of the worker's policy)"));
   }
   if (exit.pids_limit) {
     return Failed(

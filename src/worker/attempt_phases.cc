@@ -303,7 +303,7 @@ PhaseResult AttemptRunner::FileAndUpload(Attempt& a, const HashedOutputs& hashed
   report->clear_outputs();
   // Its bytes no longer match what was hashed when the task ended (something truncated or
   // rewrote it since): the task's result cannot be trusted.
-  if (OutputDamaged(st)) return Failed(std::string(st.message()));
+  if (OutputDamaged(st) || OutputRefused(st)) return Failed(std::string(st.message()));
   if (d_.stop->stopping()) return AttemptEnd{Ending::kUndelivered, ""};
   return Failed("stopped while uploading outputs");
 }

@@ -187,6 +187,11 @@ absl::Status AttemptRunner::DeliverOutputs(Attempt& a, const v1::AttemptReport& 
                             absl::StrCat("output '", o.path(), "' changed after the task ended (",
                                          st.message(), ")"));
       }
+      if (OutputRefused(st)) {
+        return absl::Status(st.code(),
+                            absl::StrCat("output '", o.path(), "' (", o.size(),
+                                         " bytes) was refused by the coordinator: ", st.message()));
+      }
       spdlog::warn("attempt {}: upload of {} failed ({}); retrying in {} ms", a.id, o.path(),
                    std::string(st.message()), backoff.count());
       d_.stop->WaitFor(backoff);
@@ -200,6 +205,14 @@ absl::Status AttemptRunner::DeliverOutputs(Attempt& a, const v1::AttemptReport& 
 // blob) is retried.
 bool AttemptRunner::OutputDamaged(const absl::Status& st) {
   return st.code() == absl::StatusCode::kDataLoss || st.code() == absl::StatusCode::kNotFound;
+}
+
+// Over the blob size cap (kOutOfRange, checked on the first message of the upload) or a request
+// it cannot take (kInvalidArgument): the same bytes would be refused again. kFailedPrecondition
+// (an upload cut short, a conflicting one) and kResourceExhausted (its disk full) pass.
+bool AttemptRunner::OutputRefused(const absl::Status& st) {
+  return st.code() == absl::StatusCode::kOutOfRange ||
+         st.code() == absl::StatusCode::kInvalidArgument;
 }
 
 }  // namespace idlepool::worker

@@ -91,13 +91,17 @@ class AttemptRunner {
   // Uploads the outputs of `report`, filed in the outbox, until the coordinator has them all;
   // retried with backoff (200 ms doubling to 5 s). OK; kDataLoss/kNotFound when an output no
   // longer holds the bytes that were hashed (message names it); kCancelled when the attempt is
-  // killed or the worker stops. Adds the bytes sent to `*sent`.
+  // killed or the worker stops; kOutOfRange/kInvalidArgument when the coordinator refuses an
+  // output for good (over its size cap: message names the output, its size and the cap). Adds
+  // the bytes sent to `*sent`.
   [[nodiscard]] absl::Status DeliverOutputs(Attempt& a, const v1::AttemptReport& report,
                                             std::atomic<uint64_t>* sent);
 
   // An upload error that retrying cannot fix: the local file no longer holds the bytes that
   // were hashed (kDataLoss: changed; kNotFound: gone).
   [[nodiscard]] static bool OutputDamaged(const absl::Status& st);
+  // An upload the coordinator refuses for good (see DeliverOutputs): the attempt fails.
+  [[nodiscard]] static bool OutputRefused(const absl::Status& st);
 
  private:
   void Execute(Attempt& a, v1::AttemptReport* report);

@@ -73,7 +73,10 @@ absl::StatusOr<std::unique_ptr<TaskProcess>> SandboxSlots::Launch(
     sandboxes_[slot] = std::move(*started);
     sb = sandboxes_[slot].get();
   }
-  auto p = sb->Launch(opts);
+  platform::SpawnOptions limited = opts;
+  // A job that states no memory_mb gets the owner's default (sandbox/limits.h).
+  if (limited.memory_limit_bytes == 0) limited.memory_limit_bytes = settings_.task_memory_bytes;
+  auto p = sb->Launch(limited);
   if (!p.ok()) return p.status();
   return WrapProcess(std::move(*p));
 }

@@ -28,6 +28,7 @@
 #include "platform/process.h"
 #include "platform/random.h"
 #include "platform/sensors.h"
+#include "sandbox/limits.h"
 #include "spdlog/spdlog.h"
 #include "text/utf8.h"
 #include "wire/wire.h"
@@ -363,10 +364,16 @@ absl::Status Worker::Impl::OpenSandbox() {
         "processes in their reach; lend this machine only to work you trust");
     return absl::OkStatus();
   }
-  sandbox::Settings s = sandbox::DetectSettings(work_dir_real_);
+  sandbox::Settings s = sandbox::DetectSettings(work_dir_real_, options_.sandbox_show);
   s.uid_base = options_.sandbox_uid_base;
   s.pids_max = options_.task_pids_max;
   s.device_root = options_.device_root;
+  const uint64_t machine = static_cast<uint64_t>(::sysconf(_SC_PHYS_PAGES)) *
+                           static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  s.task_memory_bytes = sandbox::DefaultTaskMemoryBytes(options_.policy.task_memory_mb, machine);
+  s.task_dir_bytes = sandbox::DefaultTaskDirBytes(options_.policy.task_dir_mb,
+                                                  FreeDiskBytes(work_dir_real_).value_or(0),
+                                                  options_.min_free_disk_bytes, options_.slots);
   auto landlock = sandbox::Probe(s);
   if (!landlock.ok() && options_.sandbox_optional) {
     options_.sandbox_tier = "none";
@@ -376,8 +383,12 @@ absl::Status Worker::Impl::OpenSandbox() {
   }
   if (!landlock.ok()) return landlock.status();
   options_.sandbox_tier = std::string(sandbox::TierName(s.tier));
-  spdlog::info("tasks run sandboxed (tier {}{})", options_.sandbox_tier,
-               *landlock > 0 ? absl::StrCat(", Landlock ABI ", *landlock) : ", no Landlock");
+  spdlog::info(
+      "tasks run sandboxed (tier {}{}); each task may hold {} MB of memory (unless its "
+      "job says) and {} MB in its task dir",
+      options_.sandbox_tier,
+      *landlock > 0 ? absl::StrCat(", Landlock ABI ", *landlock) : ", no Landlock",
+      s.task_memory_bytes >> 20, s.task_dir_bytes >> 20);
   sandboxes_ = std::make_unique<SandboxSlots>(std::move(s));
   return absl::OkStatus();
 }
@@ -734,7 +745,11 @@ void Worker::Impl::Redeliver(std::vector<v1::AttemptReport> reports) {
     }
     absl::Status st = runner_->DeliverOutputs(*a, r, &a->transfer.output_bytes);
     if (st.code() == absl::StatusCode::kCancelled && stop_.stopping()) return;
-    if (!st.ok()) {
+    if (AttemptRunner::OutputRefused(st)) {  // refused for good: the attempt failed
+      r.clear_outputs();
+      r.set_result(v1::AttemptReport::FAILED);
+      r.set_message(text::TruncateUtf8(std::string(st.message()), 1024));
+    } else if (!st.ok()) {
       if (AttemptRunner::OutputDamaged(st)) {
         spdlog::warn("outbox: attempt {}: {}; dropping the attempt", r.attempt(),
                      std::string(st.message()));

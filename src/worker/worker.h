@@ -34,6 +34,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "core/defaults.h"
@@ -111,6 +112,8 @@ struct Options {
   uint64_t task_pids_max = sandbox::kDefaultPidsMax;     // processes and threads per task
   // Where device nodes are bound from (tests: stand-ins); "" = the host's own.
   std::string device_root;
+  // Dirs tasks may read besides the system dirs (sandbox/mounts.h VisiblePaths).
+  std::vector<std::string> sandbox_show;
 };
 
 class Worker {

@@ -95,6 +95,9 @@ start_worker() {
   if [ "$SANDBOX_TIER" = none ] && [[ " $* " != *" --no-sandbox "* ]]; then set -- "$@" --no-sandbox; fi
   local sensors=()
   [[ " $* " == *" --sensors-dir "* ]] || { mkdir -p "$T/no-sensors"; sensors=(--sensors-dir "$T/no-sensors"); }
+  # A serving test's replica is the fake engine next to idlepool: outside the system dirs, so
+  # tasks see that dir only when the worker shows it (sandbox/mounts.h VisiblePaths).
+  if [ -n "${ENGINE:-}" ] && [ "$SANDBOX_TIER" != none ]; then set -- "$@" --sandbox-show "$(dirname "$ENGINE")"; fi
   local join=(--join "$ADDR")
   [[ " $* " == *" --coordinator "* ]] && join=()  # a test's own address (a proxy) wins
   "$IDLEPOOL" worker --name "$name" --work-dir "$T/$name" "${join[@]}" \

@@ -465,5 +465,24 @@ TEST(PolicyConfigErrors, SandboxTableErrors) {
               HasSubstr("policy.toml:1:11: key 'sandbox': must be a table, got false"));
 }
 
+// [sandbox] memory_mb and task_dir_mb: a task's limits on this machine (0: the defaults the
+// worker derives from the machine); bad values name the file, line and key.
+TEST(PolicyConfigParse, SandboxTaskLimits) {
+  EXPECT_EQ(PolicyConfig{}.task_memory_mb, 0u);
+  EXPECT_EQ(PolicyConfig{}.task_dir_mb, 0u);
+  absl::StatusOr<PolicyConfig> r = P("[sandbox]\nmemory_mb = 64\ntask_dir_mb = 32\n");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->task_memory_mb, 64u);
+  EXPECT_EQ(r->task_dir_mb, 32u);
+  EXPECT_TRUE(r->allow_host_network);
+  r = P(DefaultConfigToml());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->task_memory_mb, 0u);
+  EXPECT_THAT(Err("[sandbox]\nmemory_mb = -1\n"),
+              testing::HasSubstr("policy.toml:2:13: key 'sandbox.memory_mb'"));
+  EXPECT_THAT(Err("[sandbox]\ntask_dir_mb = \"big\"\n"),
+              testing::HasSubstr("key 'sandbox.task_dir_mb'"));
+}
+
 }  // namespace
 }  // namespace idlepool::owner

@@ -14,6 +14,7 @@
 
 #include "gtest/gtest.h"
 #include "platform/clock.h"
+#include "sandbox/limits.h"
 #include "sandbox/messages.h"
 #include "sandbox/mounts.h"
 #include "sandbox/probe.h"
@@ -40,6 +41,9 @@ TEST(SandboxMessages, RoundTrip) {
   c.hide = {"/home", "/root"};
   c.devices = {"/dev/null"};
   c.pids_max = 99;
+  c.show = {"/usr", "/etc"};
+  c.scratch_bytes = 5;
+  c.task_dir_bytes = 6;
   auto d = DecodeSetup(EncodeSetup(c));
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_EQ(d->uid, 7u);
@@ -48,6 +52,13 @@ TEST(SandboxMessages, RoundTrip) {
   EXPECT_EQ(d->slot_dir, "/w/slots/1");
   EXPECT_EQ(d->hide, c.hide);
   EXPECT_EQ(d->pids_max, 99u);
+  EXPECT_EQ(d->show, c.show);
+  EXPECT_EQ(d->scratch_bytes, 5u);
+  EXPECT_EQ(d->task_dir_bytes, 6u);
+  auto x = DecodeExited(EncodeExited(ExitReport{9, false, true, 77}));
+  ASSERT_TRUE(x.ok()) << x.status();
+  EXPECT_TRUE(x->memory_limit);
+  EXPECT_EQ(x->disk_limit, 77u);
   LaunchRequest q{{"sh", "-c", "x"}, {"A=1"}, "/w", "/bin", 64, true, true};
   auto l = DecodeLaunch(EncodeLaunch(q));
   ASSERT_TRUE(l.ok());
@@ -62,14 +73,29 @@ TEST(SandboxMessages, RoundTrip) {
 }
 
 TEST(SandboxMounts, HiddenPaths) {
-  auto h = HiddenPaths("/var/lib/idlepool/work", "/home/ann",
-                       {"/opt/bob", "/", "/usr/sbin", "/nonexistent"});
-  for (const char* p : {"/home", "/root", "/run", "/var/lib/idlepool/work", "/opt/bob"}) {
+  const auto visible = VisiblePaths({"/srv/tools"});
+  for (const char* p : {"/usr", "/etc", "/opt", "/srv/tools"}) {
+    EXPECT_NE(std::find(visible.begin(), visible.end(), p), visible.end()) << p;
+  }
+  // Only what lies inside a visible path needs hiding: the rest is never shown.
+  auto h = HiddenPaths("/opt/idlepool/work", "/home/ann",
+                       {"/opt/bob", "/", "/usr/sbin", "/nonexistent", "/srv/tools/carl"}, visible);
+  for (const char* p :
+       {"/etc/shadow", "/etc/ssl/private", "/opt/idlepool/work", "/opt/bob", "/srv/tools/carl"}) {
     EXPECT_NE(std::find(h.begin(), h.end(), p), h.end()) << p;
   }
-  for (const char* p : {"/", "/usr/sbin", "/nonexistent"}) {
+  for (const char* p : {"/", "/usr/sbin", "/nonexistent", "/home/ann", "/home"}) {
     EXPECT_EQ(std::find(h.begin(), h.end(), p), h.end()) << p;
   }
+}
+
+TEST(SandboxLimits, Defaults) {
+  EXPECT_EQ(DefaultTaskMemoryBytes(0, 8ull << 30), 4ull << 30);  // half the machine's
+  EXPECT_EQ(DefaultTaskMemoryBytes(64, 8ull << 30), 64ull << 20);
+  EXPECT_EQ(DefaultTaskDirBytes(32, 1ull << 40, 1ull << 30, 4), 32ull << 20);
+  // 100 GiB free, 4 GiB kept for the owner, 4 slots: 24 GiB each.
+  EXPECT_EQ(DefaultTaskDirBytes(0, 100ull << 30, 4ull << 30, 4), 24ull << 30);
+  EXPECT_EQ(DefaultTaskDirBytes(0, 1ull << 30, 2ull << 30, 4), kMinTaskDirBytes);
 }
 
 class SandboxTest : public ::testing::Test {
@@ -169,6 +195,24 @@ TEST_F(SandboxTest, OwnerFilesWorkDirAndWorkerAreOutOfReach) {
   EXPECT_LE(std::stoi(out), 4);
 }
 
+TEST_F(SandboxTest, ShowsOnlyTheSystemDirsNotTheRestOfTheMachine) {
+  auto sb = Start();
+  ASSERT_NE(sb, nullptr);
+  std::string out;
+  // The dir this test binary lies in is named by no list: a task does not see it, nor the
+  // host's /tmp, yet finds what programs need.
+  const std::string here = fs::path(exe_).parent_path().string();
+  Run(*sb,
+      "ls -A " + here +
+          " 2>/dev/null | grep -c .; "
+          "test -x /bin/sh && echo sh; grep -c '^root:' /etc/passwd; head -c 4 /dev/urandom | wc "
+          "-c; "
+          "{ ls -A /root; ls -A /home; ls -A /run; } | grep -c .; touch /x 2>/dev/null || echo "
+          "ro-root",
+      &out);
+  EXPECT_EQ(out, "0\nsh\n1\n4\n0\nro-root\n") << ReadAll((root_ / "err.log").string());
+}
+
 TEST_F(SandboxTest, WritesOnlyToItsTaskAndCheckpointDirsAndPrivateScratch) {
   auto sb = Start();
   ASSERT_NE(sb, nullptr);
@@ -244,6 +288,45 @@ TEST_F(SandboxTest, MemoryPastItsLimitEndsTheTask) {
   std::string out;
   EXPECT_EQ(Run(*sb, "echo after", &out).exit_code, 0);
   EXPECT_EQ(out, "after\n");
+}
+
+TEST_F(SandboxTest, FilesInItsTmpfsDirsCountAsMemory) {
+  settings_.task_memory_bytes = 64ull << 20;  // also each scratch tmpfs's size
+  auto sb = Start();
+  ASSERT_NE(sb, nullptr);
+  platform::SpawnOptions o;
+  // 128 MB into /dev/shm under a 64 MiB limit: the tmpfs is full at 64 MiB, and what the task
+  // holds there counts as its memory.
+  o.argv = {"sh", "-c", "head -c 134217728 /dev/zero > /dev/shm/big; echo wrote; sleep 100"};
+  o.env = {"PATH=/usr/bin:/bin"};
+  o.cwd = task_;
+  o.stdout_path = (root_ / "out.log").string();
+  o.memory_limit_bytes = 64ull << 20;
+  auto p = sb->Launch(o);
+  ASSERT_TRUE(p.ok()) << p.status();
+  const platform::ExitInfo e =
+      (*p)->Wait(std::chrono::milliseconds(0), std::chrono::milliseconds(1000));
+  EXPECT_TRUE(e.memory_limit);
+  p->reset();
+  std::string out;
+  EXPECT_EQ(Run(*sb, "ls -A /dev/shm | wc -l", &out).exit_code, 0);
+  EXPECT_EQ(out, "0\n");  // emptied: the next task gets the memory back
+}
+
+TEST_F(SandboxTest, TaskDirGrowingPastItsQuotaEndsTheTask) {
+  settings_.task_dir_bytes = 8ull << 20;
+  // What was staged before the task started does not count: only what it adds.
+  {
+    std::ofstream staged(task_ + "/input.bin");
+    staged << std::string(12 << 20, 'x');
+  }
+  auto sb = Start();
+  ASSERT_NE(sb, nullptr);
+  std::string out;
+  EXPECT_EQ(Run(*sb, "head -c 4000000 /dev/zero > small.bin && echo ok", &out).exit_code, 0);
+  EXPECT_EQ(out, "ok\n");
+  const platform::ExitInfo e = Run(*sb, "head -c 33554432 /dev/zero > big.bin; sleep 100");
+  EXPECT_EQ(e.disk_limit, 8ull << 20);
 }
 
 TEST_F(SandboxTest, ForkBombEndsAtThePidsLimit) {
