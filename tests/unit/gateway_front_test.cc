@@ -71,9 +71,10 @@ TEST_F(GatewayFrontTest, AWrongKeyIsAnswered401BeforeTheBody) {
   // A good key's body is read: an unknown model is named from it.
   int fd = Connect(gateway_->port());
   const std::string body = R"({"model":"nope","messages":[]})";
-  Send(fd, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer good\r\n"
-           "Connection: close\r\nContent-Length: " +
-               std::to_string(body.size()) + "\r\n\r\n" + body);
+  Send(fd,
+       "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer good\r\n"
+       "Connection: close\r\nContent-Length: " +
+           std::to_string(body.size()) + "\r\n\r\n" + body);
   const std::string answer = ReadAll(fd);
   EXPECT_EQ(answer.rfind("HTTP/1.1 404 ", 0), 0u) << answer;
   EXPECT_NE(answer.find("nope"), std::string::npos) << answer;
@@ -100,8 +101,9 @@ TEST_F(GatewayFrontTest, ConnectionsPastTheAddressCapAreReset) {
   EXPECT_LE(::recv(c, &byte, 1, 0), 0);
   EXPECT_NE(errno, EAGAIN) << "the third connection from one address was kept";
   // The two admitted are served.
-  Send(a, "GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer good\r\n"
-          "Connection: close\r\n\r\n");
+  Send(a,
+       "GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer good\r\n"
+       "Connection: close\r\n\r\n");
   EXPECT_EQ(ReadAll(a).rfind("HTTP/1.1 200 ", 0), 0u);
   for (int fd : {a, b, c}) ::close(fd);
 }
