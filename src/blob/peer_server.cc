@@ -1,5 +1,8 @@
 #include "blob/peer_server.h"
 
+#include <optional>
+#include <string>
+
 #include "absl/strings/str_cat.h"
 #include "gate/grpc_port.h"
 #include "grpc/grpc_security_constants.h"
@@ -8,21 +11,25 @@
 #include "platform/clock.h"
 #include "status_convert.h"
 #include "text/host_port.h"
+#include "trust/ca.h"
 
 namespace idlepool::blob {
 
 namespace {
 
-// The caller's certificate was verified against the pool CA by TLS (a client certificate is
-// required on this port); it must also be a worker's (OU=worker), not the coordinator's.
-bool IsPoolWorker(const grpc::ServerContext* ctx) {
+// Why the caller may not read here, or nullopt. Its certificate was verified against the pool CA
+// by TLS (a client certificate is required on this port); it must also be a worker's: its one OU
+// "worker" exactly, parsed from the certificate (not a gateway's whose name says "OU=worker", nor
+// the coordinator's).
+std::optional<std::string> Refusal(const grpc::ServerContext* ctx) {
   auto ac = ctx->auth_context();
-  if (!ac || !ac->IsPeerAuthenticated()) return false;
-  for (const auto& subject : ac->FindPropertyValues(GRPC_X509_SUBJECT_PROPERTY_NAME)) {
-    const std::string s(subject.data(), subject.size());
-    if (s.find("OU=worker") != std::string::npos) return true;
-  }
-  return false;
+  if (!ac || !ac->IsPeerAuthenticated()) return "no verified certificate";
+  auto pems = ac->FindPropertyValues(GRPC_X509_PEM_CERT_PROPERTY_NAME);
+  if (pems.empty()) return "no verified certificate";
+  auto cert = trust::InspectCertificate(std::string(pems.front().data(), pems.front().size()));
+  if (!cert.ok()) return "an unreadable certificate";
+  if (cert->role != "worker") return "not a worker's certificate";
+  return std::nullopt;
 }
 
 }  // namespace
@@ -66,9 +73,9 @@ class PeerServer::Service final : public v1::Peer::Service {
   };
 
   grpc::Status Admit(grpc::ServerContext* ctx, const Slot&) const {
-    if (!IsPoolWorker(ctx)) {
+    if (std::optional<std::string> why = Refusal(ctx)) {
       return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
-                          "the peer port serves only workers of this pool");
+                          absl::StrCat("the peer port serves only workers of this pool: ", *why));
     }
     if (active_.load() > max_) {
       return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,

@@ -11,6 +11,7 @@
 #include "serve/gateway_impl.h"
 #include "serve/listen_address.h"
 #include "spdlog/spdlog.h"
+#include "text/host_port.h"
 
 namespace idlepool::serve {
 
@@ -46,7 +47,6 @@ Gateway::Impl::Impl(GatewayOptions o)
       io(std::make_unique<net::io_context>(BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO)),
       router(RouterConfig{.seed = options.seed}),
       pool(options.upstream_idle_max),
-      acceptor(*io),
       timer(*io) {}
 
 Gateway::Impl::~Impl() {
@@ -62,15 +62,10 @@ Gateway::Impl::~Impl() {
 Time Gateway::Impl::Now() { return Time{Micros{platform::SteadyNanos() / 1000}}; }
 
 void Gateway::Impl::Accept() {
-  acceptor.async_accept([this](boost::system::error_code ec, tcp::socket socket) {
-    if (!acceptor.is_open()) return;
-    if (!ec) {
-      socket.set_option(tcp::no_delay(true), ec);
-      std::make_shared<ClientConn>(std::move(socket), *this)->Start();
-    } else if (ec == net::error::no_descriptors) {
-      spdlog::warn("gateway: accept: {} (keeps accepting)", ec.message());
-    }
-    Accept();
+  front->Start(*io, [this](tcp::socket socket) {
+    boost::system::error_code ec;
+    socket.set_option(tcp::no_delay(true), ec);
+    std::make_shared<ClientConn>(std::move(socket), *this)->Start();
   });
 }
 
@@ -101,13 +96,21 @@ void Gateway::Start() {
   if (!g.options.tunnel_tls.empty()) {
     g.tunnel_ctx = ContextOrThrow(TunnelClientContext(g.options.tunnel_tls), "gateway tunnel TLS");
   }
-  g.acceptor.open(at.protocol());
-  g.acceptor.set_option(net::socket_base::reuse_address(true));
-  g.acceptor.bind(at);
-  g.acceptor.listen(net::socket_base::max_listen_connections);
-  g.port = g.acceptor.local_endpoint().port();
+  gate::ListenerOptions gate_options;
+  gate_options.name = "gateway";
+  gate_options.limits.max_connections = g.options.max_connections;
+  gate_options.limits.max_per_peer = g.options.max_connections_per_address;
+  auto front =
+      GatedAcceptor::Open(text::JoinHostPort(at.address().to_string(), at.port()), gate_options);
+  if (!front.ok()) {
+    throw boost::system::system_error(make_error_code(boost::system::errc::address_in_use),
+                                      std::string(front.status().message()));
+  }
+  g.front = *std::move(front);
+  g.port = static_cast<uint16_t>(g.front->port());
   spdlog::info("gateway: accepting on {}:{} ({}, router seed {})", at.address().to_string(), g.port,
                g.https_ctx ? "HTTPS" : "HTTP", g.options.seed);
+  g.work.emplace(g.io->get_executor());  // io runs until Stop, connections or not
   g.Accept();
   g.running = true;
   g.thread = std::thread([&g] {
@@ -125,11 +128,8 @@ void Gateway::Start() {
 void Gateway::Stop() {
   Impl& g = *impl_;
   if (!g.thread.joinable()) return;
-  net::post(*g.io, [&g] {
-    boost::system::error_code ignored;
-    g.acceptor.close(ignored);
-    g.timer.cancel();
-  });
+  g.front->Stop();  // nothing more is posted to io
+  net::post(*g.io, [&g] { g.timer.cancel(); });
   g.running = false;
   g.io->stop();
   g.thread.join();

@@ -69,8 +69,23 @@ struct GatewayOptions {
   std::chrono::milliseconds connect_timeout{5000};
   std::chrono::milliseconds first_byte_timeout{120'000};
   std::chrono::milliseconds gap_timeout{30'000};
-  // A client connection idle between requests is closed after this (nginx keepalive_timeout 75 s).
+  // A client connection idle between requests is closed after this (nginx keepalive_timeout 75 s);
+  // a request of a client whose key checked out must arrive whole within it too.
   std::chrono::milliseconds idle_timeout{75'000};
+  // Before a connection's first key checked out: from its accept to the end of its first
+  // request's head (the TLS handshake included), as the gRPC ports' handshake timeout. The key
+  // is checked from the head, before any body is read: a request without a valid key is
+  // answered 401 and its connection closed, its body never read (at most kLingerMs spent
+  // discarding what the client sends meanwhile, so that it reads the 401 rather than a reset).
+  std::chrono::milliseconds request_timeout{10'000};
+  // Client connections at once, and from one address (IPv6: one /64): the gate of the gRPC
+  // ports (gate/connection_gate.h: cut further when the descriptor limit is low, a quarter of it
+  // kept free, and one address never more than a quarter of what is left). Past either a
+  // connection is reset at accept; refusals are summed up in one log line per 10 s. 1024 from one
+  // address: an application server or an office NAT in front of many users holds hundreds of
+  // streams at once; an idle one costs a descriptor and a few KiB for request_timeout.
+  size_t max_connections = 4096;
+  size_t max_connections_per_address = 1024;
   // Idle upstream connections kept per replica for reuse (more are closed when returned).
   uint32_t upstream_idle_max = 256;
   // Seeds the router's two random choices; logged at start.

@@ -34,8 +34,8 @@ ClientConn::ClientConn(net::ip::tcp::socket socket, Gateway::Impl& gateway)
 
 void ClientConn::Start() {
   g_.metrics.Accepted();
+  ArmIdle();  // request_timeout: the handshake and the first request's head
   if (!stream_.tls()) return ReadRequest();
-  ArmIdle();  // the handshake too must end within idle_timeout
   stream_.tls()->async_handshake(net::ssl::stream_base::server,
                                  [self = shared_from_this()](error_code ec) {
                                    if (self->closed_) return;
@@ -45,7 +45,8 @@ void ClientConn::Start() {
 }
 
 void ClientConn::ArmIdle() {
-  idle_at_ = Gateway::Impl::Now() + Micros(g_.options.idle_timeout);
+  idle_at_ = Gateway::Impl::Now() +
+             Micros(authenticated_ ? g_.options.idle_timeout : g_.options.request_timeout);
   WakeAt(*idle_at_);
 }
 
@@ -80,7 +81,7 @@ void ClientConn::ReadRequest() {
   parser_.emplace();
   parser_->body_limit(g_.options.body_bytes_max);
   parser_->header_limit(64 * 1024);
-  ArmIdle();
+  if (authenticated_) ArmIdle();  // else the deadline set at Start holds
   http::async_read_header(
       stream_.direct(), buffer_, *parser_,
       [self = shared_from_this()](error_code ec, size_t) { self->OnHeader(ec); });
@@ -89,6 +90,9 @@ void ClientConn::ReadRequest() {
 void ClientConn::OnHeader(error_code ec) {
   if (closed_) return;
   if (ec) return OnRequest(ec);
+  if (!KeyChecksOut()) return;
+  authenticated_ = true;
+  ArmIdle();  // the body, within idle_timeout
   const auto& req = parser_->get();
   // A declared body over the limit is refused before it is sent (curl and the OpenAI clients
   // wait for "100 Continue" on large bodies), so the client reads the 413 instead of a reset.
@@ -140,17 +144,43 @@ void ClientConn::OnRequest(error_code ec) {
   Handle();
 }
 
-void ClientConn::Handle() {
+bool ClientConn::KeyChecksOut() {
   const auto& req = parser_->get();
   auto auth = req.find(http::field::authorization);
   std::optional<std::string_view> key;
   if (auth != req.end()) key = BearerToken(View(auth->value()));
-  if (!key || !g_.options.authenticate || !g_.options.authenticate(*key)) {
-    return Answer(401,
-                  ErrorJson(key ? "the API key is not valid" : "no API key (Authorization: Bearer)",
-                            "authentication_error", "invalid_api_key"),
-                  "WWW-Authenticate: Bearer\r\n", "");
-  }
+  if (key && g_.options.authenticate && g_.options.authenticate(*key)) return true;
+  idle_at_.reset();
+  keep_alive_ = false;
+  http10_ = req.version() < 11;
+  lingering_ = true;
+  Answer(401,
+         ErrorJson(key ? "the API key is not valid" : "no API key (Authorization: Bearer)",
+                   "authentication_error", "invalid_api_key"),
+         "WWW-Authenticate: Bearer\r\n", "");
+  return false;
+}
+
+void ClientConn::Linger() {
+  error_code ignored;
+  stream_.socket().shutdown(net::ip::tcp::socket::shutdown_send, ignored);
+  buffer_.clear();
+  idle_at_ = Gateway::Impl::Now() + Micros(std::chrono::milliseconds(kLingerMs));
+  WakeAt(*idle_at_);
+  Discard();
+}
+
+void ClientConn::Discard() {
+  stream_.async_read_some_direct(net::buffer(piece_),
+                                 [self = shared_from_this()](error_code ec, size_t) {
+                                   if (self->closed_) return;
+                                   if (ec) return self->Close();
+                                   self->Discard();
+                                 });
+}
+
+void ClientConn::Handle() {
+  const auto& req = parser_->get();
   std::string_view target = View(req.target());
   Route route = ParseRoute(View(req.method_string()), target);
   switch (route.kind) {
@@ -256,6 +286,7 @@ void ClientConn::Answer(int status, const std::string& body, const std::string& 
          "\r\n" + extra_headers + (keep_alive_ ? "" : "Connection: close\r\n") + "\r\n" + body;
   stream_.async_write_direct(net::buffer(out_), [self = shared_from_this()](error_code ec, size_t) {
     if (ec) return self->Close();
+    if (self->lingering_) return self->Linger();
     self->Finish(self->keep_alive_);
   });
 }

@@ -1,9 +1,11 @@
 // One client connection of the gateway: HTTP/1.1 requests read one after another (keep-alive),
-// each checked (the bearer key, the body limit, the route, the model) and answered at once (an
-// error, the model list) or handed to an Exchange that proxies it. While an exchange runs the
-// connection is read too, so a client that leaves is seen at once and its upstream request
-// cancelled. An idle connection (between requests, or a request that never completes) is closed
-// after GatewayOptions::idle_timeout.
+// each checked (the bearer key from its head, before its body is read; then the body limit, the
+// route, the model) and answered at once (an error, the model list) or handed to an Exchange that
+// proxies it. While an exchange runs the connection is read too, so a client that leaves is seen
+// at once and its upstream request cancelled. Until a key checked out the connection has
+// GatewayOptions::request_timeout from its accept to its first request's head, and a request
+// without a valid key ends it (401, its body never read); after that an idle connection (between
+// requests, or a request that never completes) is closed after GatewayOptions::idle_timeout.
 //
 // Deadlines: one timer per connection serves its idle deadline and its exchange's upstream
 // deadlines (WakeAt). It is checked lazily: a later deadline only moves a number, the timer is
@@ -34,6 +36,7 @@ namespace idlepool::serve {
 
 class ClientConn : public std::enable_shared_from_this<ClientConn> {
  public:
+  static constexpr int kLingerMs = 2000;
   using Stream = GatewayStream;
   ClientConn(boost::asio::ip::tcp::socket socket, Gateway::Impl& gateway);
 
@@ -64,6 +67,12 @@ class ClientConn : public std::enable_shared_from_this<ClientConn> {
   void HandleOpenAI(const std::string& target);
   void HandlePassThrough(const std::string& service, const std::string& target);
   void Proxy(const std::string& service, const std::string& target);
+  // The head's bearer key is valid; else a 401 is on its way and the connection lingers.
+  bool KeyChecksOut();
+  // After the 401: the write side shut, what the client still sends read and dropped (into
+  // piece_, no memory) for kLingerMs, then closed, so that it reads the answer, not a reset.
+  void Linger();
+  void Discard();
   void Watch();
   void OnWatch(error_code ec, size_t bytes);
   void ArmIdle();
@@ -86,6 +95,8 @@ class ClientConn : public std::enable_shared_from_this<ClientConn> {
   bool http10_ = false;
   bool watching_ = false;  // a read of the client is pending while an exchange runs
   bool closed_ = false;
+  bool authenticated_ = false;  // a request's key checked out on this connection
+  bool lingering_ = false;      // a 401 is sent: then Linger
   std::string out_;  // what Answer's pending write sends
   std::array<char, 16384> piece_;
 };

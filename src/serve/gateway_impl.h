@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/context.hpp>
@@ -19,6 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "serve/gated_acceptor.h"
 #include "serve/gateway.h"
 #include "serve/gateway_metrics.h"
 #include "serve/gateway_pool.h"
@@ -90,7 +92,8 @@ class Gateway::Impl {
   // Built at Start: null when the options have no such certificate.
   std::shared_ptr<boost::asio::ssl::context> https_ctx;   // the client listener
   std::shared_ptr<boost::asio::ssl::context> tunnel_ctx;  // upstreams through worker tunnels
-  boost::asio::ip::tcp::acceptor acceptor;
+  std::unique_ptr<GatedAcceptor> front;  // admits client connections (gated_acceptor.h)
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work;
   boost::asio::steady_timer timer;
   std::optional<Time> timer_at;
   std::thread thread;

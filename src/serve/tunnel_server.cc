@@ -6,6 +6,7 @@
 #include "serve/listen_address.h"
 #include "serve/tunnel_session.h"
 #include "spdlog/spdlog.h"
+#include "text/host_port.h"
 
 namespace idlepool::serve {
 
@@ -13,19 +14,10 @@ namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
 void TunnelServer::Impl::Accept() {
-  acceptor->async_accept([this](boost::system::error_code ec, tcp::socket socket) {
-    if (!acceptor->is_open()) return;
-    if (!ec && connections >= options.max_connections) {
-      spdlog::debug("tunnel: {} connections open: one more closed at accept", connections);
-      socket.close(ec);
-    } else if (!ec) {
-      ++connections;
-      socket.set_option(tcp::no_delay(true), ec);
-      std::make_shared<TunnelSession>(*this, std::move(socket))->Start();
-    } else if (ec == net::error::no_descriptors) {
-      spdlog::warn("tunnel: accept: {} (keeps accepting)", ec.message());
-    }
-    Accept();
+  front->Start(*io, [this](tcp::socket socket) {
+    boost::system::error_code ec;
+    socket.set_option(tcp::no_delay(true), ec);
+    std::make_shared<TunnelSession>(*this, std::move(socket))->Start();
   });
 }
 
@@ -44,18 +36,18 @@ absl::StatusOr<std::unique_ptr<TunnelServer>> TunnelServer::Start(TunnelServerOp
   if (!ctx.ok()) return ctx.status();
   auto impl = std::make_unique<Impl>(std::move(options));
   impl->ctx = *std::move(ctx);
-  impl->acceptor.emplace(*impl->io);
-  boost::system::error_code ec;
-  impl->acceptor->open(at->protocol(), ec);
-  if (!ec) impl->acceptor->set_option(net::socket_base::reuse_address(true), ec);
-  if (!ec) impl->acceptor->bind(*at, ec);
-  if (!ec) impl->acceptor->listen(net::socket_base::max_listen_connections, ec);
-  if (ec) {
-    return absl::UnavailableError("tunnel: listen on " + impl->options.listen + ": " +
-                                  ec.message());
-  }
-  impl->port = impl->acceptor->local_endpoint().port();
+  gate::ListenerOptions gate_options;
+  gate_options.name = "tunnel port";
+  gate_options.limits.max_connections = impl->options.max_connections;
+  gate_options.limits.max_per_peer = impl->options.max_connections_per_address;
+  auto front =
+      GatedAcceptor::Open(text::JoinHostPort(at->address().to_string(), at->port()), gate_options);
+  if (!front.ok())
+    return absl::UnavailableError("tunnel: " + std::string(front.status().message()));
+  impl->front = *std::move(front);
+  impl->port = static_cast<uint16_t>(impl->front->port());
   spdlog::info("tunnel: accepting on {}:{}", at->address().to_string(), impl->port);
+  impl->work.emplace(impl->io->get_executor());  // io runs until Stop, connections or not
   impl->Accept();
   Impl& s = *impl;
   s.thread = std::thread([&s] {
@@ -89,11 +81,12 @@ void TunnelServer::Stop() {
   Impl& s = *impl_;
   if (s.stopped) return;
   s.stopped = true;
+  if (s.front) s.front->Stop();  // nothing more is posted to io
   s.io->stop();
   if (s.thread.joinable()) s.thread.join();
   s.opener.stop();  // open calls not begun are dropped; one in progress ends first
   s.opener.join();
-  s.acceptor.reset();
+  s.work.reset();
   s.io.reset();  // its queued handlers go, and with them every session and socket
 }
 

@@ -6,12 +6,14 @@
 // side closes; else 404 (no such replica), 503 (it does not accept) or 400 (a malformed preface),
 // each with Content-Length: 0, and closes.
 //
-// Bounds: at most max_connections at once (more are closed at accept); the handshake and the
-// preface together within preface_timeout, the preface at most kTunnelPrefaceMax bytes; 64 KiB
-// of buffer per direction of a spliced connection. A gateway's half-close (TLS close_notify or
-// TCP FIN) is passed on to the replica as a write shutdown, which may still answer; the
-// replica's end of stream ends the tunnel (close_notify after its last byte); any error closes
-// both sides.
+// Bounds: connections pass the gate of the gRPC ports (gated_acceptor.h): at most max_connections
+// at once and max_connections_per_address from one address, a quarter of the descriptor limit
+// kept free for the worker's tasks (more are reset at accept, one summary log line per 10 s); the
+// handshake and the preface together within preface_timeout, the preface at most
+// kTunnelPrefaceMax bytes; 64 KiB of buffer per direction of a spliced connection. A gateway's
+// half-close (TLS close_notify or TCP FIN) is passed on to the replica as a write shutdown, which
+// may still answer; the replica's end of stream ends the tunnel (close_notify after its last byte);
+// any error closes both sides.
 //
 // Threads: one io thread (every connection lives there) and one opener thread that calls
 // options.open, one call at a time, so a slow open never stalls the io thread. Start, port,
@@ -27,6 +29,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -40,10 +43,13 @@ struct TunnelServerOptions {
   // Hello.tunnel_address.
   std::string listen = "0.0.0.0:0";
   TunnelTls tls;  // the worker's certificate and key, and the pool CA
-  // Connections open at once, handshakes included; more are closed at accept. 1024: a gateway
+  // Connections open at once, handshakes included; more are reset at accept. 1024: a gateway
   // keeps a few idle connections per replica (GatewayOptions::upstream_idle_max bounds it) and a
   // worker runs a handful of replicas; each costs two descriptors and ~150 KiB at most.
   size_t max_connections = 1024;
+  // From one address (IPv6: one /64). A gateway keeps at most upstream_idle_max (256) idle
+  // connections per replica; a worker runs a handful. An address past it is reset at accept.
+  size_t max_connections_per_address = 256;
   // From the accept to the whole preface (TLS handshake included); past it the connection is
   // closed. 10 s: a gateway sends its preface at once; a slow WAN handshake takes < 1 s.
   std::chrono::milliseconds preface_timeout{10'000};
@@ -51,6 +57,11 @@ struct TunnelServerOptions {
   // server then owns. Called on the opener thread, one call at a time; it may block briefly (a
   // loopback connect). kNotFound: no such replica here (404); any other error: 503. Required.
   std::function<absl::StatusOr<platform::UniqueFd>(uint64_t attempt)> open;
+  // Called on the io thread with the client's certificate (PEM, verified against the CA with OU
+  // "gateway") once its handshake ends: a reason refuses it (the connection is closed before its
+  // preface is read), nullopt admits it. The worker refuses what the pool revoked
+  // (trust/revocations.h). Unset: every gateway certificate of the CA is admitted.
+  std::function<std::optional<std::string>(const std::string& cert_pem)> check_client;
 };
 
 class TunnelServer {

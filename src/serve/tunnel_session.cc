@@ -28,8 +28,6 @@ TunnelSession::TunnelSession(TunnelServer::Impl& server, net::ip::tcp::socket so
       replica_(tls_.get_executor()),
       deadline_(tls_.get_executor()) {}
 
-TunnelSession::~TunnelSession() { --s_.connections; }
-
 void TunnelSession::Start() {
   deadline_.expires_after(s_.options.preface_timeout);
   deadline_.async_wait([self = shared_from_this()](error_code ec) {
@@ -40,6 +38,14 @@ void TunnelSession::Start() {
     if (ec) {
       spdlog::debug("tunnel: handshake: {}", ec.message());
       return self->Close();
+    }
+    if (self->s_.options.check_client) {
+      std::optional<std::string> why =
+          self->s_.options.check_client(PeerCertificatePem(self->tls_.native_handle()));
+      if (why) {
+        spdlog::debug("tunnel: gateway refused: {}", *why);
+        return self->Close();
+      }
     }
     net::async_read_until(self->tls_, net::dynamic_buffer(self->head_, kTunnelPrefaceMax),
                           "\r\n\r\n", [self](error_code ec, size_t n) { self->OnPreface(ec, n); });

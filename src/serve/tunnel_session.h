@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -16,6 +17,7 @@
 #include <string>
 #include <thread>
 
+#include "serve/gated_acceptor.h"
 #include "serve/tunnel_server.h"
 
 namespace idlepool::serve {
@@ -25,9 +27,9 @@ struct TunnelServer::Impl {
   void Accept();
 
   TunnelServerOptions options;
-  std::atomic<size_t> connections{0};  // sessions alive
   std::unique_ptr<boost::asio::io_context> io = std::make_unique<boost::asio::io_context>(1);
-  std::optional<boost::asio::ip::tcp::acceptor> acceptor;
+  std::unique_ptr<GatedAcceptor> front;  // admits connections (gated_acceptor.h)
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work;
   std::shared_ptr<boost::asio::ssl::context> ctx;  // swapped on the io thread by SetCertificate
   boost::asio::thread_pool opener{1};
   std::thread thread;
@@ -38,7 +40,6 @@ struct TunnelServer::Impl {
 class TunnelSession : public std::enable_shared_from_this<TunnelSession> {
  public:
   TunnelSession(TunnelServer::Impl& server, boost::asio::ip::tcp::socket socket);
-  ~TunnelSession();  // one connection less
   TunnelSession(const TunnelSession&) = delete;
   TunnelSession& operator=(const TunnelSession&) = delete;
   void Start();

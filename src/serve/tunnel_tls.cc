@@ -1,6 +1,7 @@
 #include "serve/tunnel_tls.h"
 
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
@@ -93,6 +94,22 @@ absl::StatusOr<ContextPtr> TunnelClientContext(const TunnelTls& tls) {
 
 bool ExpectWorker::operator()(bool preverified, ssl::verify_context& ctx) const {
   return CheckLeaf(preverified, ctx.native_handle(), "worker", &name);
+}
+
+std::string PeerCertificatePem(SSL* ssl) {
+  X509* cert = SSL_get1_peer_certificate(ssl);
+  if (cert == nullptr) return "";
+  std::string out;
+  if (BIO* bio = BIO_new(BIO_s_mem())) {
+    if (PEM_write_bio_X509(bio, cert) == 1) {
+      char* data = nullptr;
+      const long len = BIO_get_mem_data(bio, &data);
+      out.assign(data, static_cast<size_t>(len));
+    }
+    BIO_free(bio);
+  }
+  X509_free(cert);
+  return out;
 }
 
 absl::StatusOr<ContextPtr> HttpsServerContext(const std::string& cert_chain_pem,

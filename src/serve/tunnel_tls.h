@@ -15,6 +15,8 @@
 
 #include "absl/status/statusor.h"
 
+struct ssl_st;
+
 namespace boost::asio::ssl {
 class context;
 class verify_context;
@@ -43,6 +45,9 @@ struct ExpectWorker {
   std::string name;
   bool operator()(bool preverified, boost::asio::ssl::verify_context& ctx) const;
 };
+
+// The certificate the peer of `ssl` presented (PEM); "" when none.
+std::string PeerCertificatePem(ssl_st* ssl);
 
 // A plain HTTPS server context (the gateway's client listener): TLS 1.2 or 1.3, the chain and
 // key given, no client certificate asked.

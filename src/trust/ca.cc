@@ -189,9 +189,11 @@ absl::StatusOr<ossl::X509Ptr> MakeCert(const CertSpec& spec, EVP_PKEY* subject_k
   return cert;
 }
 
+// The one `nid` entry of `name`; "" when there is none or more than one (a subject with two OUs
+// has no role).
 std::string NameField(X509_NAME* name, int nid) {
   const int i = X509_NAME_get_index_by_NID(name, nid, -1);
-  if (i < 0) return "";
+  if (i < 0 || X509_NAME_get_index_by_NID(name, nid, i) >= 0) return "";
   unsigned char* utf8 = nullptr;
   const int len =
       ASN1_STRING_to_UTF8(&utf8, X509_NAME_ENTRY_get_data(X509_NAME_get_entry(name, i)));

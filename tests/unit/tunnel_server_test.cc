@@ -9,7 +9,10 @@
 #include <chrono>
 #include <functional>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <thread>
+#include <utility>
 
 #include "gtest/gtest.h"
 #include "serve/tunnel_wire.h"
@@ -52,11 +55,14 @@ class TunnelServerTest : public ::testing::Test {
   }
 
   std::unique_ptr<TunnelServer> StartServer(size_t max_connections,
-                                            std::chrono::milliseconds preface_timeout) {
+                                            std::chrono::milliseconds preface_timeout,
+                                            size_t per_address = 256) {
     TunnelServerOptions o;
     o.listen = "127.0.0.1:0";
     o.tls = ca_.Worker("w1");
     o.max_connections = max_connections;
+    o.max_connections_per_address = per_address;
+    o.check_client = check_;
     o.preface_timeout = preface_timeout;
     o.open = [this](uint64_t attempt) { return Open(attempt); };
     absl::StatusOr<std::unique_ptr<TunnelServer>> s = TunnelServer::Start(std::move(o));
@@ -103,6 +109,7 @@ class TunnelServerTest : public ::testing::Test {
   std::atomic<int> opens_{0};
   std::mutex mu_;
   std::vector<std::thread> unix_echoes_;
+  std::function<std::optional<std::string>(const std::string&)> check_;  // for StartServer
   std::unique_ptr<TunnelServer> server_;
 };
 
@@ -188,8 +195,13 @@ TEST_F(TunnelServerTest, TheGatewayRefusesAnotherWorkerName) {
   EXPECT_FALSE(right.Dial(server_->port(), "w1"));
 }
 
-TEST_F(TunnelServerTest, ConnectionsPastTheLimitAreClosedAtAccept) {
-  server_ = StartServer(2, std::chrono::milliseconds(60'000));
+// Past the cap in all, or from one address (the gate of the gRPC ports, gated_acceptor.h), a
+// connection is reset at once.
+class TunnelServerCapTest : public TunnelServerTest,
+                            public ::testing::WithParamInterface<std::pair<size_t, size_t>> {};
+
+TEST_P(TunnelServerCapTest, ConnectionsPastTheCapAreResetAtAccept) {
+  server_ = StartServer(GetParam().first, std::chrono::milliseconds(60'000), GetParam().second);
   auto raw = [&] {
     auto s = std::make_unique<net::ip::tcp::socket>(io_);
     s->connect({net::ip::make_address("127.0.0.1"), server_->port()});
@@ -201,7 +213,8 @@ TEST_F(TunnelServerTest, ConnectionsPastTheLimitAreClosedAtAccept) {
   char byte;
   boost::system::error_code ec;
   c->read_some(net::buffer(&byte, 1), ec);
-  EXPECT_EQ(ec, net::error::eof) << "the third connection is closed at once";
+  EXPECT_TRUE(ec == net::error::eof || ec == net::error::connection_reset)
+      << "the third connection is closed at once: " << ec.message();
   a->close();
   // One slot is free again: a tunnel works once the server saw the close.
   EXPECT_TRUE(WaitUntil([&] {
@@ -210,6 +223,28 @@ TEST_F(TunnelServerTest, ConnectionsPastTheLimitAreClosedAtAccept) {
     return t.ReadHead() == TunnelAnswer(200);
   }));
 }
+
+// The worker refuses a revoked gateway's certificate (check_client) after the handshake: nothing
+// is opened, the connection closes before its preface is read.
+TEST_F(TunnelServerTest, AGatewayTheCheckRefusesIsClosedBeforeItsPreface) {
+  std::atomic<int> checked{0};
+  check_ = [&](const std::string& pem) -> std::optional<std::string> {
+    ++checked;
+    EXPECT_NE(pem.find("BEGIN CERTIFICATE"), std::string::npos);
+    return "revoked";
+  };
+  server_ = StartServer(1024, std::chrono::milliseconds(10'000));
+  EXPECT_EQ(AnswerTo(GatewayContext()), "");
+  EXPECT_GE(checked.load(), 1);
+  EXPECT_EQ(opens_.load(), 0);
+  check_ = [](const std::string&) -> std::optional<std::string> { return std::nullopt; };
+  server_ = StartServer(1024, std::chrono::milliseconds(10'000));
+  EXPECT_EQ(AnswerTo(GatewayContext()), TunnelAnswer(200));
+}
+
+INSTANTIATE_TEST_SUITE_P(InAllOrPerAddress, TunnelServerCapTest,
+                         ::testing::Values(std::pair<size_t, size_t>{2, 256},
+                                           std::pair<size_t, size_t>{1024, 2}));
 
 TEST_F(TunnelServerTest, APrefaceThatNeverComesIsClosedAtItsDeadline) {
   server_ = StartServer(1024, std::chrono::milliseconds(200));
