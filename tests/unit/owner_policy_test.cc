@@ -681,8 +681,12 @@ TEST(OwnerPolicy, IdleStartsOnlyAfterStartIdle) {
   Decision start = D(r, Idle());
   EXPECT_EQ(start.action, Action::kRun);
   EXPECT_EQ(start.next_mode, Mode::kRunning);
+  // Unknown input: not at once; once the machine's load has stayed low start_idle_s.
   r.idle_seconds.reset();
-  EXPECT_EQ(D(r, Idle()).action, Action::kRun);
+  EXPECT_EQ(D(r, Idle()).cause, Cause::kOwnerUnknown);
+  PolicyState quiet = Idle();
+  quiet.quiet_since_s = kNow - 300;
+  EXPECT_EQ(D(r, quiet).action, Action::kRun);
 }
 
 TEST(OwnerPolicy, IdleNeverVacatedForLongIdleTime) {
