@@ -115,26 +115,6 @@ MaybeProblem CheckName(const std::string& name) {
 }  // namespace
 
 // A '..' inside a component ("frame..png") is an ordinary name.
-namespace {
-
-// RelativePathError also refuses every control character, not only the NUL and line breaks
-// spec.h names: the C0 controls, DEL, and the C1 controls (U+0080..U+009F, in UTF-8 C2 80..C2 9F),
-// bytes a terminal acts on when a name is printed (`ls`, a shell's completion), as `fetch` would
-// write it.
-bool HasControlCharacter(std::string_view s) {
-  for (size_t i = 0; i < s.size(); ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x20 || c == 0x7f) return true;
-    if (c == 0xC2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) <= 0x9F &&
-        static_cast<unsigned char>(s[i + 1]) >= 0x80) {
-      return true;
-    }
-  }
-  return false;
-}
-
-}  // namespace
-
 std::optional<std::string> RelativePathError(std::string_view path) {
   if (path.empty()) return "is empty";
   if (path.size() > 4096) return "is longer than 4096 bytes";
@@ -143,9 +123,8 @@ std::optional<std::string> RelativePathError(std::string_view path) {
   if (path.find_first_of("\n\r") != std::string_view::npos) {
     return "contains a line break (\\n or \\r)";
   }
-  if (HasControlCharacter(path)) {
-    return "contains a control character (a terminal would act on it: an escape sequence)";
-  }
+  // Every control character (C0, DEL, C1) and bidi control: a terminal acts on them.
+  if (!text::IsPrintableUtf8(path)) return "contains a control character (a terminal acts on it)";
   if (path.front() == '/') return "must be relative to the task dir, not absolute";
   if (path.back() == '/') return "must be a normalized path (no trailing '/')";
   for (absl::string_view part : absl::StrSplit(ToAbsl(path), '/')) {
