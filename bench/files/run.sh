@@ -101,7 +101,7 @@ run_variant() {
   mkdir -p "$dir/sensors"
   for w in $(seq "$N"); do
     "$BIN" worker --name "w$w" --slots 1 --join "$addr" --token-file "$dir/join.token" \
-      --work-dir "$dir/w$w" --sensors-dir "$dir/sensors" "${sandbox[@]}" >"$dir/w$w.log" 2>&1 &
+      --work-dir "$dir/w$w" --sensors-dir "$dir/sensors" --dedicated "${sandbox[@]}" >"$dir/w$w.log" 2>&1 &
     PIDS+=($!)
   done
   connected() { [ "$("$BIN" workers --json | jq '[.workers[] | select(.state=="connected")] | length')" = "$N" ]; }

@@ -76,6 +76,7 @@ absl::Status UploadOnce(v1::Blobs::Stub* stub, const std::string& token, const s
     msg.set_data(buf.data(), len);
     if (!writer->Write(msg)) break;  // the server ended the call; Finish() says why
     stats->bytes_sent += len;
+    if (options.moved) options.moved(len);
     if (index == static_cast<uint32_t>(resume / kChunkBytes)) {
       msg.clear_sha256();
       msg.clear_size();
@@ -128,6 +129,7 @@ absl::Status FetchMissing(v1::Blobs::Stub* stub, const std::string& token, Parti
         break;
       }
       stats->bytes_received += msg.data().size();
+      if (options.moved) options.moved(msg.data().size());
       expect += msg.data().size();
       std::string_view data = msg.data();
       while (!data.empty()) {

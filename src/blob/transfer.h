@@ -43,6 +43,9 @@ struct TransferOptions {
   // upload half-closes its call, so the coordinator keeps every chunk it was sent).
   std::function<bool()> cancelled;
   RetryPolicy retry;
+  // Called on the transfer's thread with the blob bytes of each chunk sent or received (a
+  // progress meter); a retried chunk counts again. Empty: nothing.
+  std::function<void(uint64_t bytes)> moved;
   bool follow_symlinks = true;  // uploads: false refuses a symlink (see HashFile)
   // Uploads: read this open regular file (the caller's, left open; pread, so its offset does not
   // matter) instead of opening `path`, which then only names it in messages. -1: open `path`.

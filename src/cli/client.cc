@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -9,11 +10,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "blob/blob.h"
+#include "blob/transfer.h"
+#include "cli/client_error.h"
 #include "grpcpp/grpcpp.h"
 #include "platform/clock.h"
 #include "spdlog/spdlog.h"
 #include "spec/profile_key.h"
+#include "spec/spec.h"
 #include "status_convert.h"
+#include "text/names.h"
 #include "text/utf8.h"
 #include "trust/grpc_tls.h"
 #include "wire/wire.h"
@@ -22,7 +27,7 @@ namespace idlepool::cli {
 namespace fs = std::filesystem;
 
 PoolClient::PoolClient(const std::string& address, std::string token, const std::string& ca_pem)
-    : token_(std::move(token)) {
+    : address_(address), token_(std::move(token)) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(128 << 20);
   args.SetMaxSendMessageSize(128 << 20);
@@ -36,6 +41,10 @@ std::unique_ptr<grpc::ClientContext> PoolClient::Context() const {
   ctx->AddMetadata("x-idlepool-token", token_);
   ctx->set_deadline(platform::DeadlineAfter(std::chrono::seconds(30)));
   return ctx;
+}
+
+absl::Status PoolClient::CallError(const grpc::Status& st, const std::string& what) const {
+  return ExplainCall(st, address_, what);
 }
 
 namespace {
@@ -65,7 +74,8 @@ void FillInput(const Hashed& h, v1::Input* p) {
 }  // namespace
 
 absl::StatusOr<v1::SubmitJobReply> PoolClient::Submit(const spec::JobSpec& spec,
-                                                      const std::string& source_file) {
+                                                      const std::string& source_file,
+                                                      const TransferProgress& progress) {
   v1::SubmitJobRequest req;
   *req.mutable_spec() = wire::ToProto(spec);
   req.mutable_spec()->set_source(text::TruncateUtf8(source_file, 4096));  // display only
@@ -98,37 +108,51 @@ absl::StatusOr<v1::SubmitJobReply> PoolClient::Submit(const spec::JobSpec& spec,
       }
     }
   }
-  if (absl::Status s = UploadMissing(to_send, digests); !s.ok()) return s;
+  if (absl::Status s = UploadMissing(to_send, digests, progress); !s.ok()) return s;
   v1::SubmitJobReply reply;
   auto ctx = Context();
   grpc::Status st = stub_->SubmitJob(ctx.get(), req, &reply);
-  if (!st.ok()) return wire::FromGrpc(st, "submit");
+  if (!st.ok()) return CallError(st, "submit");
   return reply;
 }
 
 absl::Status PoolClient::UploadMissing(const std::map<std::string, std::string>& sources,
-                                       const std::map<std::string, blob::FileDigest>& digests) {
+                                       const std::map<std::string, blob::FileDigest>& digests,
+                                       const TransferProgress& progress) {
   if (sources.empty()) return absl::OkStatus();
   v1::HasBlobsRequest has;
   for (const auto& [sha, source] : sources) has.add_sha256(sha);
   v1::HasBlobsReply present;
   auto ctx = Context();
   grpc::Status st = blobs_->HasBlobs(ctx.get(), has, &present);
-  if (!st.ok()) return wire::FromGrpc(st, "checking inputs");
+  if (!st.ok()) return CallError(st, "checking inputs");
+  auto there = [&](int i) { return i < present.present_size() && present.present(i); };
+  uint64_t total = 0, done = 0;
   int i = 0;
+  for (const auto& [sha, source] : sources) total += there(i++) ? 0 : digests.at(sha).size;
+  i = 0;
   bool uploaded = false;
   for (const auto& [sha, source] : sources) {
-    const bool there = i < present.present_size() && present.present(i);
-    ++i;
-    if (there) continue;
-    auto up = blob::UploadFile(blobs_.get(), token_, source, digests.at(sha));
-    if (!up.ok()) return up;
+    if (there(i++)) continue;
+    const blob::FileDigest& digest = digests.at(sha);
+    const uint64_t before = done;
+    blob::TransferOptions options;
+    if (progress) {
+      options.moved = [&](uint64_t n) {
+        done = std::min(done + n, before + digest.size);
+        progress(done, total);
+      };
+    }
+    auto up = blob::UploadResumable(blobs_.get(), token_, source, digest, options);
+    if (!up.ok()) return up.status();
+    done = before + digest.size;
+    if (progress) progress(done, total);
     uploaded = true;
   }
   if (uploaded) {            // touches them all again: the coordinator's grace (blob/collect.h)
     auto again = Context();  // restarts from now, however long the uploads took
     grpc::Status touched = blobs_->HasBlobs(again.get(), has, &present);
-    if (!touched.ok()) return wire::FromGrpc(touched, "checking inputs");
+    if (!touched.ok()) return CallError(touched, "checking inputs");
   }
   return absl::OkStatus();
 }
@@ -139,7 +163,7 @@ absl::StatusOr<v1::JobStatus> PoolClient::GetJob(uint64_t job) {
   v1::JobStatus reply;
   auto ctx = Context();
   grpc::Status st = stub_->GetJob(ctx.get(), ref, &reply);
-  if (!st.ok()) return wire::FromGrpc(st, absl::StrCat("job ", job));
+  if (!st.ok()) return CallError(st, absl::StrCat("job ", job));
   return reply;
 }
 
@@ -147,7 +171,7 @@ absl::StatusOr<v1::ListJobsReply> PoolClient::ListJobs() {
   v1::ListJobsReply reply;
   auto ctx = Context();
   grpc::Status st = stub_->ListJobs(ctx.get(), v1::ListJobsRequest(), &reply);
-  if (!st.ok()) return wire::FromGrpc(st, "list jobs");
+  if (!st.ok()) return CallError(st, "list jobs");
   return reply;
 }
 
@@ -155,7 +179,7 @@ absl::StatusOr<v1::ListWorkersReply> PoolClient::ListWorkers() {
   v1::ListWorkersReply reply;
   auto ctx = Context();
   grpc::Status st = stub_->ListWorkers(ctx.get(), v1::ListWorkersRequest(), &reply);
-  if (!st.ok()) return wire::FromGrpc(st, "list workers");
+  if (!st.ok()) return CallError(st, "list workers");
   return reply;
 }
 
@@ -165,7 +189,7 @@ absl::StatusOr<std::string> PoolClient::Cancel(uint64_t job) {
   v1::CancelJobReply reply;
   auto ctx = Context();
   grpc::Status st = stub_->CancelJob(ctx.get(), ref, &reply);
-  if (!st.ok()) return wire::FromGrpc(st, absl::StrCat("cancel job ", job));
+  if (!st.ok()) return CallError(st, absl::StrCat("cancel job ", job));
   return reply.state();
 }
 
@@ -177,7 +201,7 @@ absl::StatusOr<v1::DeleteJobReply> PoolClient::DeleteJob(uint64_t job, bool canc
   auto ctx = Context();
   ctx->set_deadline(platform::DeadlineAfter(std::chrono::minutes(10)));  // a big job's blobs
   grpc::Status st = stub_->DeleteJob(ctx.get(), req, &reply);
-  if (!st.ok()) return wire::FromGrpc(st, absl::StrCat("delete job ", job));
+  if (!st.ok()) return CallError(st, absl::StrCat("delete job ", job));
   return reply;
 }
 
@@ -188,7 +212,7 @@ absl::StatusOr<v1::ScaleReply> PoolClient::Scale(uint64_t job, uint32_t replicas
   v1::ScaleReply reply;
   auto ctx = Context();
   grpc::Status st = stub_->ScaleService(ctx.get(), req, &reply);
-  if (!st.ok()) return wire::FromGrpc(st, absl::StrCat("scale service ", job));
+  if (!st.ok()) return CallError(st, absl::StrCat("scale service ", job));
   return reply;
 }
 
@@ -196,7 +220,7 @@ absl::StatusOr<v1::ListServicesReply> PoolClient::ListServices() {
   v1::ListServicesReply reply;
   auto ctx = Context();
   grpc::Status st = stub_->ListServices(ctx.get(), v1::ListServicesRequest(), &reply);
-  if (!st.ok()) return wire::FromGrpc(st, "list services");
+  if (!st.ok()) return CallError(st, "list services");
   return reply;
 }
 
@@ -210,8 +234,8 @@ absl::StatusOr<v1::ProfileReply> PoolClient::GetProfile(const std::string& profi
   auto ctx = Context();
   grpc::Status st = stub_->GetProfile(ctx.get(), req, &reply);
   if (!st.ok()) {
-    return wire::FromGrpc(st, job != 0 ? absl::StrCat("profile of job ", job)
-                                       : absl::StrCat("profile ", profile_key));
+    return CallError(st, job != 0 ? absl::StrCat("profile of job ", job)
+                                  : absl::StrCat("profile ", profile_key));
   }
   return reply;
 }
@@ -223,7 +247,7 @@ absl::StatusOr<v1::JobTimeline> PoolClient::GetJobTimeline(uint64_t job, uint32_
   v1::JobTimeline reply;
   auto ctx = Context();
   grpc::Status st = stub_->GetJobTimeline(ctx.get(), req, &reply);
-  if (!st.ok()) return wire::FromGrpc(st, absl::StrCat("timeline of job ", job));
+  if (!st.ok()) return CallError(st, absl::StrCat("timeline of job ", job));
   return reply;
 }
 
@@ -237,7 +261,7 @@ absl::StatusOr<v1::FailedTasksPage> PoolClient::ListFailedTasks(uint64_t job,
   v1::FailedTasksPage reply;
   auto ctx = Context();
   grpc::Status st = stub_->ListFailedTasks(ctx.get(), req, &reply);
-  if (!st.ok()) return wire::FromGrpc(st, absl::StrCat("failed tasks of job ", job));
+  if (!st.ok()) return CallError(st, absl::StrCat("failed tasks of job ", job));
   return reply;
 }
 
@@ -248,7 +272,7 @@ absl::StatusOr<v1::TaskLog> PoolClient::GetTaskLog(uint64_t job, uint32_t task) 
   v1::TaskLog reply;
   auto ctx = Context();
   grpc::Status st = stub_->GetTaskLog(ctx.get(), req, &reply);
-  if (!st.ok()) return wire::FromGrpc(st, absl::StrCat("log of job ", job, " task ", task));
+  if (!st.ok()) return CallError(st, absl::StrCat("log of job ", job, " task ", task));
   return reply;
 }
 
@@ -263,7 +287,7 @@ absl::Status PoolClient::TaskLogs(const v1::LogRequest& req,
   v1::LogData d;
   while (reader->Read(&d)) on_data(d);
   grpc::Status st = reader->Finish();
-  if (!st.ok()) return wire::FromGrpc(st, absl::StrCat("logs of job ", req.job()));
+  if (!st.ok()) return CallError(st, absl::StrCat("logs of job ", req.job()));
   return absl::OkStatus();
 }
 
@@ -314,8 +338,8 @@ absl::StatusOr<v1::JobStatus> PoolClient::Wait(
   }
 }
 
-absl::StatusOr<std::vector<std::string>> PoolClient::Fetch(uint64_t job,
-                                                           const std::string& out_dir) {
+absl::StatusOr<std::vector<std::string>> PoolClient::Fetch(uint64_t job, const std::string& out_dir,
+                                                           const TransferProgress& progress) {
   v1::JobRef ref;
   ref.set_job(job);
   v1::ListOutputsReply outputs;
@@ -328,7 +352,7 @@ absl::StatusOr<std::vector<std::string>> PoolClient::Fetch(uint64_t job,
       for (auto& t : *page.mutable_tasks()) *outputs.add_tasks() = std::move(t);
     }
     grpc::Status st = reader->Finish();
-    if (!st.ok()) return wire::FromGrpc(st, absl::StrCat("outputs of job ", job));
+    if (!st.ok()) return CallError(st, absl::StrCat("outputs of job ", job));
   }
   std::map<std::string, int> path_count;
   for (const auto& t : outputs.tasks()) {
@@ -336,26 +360,60 @@ absl::StatusOr<std::vector<std::string>> PoolClient::Fetch(uint64_t job,
   }
   bool per_task = std::any_of(path_count.begin(), path_count.end(),
                               [](const auto& kv) { return kv.second > 1; });
+  uint64_t total = 0, done = 0;
+  for (const auto& t : outputs.tasks()) {
+    for (const auto& f : t.files()) total += f.size();
+  }
   std::vector<std::string> written;
   std::error_code ec;
   fs::create_directories(out_dir, ec);
   if (ec) return absl::FailedPreconditionError(absl::StrCat("cannot create ", out_dir));
+  uint64_t refused = 0;
+  std::string first_refused;
   for (const auto& t : outputs.tasks()) {
     for (const auto& f : t.files()) {
+      // Never written: a name a terminal would act on, or one that leaves out_dir (a row stored
+      // before names were checked, or a coordinator that is not to be trusted with the disk).
+      if (auto why = spec::RelativePathError(f.path())) {
+        if (refused++ == 0) {
+          first_refused =
+              absl::StrCat("task ", t.index(), " '",
+                           text::VisibleText(text::TruncateUtf8(f.path(), 256)), "' ", *why);
+        }
+        continue;
+      }
       std::string rel = per_task ? absl::StrFormat("task-%06d/%s", t.index(), f.path()) : f.path();
       fs::path dest = fs::path(out_dir) / rel;
       fs::create_directories(dest.parent_path(), ec);
+      const uint64_t before = done;
       if (fs::exists(dest)) {
         auto d = blob::HashFile(dest.string());
         if (d.ok() && d->sha256 == f.sha256()) {
           written.push_back(rel);
+          done = before + f.size();
+          if (progress) progress(done, total);
           continue;
         }
       }
-      auto st = blob::DownloadBlob(blobs_.get(), token_, f.sha256(), f.size(), dest.string());
-      if (!st.ok()) return st;
+      blob::TransferOptions options;
+      if (progress) {
+        options.moved = [&](uint64_t n) {
+          done = std::min(done + n, before + f.size());
+          progress(done, total);
+        };
+      }
+      auto st =
+          blob::DownloadToFile(blobs_.get(), token_, f.sha256(), f.size(), dest.string(), options);
+      if (!st.ok()) return st.status();
+      done = before + f.size();
+      if (progress) progress(done, total);
       written.push_back(rel);
     }
+  }
+  if (refused > 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(refused, " output", refused == 1 ? "" : "s", " of job ", job,
+                     " not written (the others are in ", out_dir, "): ", first_refused));
   }
   return written;
 }
@@ -379,7 +437,7 @@ absl::StatusOr<v1::PlanReply> PoolClient::PlanJob(const spec::JobSpec& spec,
   // A plan of a huge job simulates it up to 15 times: give it longer than the usual 30 s.
   ctx->set_deadline(platform::DeadlineAfter(std::chrono::seconds(120)));
   grpc::Status st = stub_->PlanJob(ctx.get(), req, &reply);
-  if (!st.ok()) return wire::FromGrpc(st, "plan");
+  if (!st.ok()) return CallError(st, "plan");
   return reply;
 }
 

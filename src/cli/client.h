@@ -2,7 +2,7 @@
 //
 // Thread safety: a PoolClient may be shared between threads (gRPC stubs are thread-safe).
 // Errors: gRPC failures map to absl codes (PERMISSION_DENIED -> kPermissionDenied, UNAVAILABLE
-// -> kUnavailable, ...) with the coordinator's message.
+// -> kUnavailable, ...), said as client_error.h says them: what failed and what to do.
 #pragma once
 
 #include <chrono>
@@ -24,6 +24,10 @@ namespace idlepool::cli {
 // hashes the spec's input files (Input::source) as Submit does. Errors: the file's (kNotFound...).
 [[nodiscard]] absl::StatusOr<std::string> ProfileKeyOf(const spec::JobSpec& spec);
 
+// Transfer progress for a meter (transfer_meter.h): blob bytes done of the total, called on the
+// caller's thread after every chunk moved and after every file.
+using TransferProgress = std::function<void(uint64_t done, uint64_t total)>;
+
 class PoolClient {
  public:
   // TLS verified against `ca_pem` (the pool CA, checked against the token's pin by
@@ -33,9 +37,10 @@ class PoolClient {
   // Hashes and uploads the spec's inputs and its per-task inputs (JobSpec::task_inputs, expanded
   // for every task: spec::ExpandTaskInputs' errors name the task and the pattern), each distinct
   // blob once, skipping blobs the coordinator already has; then submits. The job is durable when
-  // this returns OK.
+  // this returns OK. `progress`: the uploads' (bytes of the blobs it lacks).
   [[nodiscard]] absl::StatusOr<v1::SubmitJobReply> Submit(const spec::JobSpec& spec,
-                                                          const std::string& source_file);
+                                                          const std::string& source_file,
+                                                          const TransferProgress& progress = {});
   // Plans the job on the pool (Pool.PlanJob): hashes the spec's inputs (uploads nothing) and sends
   // it with `extras` (workers, task_s, output bytes; its spec field is replaced).
   [[nodiscard]] absl::StatusOr<v1::PlanReply> PlanJob(const spec::JobSpec& spec,
@@ -84,15 +89,20 @@ class PoolClient {
 
   // Downloads every committed output into `out_dir` (flat; if two tasks wrote the same path,
   // each task's files go to task-NNNNNN/ instead). Files already there with the right hash are
-  // kept. Returns the paths written, relative to out_dir.
-  [[nodiscard]] absl::StatusOr<std::vector<std::string>> Fetch(uint64_t job,
-                                                               const std::string& out_dir);
+  // kept. Returns the paths written, relative to out_dir. `progress`: over every output's bytes
+  // (kept files count as done).
+  [[nodiscard]] absl::StatusOr<std::vector<std::string>> Fetch(
+      uint64_t job, const std::string& out_dir, const TransferProgress& progress = {});
 
  private:
   std::unique_ptr<grpc::ClientContext> Context() const;
+  // A failed call said so that a person can act on it (client_error.h).
+  absl::Status CallError(const grpc::Status& st, const std::string& what) const;
   // Uploads each blob of `sources` (sha256 -> a file holding it) the coordinator lacks, once.
   absl::Status UploadMissing(const std::map<std::string, std::string>& sources,
-                             const std::map<std::string, blob::FileDigest>& digests);
+                             const std::map<std::string, blob::FileDigest>& digests,
+                             const TransferProgress& progress);
+  std::string address_;  // host:port, for messages
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Jobs::Stub> stub_;    // the clients' calls
   std::unique_ptr<v1::Blobs::Stub> blobs_;  // inputs up, outputs down

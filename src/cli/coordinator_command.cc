@@ -9,10 +9,12 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "blob/space.h"
 #include "cli/command.h"
 #include "cli/install_service.h"
 #include "coordinator/coordinator.h"
+#include "coordinator/server_identity.h"
 #include "core/defaults.h"
 #include "platform/harden.h"
 #include "platform/memory.h"
@@ -63,19 +65,20 @@ absl::Status SetCollection(CoordinatorFlags& f) {
 
 // What to tell the user at start: where it listens, the pool CA, a ready join command (a join
 // token made now: an hour, any number of machines), how people log in, the dashboard. A
-// wildcard host is replaced by this machine's name in the commands.
+// wildcard host is never printed as an address to use: the commands and URLs name the host the
+// coordinator advertises (its certificate covers it).
 void PrintWelcome(const coordinator::Options& options, coordinator::Coordinator& c) {
   auto listen = text::SplitHostPort(options.listen);
-  std::string host = listen.ok() ? listen->host : "";
-  const std::string listened = text::JoinHostPort(host, c.port());
-  if (text::IsWildcardHost(host)) {
-    char buf[256] = {0};
-    ::gethostname(buf, sizeof buf - 1);
-    host = buf;
-  }
+  const std::string listen_host = listen.ok() ? listen->host : "";
+  const std::string listened = text::JoinHostPort(listen_host, c.port());
+  const std::string host = coordinator::AdvertisedHost(c.server_names(), listen_host);
   const std::string addr = text::JoinHostPort(host, c.port());
   std::printf("idlepool coordinator listening on %s, TLS only (data dir %s)\n", listened.c_str(),
               options.data_dir.c_str());
+  if (text::IsWildcardHost(listen_host)) {
+    std::printf("reachable as: %s (the names its certificate covers; --advertise sets them)\n",
+                absl::StrJoin(c.server_names(), ", ").c_str());
+  }
   std::printf("pool CA sha256:%s (%s %s/ca.pem)\n", c.ca_pin().c_str(),
               c.ca_created() ? "created now in" : "from", options.data_dir.c_str());
   auto join = c.CreateToken("worker", 3600, -1, "");
@@ -91,8 +94,7 @@ void PrintWelcome(const coordinator::Options& options, coordinator::Coordinator&
       "  idlepool token create --role submit --data-dir %s\n  idlepool login %s\n",
       options.data_dir.c_str(), addr.c_str());
   if (c.http_port() != 0) {
-    std::string web = c.http_host();
-    if (text::IsWildcardHost(web)) web = host;
+    const std::string web = coordinator::AdvertisedHost(c.server_names(), c.http_host());
     std::printf(
         "dashboard (log in with an access token; it is signed by the pool CA, %s/ca.pem):\n"
         "  https://%s/\n",

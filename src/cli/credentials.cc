@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "cli/client_error.h"
 #include "nlohmann/json.hpp"
 #include "platform/write_file.h"
 #include "trust/ca.h"
@@ -74,8 +75,9 @@ absl::StatusOr<ClientCredentials> ResolveCredentials(const std::string& coordina
           "`idlepool token create --role submit` on the coordinator), or set IDLEPOOL_TOKEN");
     }
     c.token = (*saved)->token;
-    if (c.coordinator.empty()) c.coordinator = (*saved)->coordinator;
   }
+  // A login's address is used whenever none is given, whichever token goes with it.
+  if (c.coordinator.empty() && saved->has_value()) c.coordinator = (*saved)->coordinator;
   if (c.coordinator.empty()) c.coordinator = kDefaultCoordinator;
   auto parts = trust::ParseToken(c.token);
   if (!parts.ok()) {
@@ -93,7 +95,7 @@ absl::StatusOr<ClientCredentials> ResolveCredentials(const std::string& coordina
   }
   if (c.ca_pem.empty()) {
     auto ca = trust::FetchPinnedCa(c.coordinator, parts->pin, kFetchTimeout);
-    if (!ca.ok()) return ca.status();
+    if (!ca.ok()) return ExplainConnect(ca.status(), c.coordinator);
     c.ca_pem = *ca;
   }
   return c;

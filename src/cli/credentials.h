@@ -38,8 +38,8 @@ struct ClientCredentials {
   std::string ca_pem;
 };
 
-// `coordinator` and `token` as given (either may be empty: then the saved login's, and the
-// default address).
+// `coordinator` and `token` as given (either may be empty: then the saved login's; the saved
+// login's address whenever no address is given, even with a token given; else the default).
 absl::StatusOr<ClientCredentials> ResolveCredentials(const std::string& coordinator,
                                                      const std::string& token);
 

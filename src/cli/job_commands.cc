@@ -13,6 +13,7 @@
 #include "cli/command.h"
 #include "cli/job_print.h"
 #include "cli/progress.h"
+#include "cli/transfer_meter.h"
 #include "spec/spec.h"
 
 namespace idlepool::cli {
@@ -40,7 +41,10 @@ int Submit(const JobFlags& f, Common& common) {
   }
   if (absl::Status st = spec::Validate(*spec); !st.ok()) return BadSpec(st);
   PoolClient client = MakeClient(common);
-  auto reply = client.Submit(*spec, fs::absolute(f.job_file).string());
+  TransferMeter meter("uploading inputs", "uploaded inputs:");  // a terminal only
+  auto reply = client.Submit(*spec, fs::absolute(f.job_file).string(),
+                             [&](uint64_t done, uint64_t total) { meter.Update(done, total); });
+  meter.Finish();
   if (!reply.ok()) return Fail(reply.status());
   std::printf("%llu\n", static_cast<unsigned long long>(reply->job()));
   std::fprintf(stderr, "submitted job %llu '%s': %s\n",
@@ -118,7 +122,10 @@ int Fetch(const JobFlags& f, Common& common) {
   PoolClient client = MakeClient(common);
   auto status = client.GetJob(f.job);
   if (!status.ok()) return Fail(status.status());
-  auto files = client.Fetch(f.job, f.out_dir);
+  TransferMeter meter("fetching outputs", "fetched outputs:");  // a terminal only
+  auto files = client.Fetch(f.job, f.out_dir,
+                            [&](uint64_t done, uint64_t total) { meter.Update(done, total); });
+  meter.Finish();
   if (!files.ok()) return Fail(files.status());
   std::printf("%s in %s\n", Plural(files->size(), "file").c_str(), f.out_dir.c_str());
   if (status->state() != "succeeded") {

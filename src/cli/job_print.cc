@@ -1,10 +1,12 @@
 #include "cli/job_print.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "api/json.h"
 #include "cli/command.h"
 #include "platform/clock.h"
@@ -46,7 +48,7 @@ void PrintJobHeader(const v1::JobStatus& s) {
               s.tasks(), s.succeeded(), s.running(), s.pending(), s.failed(), s.cancelled());
 }
 
-void PrintJobDetails(const v1::JobStatus& s) {
+void PrintJobDetails(const v1::JobStatus& s, Hints hints) {
   if (!s.reason().empty()) std::printf("  %s: %s\n", s.state().c_str(), s.reason().c_str());
   if (s.backoff() != 0) std::printf("  %u tasks waiting out a retry backoff\n", s.backoff());
   std::printf("  attempts %llu, failures %llu, preemptions %llu, lost %llu (workers lost %u)\n",
@@ -91,7 +93,7 @@ void PrintJobDetails(const v1::JobStatus& s) {
     std::printf("  waiting: %s\n", why.c_str());
   }
   PrintFailedTasks(s.failed_tasks());
-  if (s.failed_tasks_size() > 0) {
+  if (s.failed_tasks_size() > 0 && hints == Hints::kShow) {
     const auto& last = s.failed_tasks(s.failed_tasks_size() - 1);
     const unsigned long long job = s.job();
     if (s.more_failed_tasks() && s.failed() > static_cast<uint32_t>(s.failed_tasks_size())) {
@@ -117,9 +119,35 @@ void PrintFailedTasks(const google::protobuf::RepeatedPtrField<v1::FailedTask>& 
   }
 }
 
-void PrintJob(const v1::JobStatus& s) {
+void PrintJob(const v1::JobStatus& s, Hints hints) {
   PrintJobHeader(s);
-  PrintJobDetails(s);
+  PrintJobDetails(s, hints);
+}
+
+void PrintStderrTails(PoolClient& client, const v1::JobStatus& s) {
+  int shown = 0;
+  for (const auto& f : s.failed_tasks()) {
+    if (shown == kStderrTailTasks) break;
+    auto log = client.GetTaskLog(s.job(), f.index());
+    if (!log.ok() || log->attempts_size() == 0) continue;
+    const auto& newest =
+        *std::max_element(log->attempts().begin(), log->attempts().end(),
+                          [](const auto& a, const auto& b) { return a.attempt() < b.attempt(); });
+    std::string tail = text::PrintableText(newest.log_tail(), /*keep_newlines=*/true);
+    while (!tail.empty() && (tail.back() == '\n' || tail.back() == ' ')) tail.pop_back();
+    if (tail.empty()) continue;
+    std::vector<std::string> lines = absl::StrSplit(tail, '\n');
+    const size_t keep = static_cast<size_t>(kStderrTailLines);
+    const size_t from = lines.size() > keep ? lines.size() - keep : 0;
+    std::printf("  task %u stderr (last lines):\n", f.index());
+    for (size_t i = from; i < lines.size(); ++i) {
+      std::printf("      | %s\n", std::string(lines[i]).c_str());
+    }
+    ++shown;
+  }
+  if (s.failed() > static_cast<uint32_t>(shown) && shown > 0) {
+    std::printf("  (stderr of the first %s only)\n", Plural(shown, "failed task").c_str());
+  }
 }
 
 nlohmann::json RunSummary(const v1::JobStatus& s, const std::vector<std::string>& out,

@@ -27,9 +27,17 @@ int64_t WallMs();               // wall clock, Unix ms (the ETA on a terminal)
 // The job's first two lines (what a terminal's JobBlock replaces), then the rest: attempts,
 // owners, data moved, makespan and prediction, the first failed tasks (why, made printable) and
 // how to see the others and a task's output.
+// Hints: whether the details end with the commands that read more of the job later
+// (`idlepool failures`, `idlepool logs`); kNone for `run`, whose pool is gone once it exits.
+enum class Hints { kShow, kNone };
 void PrintJobHeader(const v1::JobStatus& s);
-void PrintJobDetails(const v1::JobStatus& s);
-void PrintJob(const v1::JobStatus& s);
+void PrintJobDetails(const v1::JobStatus& s, Hints hints = Hints::kShow);
+void PrintJob(const v1::JobStatus& s, Hints hints = Hints::kShow);
+// For `run`: the last kStderrTailLines lines of stderr of the newest attempt of each of the first
+// kStderrTailTasks failed tasks (asked of `client` while its pool still runs), made printable.
+inline constexpr int kStderrTailTasks = 3;
+inline constexpr int kStderrTailLines = 10;
+void PrintStderrTails(PoolClient& client, const v1::JobStatus& s);
 // "  task 3 failed: exit code 1", one per task (its message made printable).
 void PrintFailedTasks(const google::protobuf::RepeatedPtrField<v1::FailedTask>& tasks);
 

@@ -13,6 +13,7 @@
 #include "cli/job_print.h"
 #include "cli/progress.h"
 #include "coordinator/coordinator.h"
+#include "coordinator/server_identity.h"
 #include "platform/process.h"
 #include "platform/random.h"
 #include "spdlog/spdlog.h"
@@ -84,12 +85,14 @@ absl::Status StartPool(const RunFlags& f, LocalPool* pool) {
   if (!submit.ok()) return submit.status();
   pool->token = *submit;
   if (pool->coordinator->http_port() != 0) {
-    std::fprintf(
-        stderr,
-        "idlepool: dashboard at https://%s/ (log in with an access token: "
-        "`idlepool token create --role read --data-dir %s`)\n",
-        text::JoinHostPort(pool->coordinator->http_host(), pool->coordinator->http_port()).c_str(),
-        ro.data_dir.c_str());
+    std::fprintf(stderr,
+                 "idlepool: dashboard at https://%s/ (log in with an access token: "
+                 "`idlepool token create --role read --data-dir %s`)\n",
+                 text::JoinHostPort(coordinator::AdvertisedHost(pool->coordinator->server_names(),
+                                                                pool->coordinator->http_host()),
+                                    pool->coordinator->http_port())
+                     .c_str(),
+                 ro.data_dir.c_str());
   }
   auto join = pool->coordinator->CreateToken("worker", 600, f.local_workers, "");
   if (!join.ok()) return join.status();
@@ -122,7 +125,8 @@ int SubmitWaitFetch(const RunFlags& f, const spec::JobSpec& spec, LocalPool& poo
   if (f.json) {
     std::printf("%s\n", RunSummary(*s, *files, f.out_dir).dump().c_str());
   } else {
-    PrintJob(*s);
+    PrintJob(*s, Hints::kNone);  // `idlepool logs` cannot reach this pool once run exits
+    PrintStderrTails(client, *s);
     std::printf("  %s in %s\n", Plural(files->size(), "output file").c_str(), f.out_dir.c_str());
   }
   return s->state() == "succeeded" ? 0 : 1;

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "cli/client_error.h"
 #include "cli/command.h"
 #include "cli/credentials.h"
 #include "grpcpp/grpcpp.h"
@@ -143,7 +144,7 @@ int Login(const LoginFlags& f) {
   ctx->AddMetadata("x-idlepool-token", c->token);
   v1::WhoAmIReply who;
   if (auto st = stub->WhoAmI(ctx.get(), v1::WhoAmIRequest(), &who); !st.ok()) {
-    return Fail(wire::FromGrpc(st, absl::StrCat("logging in to ", c->coordinator)));
+    return Fail(ExplainCall(st, c->coordinator, absl::StrCat("logging in to ", c->coordinator)));
   }
   if (auto st = SaveLogin(SavedLogin{c->coordinator, c->token, c->ca_pem}); !st.ok()) {
     return Fail(st);

@@ -24,6 +24,17 @@ std::string RolesOf(trust::RoleSet set) {
   return names.empty() ? "nobody" : absl::StrJoin(names, " or ");
 }
 
+// What a caller whose role is too low can do: the least role that may call.
+std::string RoleAdvice(trust::RoleSet set) {
+  for (auto r : {trust::Role::kRead, trust::Role::kSubmit, trust::Role::kAdmin}) {
+    if (!set.Has(r)) continue;
+    const std::string name(trust::RoleName(r));
+    return absl::StrCat("it needs role ", name, "; ask the pool's admin for a token of role ", name,
+                        " (`idlepool token create --role ", name, "`)");
+  }
+  return "only workers may (their certificate, from `idlepool worker --join`)";
+}
+
 std::string FirstProperty(const grpc::AuthContext& ac, const char* name) {
   auto values = ac.FindPropertyValues(name);
   return values.empty() ? std::string() : std::string(values.front().data(), values.front().size());
@@ -62,10 +73,10 @@ grpc::Status Authorizer::Check(const grpc::ServerContext* ctx, std::string_view 
   trust::Principal p;
   if (auto st = Identify(ctx, &p); !st.ok()) return st;
   if (!rule->roles.Has(p.role)) {
-    return grpc::Status(
-        grpc::StatusCode::PERMISSION_DENIED,
-        absl::StrCat(std::string(full_method), " is for ", RolesOf(rule->roles), "; ",
-                     std::string(trust::RoleName(p.role)), " ", p.name, " may not call it"));
+    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                        absl::StrCat(std::string(full_method), " is for ", RolesOf(rule->roles),
+                                     "; ", std::string(trust::RoleName(p.role)), " ", p.name,
+                                     " may not call it: ", RoleAdvice(rule->roles)));
   }
   if (who != nullptr) *who = std::move(p);
   return grpc::Status::OK;

@@ -72,7 +72,8 @@ absl::StatusOr<std::unique_ptr<ServeMount>> ServeMount::Start(const std::string&
   } catch (const boost::system::system_error& e) {
     return absl::UnavailableError(absl::StrCat("--serve-listen ", listen, ": ", e.what()));
   }
-  m->url_ = absl::StrCat("https://", text::JoinHostPort(hp->host, m->gateway_->port()));
+  m->url_ = absl::StrCat("https://", text::JoinHostPort(AdvertisedHost(identity.names, hp->host),
+                                                        m->gateway_->port()));
   m->bridge_ = &bridge;
   bridge.Attach(m->gateway_.get(), m->url_);
   return m;

@@ -57,6 +57,11 @@ std::vector<std::string> DefaultServerNames() {
   return names;
 }
 
+std::string AdvertisedHost(const std::vector<std::string>& names, const std::string& listen_host) {
+  if (!text::IsWildcardHost(listen_host)) return listen_host;
+  return names.empty() ? std::string("127.0.0.1") : names.front();
+}
+
 absl::StatusOr<ServerIdentity> MakeServerIdentity(const std::string& data_dir,
                                                   const std::vector<std::string>& advertise,
                                                   const std::string& listen_host, int64_t now) {

@@ -31,6 +31,12 @@ struct ServerIdentity {
 // 127.0.0.1 and ::1.
 std::vector<std::string> DefaultServerNames();
 
+// The host to name in a URL or a command for a server listening on `listen_host`: that host when
+// it is a specific address; for a wildcard ("", 0.0.0.0, ::), which no client can connect to, the
+// first of `names` (the certificate's: the first --advertise name, else this machine's host
+// name). Pure.
+std::string AdvertisedHost(const std::vector<std::string>& names, const std::string& listen_host);
+
 // `advertise` empty: DefaultServerNames(); else those (loopback is always added, so local
 // tools work). `listen_host` is added when it is a specific address.
 absl::StatusOr<ServerIdentity> MakeServerIdentity(const std::string& data_dir,

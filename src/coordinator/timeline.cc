@@ -18,6 +18,8 @@ std::string WorkerActivity(const ActivityInput& in) {
     if (c == "window") return "outside_window";
     return "suspended";
   }
+  // Its owner cannot be sensed and the load does not yet say the machine is free.
+  if (in.owner_state == "unknown" && in.owner_cause == "owner_unknown") return "suspended";
   return in.attempts_running > 0 ? "running" : "idle";
 }
 

@@ -15,7 +15,7 @@ namespace idlepool::coordinator {
 // What decides a worker's activity (v1::WorkerInfo.activity).
 struct ActivityInput {
   std::string_view state;        // connected, disconnected, lost, left (WorkerInfo.state)
-  std::string_view owner_state;  // run, suspend, vacate, or "" (OwnerState.state)
+  std::string_view owner_state;  // run, suspend, vacate, unknown, or "" (OwnerState.state)
   std::string_view owner_cause;  // OwnerState.cause names (owner/owner_policy.h), or ""
   uint32_t attempts_running = 0;
 };

@@ -255,7 +255,9 @@ std::string CheckFiles(const blob::BlobStore& blobs,
     }
     if (!problem.empty()) {
       out->clear();
-      return absl::StrCat(what, " '", text::TruncateUtf8(f.path(), 256), "' ", problem);
+      // Escaped: the path may hold what a terminal would act on.
+      return absl::StrCat(what, " '", text::VisibleText(text::TruncateUtf8(f.path(), 256)), "' ",
+                          problem);
     }
     out->push_back(core::OutputFile{f.path(), f.sha256(), f.size()});
   }

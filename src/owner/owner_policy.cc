@@ -1,5 +1,7 @@
 #include "owner/owner_policy.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 #include <utility>
@@ -20,7 +22,7 @@ bool Below(const std::optional<double>& v, double threshold) {
 bool DayIn(uint8_t days, int weekday) { return (days >> (((weekday % 7) + 7) % 7)) & 1u; }
 
 Decision Vacate(std::string reason, Cause cause) {
-  return {Action::kVacate, Mode::kIdle, std::move(reason), cause};
+  return {Action::kVacate, Mode::kIdle, std::move(reason), cause, std::nullopt};
 }
 
 // A suspend-class result: an idle worker stays idle; a running one suspends; one suspended for
@@ -29,16 +31,16 @@ Decision Suspend(const PolicyConfig& config, const PolicyState& prev, double now
                  const std::string& reason, Cause cause) {
   switch (prev.mode) {
     case Mode::kIdle:
-      return {Action::kSuspend, Mode::kIdle, "not starting: " + reason, cause};
+      return {Action::kSuspend, Mode::kIdle, "not starting: " + reason, cause, std::nullopt};
     case Mode::kSuspended:
       if (now_s - prev.since_s >= config.vacate_after_suspend_s) {
         return Vacate("suspended too long: " + reason, cause);
       }
-      return {Action::kSuspend, Mode::kSuspended, reason, cause};
+      return {Action::kSuspend, Mode::kSuspended, reason, cause, std::nullopt};
     case Mode::kRunning:
       break;
   }
-  return {Action::kSuspend, Mode::kSuspended, reason, cause};
+  return {Action::kSuspend, Mode::kSuspended, reason, cause, std::nullopt};
 }
 
 std::string Num(double v) {
@@ -47,7 +49,40 @@ std::string Num(double v) {
   return buf;
 }
 
+bool Known(const std::optional<double>& v) { return v.has_value() && !std::isnan(*v); }
+
+// Rule 6 without an input reading: a suspend-class decision while the machine's load has not
+// stayed low for `threshold` seconds, else nullopt (work may run) with the quiet time in `quiet`.
+std::optional<Decision> UnknownOwner(const Readings& r, const PolicyConfig& config,
+                                     const PolicyState& prev, double now_s, double threshold,
+                                     std::optional<double>* quiet) {
+  if (!Known(r.owner_cpu_load)) {
+    return Suspend(config, prev, now_s,
+                   "owner activity unknown: no input reading and no usable CPU load reading",
+                   Cause::kOwnerUnknown);
+  }
+  const double limit = std::min(config.max_owner_cpu_load, PolicyConfig{}.max_owner_cpu_load);
+  if (*r.owner_cpu_load > limit) {
+    return Suspend(config, prev, now_s,
+                   "owner input unknown and the machine's own cpu load " + Num(*r.owner_cpu_load) +
+                       " above " + Num(limit),
+                   Cause::kOwnerUnknown);
+  }
+  *quiet = prev.quiet_since_s.value_or(now_s);
+  if (now_s - **quiet >= threshold) return std::nullopt;
+  Decision d = Suspend(config, prev, now_s,
+                       "owner input unknown: the machine's own cpu load low for " +
+                           Num(now_s - **quiet) + " s < " + Num(threshold) + " s",
+                       Cause::kOwnerUnknown);
+  if (d.action != Action::kVacate) d.quiet_since_s = *quiet;
+  return d;
+}
+
 }  // namespace
+
+bool OwnerInputUnknown(const Readings& r, const PolicyConfig& config) {
+  return config.start_idle_s > 0 && !Known(r.idle_seconds);
+}
 
 bool InWindow(const TimeWindow& window, LocalTime local) {
   const int m = local.minute_of_day;
@@ -117,9 +152,12 @@ Decision Decide(const Readings& r, const PolicyConfig& config, const PolicyState
   }
 
   // 6. The owner is at the machine. start_idle_s == 0 marks a dedicated machine.
+  std::optional<double> quiet;
   if (config.start_idle_s > 0) {
     const double threshold = prev.mode == Mode::kIdle ? config.start_idle_s : config.resume_idle_s;
-    if (Below(r.idle_seconds, threshold)) {
+    if (OwnerInputUnknown(r, config)) {
+      if (auto d = UnknownOwner(r, config, prev, now_s, threshold, &quiet)) return *d;
+    } else if (Below(r.idle_seconds, threshold)) {
       return Suspend(
           config, prev, now_s,
           "owner active (idle " + Num(*r.idle_seconds) + " s < " + Num(threshold) + " s)",
@@ -128,21 +166,18 @@ Decision Decide(const Readings& r, const PolicyConfig& config, const PolicyState
   }
 
   // 7. Nothing stops work.
-  switch (prev.mode) {
-    case Mode::kIdle:
-      return {Action::kRun, Mode::kRunning, "start: no rule stops work"};
-    case Mode::kSuspended:
-      return {Action::kRun, Mode::kRunning, "resume: no rule stops work"};
-    case Mode::kRunning:
-      break;
-  }
-  return {Action::kRun, Mode::kRunning, "running"};
+  Decision run{Action::kRun, Mode::kRunning, "running", Cause::kNone, std::nullopt};
+  if (prev.mode == Mode::kIdle) run.reason = "start: no rule stops work";
+  if (prev.mode == Mode::kSuspended) run.reason = "resume: no rule stops work";
+  run.quiet_since_s = quiet;
+  return run;
 }
 
 PolicyState Advance(const PolicyState& prev, const Decision& decision, double now_s) {
   PolicyState next = prev;
-  if (decision.next_mode != prev.mode) next = {decision.next_mode, now_s, Cause::kNone};
+  if (decision.next_mode != prev.mode) next = {decision.next_mode, now_s, Cause::kNone, {}};
   next.cause = next.mode == Mode::kSuspended ? decision.cause : Cause::kNone;
+  next.quiet_since_s = decision.quiet_since_s;
   return next;
 }
 
@@ -276,6 +311,8 @@ const char* ToString(Cause cause) {
       return "sleep";
     case Cause::kWindow:
       return "window";
+    case Cause::kOwnerUnknown:
+      return "owner_unknown";
   }
   return "?";
 }

@@ -16,6 +16,11 @@
 //        suspended: idle_seconds < resume_idle_s   (not idle long enough to resume)
 //        idle:      idle_seconds < start_idle_s    (not idle long enough to start)
 //        start_idle_s == 0 marks a dedicated machine: owner input never stops work.
+//      owner input unknown (idle_seconds unknown or NaN; start_idle_s > 0): the owner is not
+//      assumed away. The machine's own CPU load stands in for the owner's input: work starts
+//      (resumes) only once owner_cpu_load has stayed known and at or below min(0.5,
+//      max_owner_cpu_load) for start_idle_s (resume_idle_s), timed from PolicyState::
+//      quiet_since_s. An unknown load too never lets work start.   -> suspend (kOwnerUnknown)
 //   7. otherwise                                   -> run
 // Hysteresis: while suspended by rule 4, it needs the temperature to drop kTemperatureHysteresisC
 // below max_temperature_c, and while suspended by rule 5 the owner's load to drop to
@@ -25,8 +30,9 @@
 // >= vacate_after_suspend_s is escalated to vacate. When no suspend rule holds, a suspended
 // task resumes, whatever the time it spent suspended.
 //
-// An unknown sensor (nullopt) never stops work: every rule that reads it does not apply. A NaN
-// reading is treated like an unknown one (every comparison with it is false).
+// An unknown sensor (nullopt) never stops work by itself: every rule that reads it does not apply,
+// except the owner's input, whose absence rule 6 replaces by the machine's load (the owner comes
+// first: protection is never silently off). A NaN reading is treated like an unknown one.
 //
 // Modes: vacating always moves to Mode::kIdle. From kIdle there is no task, so a suspend- or
 // vacate-class result both mean "accept no work"; the action keeps the class for reporting
@@ -152,13 +158,28 @@ enum class Mode { kIdle, kRunning, kSuspended };
 // escalated from a long suspension keeps the cause of that suspension. kNone for kRun. The
 // hysteresis of rules 4 and 5 applies only to a suspension they caused (PolicyState::cause,
 // which Advance() keeps only while suspended).
-enum class Cause { kNone, kBattery, kTemperature, kOwnerLoad, kOwnerInput, kLid, kSleep, kWindow };
+// kOwnerUnknown: rule 6 without an input reading (no load reading, or a load not yet low long
+// enough).
+enum class Cause {
+  kNone,
+  kBattery,
+  kTemperature,
+  kOwnerLoad,
+  kOwnerInput,
+  kLid,
+  kSleep,
+  kWindow,
+  kOwnerUnknown
+};
 
 // The previous decision, carried by the caller between calls.
 struct PolicyState {
   Mode mode = Mode::kIdle;     // kIdle: no task, none accepted; kRunning; kSuspended
   double since_s = 0;          // when `mode` was entered, on the same monotonic scale as now_s
   Cause cause = Cause::kNone;  // why it is suspended (kNone unless mode == kSuspended)
+  // Owner input unknown (rule 6): since when the machine's load has stayed low, on now_s's
+  // scale; nullopt when it is not low (or the input is known).
+  std::optional<double> quiet_since_s;
 };
 
 struct LocalTime {
@@ -171,7 +192,12 @@ struct Decision {
   Mode next_mode = Mode::kIdle;
   std::string reason;          // short, human-readable: which rule decided
   Cause cause = Cause::kNone;  // for suspend- and vacate-class decisions (kNone for kRun)
+  std::optional<double> quiet_since_s;  // the next PolicyState's (rule 6, owner input unknown)
 };
+
+// Whether the owner's input is unknown to a policy that needs it (not a dedicated machine): rule
+// 6 then goes by the machine's load, and the worker shows the owner state as "unknown".
+bool OwnerInputUnknown(const Readings& readings, const PolicyConfig& config);
 
 Decision Decide(const Readings& readings, const PolicyConfig& config, const PolicyState& prev,
                 double now_s, LocalTime local);
@@ -199,7 +225,7 @@ const char* ToString(Action action);
 const char* ToString(BatteryAction action);
 const char* ToString(Mode mode);
 // The wire name of a cause (OwnerState.cause): "none", "battery", "temperature", "owner_load",
-// "owner_input", "lid", "sleep", "window".
+// "owner_input", "lid", "sleep", "window", "owner_unknown".
 const char* ToString(Cause cause);
 
 }  // namespace idlepool::owner

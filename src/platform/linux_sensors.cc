@@ -579,6 +579,12 @@ bool LinuxSensors::WaitForChange(std::chrono::milliseconds timeout) {
   }
 }
 
+std::string LinuxSensors::OwnerInputMissing() const {
+  return absl::StrCat(
+      logind_ ? "logind knows no idle time of a session" : "no systemd-logind on the system bus",
+      ", and no readable input device (", options_.dev_root, "/input/event*)");
+}
+
 void LinuxSensors::ReleaseSleepDelay() {
   if (logind_) logind_->ReleaseSleepDelay();
 }

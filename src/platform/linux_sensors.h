@@ -90,6 +90,8 @@ class LinuxSensors : public SensorSource {
 
   // Lets a pending sleep proceed: closes the inhibitor lock. No-op when none is held.
   void ReleaseSleepDelay() override;
+  // "no logind session telling idle time, no readable input device (/dev/input/event*)".
+  [[nodiscard]] std::string OwnerInputMissing() const override;
   // True while the delay inhibitor lock is held.
   bool SleepDelayHeld() const;
 

@@ -93,6 +93,10 @@ owner::Readings FakeSensorDir::Read() {
   return r;
 }
 
+std::string FakeSensorDir::OwnerInputMissing() const {
+  return absl::StrCat("no readable idle_seconds file in the sensors dir ", dir_);
+}
+
 bool FakeSensorDir::WaitForChange(std::chrono::milliseconds timeout) {
   long long ms = timeout.count();
   if (ms < 0) ms = 0;

@@ -54,6 +54,9 @@ class SensorSource {
   // The worker has vacated after sleep_imminent: a source that delays the machine's sleep
   // (logind's delay inhibitor) lets it go now. Default: nothing to release.
   virtual void ReleaseSleepDelay() {}
+  // What is missing when the owner's input (idle_seconds) reads unknown, for the worker's one
+  // line at start: "no idle_seconds file in DIR".
+  [[nodiscard]] virtual std::string OwnerInputMissing() const { return "no input reading"; }
 };
 
 // Reads the files described above from one directory; watches it with inotify.
@@ -70,6 +73,7 @@ class FakeSensorDir : public SensorSource {
   // Returns true as soon as any file in the directory is created, written, renamed into it or
   // deleted (also for changes made since the previous call); false after `timeout` without one.
   bool WaitForChange(std::chrono::milliseconds timeout) override;
+  [[nodiscard]] std::string OwnerInputMissing() const override;
 
  private:
   FakeSensorDir(std::string dir, int inotify_fd) : dir_(std::move(dir)), fd_(inotify_fd) {}

@@ -123,6 +123,8 @@ std::optional<std::string> RelativePathError(std::string_view path) {
   if (path.find_first_of("\n\r") != std::string_view::npos) {
     return "contains a line break (\\n or \\r)";
   }
+  // Every control character (C0, DEL, C1) and bidi control: a terminal acts on them.
+  if (!text::IsPrintableUtf8(path)) return "contains a control character (a terminal acts on it)";
   if (path.front() == '/') return "must be relative to the task dir, not absolute";
   if (path.back() == '/') return "must be a normalized path (no trailing '/')";
   for (absl::string_view part : absl::StrSplit(ToAbsl(path), '/')) {

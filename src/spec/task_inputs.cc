@@ -73,10 +73,22 @@ std::string DescribeTask(const JobSpec& spec, const TaskParams& t) {
   return absl::StrCat("task ", t.index);
 }
 
+// The staged and source paths of every task's files add up to at most this (a submission is at
+// most 128 MiB); past it ExpandTaskInputs is kResourceExhausted, naming the pattern.
+constexpr uint64_t kMaxTaskInputBytes = 64ull << 20;
+
+// What the expansion has produced so far across every task: bounded (kMaxTaskInputFiles,
+// kMaxTaskInputBytes) so that a pattern matching more than a submission can carry is refused by
+// name instead of exhausting the client's memory.
+struct Budget {
+  uint64_t files = 0;
+  uint64_t bytes = 0;  // staged paths and source paths
+};
+
 // Expands the patterns for one task; `job_paths` are the job's own staged input paths.
 class TaskExpander {
  public:
-  TaskExpander(const JobSpec& spec, const std::set<std::string>& job_paths, uint64_t& total)
+  TaskExpander(const JobSpec& spec, const std::set<std::string>& job_paths, Budget& total)
       : spec_(spec),
         base_(spec.base_dir.empty() ? fs::current_path() : fs::path(spec.base_dir)),
         job_paths_(job_paths),
@@ -100,7 +112,7 @@ class TaskExpander {
       };
       const std::string& r = (*rendered)[i];
       std::vector<fs::path> matches;
-      if (absl::Status s = Match(r, matches); !s.ok())
+      if (absl::Status s = Match(r, kMaxTaskInputFiles - total_.files, matches); !s.ok())
         return fail(s.code(), std::string(s.message()));
       for (const fs::path& m : matches) {
         std::error_code ec;
@@ -127,9 +139,17 @@ class TaskExpander {
                       absl::StrCat("stages '", it->second, "' and '", m.string(), "' both as '",
                                    Shorten(path), "'"));
         }
-        if (++total_ > kMaxTaskInputFiles) {
+        if (++total_.files > kMaxTaskInputFiles) {
           return fail(absl::StatusCode::kResourceExhausted,
                       absl::StrCat("brings the job past ", kMaxTaskInputFiles, " per-task files"));
+        }
+        total_.bytes += path.size() + m.native().size();
+        if (total_.bytes > kMaxTaskInputBytes) {
+          return fail(
+              absl::StatusCode::kResourceExhausted,
+              absl::StrCat("brings the job's per-task file names past ", kMaxTaskInputBytes >> 20,
+                           " MiB (more than a submission carries); match fewer files, "
+                           "or stage a directory or an archive as a job input"));
         }
       }
     }
@@ -138,7 +158,8 @@ class TaskExpander {
   }
 
  private:
-  absl::Status Match(const std::string& rendered, std::vector<fs::path>& out) const {
+  // At most `room` matches: a glob matching more is refused before its paths are copied.
+  absl::Status Match(const std::string& rendered, uint64_t room, std::vector<fs::path>& out) const {
     if (rendered.empty()) return absl::InvalidArgumentError("renders to an empty path");
     const fs::path p(rendered);
     const fs::path abs = p.is_absolute() ? p : base_ / p;
@@ -154,6 +175,13 @@ class TaskExpander {
         p.is_absolute() ? rendered : absl::StrCat(EscapeGlob(base_.string()), "/", rendered);
     glob_t g{};
     const int rc = ::glob(pattern.c_str(), 0, nullptr, &g);
+    if (rc == 0 && g.gl_pathc > room) {
+      const size_t n = g.gl_pathc;
+      globfree(&g);
+      return absl::ResourceExhaustedError(absl::StrCat("matches ", n,
+                                                       " files, which brings the job past ",
+                                                       kMaxTaskInputFiles, " per-task files"));
+    }
     if (rc == 0) {
       for (size_t i = 0; i < g.gl_pathc; ++i)
         out.push_back(fs::path(g.gl_pathv[i]).lexically_normal());
@@ -170,7 +198,7 @@ class TaskExpander {
   const JobSpec& spec_;
   const fs::path base_;
   const std::set<std::string>& job_paths_;
-  uint64_t& total_;
+  Budget& total_;
 };
 
 }  // namespace
@@ -224,7 +252,7 @@ absl::StatusOr<std::vector<TaskInputFiles>> ExpandTaskInputs(const JobSpec& spec
   }
   std::set<std::string> job_paths;
   for (const Input& in : spec.inputs) job_paths.insert(in.path);
-  uint64_t total = 0;
+  Budget total;
   TaskExpander expander(spec, job_paths, total);
   for (const TaskParams& t : tasks) {
     TaskInputFiles files;

@@ -63,7 +63,8 @@ void OwnerMonitor::SetSensors(std::unique_ptr<platform::SensorSource> sensors,
                               bool trust_owner_load) {
   sensors_ = std::move(sensors);
   trust_owner_load_ = trust_owner_load;
-  policy_state_ = owner::PolicyState{owner::Mode::kIdle, Seconds(clock_.Now())};
+  policy_state_ =
+      owner::PolicyState{owner::Mode::kIdle, Seconds(clock_.Now()), owner::Cause::kNone, {}};
 }
 
 void OwnerMonitor::Start() {
@@ -89,9 +90,30 @@ std::chrono::milliseconds OwnerMonitor::VacateGrace() const {
   return owner::SecondsToMillis(config_.policy.vacate_grace_s);
 }
 
+// Once, at the first step: a machine whose owner cannot be sensed says so, and what it does.
+void OwnerMonitor::SayIfOwnerUnknown(const owner::Readings& r) const {
+  if (!owner::OwnerInputUnknown(r, config_.policy)) return;
+  const std::string missing = sensors_->OwnerInputMissing();
+  if (r.owner_cpu_load.has_value()) {
+    spdlog::warn(
+        "owner protection: the owner's activity cannot be sensed ({}); taking work only once this "
+        "machine's CPU load has stayed low for {} s (start_idle_minutes); --dedicated if it is "
+        "lent full time",
+        missing, config_.policy.start_idle_s);
+  } else {
+    spdlog::warn(
+        "owner protection: the owner's activity cannot be sensed ({}), nor the owner's CPU load "
+        "({}); taking no work: --dedicated if this machine is lent full time, else give it "
+        "sensors (--sensors-dir)",
+        missing,
+        trust_owner_load_ ? "no reading" : "no cgroups to tell the pool's load from the owner's");
+  }
+}
+
 void OwnerMonitor::Step() {
   owner::Readings r = sensors_->Read();
   if (!trust_owner_load_) r.owner_cpu_load.reset();
+  if (!last_action_) SayIfOwnerUnknown(r);
   const core::MonoTime now = clock_.Now();
   const platform::WeekTime wt = platform::LocalWeekTime();
   const owner::Decision d = Decide(r, config_.policy, policy_state_, Seconds(now),
@@ -184,10 +206,13 @@ void OwnerMonitor::Tell(const owner::Decision& d, const std::vector<uint64_t>& f
   // A vacate that is new was told before the hand-backs; a vacate whose cause changed (the lid
   // closed, then the charger was pulled) is told here.
   const bool told_above = d.action == owner::Action::kVacate && d.action != last_action_;
+  const bool input_unknown = owner::OwnerInputUnknown(r, config_.policy);
   const bool changed = d.action != last_action_ || d.cause != last_cause_ ||
-                       disk_full != last_disk_full_ || told_otherwise;
+                       disk_full != last_disk_full_ || told_otherwise ||
+                       input_unknown != last_input_unknown_;
   last_cause_ = d.cause;
   last_disk_full_ = disk_full;
+  last_input_unknown_ = input_unknown;
   if (!changed && frozen_now.empty()) return;
   if (changed) {
     spdlog::info(
@@ -219,7 +244,10 @@ void OwnerMonitor::SendOwnerState(const owner::Decision& d, const std::vector<ui
   v1::WorkerMessage m;
   auto* o = m.mutable_owner_state();
   o->set_accepting(accepting_);
-  o->set_state(ToString(d.action));
+  // Unknown, not "run": the owner's input cannot be sensed (the decision then goes by the load).
+  const bool unknown = owner::OwnerInputUnknown(r, config_.policy) &&
+                       (d.action == owner::Action::kRun || d.cause == owner::Cause::kOwnerUnknown);
+  o->set_state(unknown ? "unknown" : ToString(d.action));
   o->set_cause(d.action == owner::Action::kRun ? ToString(owner::Cause::kNone) : ToString(d.cause));
   *o->mutable_sensors() = ToProto(r);
   sensors_sent_ = r;

@@ -7,6 +7,8 @@
 //   suspend - accept none; freeze every running attempt's whole tree.
 //   vacate  - accept none; each attempt gets SIGTERM, then SIGKILL after vacate_grace_s (2 s
 //             when sleep is imminent); its runner then reports it PREEMPTED.
+// When the owner's input cannot be sensed (owner::OwnerInputUnknown), it says so once at start
+// (what is missing, what it does instead) and reports its owner state as "unknown".
 // A service replica (issue 17) is never frozen: it drains (owner_drains.cc). The coordinator is
 // told at once (ReplicaDraining), so its gateway sends the replica no new request; requests in
 // flight get the service's drain_seconds, capped by vacate_grace_s on suspend and when the owner
@@ -119,6 +121,7 @@ class OwnerMonitor {
   void LetSleep(const AttemptList& all, bool sleep);
   void SendOwnerState(const owner::Decision& d, const std::vector<uint64_t>& frozen_now,
                       const owner::Readings& r);
+  void SayIfOwnerUnknown(const owner::Readings& r) const;
   void SendSensorsIfChanged(const owner::Readings& r, core::MonoTime now);
   // GPUs.
   void GpuStep(core::MonoTime now);
@@ -151,6 +154,7 @@ class OwnerMonitor {
   std::optional<owner::Action> last_action_;  // none before the first step
   owner::Cause last_cause_ = owner::Cause::kNone;
   bool last_disk_full_ = false;
+  bool last_input_unknown_ = false;  // the owner's input could not be sensed (state "unknown")
   owner::Readings sensors_sent_;                   // the readings last sent
   std::optional<core::MonoTime> sensors_sent_at_;  // last sent alone
   std::optional<core::MonoTime> gpu_read_at_;      // GPUs last read

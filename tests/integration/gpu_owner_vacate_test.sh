@@ -18,7 +18,7 @@ grep -q '^vacate_after_suspend_seconds = 1$' "$T/owner.toml" || fail "could not 
 mkdir -p "$T/no-sensors"
 start_coordinator
 IDLEPOOL_NVML_LIBRARY=$FAKE IDLEPOOL_FAKE_NVML_STATE=$T/nvml.state \
-  start_worker gpubox --slots 2 --config "$T/owner.toml" --sensors-dir "$T/no-sensors"
+  start_worker gpubox --slots 2 --config "$T/owner.toml" --sensors-dir "$T/no-sensors" --dedicated
 wait_until 20 is_connected gpubox
 cat >"$T/job.toml" <<TOML
 name = "gpu-long"

@@ -74,8 +74,9 @@ gateway_url() { sed -n 's|.*gateway at \(https://[0-9.:]*\)/.*|\1|p' "$T/coordin
 
 # start_worker NAME [extra args]: joins (the first time; WORK_DIR $T/NAME keeps its identity) and
 # runs worker NAME; sets WPID_<NAME>.
-# Unless the test passes --sensors-dir, the worker reads an empty one: every owner sensor unknown,
-# so other load on a busy CI machine (read as the owner's) never suspends the test's work.
+# Unless the test passes --sensors-dir, the worker reads an empty one, and is --dedicated: every
+# owner sensor unknown, so other load on a busy CI machine (read as the owner's) never suspends
+# the test's work (without --dedicated, an owner who cannot be sensed gets no work at all).
 # Whether this machine can sandbox tasks (a chroot, some containers and kernels with user
 # namespaces off cannot): the tier the worker's probe finds, "none" when it fails. Where it is
 # "none", start_worker adds --no-sandbox and the sandbox's own tests skip.
@@ -94,7 +95,11 @@ start_worker() {
   local name=$1; shift
   if [ "$SANDBOX_TIER" = none ] && [[ " $* " != *" --no-sandbox "* ]]; then set -- "$@" --no-sandbox; fi
   local sensors=()
-  [[ " $* " == *" --sensors-dir "* ]] || { mkdir -p "$T/no-sensors"; sensors=(--sensors-dir "$T/no-sensors"); }
+  if [[ " $* " != *" --sensors-dir "* ]]; then
+    mkdir -p "$T/no-sensors"
+    sensors=(--sensors-dir "$T/no-sensors")
+    [[ " $* " == *" --dedicated "* ]] || sensors+=(--dedicated)
+  fi
   # A serving test's replica is the fake engine next to idlepool: outside the system dirs, so
   # tasks see that dir only when the worker shows it (sandbox/mounts.h VisiblePaths).
   if [ -n "${ENGINE:-}" ] && [ "$SANDBOX_TIER" != none ]; then set -- "$@" --sandbox-show "$(dirname "$ENGINE")"; fi

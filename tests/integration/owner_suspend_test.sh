@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The owner comes back: the task is frozen (whole tree, no progress), the coordinator counts a
 # suspension and assigns nothing more there; the owner leaves again: the task resumes and
-# finishes, with no preemption and no failure. A worker whose sensors are all unknown (no files)
-# runs work as usual.
+# finishes, with no preemption and no failure. A worker whose owner cannot be sensed takes no work
+# unless its load says the machine is otherwise idle.
 source "$(dirname "$0")/lib.sh"
 owner_config "$T/owner.toml"
 S=$T/sensors
@@ -49,11 +49,33 @@ open_gate stop                   # the ticker stops: its task and the later ones
 [ "$(job_field "$JOB" attempts)" = 1 ] || fail "the task ran more than once"
 pass "owner active: task frozen at $n1 ticks, resumed and finished; 1 suspension, 0 preemptions"
 
-# Unknown sensors never stop work: no files at all, the default policy (5 idle minutes).
+# An owner who cannot be sensed (no input reading, no load reading) is never assumed away: the
+# worker says so at start in one line (what is missing, what it does), `workers` shows the owner
+# state "unknown", and it takes no work. With a load reading (and no input one) the load stands in:
+# work starts once the machine's own load has stayed low for start_idle_minutes.
+kill -TERM "$WPID_laptop"; wait "$WPID_laptop" || fail "laptop did not stop cleanly"
 mkdir -p "$T/empty"
 start_worker desktop --slots 1 --sensors-dir "$T/empty"
-wait_until 20 is_owner_state desktop run
-kill -TERM "$WPID_laptop"; wait "$WPID_laptop" || fail "laptop did not stop cleanly"
-JOB3=$("$IDLEPOOL" submit "$T/job.toml")
-"$IDLEPOOL" wait "$JOB3" --quiet >/dev/null || fail "job $JOB3 did not finish with unknown sensors"
-pass "unknown sensors (no files): work runs"
+wait_until 20 is_owner_state desktop unknown
+[ "$(grep -c "owner protection: the owner's activity cannot be sensed" "$T/desktop.log")" = 1 ] ||
+  fail "no one line about the unsensed owner: $(cat "$T/desktop.log")"
+grep "owner protection" "$T/desktop.log" | grep -q "no readable idle_seconds file in the sensors dir $T/empty.*taking no work.*--dedicated" ||
+  fail "the line does not say what is missing and what it does: $(grep "owner protection" "$T/desktop.log")"
+"$IDLEPOOL" workers | grep -q "^desktop .* unknown (.*owner activity unknown" ||
+  fail "workers does not show the owner state unknown: $("$IDLEPOOL" workers --wide)"
+cat >"$T/echo.toml" <<'TOML'
+name = "echo"
+command = ["sh", "-c", "echo hi > out.txt"]
+count = 1
+outputs = ["out.txt"]
+TOML
+JOB3=$("$IDLEPOOL" submit "$T/echo.toml")
+[ "$(job_field "$JOB3" running)" = 0 ] || fail "a worker whose owner cannot be sensed was given work"
+Q=$T/quiet
+sense "$Q" owner_cpu_load 0.05   # no input reading, but the machine is otherwise idle
+start_worker quiet --slots 1 --config "$T/owner.toml" --sensors-dir "$Q"
+"$IDLEPOOL" wait "$JOB3" --quiet >/dev/null || fail "job $JOB3 did not finish on the quiet worker"
+[ "$(sql "SELECT DISTINCT worker FROM attempts WHERE job_id=$JOB3")" = quiet ] ||
+  fail "job $JOB3 ran on $(sql "SELECT worker FROM attempts WHERE job_id=$JOB3")"
+[ "$(owner_state quiet)" = unknown ] || fail "quiet's owner state: $(owner_state quiet)"
+pass "unsensed owner: one line at start, owner state unknown, no work; a low load lets work start"

@@ -56,7 +56,7 @@ mkdir -p "$deep"
   for _ in $(seq 6000); do printf ', "{task_dir}"'; done
   printf ']\n[retry]\nmax_attempts = 1\n'
 } >"$T/deep.toml"
-"$IDLEPOOL" worker --name deep --work-dir "$deep/work" --sensors-dir "$T/no-sensors" \
+"$IDLEPOOL" worker --name deep --work-dir "$deep/work" --sensors-dir "$T/no-sensors" --dedicated \
   --join "$ADDR" --token-file "$JOIN_TOKEN_FILE" \
   >>"$T/deep.log" 2>&1 &
 PIDS+=($!)

@@ -119,3 +119,46 @@ tail -c 20 "$T/int.raw" | tr -d '\r' | grep -q "${ESC}\[?25h$" \
   || fail "SIGINT left the cursor hidden or the line open: $(tail -c 200 "$T/int.raw" | cat -v)"
 "$IDLEPOOL" cancel "$JOB2" >/dev/null
 pass "SIGINT during wait on a tty: cursor shown, line ended (rc $INT_RC)"
+
+# 7. submit and fetch on a terminal: the transfer meter (bytes, rate), ending in a summary line;
+# piped, stderr holds only what it always held.
+head -c $((8 << 20)) /dev/urandom >"$T/blob.bin"
+cat >"$T/up.toml" <<'TOML'
+name = "up"
+command = ["sh", "-c", "cp blob.bin copy.bin"]
+count = 1
+inputs = ["blob.bin"]
+outputs = ["copy.bin"]
+TOML
+tty "$IDLEPOOL" submit "$T/up.toml"
+[ "$TTY_RC" = 0 ] || fail "submit on a tty: rc $TTY_RC: $(show)"
+grep -q "uploaded inputs: 8.0 MiB in [0-9.]* s ([0-9.]* [KMG]iB/s)" "$T/tty.txt" ||
+  fail "submit on a tty: no transfer summary: $(show)"
+UP=$(grep -o '^[0-9][0-9]*$' "$T/tty.txt" | head -1)
+"$IDLEPOOL" wait "$UP" --quiet >/dev/null || fail "job $UP failed"
+tty "$IDLEPOOL" fetch "$UP" --out "$T/fetched"
+[ "$TTY_RC" = 0 ] || fail "fetch on a tty: rc $TTY_RC: $(show)"
+grep -q "fetched outputs: 8.0 MiB in [0-9.]* s" "$T/tty.txt" || fail "fetch on a tty: no meter: $(show)"
+cmp -s "$T/blob.bin" "$T/fetched/copy.bin" || fail "fetched bytes differ"
+head -c $((8 << 20)) /dev/urandom >"$T/blob.bin"  # new bytes: the upload happens again
+"$IDLEPOOL" submit "$T/up.toml" >"$T/sub.out" 2>"$T/sub.err" || fail "piped submit failed"
+[ "$(cat "$T/sub.err")" = "submitted job $(cat "$T/sub.out") 'up': 1 task" ] ||
+  fail "piped submit: stderr $(cat -v "$T/sub.err")"
+"$IDLEPOOL" wait "$(cat "$T/sub.out")" --quiet >/dev/null || fail "second up job failed"
+"$IDLEPOOL" fetch "$(cat "$T/sub.out")" --out "$T/fetched2" >"$T/fetch.out" 2>"$T/fetch.err" ||
+  fail "piped fetch failed"
+[ ! -s "$T/fetch.err" ] || fail "piped fetch: stderr $(cat -v "$T/fetch.err")"
+grep -q "$ESC\|MiB/s" "$T/fetch.out" && fail "piped fetch: a meter in stdout: $(cat -v "$T/fetch.out")"
+pass "submit and fetch: a transfer meter on a terminal, nothing extra into a pipe"
+
+# 8. workers fits the terminal (100 columns here); --wide and a pipe print every column.
+LC_ALL=C.UTF-8 tty "$IDLEPOOL" workers
+[ "$TTY_RC" = 0 ] || fail "workers on a tty: rc $TTY_RC: $(show)"
+[ "$(LC_ALL=C.UTF-8 wc -L <"$T/tty.txt")" -le 100 ] || fail "workers: wider than the terminal: $(show)"
+grep -q "^WORKER .*OWNER$" "$T/tty.txt" || fail "workers on a tty: header: $(show)"
+grep -q "^w1 " "$T/tty.txt" || fail "workers on a tty: no row: $(show)"
+LC_ALL=C.UTF-8 tty "$IDLEPOOL" workers --wide
+for h in HOST SANDBOX LINK CPU UP; do grep -q "^WORKER .* $h " "$T/tty.txt" || fail "--wide: no $h: $(show)"; done
+"$IDLEPOOL" workers >"$T/workers.out"
+for h in HOST SANDBOX LINK CPU UP; do head -1 "$T/workers.out" | grep -q " $h " || fail "piped: no $h: $(cat "$T/workers.out")"; done
+pass "workers: fits a 100-column terminal; --wide and a pipe get every column"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `idlepool run`: the embedded pool; JSON summary; exit code 0 only when the job succeeded;
-# max_attempts counts failures.
+# max_attempts counts failures; a failed task's stderr tail.
 source "$(dirname "$0")/lib.sh"
 printf 'name = "sq"\ncommand = ["sh", "-c", "echo $(( {item} * {item} )) > sq-{index}.txt"]\nitems = ["1", "2", "3", "4", "5"]\noutputs = ["sq-*.txt"]\n' >"$T/ok.toml"
 "$IDLEPOOL" run "$T/ok.toml" --local-workers 2 --out "$T/out" --json >"$T/run.json" 2>"$T/run.log" \
@@ -59,3 +59,15 @@ printf 'name = "x"\ncommand = ["true"]\ncount = 2000000\n' >"$T/big.toml"
 rc=0; "$IDLEPOOL" run "$T/big.toml" --local-workers 1 --out "$T/out6" 2>/dev/null || rc=$?
 [ $rc = 2 ] || fail "over-limit spec exit code $rc, want 2"
 pass "run: JSON summary, outputs, failure accounting and exit codes"
+
+# A failed task's last stderr lines are shown (bounded, the last ones), and run never points to a
+# command that cannot work once its pool is gone (`idlepool logs`, `idlepool failures`).
+printf 'name = "loud"\ncommand = ["sh", "-c", "for i in $(seq 1 15); do echo err-line-$i >&2; done; exit 4"]\ncount = 1\n[retry]\nmax_attempts = 1\n' >"$T/loud.toml"
+rc=0; "$IDLEPOOL" run "$T/loud.toml" --local-workers 1 --out "$T/out9" >"$T/loud.out" 2>&1 || rc=$?
+[ $rc = 1 ] || fail "loud job rc $rc: $(cat "$T/loud.out")"
+grep -q "task 0 stderr (last lines):" "$T/loud.out" || fail "no stderr tail: $(cat "$T/loud.out")"
+for i in 6 10 15; do grep -q "| err-line-$i$" "$T/loud.out" || fail "no err-line-$i: $(cat "$T/loud.out")"; done
+! grep -q "err-line-5$" "$T/loud.out" || fail "more than the last 10 lines: $(cat "$T/loud.out")"
+! grep -q "idlepool logs\|idlepool failures" "$T/loud.out" ||
+  fail "run points to a command that cannot reach its pool: $(cat "$T/loud.out")"
+pass "run: a failed task's last stderr lines, no command that cannot work after it exits"

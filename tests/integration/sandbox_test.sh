@@ -36,7 +36,7 @@ start_tier() {
     cp "$JOIN_TOKEN_FILE" "$T/u.token"; chown nobody: "$T/u.token"
     setpriv --reuid=65534 --regid=65534 --clear-groups env HOME=/nonexistent \
       "$IDLEPOOL" worker --name u --work-dir "$T/u" --join "$ADDR" --token-file "$T/u.token" \
-      --sensors-dir "$T/no-sensors" --slots 2 --task-pids-max 64 >>"$T/u.log" 2>&1 &
+      --sensors-dir "$T/no-sensors" --dedicated --slots 2 --task-pids-max 64 >>"$T/u.log" 2>&1 &
     WPID_u=$!; PIDS+=($WPID_u)
   fi
   wait_until 20 is_connected "$1"

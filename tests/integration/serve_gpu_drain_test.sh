@@ -23,7 +23,7 @@ start_coordinator --serve-listen 127.0.0.1:0
 GW=$(gateway_url)
 [ -n "$GW" ] || fail "the coordinator did not start its gateway"
 IDLEPOOL_NVML_LIBRARY=$FAKE IDLEPOOL_FAKE_NVML_STATE=$T/nvml.state \
-  start_worker gpubox --slots 2 --config "$T/owner.toml" --sensors-dir "$T/no-sensors"
+  start_worker gpubox --slots 2 --config "$T/owner.toml" --sensors-dir "$T/no-sensors" --dedicated
 wait_until 20 is_connected gpubox
 CA=$T/coord/ca.pem
 

@@ -42,7 +42,7 @@ pass "(b) a wrong CA pin: exit 2, one line, the stand-in server received no secr
 "$IDLEPOOL" token create --role worker --uses 1 --data-dir "$T/coord" >"$T/once.token" 2>/dev/null
 mkdir -p "$T/no-sensors"
 "$IDLEPOOL" worker --name once-a --work-dir "$T/once-a" --join "$ADDR" --token-file "$T/once.token" \
-  --sensors-dir "$T/no-sensors" >"$T/once-a.log" 2>&1 &
+  --sensors-dir "$T/no-sensors" --dedicated >"$T/once-a.log" 2>&1 &
 ONCE_A=$!; PIDS+=($ONCE_A)
 wait_until 30 is_connected once-a
 rc=0
@@ -111,7 +111,7 @@ if id nobody >/dev/null 2>&1 && command -v setpriv >/dev/null; then
   chmod 711 "$T"; mkdir -p "$T/nobody"; chmod 777 "$T/nobody"; chmod 755 "$T/no-sensors"
   IDLEPOOL_JOIN_TOKEN=$JOIN setpriv --reuid=nobody --regid=nogroup --clear-groups \
     "$IDLEPOOL" worker --name unpriv --work-dir "$T/nobody/w" --join "$ADDR" --no-sandbox \
-    --sensors-dir "$T/no-sensors" >"$T/unpriv.log" 2>&1 &
+    --sensors-dir "$T/no-sensors" --dedicated >"$T/unpriv.log" 2>&1 &
   PIDS+=($!)
   wait_until 30 is_connected unpriv
   cat >"$T/peek.toml" <<'TOML'

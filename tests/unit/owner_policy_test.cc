@@ -83,13 +83,81 @@ TEST(OwnerPolicy, AllGoodRunsFromEveryMode) {
   }
 }
 
-TEST(OwnerPolicy, AllUnknownRunsFromEveryMode) {
+TEST(OwnerPolicy, AllUnknownRunsFromEveryModeOnlyWhenDedicated) {
   // Even a task suspended far longer than vacate_after_suspend_s resumes: nothing says stop.
+  PolicyConfig dedicated;
+  MakeDedicated(&dedicated);
   for (const PolicyState& s : {Idle(), Running(), Suspended(), Suspended(kNow - 1e6)}) {
-    Decision d = D(Readings{}, s);
+    Decision d = D(Readings{}, s, dedicated);
     EXPECT_EQ(d.action, Action::kRun) << ToString(s.mode) << ": " << d.reason;
     EXPECT_EQ(d.next_mode, Mode::kRunning);
   }
+}
+
+// Owner protection is never silently off: with no input and no load reading, a lent machine
+// takes no work, and a task running there is suspended.
+TEST(OwnerPolicy, AllUnknownTakesNoWork) {
+  for (const PolicyState& s : {Idle(), Running(), Suspended()}) {
+    Decision d = D(Readings{}, s);
+    EXPECT_NE(d.action, Action::kRun) << ToString(s.mode) << ": " << d.reason;
+    EXPECT_EQ(d.cause, Cause::kOwnerUnknown);
+    EXPECT_NE(d.reason.find("owner activity unknown"), std::string::npos) << d.reason;
+  }
+  EXPECT_TRUE(OwnerInputUnknown(Readings{}, PolicyConfig{}));
+  PolicyConfig dedicated;
+  MakeDedicated(&dedicated);
+  EXPECT_FALSE(OwnerInputUnknown(Readings{}, dedicated));
+  EXPECT_FALSE(OwnerInputUnknown(Good(), PolicyConfig{}));
+}
+
+// Input unknown, load known: the load stands in for the input. Work starts once the load has
+// stayed low for start_idle_s, carried in PolicyState::quiet_since_s; a load spike starts over.
+TEST(OwnerPolicy, UnknownInputWaitsForTheLoadToStayLow) {
+  Readings r = Good();
+  r.idle_seconds.reset();
+  PolicyConfig c;
+  PolicyState s = Idle();
+  Decision d = D(r, s, c, kNow);
+  EXPECT_EQ(d.action, Action::kSuspend) << d.reason;
+  EXPECT_EQ(d.cause, Cause::kOwnerUnknown);
+  ASSERT_TRUE(d.quiet_since_s.has_value());
+  EXPECT_EQ(*d.quiet_since_s, kNow);
+  s = Advance(s, d, kNow);
+  d = D(r, s, c, kNow + c.start_idle_s - 1);
+  EXPECT_EQ(d.action, Action::kSuspend) << d.reason;
+  s = Advance(s, d, kNow + c.start_idle_s - 1);
+  d = D(r, s, c, kNow + c.start_idle_s);
+  EXPECT_EQ(d.action, Action::kRun) << d.reason;
+  s = Advance(s, d, kNow + c.start_idle_s);
+  EXPECT_EQ(s.quiet_since_s, std::optional<double>(kNow));
+  // The owner's load rises above the limit: suspended (rule 5), and the quiet time is lost.
+  Readings busy = r;
+  busy.owner_cpu_load = 0.9;
+  d = D(busy, s, c, kNow + 400);
+  EXPECT_EQ(d.action, Action::kSuspend);
+  s = Advance(s, d, kNow + 400);
+  EXPECT_FALSE(s.quiet_since_s.has_value());
+  // Low again: it waits resume_idle_s of low load before the task resumes.
+  d = D(r, s, c, kNow + 401);
+  EXPECT_EQ(d.action, Action::kSuspend) << d.reason;
+  EXPECT_EQ(d.cause, Cause::kOwnerUnknown);
+  s = Advance(s, d, kNow + 401);
+  d = D(r, s, c, kNow + 401 + c.resume_idle_s);
+  EXPECT_EQ(d.action, Action::kRun) << d.reason;
+}
+
+TEST(OwnerPolicy, UnknownInputNeverLetsAHighLoadStart) {
+  // max_owner_cpu_load = 1 turns rule 5 off; unknown input still needs a low load (0.5).
+  Readings r = Good();
+  r.idle_seconds.reset();
+  r.owner_cpu_load = 0.7;
+  PolicyConfig c;
+  c.max_owner_cpu_load = 1;
+  PolicyState quiet = Idle();
+  quiet.quiet_since_s = kNow - 1e5;
+  Decision d = D(r, quiet, c);
+  EXPECT_EQ(d.action, Action::kSuspend) << d.reason;
+  EXPECT_EQ(d.cause, Cause::kOwnerUnknown);
 }
 
 TEST(OwnerPolicy, EachUnknownSensorAloneNeverStopsWork) {
@@ -104,7 +172,8 @@ TEST(OwnerPolicy, EachUnknownSensorAloneNeverStopsWork) {
       {"sleep_imminent", [](Readings& r) { r.sleep_imminent.reset(); }},
   };
   for (const auto& [name, clear] : sensors) {
-    for (const PolicyState& s : kAllModes) {
+    for (PolicyState s : kAllModes) {
+      s.quiet_since_s = kNow - 1e5;  // an unknown input: the load has long been low
       Readings r = Good();
       clear(r);
       EXPECT_EQ(D(r, s).action, Action::kRun) << name << " in " << ToString(s.mode);
@@ -114,10 +183,11 @@ TEST(OwnerPolicy, EachUnknownSensorAloneNeverStopsWork) {
 
 TEST(OwnerPolicy, NanReadingsAreTreatedAsUnknown) {
   Readings r = Good();
-  r.idle_seconds = std::numeric_limits<double>::quiet_NaN();
   r.temperature_c = std::numeric_limits<double>::quiet_NaN();
   r.owner_cpu_load = std::numeric_limits<double>::quiet_NaN();
   for (const PolicyState& s : kAllModes) EXPECT_EQ(D(r, s).action, Action::kRun);
+  r.idle_seconds = std::numeric_limits<double>::quiet_NaN();  // input and load unknown
+  for (const PolicyState& s : kAllModes) EXPECT_NE(D(r, s).action, Action::kRun);
 }
 
 // ---------------------------------------------------------------- rule 1: lid / sleep
@@ -611,8 +681,12 @@ TEST(OwnerPolicy, IdleStartsOnlyAfterStartIdle) {
   Decision start = D(r, Idle());
   EXPECT_EQ(start.action, Action::kRun);
   EXPECT_EQ(start.next_mode, Mode::kRunning);
+  // Unknown input: not at once; once the machine's load has stayed low start_idle_s.
   r.idle_seconds.reset();
-  EXPECT_EQ(D(r, Idle()).action, Action::kRun);
+  EXPECT_EQ(D(r, Idle()).cause, Cause::kOwnerUnknown);
+  PolicyState quiet = Idle();
+  quiet.quiet_since_s = kNow - 300;
+  EXPECT_EQ(D(r, quiet).action, Action::kRun);
 }
 
 TEST(OwnerPolicy, IdleNeverVacatedForLongIdleTime) {
@@ -725,7 +799,8 @@ TEST(OwnerPolicySweep, BooleanSensorCombinations) {
               // With no stopping signal known, work runs.
               const bool on_battery_stops =
                   ac == std::optional<bool>(false) && battery != BatteryAction::kRun;
-              const bool owner_active = idle_s == std::optional<double>(0.0);
+              // An unknown input with no load reading counts as an owner who may be there.
+              const bool owner_active = idle_s == std::optional<double>(0.0) || !idle_s;
               if (!lid_or_sleep && !on_battery_stops && !owner_active) {
                 EXPECT_EQ(d.action, Action::kRun);
               } else {
@@ -751,8 +826,11 @@ TEST(OwnerPolicySweep, AnySubsetOfKnownGoodSensorsRuns) {
     if (mask & 16) r.lid_closed = good.lid_closed;
     if (mask & 32) r.owner_cpu_load = good.owner_cpu_load;
     if (mask & 64) r.sleep_imminent = good.sleep_imminent;
-    for (const PolicyState& s : kAllModes) {
-      EXPECT_EQ(D(r, s).action, Action::kRun) << "mask=" << mask << " " << ToString(s.mode);
+    for (PolicyState s : kAllModes) {
+      s.quiet_since_s = kNow - 1e5;
+      // Without the input, the load stands in for it: one of the two must be known.
+      const bool runs = (mask & 1) || (mask & 32);
+      EXPECT_EQ(D(r, s).action == Action::kRun, runs) << "mask=" << mask << " " << ToString(s.mode);
     }
   }
 }

@@ -267,3 +267,40 @@ TEST_F(TaskInputCheck, FiveThousandTasksAfterFiveThousandJobInputs) {
 
 }  // namespace
 }  // namespace idlepool
+
+namespace idlepool {
+namespace {
+
+// A pattern whose matches add up to more names than a submission can carry is refused by name,
+// before the client's memory goes: every one of 20,000 tasks stages one file of a ~3,600-byte
+// path (about 140 MB of names in all, past the 64 MiB bound).
+TEST_F(TaskInputs, NamesPastTheByteBoundAreRefusedNamingThePattern) {
+  std::string deep;
+  for (int i = 0; i < 14; ++i) deep += std::string(250, static_cast<char>('a' + i)) + "/";
+  Write(deep + "f.bin", "x");
+  auto s = Parse("command = [\"true\"]\ncount = 20000\ntask_inputs = [\"" + deep + "f.*\"]\n");
+  ASSERT_TRUE(s.ok()) << s.status();
+  auto files = Expand(*s);
+  ASSERT_FALSE(files.ok());
+  EXPECT_EQ(files.status().code(), absl::StatusCode::kResourceExhausted) << files.status();
+  EXPECT_THAT(files.status().message(), HasSubstr("pattern '"));
+  EXPECT_THAT(files.status().message(), HasSubstr("64 MiB"));
+}
+
+TEST(OutputNames, ControlCharactersAreRefused) {
+  for (const char* bad : {"evil\x1b]0;PWNED\x07.txt", "a\tb", "del\x7f",
+                          "c1\xc2\x9b"
+                          "31m"}) {
+    auto why = spec::RelativePathError(bad);
+    ASSERT_TRUE(why.has_value()) << bad;
+    EXPECT_THAT(*why, HasSubstr("control character"));
+  }
+  EXPECT_FALSE(spec::RelativePathError("frames/\xc3\xa9t\xc3\xa9.png").has_value());  // été
+  auto s = spec::ParseJobToml("command = [\"true\"]\ncount = 1\noutputs = [\"a\\u001b[31m.txt\"]\n",
+                              "job.toml", "/tmp");
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.status().message(), HasSubstr("control character"));
+}
+
+}  // namespace
+}  // namespace idlepool

@@ -127,8 +127,14 @@ function sensorsText(s, connected) {
   return { temp, batt };
 }
 // Why a worker does no work: the owner policy's reason, only while it stops work (owner_state
-// suspend or vacate) on a connected worker.
-function whyText(w) { return w.state === 'connected' && w.owner_state && w.owner_state !== 'run' ? (w.owner_reason || w.owner_state) : ''; }
+// suspend or vacate) on a connected worker; "owner unknown" while it cannot sense its owner.
+function whyText(w) {
+  if (w.state !== 'connected' || !w.owner_state || w.owner_state === 'run') return '';
+  if (w.owner_state === 'unknown') {
+    return w.owner_cause === 'owner_unknown' ? (w.owner_reason || 'owner unknown') : 'owner unknown';
+  }
+  return w.owner_reason || w.owner_state;
+}
 // GPUs: busy/total, the hottest device's temperature while connected; each device in the tooltip.
 function gpuCell(w, connected) {
   const devs = w.gpu_devices || [];
