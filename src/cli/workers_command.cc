@@ -111,12 +111,23 @@ int ListWorkers(Common& common, bool json) {
     // what would not show (text/names.h).
     // SANDBOX: its tier as its last Hello said ("-": not known, e.g. an older worker).
     const std::string sandbox = x.sandbox().empty() ? "-" : text::VisibleText(x.sandbox());
+    // STATE: unhealthy while it is out for its failures (see below the table).
+    const std::string state = !x.unhealthy().empty() && here ? "unhealthy" : x.state();
     std::printf("%-20s %-20s %-13s %-14s %6u %6u %-16s %-7s %10s  %s %6s  %s  %s\n",
                 text::VisibleText(x.worker()).c_str(), text::VisibleText(x.hostname()).c_str(),
-                x.state().c_str(), x.activity().empty() ? "-" : x.activity().c_str(),
+                state.c_str(), x.activity().empty() ? "-" : x.activity().c_str(),
                 x.capacity().cpus(), x.slots_busy(), GpusText(x).c_str(), sandbox.c_str(), seen,
                 Pad(LinkText(x), 26).c_str(), cpu.c_str(), Pad(UpText(x), 32).c_str(),
                 owner.c_str());
+  }
+  for (const auto& x : w->workers()) {
+    if (x.unhealthy().empty()) continue;
+    std::printf(
+        "%s is unhealthy for %llds more (no new work; `idlepool workers reset %s` clears "
+        "it): %s\n",
+        text::VisibleText(x.worker()).c_str(),
+        static_cast<long long>((x.unhealthy_ms_left() + 999) / 1000),
+        text::VisibleText(x.worker()).c_str(), text::VisibleText(x.unhealthy()).c_str());
   }
   return 0;
 }
@@ -125,7 +136,7 @@ int ListWorkers(Common& common, bool json) {
 
 Command AddWorkersCommand(CLI::App& app, Common& common) {
   auto json = std::make_shared<bool>(false);
-  auto* workers = app.add_subcommand("workers", "list the pool's workers (or revoke one)");
+  auto* workers = app.add_subcommand("workers", "list the pool's workers (or revoke or reset one)");
   AddClientOptions(workers, common);
   workers->add_flag("--json", *json, "print JSON");
   struct Revoke {
@@ -136,8 +147,13 @@ Command AddWorkersCommand(CLI::App& app, Common& common) {
       "revoke", "cut a worker's session at once and refuse its certificate from now on");
   revoke->add_option("name", r->name, "the worker's name")->required();
   AddDataDirOption(revoke, r->data_dir);
-  return {workers, [json, r, revoke, &common] {
+  auto* reset = workers->add_subcommand(
+      "reset", "clear a worker's failures: no longer unhealthy, held off no job (admin socket)");
+  reset->add_option("name", r->name, "the worker's name")->required();
+  AddDataDirOption(reset, r->data_dir);
+  return {workers, [json, r, revoke, reset, &common] {
             if (*revoke) return RevokeWorker(r->data_dir, r->name);
+            if (*reset) return ResetWorker(r->data_dir, r->name);
             return ListWorkers(common, *json);
           }};
 }

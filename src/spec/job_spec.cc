@@ -67,7 +67,7 @@ constexpr std::string_view kResourceKeys[] = {"cpus", "gpus", "memory_mb", "gpu_
 // The GPU APIs a task may ask for (proto Resources.gpu_api, GpuDevice.apis).
 constexpr std::string_view kGpuApis[] = {"cuda", "opencl", "rocm", "metal"};
 constexpr std::string_view kRetryKeys[] = {"max_attempts", "timeout_s", "backoff_s",
-                                           "max_backoff_s"};
+                                           "max_backoff_s", "hold_off_after"};
 constexpr std::string_view kKindKeys[] = {"frames", "items", "items_file", "count"};
 
 
@@ -318,6 +318,10 @@ MaybeProblem CheckSpec(const JobSpec& spec) {
   if (spec.max_attempts > kMaxAttempts) {
     return Bad("retry.max_attempts", absl::StrCat("must be at most ", kMaxAttempts, ", got ",
                                                   spec.max_attempts, ToAbsl(kAttemptsWhy)));
+  }
+  if (spec.hold_off_after == 0 || spec.hold_off_after > kMaxHoldOffAfter) {
+    return Bad("retry.hold_off_after", absl::StrCat("must be between 1 and ", kMaxHoldOffAfter,
+                                                    ", got ", spec.hold_off_after));
   }
   if (auto p = internal::CheckPipeline(spec)) return Bad(p->field, p->message, p->index);
   for (size_t i = 0; i < spec.outputs.size(); ++i) {
@@ -880,6 +884,11 @@ absl::StatusOr<JobSpec> ReadJob(const Ctx& ctx, const toml::table& root) {
     }
     if (absl::Status s =
             ReadInt(ctx, *retry, "timeout_s", "retry.timeout_s", 0, kU32Max, spec.timeout_s);
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = ReadInt(ctx, *retry, "hold_off_after", "retry.hold_off_after", 1,
+                                 kMaxHoldOffAfter, spec.hold_off_after);
         !s.ok()) {
       return s;
     }

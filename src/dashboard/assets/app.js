@@ -128,7 +128,10 @@ function sensorsText(s, connected) {
 }
 // Why a worker does no work: the owner policy's reason, only while it stops work (owner_state
 // suspend or vacate) on a connected worker.
-function whyText(w) { return w.state === 'connected' && w.owner_state && w.owner_state !== 'run' ? (w.owner_reason || w.owner_state) : ''; }
+function whyText(w) {
+  if (w.unhealthy) return `${w.unhealthy} (no new work for ${fmtDur(w.unhealthy_s_left || 0)}; idlepool workers reset ${w.worker})`;
+  return w.state === 'connected' && w.owner_state && w.owner_state !== 'run' ? (w.owner_reason || w.owner_state) : '';
+}
 // GPUs: busy/total, the hottest device's temperature while connected; each device in the tooltip.
 function gpuCell(w, connected) {
   const devs = w.gpu_devices || [];
@@ -274,6 +277,9 @@ async function pageJob(id) {
       card('suspensions', j.suspensions), card('lost work', fmtDur(j.lost_seconds)),
       card('bytes moved', fmtBytes((j.transfer.coordinator_bytes || 0) + (j.transfer.peer_bytes || 0) + (j.transfer.output_bytes || 0)))),
     progressBar(j),
+    // Workers that keep failing this job get none of its tasks while others can run them.
+    (j.held_off || []).length ? el('p', { class: 'held-off' }, 'Held off: ',
+      ...j.held_off.map(h => el('span', { title: h.last_error }, `${h.worker} (${h.failures} failed: ${h.last_error}) `))) : null,
     el('h2', {}, 'Timeline'),
     el('div', { class: 'timeline', id: 'timeline' }, inlineSvg(svg)),
     t.truncated ? el('p', { class: 'muted' }, 'Only the newest attempts are shown.') : null];
