@@ -987,9 +987,11 @@ void Scheduler::Schedule(MonoTime now, std::vector<Decision>& out) {
     }
     // No fit: every task of a job needs the same resources and placing only uses capacity up,
     // so no later task of this job fits either during this pass. The tail rule: the best free
-    // worker waits, and every other free one ranks lower, so it would wait too.
-    if (best == nullptr || (Ranked() && !job.spec.service &&
-                            ShouldWait(workers_.at(*best), need, MeanMs(job), ahead + job.pending))) {
+    // worker waits, and every other free one ranks lower, so it would wait too. Not for a task
+    // that failed somewhere: the better-ranked workers may be the ones it avoids (Health).
+    if (best == nullptr ||
+        (Ranked() && !job.spec.service && !health_.Marked(key) &&
+         ShouldWait(workers_.at(*best), need, MeanMs(job), ahead + job.pending))) {
       it = pending_.lower_bound(TaskKey{key.job + 1, 0});
       continue;
     }

@@ -208,6 +208,10 @@ SimConfig DstScenario(uint64_t seed, core::Options::PlantedBug bug) {
   c.core.lease_timeout = core::kDefaultLeaseTimeout;
   c.core.timeout_grace = core::Millis(3000);
   c.core.planted_bug = bug;
+  // Unhealthy workers come back within the run: random failures (failure_probability) trip
+  // workers too, and a 10-minute backoff doubling to 4 h would outlast the liveness phase.
+  c.core.health.backoff = core::Millis(10000);
+  c.core.health.max_backoff = core::Millis(60000);
   c.tick_s = 0.5;
   c.heartbeat_s = 1.0;
   c.latency_s = 0.002;

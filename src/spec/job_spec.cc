@@ -319,10 +319,6 @@ MaybeProblem CheckSpec(const JobSpec& spec) {
     return Bad("retry.max_attempts", absl::StrCat("must be at most ", kMaxAttempts, ", got ",
                                                   spec.max_attempts, ToAbsl(kAttemptsWhy)));
   }
-  if (spec.hold_off_after == 0 || spec.hold_off_after > kMaxHoldOffAfter) {
-    return Bad("retry.hold_off_after", absl::StrCat("must be between 1 and ", kMaxHoldOffAfter,
-                                                    ", got ", spec.hold_off_after));
-  }
   if (auto p = internal::CheckPipeline(spec)) return Bad(p->field, p->message, p->index);
   for (size_t i = 0; i < spec.outputs.size(); ++i) {
     if (auto why = RelativePathError(spec.outputs[i])) {
@@ -884,11 +880,6 @@ absl::StatusOr<JobSpec> ReadJob(const Ctx& ctx, const toml::table& root) {
     }
     if (absl::Status s =
             ReadInt(ctx, *retry, "timeout_s", "retry.timeout_s", 0, kU32Max, spec.timeout_s);
-        !s.ok()) {
-      return s;
-    }
-    if (absl::Status s = ReadInt(ctx, *retry, "hold_off_after", "retry.hold_off_after", 1,
-                                 kMaxHoldOffAfter, spec.hold_off_after);
         !s.ok()) {
       return s;
     }
