@@ -58,9 +58,10 @@ void PrintJobDetails(const v1::JobStatus& s) {
               static_cast<unsigned long long>(s.suspensions()),
               Seconds(static_cast<double>(s.lost_ms()) / 1000.0).c_str());
   if (s.machine_faults() != 0) {
-    std::printf("  machine faults %llu (a full disk, a command that could not start there; never "
-                "counted against the tasks)\n",
-                static_cast<unsigned long long>(s.machine_faults()));
+    std::printf(
+        "  machine faults %llu (a full disk, a command that could not start there; never "
+        "counted against the tasks)\n",
+        static_cast<unsigned long long>(s.machine_faults()));
   }
   {
     const auto& t = s.transfer();

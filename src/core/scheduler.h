@@ -86,8 +86,8 @@
 //     on) while another worker could take it now or soon: one that fits the job's resources when
 //     idle, is not unhealthy, not held off the job, has not failed the task, and is connected (or
 //     disconnected within its lease) or lost within machine_fault_avoid (one kept off the task for
-//     machine_fault_avoid counts: that wait is bounded); one that left does not count. With none (a one-worker
-//     pool), it retries there after its backoff. A worker on which a job failed
+//     machine_fault_avoid counts: that wait is bounded); one that left does not count. With none (a
+//     one-worker pool), it retries there after its backoff. A worker on which a job failed
 //     JobSubmitted::hold_off_after times with no success of that job there, or on which its
 //     command could not start (AttemptReport::cannot_start, a machine fault: no attempt used), is
 //     held off the job: none of its tasks while such another worker exists; when every worker
