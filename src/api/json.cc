@@ -66,6 +66,11 @@ nlohmann::json JobJson(const v1::JobStatus& s) {
   j["waiting"] = waiting.empty() ? nlohmann::json() : nlohmann::json(waiting);
   j["makespan_s"] = s.finished_ms() ? (s.finished_ms() - s.submitted_ms()) / 1000.0 : 0.0;
   j["machine_faults"] = s.machine_faults();
+  j["held_off"] = nlohmann::json::array();
+  for (const auto& h : s.held_off()) {
+    j["held_off"].push_back(
+        {{"worker", h.worker()}, {"failures", h.failures()}, {"last_error", h.last_error()}});
+  }
   j["profile_key"] = s.profile_key();
   if (s.has_prediction()) {
     j["prediction"] = PredictionJson(s.prediction());
@@ -94,11 +99,8 @@ nlohmann::json JobJson(const v1::JobStatus& s) {
 }
 
 nlohmann::json FailedTaskJson(const v1::FailedTask& f) {
-  return {{"index", f.index()},
-          {"message", f.message()},
-          {"attempt", f.attempt()},
-          {"exit_code", f.exit_code()},
-          {"outcome", f.outcome()}};
+  return {{"index", f.index()},         {"message", f.message()}, {"attempt", f.attempt()},
+          {"exit_code", f.exit_code()}, {"outcome", f.outcome()}, {"worker", f.worker()}};
 }
 
 nlohmann::json FailedTasksJson(const v1::FailedTasksPage& p) {
@@ -209,6 +211,8 @@ nlohmann::json WorkerJson(const v1::WorkerInfo& w) {
                       {"owner_reason", w.owner_reason()},
                       {"owner_cause", w.owner_cause()},
                       {"stalled", w.stalled()},
+                      {"unhealthy", w.unhealthy()},
+                      {"unhealthy_s_left", static_cast<double>(w.unhealthy_ms_left()) / 1000.0},
                       {"cache_bytes", w.cache_bytes()},
                       {"cache_blobs", w.cache_blobs()},
                       {"peer_address", w.peer_address()},

@@ -45,6 +45,9 @@ PoolClient MakeClient(const Common& common);
 void AddDataDirOption(CLI::App* sub, std::string& data_dir);
 // `idlepool workers revoke NAME`.
 int RevokeWorker(const std::string& data_dir, const std::string& name);
+// `idlepool workers reset NAME` over DATA_DIR/admin.sock: clears its failures (unhealthy, held
+// off).
+int ResetWorker(const std::string& data_dir, const std::string& name);
 
 // Prints the error; returns 2 for kInvalidArgument (bad input), else 1.
 int Fail(const absl::Status& st);

@@ -29,6 +29,7 @@ namespace {
 struct CoordinatorFlags {
   coordinator::Options options;
   int64_t lease_ms = core::kDefaultLeaseTimeout.count();
+  int64_t unhealthy_backoff_ms = core::HealthRule{}.backoff.count();
   int64_t forget_ms = std::chrono::duration_cast<core::Millis>(std::chrono::hours(1)).count();
   int64_t heartbeat_ms = core::kDefaultHeartbeat.count();
   int64_t partial_idle_ms = blob::kPartialIdleLimit.count();
@@ -118,6 +119,7 @@ int ApplyFlags(CoordinatorFlags& f) {
   f.options.heartbeat = core::Millis(f.heartbeat_ms);
   f.options.partial_idle_limit = std::chrono::milliseconds(f.partial_idle_ms);
   f.options.forget_workers_after = core::Millis(f.forget_ms);
+  f.options.unhealthy_backoff = core::Millis(f.unhealthy_backoff_ms);
   f.options.http = f.http == "off" ? "" : f.http;
   f.options.http_required = f.http_opt->count() > 0;
   f.options.serve_listen = f.serve == "off" ? "" : f.serve;
@@ -226,6 +228,12 @@ Command AddCoordinatorCommand(CLI::App& app, Common&) {
                    "it may use")
       ->capture_default_str()
       ->check(CLI::Range(size_t{1}, size_t{1} << 20));
+  // Hidden (group ""): tests shorten an unhealthy worker's first backoff (10 min).
+  coord
+      ->add_option("--unhealthy-backoff-ms", f->unhealthy_backoff_ms,
+                   "an unhealthy worker's first backoff, doubling up to 4 h")
+      ->check(CLI::Range(int64_t{100}, int64_t{4} * 3'600'000))
+      ->group("");
   // Hidden (group ""): tests shorten the life of abandoned partial uploads.
   coord
       ->add_option("--partial-idle-ms", f->partial_idle_ms,

@@ -60,8 +60,10 @@ void PrintJobDetails(const v1::JobStatus& s, Hints hints) {
               static_cast<unsigned long long>(s.suspensions()),
               Seconds(static_cast<double>(s.lost_ms()) / 1000.0).c_str());
   if (s.machine_faults() != 0) {
-    std::printf("  machine faults %llu (disk full; never counted against the tasks)\n",
-                static_cast<unsigned long long>(s.machine_faults()));
+    std::printf(
+        "  machine faults %llu (a full disk, a command that could not start there; never "
+        "counted against the tasks)\n",
+        static_cast<unsigned long long>(s.machine_faults()));
   }
   {
     const auto& t = s.transfer();
@@ -89,6 +91,13 @@ void PrintJobDetails(const v1::JobStatus& s, Hints hints) {
                 p.basis().c_str(), check.c_str());
   }
   if (s.host_network()) std::printf("  network: host (its tasks share the worker's network)\n");
+  for (const auto& h : s.held_off()) {
+    std::printf(
+        "  held off %s (%u failed there; none of its tasks go there while others can run "
+        "them): %s\n",
+        text::PrintableText(h.worker(), false).c_str(), h.failures(),
+        text::PrintableText(h.last_error(), false).c_str());
+  }
   if (const std::string why = api::WaitingReason(s); !why.empty()) {
     std::printf("  waiting: %s\n", why.c_str());
   }
@@ -115,7 +124,9 @@ void PrintFailedTasks(const google::protobuf::RepeatedPtrField<v1::FailedTask>& 
       indented += c;
       if (c == '\n') indented += "      | ";
     }
-    std::printf("  task %u failed: %s\n", f.index(), indented.c_str());
+    const std::string worker = text::PrintableText(f.worker(), /*keep_newlines=*/false);
+    std::printf("  task %u failed on %s: %s\n", f.index(), worker.empty() ? "?" : worker.c_str(),
+                indented.c_str());
   }
 }
 

@@ -195,10 +195,11 @@ int RunPlanJob(PoolClient& client, const PlanJobOptions& o) {
                   absl::StrCat("calibration job ", calibration_job, ": ", done.status().message()));
     }
     if (done->state() != "succeeded") {
-      std::string why = done->failed_tasks_size() > 0
-                            ? absl::StrCat(": task ", done->failed_tasks(0).index(), ": ",
-                                           done->failed_tasks(0).message())
-                            : "";
+      std::string why =
+          done->failed_tasks_size() > 0
+              ? absl::StrCat(": task ", done->failed_tasks(0).index(), " on ",
+                             done->failed_tasks(0).worker(), ": ", done->failed_tasks(0).message())
+              : "";
       return Fail(1, absl::StrCat("calibration job ", calibration_job, " ", done->state(), why,
                                   " (the job itself would fail the same way)"));
     }

@@ -113,7 +113,7 @@ int ActivityRank(const std::string& a) {
 const char* ActivityColor(const std::string& a) {
   if (a == "running") return kGreen;
   if (a == "idle") return "";
-  if (a == "lost" || a == "disconnected") return kRed;
+  if (a == "lost" || a == "disconnected" || a == "unhealthy") return kRed;
   if (a == "left") return kDim;
   return kYellow;  // the owner has the machine: suspended, on_battery, hot, lid_closed, ...
 }

@@ -41,6 +41,7 @@ constexpr NamedBug kBugs[] = {
     {"count-preemptions", PlantedBug::kCountPreemptions},
     {"strand-preempted", PlantedBug::kStrandPreempted},
     {"preemptions-as-losses", PlantedBug::kPreemptionsAsLosses},
+    {"pin-retries", PlantedBug::kPinRetries},
 };
 
 bool IsSpot(const std::string& path) {

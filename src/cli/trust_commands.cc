@@ -176,6 +176,20 @@ int RevokeWorker(const std::string& data_dir, const std::string& name) {
   return 0;
 }
 
+int ResetWorker(const std::string& data_dir, const std::string& name) {
+  auto stub = AdminStub(data_dir);
+  if (!stub.ok()) return Fail(stub.status());
+  v1::ResetWorkerRequest req;
+  req.set_name(name);
+  v1::ResetWorkerReply reply;
+  if (auto st = (*stub)->ResetWorker(Ctx().get(), req, &reply); !st.ok()) {
+    return Fail(wire::FromGrpc(st, absl::StrCat("resetting worker ", name)));
+  }
+  std::printf("worker %s reset%s\n", name.c_str(),
+              reply.was_unhealthy() ? ": it takes work again" : " (it was healthy)");
+  return 0;
+}
+
 Command AddLoginCommand(CLI::App& app, Common&) {
   auto f = std::make_shared<LoginFlags>();
   auto* login = app.add_subcommand(

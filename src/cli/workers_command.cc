@@ -25,6 +25,15 @@ int ListWorkers(Common& common, bool json, bool wide) {
   }
   const Terminal term = TerminalFor(STDOUT_FILENO);
   std::printf("%s", WorkersTable(*w, term.fancy && !wide ? term.style.width : 0).c_str());
+  for (const auto& x : w->workers()) {
+    if (x.unhealthy().empty()) continue;
+    std::printf(
+        "%s is unhealthy for %llds more (no new work; `idlepool workers reset %s` clears "
+        "it): %s\n",
+        text::VisibleText(x.worker()).c_str(),
+        static_cast<long long>((x.unhealthy_ms_left() + 999) / 1000),
+        text::VisibleText(x.worker()).c_str(), text::VisibleText(x.unhealthy()).c_str());
+  }
   return 0;
 }
 
@@ -35,7 +44,7 @@ Command AddWorkersCommand(CLI::App& app, Common& common) {
     bool json = false, wide = false;
   };
   auto f = std::make_shared<Flags>();
-  auto* workers = app.add_subcommand("workers", "list the pool's workers (or revoke one)");
+  auto* workers = app.add_subcommand("workers", "list the pool's workers (or revoke or reset one)");
   AddClientOptions(workers, common);
   workers->add_flag("--json", f->json, "print JSON");
   workers->add_flag("--wide", f->wide,
@@ -49,8 +58,13 @@ Command AddWorkersCommand(CLI::App& app, Common& common) {
       "revoke", "cut a worker's session at once and refuse its certificate from now on");
   revoke->add_option("name", r->name, "the worker's name")->required();
   AddDataDirOption(revoke, r->data_dir);
-  return {workers, [f, r, revoke, &common] {
+  auto* reset = workers->add_subcommand(
+      "reset", "clear a worker's failures: no longer unhealthy, held off no job (admin socket)");
+  reset->add_option("name", r->name, "the worker's name")->required();
+  AddDataDirOption(reset, r->data_dir);
+  return {workers, [f, r, revoke, reset, &common] {
             if (*revoke) return RevokeWorker(r->data_dir, r->name);
+            if (*reset) return ResetWorker(r->data_dir, r->name);
             return ListWorkers(common, f->json, f->wide);
           }};
 }

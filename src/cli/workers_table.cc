@@ -105,7 +105,8 @@ std::vector<Column> Columns(const v1::ListWorkersReply& reply) {
     const std::vector<std::string> row = {
         text::VisibleText(x.worker()),
         text::VisibleText(x.hostname()),
-        x.state(),
+        // STATE: unhealthy while it is out for its failures (the lines below the table say why).
+        !x.unhealthy().empty() && here ? std::string("unhealthy") : x.state(),
         x.activity().empty() ? "-" : x.activity(),
         std::to_string(x.capacity().cpus()),
         std::to_string(x.slots_busy()),

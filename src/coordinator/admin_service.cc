@@ -95,4 +95,15 @@ grpc::Status AdminService::RevokeWorker(grpc::ServerContext* ctx,
   return grpc::Status::OK;
 }
 
+grpc::Status AdminService::ResetWorker(grpc::ServerContext* ctx, const v1::ResetWorkerRequest* req,
+                                       v1::ResetWorkerReply* reply) {
+  if (auto st = OnlyLocal(ctx); !st.ok()) return st;
+  if (!reset_worker_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "no scheduler to reset");
+  absl::StatusOr<bool> was = reset_worker_(req->name());
+  if (!was.ok()) return wire::ToGrpc(was.status());
+  reply->set_was_unhealthy(*was);
+  spdlog::info("worker {} reset by the admin{}", req->name(), *was ? " (it was unhealthy)" : "");
+  return grpc::Status::OK;
+}
+
 }  // namespace idlepool::coordinator

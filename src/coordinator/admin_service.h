@@ -7,6 +7,9 @@
 // authorizer refuse the worker's certificates at once, and ends its live sessions with a Refused
 // message: the worker's next call is refused and it exits.
 //
+// ResetWorker clears a worker's failures in the scheduler core (no longer unhealthy, held off no
+// job) through the hook the coordinator sets (OnResetWorker).
+//
 // Threads: gRPC handler threads. Holds references to the authorizer, the credential store, the
 // session registry, the CA (for the pin tokens carry) and the clock.
 #pragma once
@@ -14,6 +17,7 @@
 #include <functional>
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "coordinator/auth.h"
 #include "coordinator/sessions.h"
 #include "grpcpp/grpcpp.h"
@@ -42,6 +46,8 @@ class AdminService final : public v1::Admin::Service {
                            v1::RevokeTokenReply* reply) override;
   grpc::Status RevokeWorker(grpc::ServerContext* ctx, const v1::RevokeWorkerRequest* req,
                             v1::RevokeWorkerReply* reply) override;
+  grpc::Status ResetWorker(grpc::ServerContext* ctx, const v1::ResetWorkerRequest* req,
+                           v1::ResetWorkerReply* reply) override;
 
   // What CreateToken does, for the coordinator itself (the join command it prints at start,
   // and `idlepool run`'s in-process pool).
@@ -49,6 +55,10 @@ class AdminService final : public v1::Admin::Service {
   // Called with a token's id once it is revoked (the dashboard ends its sessions). Set before
   // the admin socket serves, or from the thread that starts the coordinator.
   void OnTokenRevoked(std::function<void(const std::string&)> f) { on_revoked_ = std::move(f); }
+  // Resets a worker in the core: whether it was unhealthy; kNotFound for an unknown worker. Set
+  // before the admin socket serves.
+  using ResetHook = std::function<absl::StatusOr<bool>(const std::string&)>;
+  void OnResetWorker(ResetHook f) { reset_worker_ = std::move(f); }
 
  private:
   Authorizer& authz_;
@@ -57,6 +67,7 @@ class AdminService final : public v1::Admin::Service {
   const std::string ca_pin_;
   const platform::Clock& clock_;
   std::function<void(const std::string&)> on_revoked_;
+  ResetHook reset_worker_;
 };
 
 }  // namespace idlepool::coordinator

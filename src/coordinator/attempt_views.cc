@@ -39,6 +39,7 @@ void FillFailedTask(const store::AttemptRecord& a, v1::FailedTask* out) {
   out->set_attempt(a.attempt);
   out->set_exit_code(a.exit_code);
   out->set_outcome(core::ToString(a.outcome));
+  out->set_worker(a.worker);
   out->set_message(text::TruncateUtf8(WithoutLogTail(a.message, a.log_tail), kFailureReasonBytes));
 }
 

@@ -7,9 +7,11 @@
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -157,6 +159,7 @@ absl::StatusOr<std::map<core::JobId, JobInfo>> RestoreJobs(store::Store& store,
       job.spec.retry =
           core::RetryBackoff{core::Millis(static_cast<int64_t>(r.backoff_s() * 1000)),
                              core::Millis(static_cast<int64_t>(r.max_backoff_s() * 1000))};
+      if (r.hold_off_after() != 0) job.spec.hold_off_after = r.hold_off_after();
     }
   }
   return jobs;
@@ -343,6 +346,18 @@ void CoordinatorImpl::MakeParts() {
   // A revoked token's dashboard sessions end with it.
   admin_service_->OnTokenRevoked([this](const std::string& id) {
     if (http::Server* h = http_live_.load()) h->EndSessionsOf(id);
+  });
+  admin_service_->OnResetWorker([this](const std::string& name) -> absl::StatusOr<bool> {
+    auto p = std::make_shared<std::promise<std::optional<bool>>>();
+    auto was = p->get_future();
+    core_->PostItem(
+        CoreItem{core::Event(core::WorkerReset{name}), [this, p, name] {
+                   const std::optional<core::WorkerView> w = core_->sched().Worker(name);
+                   p->set_value(w ? std::optional<bool>(!w->unhealthy.empty()) : std::nullopt);
+                 }});
+    const std::optional<bool> known = was.get();
+    if (!known) return absl::NotFoundError(absl::StrCat("no worker named '", name, "'"));
+    return *known;
   });
   autoscaler_ = std::make_unique<ServiceAutoscaler>(*core_, *store_, serve_bridge_);
   // A retiring replica drained early: its worker stops it now (worker/owner_monitor.h, Retire).

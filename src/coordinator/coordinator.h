@@ -36,6 +36,7 @@
 #include "blob/space.h"
 #include "core/defaults.h"
 #include "core/types.h"
+#include "core/worker_health.h"
 #include "platform/clock.h"
 
 namespace idlepool::coordinator {
@@ -46,6 +47,8 @@ struct Options {
   core::Millis lease_timeout = core::kDefaultLeaseTimeout;
   core::Millis heartbeat = core::kDefaultHeartbeat;  // told to workers in Welcome
   core::Millis tick{100};                  // how often leases and timeouts are checked
+  // An unhealthy worker's first backoff (core::HealthRule::backoff; doubling up to 4 h).
+  core::Millis unhealthy_backoff = core::HealthRule{}.backoff;
   // A partial upload with no bytes for this long is removed (at start, then while running).
   std::chrono::milliseconds partial_idle_limit = blob::kPartialIdleLimit;
   // A worker gone (left or lost, holding nothing) this long leaves the coordinator's memory; the

@@ -254,6 +254,7 @@ CoreLoop::CoreLoop(CoreLoopDeps deps)
     : deps_(std::move(deps)),
       sched_(core::Options{.lease_timeout = deps_.options.lease_timeout,
                            .stall_threshold = deps_.options.lease_timeout / 2,
+                           .health = core::HealthRule{.backoff = deps_.options.unhealthy_backoff},
                            .stall = core::StallRule{.enabled = true}}),
       sink_(std::make_unique<StoreSink>(deps_)),
       target_(std::make_unique<SessionTarget>(deps_, jobs_, *this)) {}

@@ -22,6 +22,7 @@
 #include "spec/profile_key.h"
 #include "spec/spec.h"
 #include "status_convert.h"
+#include "text/utf8.h"
 #include "wire/wire.h"
 
 namespace idlepool::coordinator {
@@ -136,6 +137,7 @@ grpc::Status JobService::SubmitJob(grpc::ServerContext* ctx, const v1::SubmitJob
   job.sched.max_attempts = spec.max_attempts;
   job.sched.timeout = std::chrono::seconds(spec.timeout_s);
   if (!spec.service) job.sched.retry = RetryOf(spec);
+  job.sched.hold_off_after = spec.hold_off_after;
   v1::JobSpec stored = proto;  // `after` resolved to ids: a name means the job it named at submit
   if (grpc::Status st = ResolveAfterOf(spec, job.sched, stored); !st.ok()) return st;
   job.service = spec.service;
@@ -302,6 +304,11 @@ grpc::Status JobService::ListWorkersInternal(v1::ListWorkersReply* reply) {
     out->set_stalled(w.stalled);
     out->set_activity(
         WorkerActivity({out->state(), w.owner_state, w.owner_cause, w.attempts_running}));
+    if (!w.unhealthy.empty()) {  // its own word on the dashboard (and STATE in `workers`)
+      out->set_unhealthy(text::TruncateUtf8(w.unhealthy, 1024));
+      out->set_unhealthy_ms_left(std::max<int64_t>(0, (w.unhealthy_until - now).count()));
+      if (out->state() == "connected") out->set_activity("unhealthy");
+    }
     for (uint32_t i : w.gpus_busy) out->add_gpus_busy(i);
     out->set_cache_bytes(w.cache_bytes);
     out->set_cache_blobs(w.cache_blobs);
@@ -523,6 +530,12 @@ void JobService::FillSummary(const core::JobSummary& summary, const store::JobRe
   out->set_suspensions(summary.counters.suspensions);
   out->set_lost_ms(static_cast<uint64_t>(summary.counters.lost_work.count()));
   out->set_machine_faults(summary.counters.machine_faults);
+  for (const core::HeldOff& h : summary.held_off) {
+    v1::HeldOffWorker* w = out->add_held_off();
+    w->set_worker(h.worker);
+    w->set_failures(h.failures);
+    w->set_last_error(text::TruncateUtf8(h.last_error, 1024));
+  }
   ToProto(summary.counters.transfer, out->mutable_transfer());
   out->set_profile_key(rec.profile_key);
   out->set_submitted_ms(rec.submitted_ms);

@@ -51,6 +51,7 @@ constexpr MethodRuleEntry kRules[] = {
     {"/idlepool.v1.Admin/ListTokens", {kAdmin}},
     {"/idlepool.v1.Admin/RevokeToken", {kAdmin}},
     {"/idlepool.v1.Admin/RevokeWorker", {kAdmin}},
+    {"/idlepool.v1.Admin/ResetWorker", {kAdmin}},
 };
 
 }  // namespace

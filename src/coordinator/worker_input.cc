@@ -284,6 +284,7 @@ core::AttemptReport ToCoreReport(const blob::BlobStore& blobs, const std::string
   if (!r.log_tail().empty()) ev.message += "\n" + text::TruncateUtf8(r.log_tail(), kMaxLogTail);
   ev.log_tail = text::TailUtf8(r.log_tail(), kMaxLogTail);
   ev.result = ResultOf(r.result());
+  ev.cannot_start = ev.result == core::ReportResult::kMachineFault && r.cannot_start();
   if (r.has_transfer()) ev.transfer = BoundedTransfer(r.transfer());
   if (r.has_timing()) {
     const v1::AttemptTiming& t = r.timing();

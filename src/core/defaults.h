@@ -23,6 +23,11 @@ inline constexpr Millis kDefaultHeartbeat{1000};
 // two unrelated crashes of the machines that ran one task, back to back, are already rare.
 inline constexpr uint32_t kDefaultMaxWorkersLostInARow = 3;
 
+// A worker on which a job failed this many times with no success of that job there is held off
+// the job (spec `[retry] hold_off_after`; "Health" in core/scheduler.h). Three: as max_attempts,
+// one bad machine never takes more than a task's worth of tries.
+inline constexpr uint32_t kDefaultHoldOffAfter = 3;
+
 // Stalled attempts (core/stall.h, Options::stall). The protocol carries no per-attempt progress
 // (a Heartbeat is empty), so the signs of progress are a report and a checkpoint; an attempt
 // with neither for longer than its job's own attempt times make plausible is moved, and its

@@ -12,6 +12,7 @@
 #include <variant>
 #include <vector>
 
+#include "core/defaults.h"
 #include "core/types.h"
 
 namespace idlepool::core {
@@ -51,6 +52,9 @@ struct JobSubmitted {
   // The jobs it runs after (see "Pipelines" above): until each of them has succeeded its tasks
   // are never placed. Ids the core does not know do not hold it back.
   std::vector<JobId> after{};
+  // A worker on which the job failed this many times, with no success of it there, is held off
+  // it (see "Health"); batch jobs only. >= 1.
+  uint32_t hold_off_after = kDefaultHoldOffAfter;
 };
 
 // A worker's measured down rate (coordinator -> worker, bytes per second; 0: unmeasured), from
@@ -182,6 +186,15 @@ struct AttemptReport {
   Transfer transfer{};  // bytes the attempt moved (added to its job's counters)
   AttemptTiming timing{};  // where its time went (carried to the store, never decided on)
   std::string log_tail{};  // last bytes of its output (carried to the store, never decided on)
+  // kMachineFault only: the task's command could not start there (exec failed: no such program,
+  // not executable, a library missing). The worker is held off the job at once (see "Health").
+  bool cannot_start = false;
+};
+
+// The pool's admin cleared `worker`'s failures (`idlepool workers reset`): it is healthy again
+// and held off no job. Ignored for an unknown worker.
+struct WorkerReset {
+  WorkerName worker;
 };
 
 // Time passed: expire leases, orphaned attempts and timeouts.
@@ -189,6 +202,6 @@ struct Tick {};
 
 using Event = std::variant<JobSubmitted, JobCancelled, WorkerHello, WorkerHeartbeat, SessionClosed,
                            WorkerLeaving, AttemptReport, Tick, OwnerStateChanged, CheckpointSaved,
-                           CacheChanged, GpusHeld, ScaleService, LinkRate>;
+                           CacheChanged, GpusHeld, ScaleService, LinkRate, WorkerReset>;
 
 }  // namespace idlepool::core

@@ -7,16 +7,7 @@
 #include <limits>
 #include <utility>
 
-// Always-on check for invariants whose breach would corrupt the pool's state. Never used for
-// anything a worker or client can send: those are handled as ordinary (refused or ignored) input.
-#define CORE_CHECK(cond, msg)                                                               \
-  do {                                                                                      \
-    if (!(cond)) {                                                                          \
-      std::fprintf(stderr, "%s:%d: core invariant violated: %s (%s)\n", __FILE__, __LINE__, \
-                   (msg), #cond);                                                           \
-      std::abort();                                                                         \
-    }                                                                                       \
-  } while (0)
+#include "core/check.h"
 
 namespace idlepool::core {
 namespace {
@@ -64,7 +55,7 @@ std::optional<Policy> PolicyNamed(std::string_view name) {
 
 std::string_view PolicyNames() { return "fifo, fast, speculative, churn, default"; }
 
-Scheduler::Scheduler(Options options) : options_(options) {}
+Scheduler::Scheduler(Options options) : options_(options), health_(options.health) {}
 
 // ---------------------------------------------------------------------------------------------
 // Restore
@@ -95,6 +86,7 @@ void Scheduler::Restore(const RestoredState& state, MonoTime now) {
   lost_in_a_row_.clear();
   restarts_.clear();
   waiting_.clear();
+  health_ = WorkerHealth(options_.health);  // not in the store (see "Health")
   after_dirty_ = true;  // the first Apply starts or cancels the jobs that wait (ResolveAfter)
   now_ = now;
   next_attempt_id_ = std::max<AttemptId>(state.next_attempt_id, 1);
@@ -195,6 +187,7 @@ std::vector<Decision> Scheduler::Apply(const Event& event, MonoTime now) {
                  [&](const GpusHeld& e) { OnGpusHeld(e); },
                  [&](const ScaleService& e) { OnScale(e, out); },
                  [&](const LinkRate& e) { OnLinkRate(e); },
+                 [&](const WorkerReset& e) { OnReset(e); },
              },
              event);
   ResolveAfter(now, out, 0);
@@ -496,6 +489,7 @@ void Scheduler::OnReport(const AttemptReport& e, MonoTime now, std::vector<Decis
       break;
     }
     case ReportResult::kMachineFault:
+      if (e.cannot_start) NoteCannotStart(e);
       EndAttempt(e.attempt, AttemptOutcome::kMachineFault, e.exit_code, e.message, {}, out,
                  Millis{0}, e.transfer, e.timing, e.log_tail);
       break;
@@ -559,7 +553,7 @@ void Scheduler::NormalizeInputs(JobRec& job) {
 }
 
 bool Scheduler::Avoided(const TaskKey& key, const WorkerName& name, MonoTime now) const {
-  if (ReplicasFull(key, name)) return true;
+  if (ReplicasFull(key, name) || Steered(key, name, now)) return true;
   auto t = avoid_.find(key);
   if (t == avoid_.end()) return false;
   auto w = t->second.find(name);
@@ -708,6 +702,7 @@ void Scheduler::OnTick(MonoTime now, std::vector<Decision>& out) {
   KillOverdue(now, out);
   MoveStalled(now, out);
   RestartDue(now);
+  RecoverHealthy(now);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -781,6 +776,7 @@ void Scheduler::EndAttempt(AttemptId id, AttemptOutcome outcome, int exit_code,
   out.push_back(AttemptEnded{id, a.task, a.worker, outcome, exit_code,
                              crashes.empty() ? message : message + "; " + crashes, lost, transfer,
                              /*late=*/false, timing, log_tail});
+  if (!job.spec.service) NoteHealth(a, outcome, message);
   if (job.spec.service && job.state == JobState::kRunning) return EndReplica(job, a, outcome, now_, out);
 
   bool failure = false;
@@ -810,7 +806,8 @@ void Scheduler::EndAttempt(AttemptId id, AttemptOutcome outcome, int exit_code,
     case AttemptOutcome::kMachineFault:
       ++job.counters.machine_faults;
       if (task.machine_faults < UINT16_MAX) ++task.machine_faults;
-      if (job.state == JobState::kRunning) {
+      // One that could not start is held off the whole job instead (see "Health").
+      if (job.state == JobState::kRunning && !health_.FailedOn(a.task, a.worker)) {
         avoid_[a.task][a.worker] = now_ + options_.machine_fault_avoid;
       }
       break;
@@ -907,84 +904,7 @@ bool Scheduler::Connected(const WorkerRec& w) {
 }
 
 bool Scheduler::Schedulable(const WorkerRec& w) {
-  return Connected(w) && w.accepting && w.stalled.empty();
-}
-
-uint32_t Scheduler::FreeSlots(const WorkerRec& w) {
-  return w.capacity.cpus > w.slots_busy ? w.capacity.cpus - w.slots_busy : 0;
-}
-
-bool Scheduler::Fits(const WorkerRec& w, const Resources& need) {
-  if (!Schedulable(w) || !NetworkFits(w, need)) return false;
-  if (FreeSlots(w) < need.cpus) return false;
-  if (need.gpus > 0 && !ChooseGpus(w, need)) return false;
-  if (need.memory_mb != 0 && w.capacity.memory_mb != 0) {
-    const uint64_t free_mb =
-        w.capacity.memory_mb > w.memory_busy_mb ? w.capacity.memory_mb - w.memory_busy_mb : 0;
-    if (free_mb < need.memory_mb) return false;
-  }
-  return true;
-}
-
-bool Scheduler::GpuFits(const GpuDevice& d, const Resources& need) {
-  if (need.gpu_memory_mb != 0 && d.memory_mb < need.gpu_memory_mb) return false;
-  return need.gpu_api.empty() ||
-         std::find(d.apis.begin(), d.apis.end(), need.gpu_api) != d.apis.end();
-}
-
-std::optional<std::vector<uint32_t>> Scheduler::ChooseGpus(const WorkerRec& w,
-                                                           const Resources& need) {
-  if (need.gpus == 0) return std::vector<uint32_t>{};
-  std::vector<const GpuDevice*> free;
-  for (const GpuDevice& d : w.gpus) {
-    if (w.gpu_owner.count(d.index) == 0 && !d.held && GpuFits(d, need)) free.push_back(&d);
-  }
-  if (free.size() < need.gpus) return std::nullopt;
-  // Best fit: the big devices stay free for the tasks that need them.
-  std::sort(free.begin(), free.end(), [](const GpuDevice* a, const GpuDevice* b) {
-    return a->memory_mb != b->memory_mb ? a->memory_mb < b->memory_mb : a->index < b->index;
-  });
-  std::vector<uint32_t> chosen;
-  for (uint32_t i = 0; i < need.gpus; ++i) chosen.push_back(free[i]->index);
-  std::sort(chosen.begin(), chosen.end());
-  return chosen;
-}
-
-bool Scheduler::GpusFree(const WorkerRec& w, const std::vector<uint32_t>& gpus) {
-  return std::none_of(gpus.begin(), gpus.end(),
-                      [&](uint32_t i) { return w.gpu_owner.count(i) != 0; });
-}
-
-void Scheduler::Charge(WorkerRec& w, const Resources& need, AttemptId id, const AttemptRec& a) {
-  w.slots_busy += need.cpus;
-  w.memory_busy_mb += need.memory_mb;
-  for (uint32_t i : a.gpus) {
-    const bool inserted = w.gpu_owner.emplace(i, id).second;
-    CORE_CHECK(inserted, "two attempts on one GPU");
-  }
-}
-
-void Scheduler::Release(WorkerRec& w, const Resources& need, AttemptId id, const AttemptRec& a) {
-  CORE_CHECK(w.slots_busy >= need.cpus && w.memory_busy_mb >= need.memory_mb,
-             "releasing more capacity than is busy");
-  w.slots_busy -= need.cpus;
-  w.memory_busy_mb -= need.memory_mb;
-  for (uint32_t i : a.gpus) {
-    auto it = w.gpu_owner.find(i);
-    CORE_CHECK(it != w.gpu_owner.end() && it->second == id, "releasing a GPU the attempt lacks");
-    w.gpu_owner.erase(it);
-  }
-}
-
-bool Scheduler::CapacityFits(const WorkerRec& w, const Resources& need) {
-  if (w.capacity.cpus < need.cpus || !NetworkFits(w, need)) return false;
-  if (need.gpus > 0 &&
-      std::count_if(w.gpus.begin(), w.gpus.end(),
-                    [&](const GpuDevice& d) { return GpuFits(d, need); }) < need.gpus) {
-    return false;
-  }
-  return need.memory_mb == 0 || w.capacity.memory_mb == 0 ||
-         w.capacity.memory_mb >= need.memory_mb;
+  return Connected(w) && w.accepting && w.stalled.empty() && w.unhealthy.empty();
 }
 
 void Scheduler::Reindex(const WorkerName& name) {
@@ -1048,7 +968,8 @@ void Scheduler::Schedule(MonoTime now, std::vector<Decision>& out) {
     // further).
     WorkerName best_name;
     const WorkerName* best = nullptr;
-    const bool avoiding = (!avoid_.empty() && avoid_.count(key) != 0) || job.spec.service;
+    const bool avoiding =
+        (!avoid_.empty() && avoid_.count(key) != 0) || job.spec.service || health_.Marked(key);
     for (const FreeEntry& f : free_index_) {
       if (Fits(workers_.at(f.name), need) && !(avoiding && Avoided(key, f.name, now))) {
         best_name = f.name;
@@ -1066,9 +987,11 @@ void Scheduler::Schedule(MonoTime now, std::vector<Decision>& out) {
     }
     // No fit: every task of a job needs the same resources and placing only uses capacity up,
     // so no later task of this job fits either during this pass. The tail rule: the best free
-    // worker waits, and every other free one ranks lower, so it would wait too.
-    if (best == nullptr || (Ranked() && !job.spec.service &&
-                            ShouldWait(workers_.at(*best), need, MeanMs(job), ahead + job.pending))) {
+    // worker waits, and every other free one ranks lower, so it would wait too. Not for a task
+    // that failed somewhere: the better-ranked workers may be the ones it avoids (Health).
+    if (best == nullptr ||
+        (Ranked() && !job.spec.service && !health_.Marked(key) &&
+         ShouldWait(workers_.at(*best), need, MeanMs(job), ahead + job.pending))) {
       it = pending_.lower_bound(TaskKey{key.job + 1, 0});
       continue;
     }

@@ -81,6 +81,22 @@
 //     failures), so the same events give the same decisions. A Tick makes the task placeable once
 //     its wait is over. A restored task pending after a failure waits its whole backoff again
 //     from the restore (the store does not keep when the wait began).
+//   - Health (core/worker_health.h, scheduler_health.cc): failures steer placement. A batch task
+//     whose attempt failed or timed out on a worker avoids that worker (every worker it failed
+//     on) while another worker could take it now or soon: one that fits the job's resources when
+//     idle, is not unhealthy, not held off the job, has not failed the task, and is connected (or
+//     disconnected within its lease) or lost within machine_fault_avoid (one kept off the task for
+//     machine_fault_avoid counts: that wait is bounded); one that left does not count. With none (a
+//     one-worker pool), it retries there after its backoff. A worker on which a job failed
+//     JobSubmitted::hold_off_after times with no success of that job there, or on which its
+//     command could not start (AttemptReport::cannot_start, a machine fault: no attempt used), is
+//     held off the job: none of its tasks while such another worker exists; when every worker
+//     that could take them is held off, the hold is ignored (the tasks then fail through
+//     max_attempts instead of waiting forever). A worker that failed Options::health.distinct_jobs
+//     different jobs in a row (each of which succeeded somewhere) with no success in between is
+//     unhealthy: no new attempts for a backoff (10 min doubling to 4 h; WorkerView::unhealthy),
+//     cleared by a success or WorkerReset. Preemptions, losses and other machine faults never
+//     count. Services are not counted. Not kept in the store: a coordinator restart starts over.
 //   - Pipelines (JobSubmitted::after, scheduler_after.cc): a job whose `after` jobs have not all
 //     succeeded waits: none of its tasks is placed. When the last of them succeeds its tasks are
 //     pending; when one fails or is cancelled it is cancelled (JobChanged::reason says which),
@@ -118,6 +134,7 @@
 #include "core/link.h"
 #include "core/stall.h"
 #include "core/types.h"
+#include "core/worker_health.h"
 
 namespace idlepool::core {
 
@@ -302,6 +319,7 @@ struct JobSummary {
   // Its pending tasks wait because every connected worker that fits them refuses the host
   // network: how many refuse. 0 when it does not wait for that (also when fits_no_worker).
   uint32_t host_network_refused = 0;
+  std::vector<HeldOff> held_off{};  // workers held off it (see "Health"), by name
 };
 
 // kLeft: said it was leaving (WorkerLeaving); never declared lost for its silence afterwards
@@ -332,6 +350,10 @@ struct WorkerView {
   // Why it gets no new attempts for now after one of its attempts stalled (Options::stall);
   // empty when it was not found stalling within StallRule::avoid.
   std::string stalled{};
+  // Unhealthy (see "Health"): the failure that tripped it, and until when it takes no new work;
+  // empty when healthy.
+  std::string unhealthy{};
+  MonoTime unhealthy_until{};
 };
 
 // Placement policy: which of the learned-estimate rules the scheduler applies. Every rule is a
@@ -441,6 +463,7 @@ struct Options {
     kCountPreemptions,     // preemptions count toward max_attempts
     kStrandPreempted,      // a preempted task is marked pending but never placed again
     kPreemptionsAsLosses,  // a preemption counts as a worker that died (max_workers_lost_in_a_row)
+    kPinRetries,           // a failed task retries only on the worker it last failed on
   };
   PlantedBug planted_bug = PlantedBug::kNone;
 
@@ -468,6 +491,9 @@ struct Options {
   // machine faulted retries. The same holds for a worker that died running the task (see
   // "Failures"): restarted at once, it would otherwise get the task straight back.
   Millis machine_fault_avoid{600000};
+
+  // Unhealthy workers (see "Health"): how many jobs failing in a row, and the backoff.
+  HealthRule health{};
 
   // Stalled attempts (see "Stalls" above; core/stall.h). Off unless enabled.
   StallRule stall{};
@@ -577,6 +603,7 @@ class Scheduler {
     bool accepting = true;
     std::string owner_state, owner_reason, owner_cause;
     std::string stalled;  // not schedulable until stalled_until (Options::stall)
+    std::string unhealthy;  // not schedulable while set (see "Health"; health_ says until when)
     MonoTime stalled_until{};
     // Speed estimate (Policy): decayed attempts and decayed runtime / job mean.
     double speed_attempts = 0, speed_time = 0;
@@ -651,6 +678,18 @@ class Scheduler {
   void OnCheckpoint(const CheckpointSaved& e, MonoTime now, std::vector<Decision>& out);
   void OnCacheChanged(const CacheChanged& e, std::vector<Decision>& out);
   void OnGpusHeld(const GpusHeld& e);
+  // Health (scheduler_health.cc). NoteHealth: what attempt `a` of a batch job ending with
+  // `outcome` says of its worker; NoteCannotStart: a machine fault whose command could not start.
+  void NoteHealth(const AttemptRec& a, AttemptOutcome outcome, const std::string& message);
+  void NoteCannotStart(const AttemptReport& e);
+  void OnReset(const WorkerReset& e);
+  void RecoverHealthy(MonoTime now);
+  // Marks `name` unhealthy (or healthy again) in its WorkerRec and reindexes it.
+  void SyncHealth(const WorkerName& name);
+  // Whether placement keeps task `key` off `name`: it failed there, or `name` is held off its job,
+  // and another worker could take it now or soon (ElsewhereSoon).
+  bool Steered(const TaskKey& key, const WorkerName& name, MonoTime now) const;
+  bool ElsewhereSoon(const TaskKey& key, const WorkerName& name, MonoTime now) const;
   // Services (scheduler_service.cc).
   void OnScale(const ScaleService& e, std::vector<Decision>& out);
   // The tasks a job submitted runs at once: all, or a service's first `replicas` (the rest are
@@ -845,6 +884,7 @@ class Scheduler {
   // when each may start again.
   std::map<TaskKey, MonoTime> restarts_;
   std::set<JobId> waiting_;   // jobs waiting for their `after` jobs (Pipelines)
+  WorkerHealth health_;       // failures by task, job and worker (see "Health")
   bool after_dirty_ = false;  // set by a restore: the next Apply resolves every waiting job
   bool Avoided(const TaskKey& key, const WorkerName& name, MonoTime now) const;
   // Locality: blob -> workers that hold it (or were sent it), for placement.

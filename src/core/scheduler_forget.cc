@@ -23,6 +23,7 @@ std::vector<WorkerName> Scheduler::ForgetDeparted(MonoTime now, Millis after) {
     Reindex(name);  // out of every index (it is not schedulable)
     WorkerRec& w = workers_.at(name);
     DropBlobs(w, name);
+    (void)health_.Reset(name);  // a forgotten worker starts afresh
     workers_.erase(name);
   }
   return gone;
@@ -38,6 +39,7 @@ bool Scheduler::ForgetJob(JobId job) {
   auto of_job = [job](const auto& entry) { return entry.first.job == job; };
   std::erase_if(lost_in_a_row_, of_job);
   std::erase_if(avoid_, of_job);
+  health_.ForgetJob(job);
   std::erase_if(restarts_, of_job);
   std::erase_if(pending_, [job](const TaskKey& k) { return k.job == job; });
   std::erase_if(lost_attempts_, [job](const auto& e) { return e.second.task.job == job; });

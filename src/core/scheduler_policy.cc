@@ -300,7 +300,7 @@ void Scheduler::Speculate(MonoTime now, std::vector<Decision>& out) {
         continue;
       }
       ++probes;
-      if (*free[i].second != a.worker && Fits(x, need)) {
+      if (*free[i].second != a.worker && Fits(x, need) && !Steered(a.task, *free[i].second, now)) {
         chosen = i;
         break;
       }

@@ -50,6 +50,7 @@ std::optional<JobSummary> Scheduler::Job(JobId id) const {
   }
   if (job.waiting) s.waiting_on = AfterPending(job);
   s.after = job.spec.after;
+  s.held_off = health_.HeldOffOf(id);
   if (s.pending > 0) {
     // Capacity first (cpus, memory, GPUs), then, among the workers it fits, the network.
     Resources need = job.spec.resources;
@@ -103,6 +104,10 @@ std::optional<WorkerView> Scheduler::Worker(const WorkerName& name) const {
   v.gpus = w.gpus;
   for (const auto& [index, attempt] : w.gpu_owner) v.gpus_busy.push_back(index);
   v.stalled = w.stalled;
+  if (const std::optional<Unhealthy> u = health_.UnhealthyOf(name)) {
+    v.unhealthy = u->last_error;
+    v.unhealthy_until = u->until;
+  }
   return v;
 }
 

@@ -45,6 +45,8 @@ void InvariantChecker::OnHeard(const core::WorkerName& worker, core::MonoTime no
 }
 
 void InvariantChecker::OnRestart(core::MonoTime now) {
+  // The core forgets which workers fail which jobs: invariant 6 no longer holds for those running.
+  std::erase_if(broken_, [this](const auto& b) { return !job_final_[b.first]; });
   for (auto& [name, t] : heard_) t = now;
   for (const auto& [name, n] : live_by_worker_) heard_[name] = now;
 }
@@ -140,6 +142,13 @@ void InvariantChecker::OnBatch(const std::vector<core::Decision>& batch, core::M
                            ") and losses with " + std::to_string(t->lost_with.size()) +
                            " different workers in a row (the limit is " +
                            std::to_string(lost_in_a_row_) + ")");
+      }
+      if (c->state == core::TaskState::kFailed && !crashes && broken_.count(c->task.job) != 0) {
+        std::string names;
+        for (const core::WorkerName& b : broken_[c->task.job])
+          names += (names.empty() ? "" : ", ") + b;
+        Violation(now, Key(c->task) + " failed because of broken workers (" + names +
+                           ") although a healthy worker could run it");
       }
       if (c->state == core::TaskState::kSucceeded) {
         if (++t->commits > 1) {

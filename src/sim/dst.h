@@ -15,6 +15,11 @@
 //      with `lost_in_a_row` different workers since its last success, failure or timeout (the
 //      core's Options::max_workers_lost_in_a_row; the core counts only workers that died, a
 //      subset of these, so this holds whenever the core is right).
+//   6. broken machines: a job with broken workers (SimJob::broken_on, where each of its attempts
+//      fails) and a healthy worker that fits it never has a task fail because of the broken ones
+//      (the scenario gives it no other failure and room for one: max_attempts >= 2), unless the
+//      coordinator restarted while it ran (the core keeps its health in memory only) or the task
+//      failed for the workers that died running it.
 // And at the end of a run whose faults stopped: 5. liveness: every job reached a final state.
 //
 // Thread safety: one thread. Memory: a few words per task and per running attempt.
@@ -39,6 +44,10 @@ class InvariantChecker {
       : lease_(lease_timeout), tick_(tick), lost_in_a_row_(lost_in_a_row) {}
 
   void OnJob(core::JobId job, uint32_t tasks, uint32_t max_attempts);
+  // Job `job` always fails on `broken` and has a healthy worker that fits it (invariant 6).
+  void OnBrokenJob(core::JobId job, std::vector<core::WorkerName> broken) {
+    broken_[job] = std::move(broken);
+  }
   // Ground truth from the simulated workers, before the report is sent.
   void OnWorkerReported(core::AttemptId attempt, core::ReportResult result,
                         const std::vector<core::OutputFile>& outputs);
@@ -78,6 +87,7 @@ class InvariantChecker {
   std::map<core::JobId, std::vector<TaskTruth>> tasks_;
   std::map<core::JobId, uint32_t> max_attempts_;
   std::map<core::JobId, bool> job_final_;
+  std::map<core::JobId, std::vector<core::WorkerName>> broken_;  // invariant 6, until a restart
   std::map<core::AttemptId, AttemptTruth> live_;  // running attempts
   std::map<core::AttemptId, AttemptTruth> lost_;  // ended kLost: a late success may end them again
   std::map<core::WorkerName, uint32_t> live_by_worker_;

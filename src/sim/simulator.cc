@@ -739,6 +739,7 @@ void Simulation::StartAttempt(uint32_t w, const ToWorker& m) {
   a.last_ckpt = a.run_start;
   a.finish = a.run_start + std::max<int64_t>(1, static_cast<int64_t>(std::ceil((a.task_ref_ms - a.ref_done_ms) / sw.speed)));
   if (job.timeout_s > 0) a.deadline = now_ + ToMs(job.timeout_s);
+  if (job.BrokenOn(sw.name)) a.finish = a.run_start + 1;  // fails at once: a fast-failing worker
   s.running[a.id] = a;
   AttemptTimer(w, a.id, 0);  // schedule the first timer
 }
@@ -770,7 +771,7 @@ void Simulation::AttemptTimer(uint32_t w, AttemptId id, uint64_t gen) {
       r.worker = sw.name;
       r.attempt = id;
       const int64_t compute = now_ - a.last_ckpt;
-      if (DrawChance(rng_, job.failure_probability)) {
+      if (DrawChance(rng_, job.failure_probability) || job.BrokenOn(sw.name)) {
         r.result = ReportResult::kFailed;
         r.exit_code = 1;
         r.message = "exit code 1";
@@ -1005,7 +1006,10 @@ SimResult Simulation::Run() {
         }
         job_ids_[e.a] = js.job;
         job_index_[js.job] = e.a;
-        if (c_.check_invariants) checker_.OnJob(js.job, js.task_count, js.max_attempts);
+        if (c_.check_invariants) {
+          checker_.OnJob(js.job, js.task_count, js.max_attempts);
+          if (!job.broken_on.empty()) checker_.OnBrokenJob(js.job, job.broken_on);
+        }
         ++submitted;
         CoordApply(js);
         if (job.cancel_at_s >= 0) Push(std::max(now_, ToMs(job.cancel_at_s)), Ev::kCancel, 0, e.a);

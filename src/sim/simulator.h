@@ -63,6 +63,15 @@ struct SimJob {
   double failure_probability = 0;    // chance that an attempt exits non-zero
   double submit_at_s = 0;
   double cancel_at_s = -1;           // < 0: never; else the user cancels it then (if running)
+  // Workers on which every attempt of it fails at once, exit code 1 (a broken install: its
+  // program is missing there). DST's broken-machine fault.
+  std::vector<std::string> broken_on{};
+  bool BrokenOn(const std::string& worker) const {
+    for (const std::string& b : broken_on) {
+      if (b == worker) return true;
+    }
+    return false;
+  }
 };
 
 // Fault rates for deterministic simulation testing. Each `*_per_hour` is a Poisson rate per

@@ -175,6 +175,32 @@ uint32_t AdaptiveChunk(const std::vector<double>& frame_seconds, double target_s
   return static_cast<uint32_t>(std::min(frames + 0.5, 1e6));
 }
 
+namespace {
+
+// The broken-machine fault, in half the scenarios: the first job always fails at once on one
+// worker (its program is missing there), while another worker that fits it stays up (owner
+// faults, crashes and cuts still hit it). The job fails on nothing else (no failure draws, no
+// timeout) and has room for one failure (max_attempts >= 2): invariant 6 says none of its tasks
+// may fail. Drawn after everything else, so the other draws of a seed stay as they were.
+void AddBrokenMachine(std::mt19937_64& rng, SimConfig& c) {
+  if (!DrawChance(rng, 0.5)) return;
+  SimJob& job = c.jobs[0];
+  std::vector<size_t> fit;
+  for (size_t i = 0; i < c.workers.size(); ++i) {
+    if (c.workers[i].slots >= job.resources.cpus) fit.push_back(i);
+  }
+  const size_t healthy = fit[DrawBelow(rng, fit.size())];
+  size_t broken = DrawBelow(rng, c.workers.size() - 1);
+  if (broken >= healthy) ++broken;
+  c.workers[healthy].always_up = true;
+  job.broken_on = {c.workers[broken].name};
+  job.failure_probability = 0;
+  job.timeout_s = 0;
+  job.max_attempts = std::max<uint32_t>(job.max_attempts, 2);
+}
+
+}  // namespace
+
 SimConfig DstScenario(uint64_t seed, core::Options::PlantedBug bug) {
   std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ull);
   SimConfig c;
@@ -182,6 +208,10 @@ SimConfig DstScenario(uint64_t seed, core::Options::PlantedBug bug) {
   c.core.lease_timeout = core::kDefaultLeaseTimeout;
   c.core.timeout_grace = core::Millis(3000);
   c.core.planted_bug = bug;
+  // Unhealthy workers come back within the run: random failures (failure_probability) trip
+  // workers too, and a 10-minute backoff doubling to 4 h would outlast the liveness phase.
+  c.core.health.backoff = core::Millis(10000);
+  c.core.health.max_backoff = core::Millis(60000);
   c.tick_s = 0.5;
   c.heartbeat_s = 1.0;
   c.latency_s = 0.002;
@@ -240,6 +270,7 @@ SimConfig DstScenario(uint64_t seed, core::Options::PlantedBug bug) {
   f.duplicate_probability = 0.05 * DrawUnit(rng);
   f.max_queue_delay_s = 2 * DrawUnit(rng);
   f.max_latency_jitter_s = 0.2 * DrawUnit(rng);
+  AddBrokenMachine(rng, c);
   return c;
 }
 

@@ -67,7 +67,7 @@ constexpr std::string_view kResourceKeys[] = {"cpus", "gpus", "memory_mb", "gpu_
 // The GPU APIs a task may ask for (proto Resources.gpu_api, GpuDevice.apis).
 constexpr std::string_view kGpuApis[] = {"cuda", "opencl", "rocm", "metal"};
 constexpr std::string_view kRetryKeys[] = {"max_attempts", "timeout_s", "backoff_s",
-                                           "max_backoff_s"};
+                                           "max_backoff_s", "hold_off_after"};
 constexpr std::string_view kKindKeys[] = {"frames", "items", "items_file", "count"};
 
 

@@ -1,4 +1,5 @@
-// `after` and [retry] backoff_s / max_backoff_s of a job file (spec/pipeline_internal.h).
+// `after` and [retry] backoff_s / max_backoff_s / hold_off_after of a job file
+// (spec/pipeline_internal.h).
 #include <cmath>
 #include <set>
 #include <string>
@@ -58,6 +59,19 @@ absl::Status ReadAfterAndBackoff(const std::string& file, const toml::table& roo
     }
   }
   if (retry == nullptr) return absl::OkStatus();
+  if (const toml::node* n = retry->get("hold_off_after")) {
+    const int64_t v = n->is_integer() ? n->as_integer()->get() : 0;
+    if (!n->is_integer() || v < 1) {
+      return KeyError(file, n->source(), "retry.hold_off_after",
+                      absl::StrCat("must be a positive integer, got ",
+                                   n->is_integer() ? absl::StrCat(v) : toml_util::Describe(*n)));
+    }
+    if (v > kMaxHoldOffAfter) {
+      return KeyError(file, n->source(), "retry.hold_off_after",
+                      absl::StrCat("must be at most ", kMaxHoldOffAfter, ", got ", v));
+    }
+    spec.hold_off_after = static_cast<uint32_t>(v);
+  }
   if (absl::Status s = ReadSeconds(file, *retry, "backoff_s", "retry.backoff_s", spec.backoff_s);
       !s.ok()) {
     return s;
@@ -79,6 +93,11 @@ std::optional<PipelineProblem> CheckPipeline(const JobSpec& spec) {
         absl::StrCat(Seconds(spec.backoff_s), " is over retry.max_backoff_s (",
                      Seconds(spec.max_backoff_s), "; its default is ", Seconds(kDefaultMaxBackoffS),
                      "): raise max_backoff_s too")};
+  }
+  if (spec.hold_off_after == 0 || spec.hold_off_after > kMaxHoldOffAfter) {
+    return PipelineProblem{
+        "retry.hold_off_after",
+        absl::StrCat("must be between 1 and ", kMaxHoldOffAfter, ", got ", spec.hold_off_after)};
   }
   if (spec.after.size() > kMaxAfter) {
     return PipelineProblem{"after",

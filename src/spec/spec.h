@@ -24,6 +24,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "core/defaults.h"
 #include "core/types.h"
 #include "spec/service.h"
 
@@ -36,6 +37,7 @@ inline constexpr uint64_t kMaxItemsFileBytes = 64ull << 20;    // 64 MiB
 inline constexpr uint64_t kMaxItemBytes = 64 * 1024;           // one item
 inline constexpr uint64_t kMaxInputFiles = 100'000;
 inline constexpr uint32_t kMaxAttempts = 100;                  // retry.max_attempts
+inline constexpr uint32_t kMaxHoldOffAfter = 100;              // retry.hold_off_after
 // Retries with backoff ([retry] backoff_s, max_backoff_s; core/scheduler.h "Retries"). The
 // defaults: a first wait of 1 s, doubling to at most 5 min (Kubernetes' CrashLoopBackOff caps at
 // 5 min too, but starts at 10 s: a short first wait keeps a small job with a flaky task quick).
@@ -130,6 +132,10 @@ struct JobSpec {
   // with each failure up to max_backoff_s, plus jitter (core::RetryBackoff). 0: at once.
   double backoff_s = kDefaultBackoffS;
   double max_backoff_s = kDefaultMaxBackoffS;
+  // [retry] hold_off_after: a worker on which the job failed this many times, with no success of
+  // it there, gets none of its tasks while another worker can run them (core "Health").
+  // 1..kMaxHoldOffAfter.
+  uint32_t hold_off_after = core::kDefaultHoldOffAfter;
   // `after`: jobs (ids, or names meaning the newest job of that name) that must succeed before
   // this one runs; their outputs are staged under after/<name>/ (docs/guide/job-spec.md).
   std::vector<std::string> after;

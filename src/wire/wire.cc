@@ -110,6 +110,7 @@ v1::JobSpec ToProto(const spec::JobSpec& s) {
   p.mutable_retry()->set_backoff_s(s.backoff_s);
   p.mutable_retry()->set_max_backoff_s(s.max_backoff_s);
   p.mutable_retry()->set_set(true);
+  p.mutable_retry()->set_hold_off_after(s.hold_off_after);
   return p;
 }
 
@@ -145,6 +146,7 @@ spec::JobSpec FromProto(const v1::JobSpec& p) {
   if (p.retry().set()) {  // else the defaults (a client from before issue 18)
     s.backoff_s = p.retry().backoff_s();
     s.max_backoff_s = p.retry().max_backoff_s();
+    if (p.retry().hold_off_after() != 0) s.hold_off_after = p.retry().hold_off_after();
   }
   return s;
 }

@@ -11,6 +11,10 @@ AttemptEnd Classify(const absl::Status& st, std::string message, bool disk_low) 
   return Failed(std::move(message));
 }
 
+bool LibraryMissing(int exit_code, const std::string& tail) {
+  return exit_code == 127 && tail.find("error while loading shared libraries") != std::string::npos;
+}
+
 PhaseResult MachineFaultIfShortOfFds(PhaseResult end, bool short_of_fds) {
   if (!end || end->ending != Ending::kFailed || !short_of_fds) return end;
   return OutOfResources(absl::StrCat(end->message, " (the worker was out of file descriptors)"));

@@ -9,6 +9,9 @@
 //   - the worker is out of file descriptors or processes (the spawn says so, or any failure of
 //     the worker's own steps, not the task's exit, while descriptors are short): MACHINE_FAULT
 //     too (Fault::kResources), without the disk's pause;
+//   - the command could not start (exec failed: no such program, not executable; or the dynamic
+//     loader's exit 127 for a missing shared library): MACHINE_FAULT with cannot_start
+//     (Fault::kCannotStart), the machine's fault for that job, which goes elsewhere;
 //   - the attempt is being vacated: PREEMPTED, with its final checkpoint;
 //   - the deadline passed: TIMED_OUT;
 //   - anything else: FAILED, with the reason.
@@ -35,8 +38,9 @@ enum class Ending {
 
 // What the machine lacked, for kMachineFault.
 enum class Fault : uint8_t {
-  kDisk,       // the worker takes no work until space frees
-  kResources,  // file descriptors or processes: this attempt only
+  kDisk,         // the worker takes no work until space frees
+  kResources,    // file descriptors or processes: this attempt only
+  kCannotStart,  // the command could not start here (AttemptReport.cannot_start)
 };
 
 struct AttemptEnd {
@@ -57,6 +61,14 @@ using PhaseResult = std::optional<AttemptEnd>;
 [[nodiscard]] inline AttemptEnd OutOfResources(std::string message) {
   return AttemptEnd{Ending::kMachineFault, std::move(message), Fault::kResources};
 }
+// `message` names the program; `worker` is added so every failure line names the machine.
+[[nodiscard]] inline AttemptEnd CannotStart(const std::string& message, const std::string& worker) {
+  return AttemptEnd{Ending::kMachineFault, message + " (on worker " + worker + ")",
+                    Fault::kCannotStart};
+}
+// A process that exited 127 with the dynamic loader's complaint on its stderr (`tail`): its
+// program could not start for want of a shared library.
+[[nodiscard]] bool LibraryMissing(int exit_code, const std::string& tail);
 [[nodiscard]] inline AttemptEnd Preempted() { return AttemptEnd{Ending::kPreempted, ""}; }
 
 // A failure of the worker's own steps (not the task's exit) while it is out of descriptors is

@@ -212,6 +212,9 @@ PhaseResult AttemptRunner::Spawn(Attempt& a, const platform::SpawnOptions& sp,
     if (absl::IsFailedPrecondition(proc.status()) || absl::IsUnavailable(proc.status())) {
       return OutOfResources(std::string(proc.status().message()));  // the sandbox's fault
     }
+    if (absl::IsNotFound(proc.status())) {  // the exec failed: this machine cannot run it
+      return CannotStart(std::string(proc.status().message()), config_.worker_name);
+    }
     return Failed(std::string(proc.status().message()));
   }
   a.process = std::move(*proc);
@@ -268,6 +271,11 @@ PhaseResult AttemptRunner::AwaitExit(Attempt& a, v1::AttemptReport* report) {
   report->set_exit_code(exit.exit_code);
   report->set_log_tail(text::TailUtf8(exit.stderr_tail, 2048));
   if (vacating) return Preempted();
+  if (LibraryMissing(exit.exit_code, exit.stderr_tail)) {
+    const std::string program = a.assignment.command_size() > 0 ? a.assignment.command(0) : "";
+    return CannotStart(absl::StrCat("cannot run '", program, "': a shared library is missing"),
+                       config_.worker_name);
+  }
   PhaseResult end =
       ClassifyExit(exit, a.assignment.timeout_s(), d_.hooks.low_on_disk, d_.hooks.disk_reason);
   if (end && end->ending == Ending::kFailed && a.slot >= 0) {

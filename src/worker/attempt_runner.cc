@@ -104,6 +104,7 @@ void AttemptRunner::Conclude(Attempt& a, const AttemptEnd& end, v1::AttemptRepor
       // space frees.
       report->set_result(v1::AttemptReport::MACHINE_FAULT);
       report->set_message(text::TruncateUtf8(end.message, 1024));
+      report->set_cannot_start(end.fault == Fault::kCannotStart);
       if (end.fault == Fault::kDisk) {
         d_.hooks.disk_full(end.message);
       } else {

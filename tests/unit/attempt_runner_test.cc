@@ -3,6 +3,7 @@
 // coordinator; the outbox, checkpoint dirs and the checkpointer are the real ones, in a temp dir.
 #include "worker/attempt_runner.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 #include <map>
 #include <mutex>
 
+#include "worker/attempt_error.h"
 #include "worker/attempt_paths.h"
 #include "worker/checkpointer.h"
 #include "worker/launcher.h"
@@ -324,14 +326,26 @@ TEST_F(AttemptRunnerTest, TimeoutIsTimedOut) {
   EXPECT_EQ(launcher_.waited_timeout, milliseconds(5000));
 }
 
-TEST_F(AttemptRunnerTest, SpawnFailureIsFailedWithExitCode127) {
+// A command that cannot start here is this machine's fault for the job, not the task's: the
+// coordinator sends the task elsewhere without using an attempt.
+TEST_F(AttemptRunnerTest, ACommandThatCannotStartIsAMachineFaultNamingTheWorker) {
   auto a = NewAttempt(7);
-  launcher_.start_error = absl::NotFoundError("render: not found");
+  launcher_.start_error = absl::NotFoundError("cannot run 'render': No such file or directory");
   runner_->Run(a);
   const v1::AttemptReport r = Report();
-  EXPECT_EQ(r.result(), v1::AttemptReport::FAILED);
-  EXPECT_EQ(r.message(), "render: not found");
+  EXPECT_EQ(r.result(), v1::AttemptReport::MACHINE_FAULT);
+  EXPECT_TRUE(r.cannot_start());
+  EXPECT_THAT(r.message(),
+              testing::StartsWith("cannot run 'render': No such file or directory (on worker "));
   EXPECT_EQ(r.exit_code(), 127);
+}
+
+TEST(LibraryMissing, OnlyTheLoadersExit127) {
+  const std::string loader =
+      "blender: error while loading shared libraries: libGL.so.1: cannot open shared object file";
+  EXPECT_TRUE(LibraryMissing(127, loader));
+  EXPECT_FALSE(LibraryMissing(1, loader));
+  EXPECT_FALSE(LibraryMissing(127, "sh: 1: blender: not found"));
 }
 
 TEST_F(AttemptRunnerTest, SpawnOutOfDescriptorsIsAMachineFaultWithoutTheDisksPause) {

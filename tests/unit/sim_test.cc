@@ -280,6 +280,23 @@ TEST(Dst, CatchesPreemptionsCountedAsWorkersThatDied) {
   EXPECT_NE(FirstCaught(PlantedBug::kPreemptionsAsLosses, "different workers in a row", 50), 0u);
 }
 
+TEST(Dst, CatchesRetriesPinnedToTheFailingWorker) {
+  EXPECT_NE(FirstCaught(PlantedBug::kPinRetries, "because of broken workers", 50), 0u);
+}
+
+TEST(Dst, ABrokenMachineNeverFailsAJobThatHasAHealthyWorker) {
+  uint64_t broken = 0;
+  for (uint64_t seed = 1; seed <= 100; ++seed) {
+    const SimConfig c = DstScenario(seed, PlantedBug::kNone);
+    if (c.jobs[0].broken_on.empty()) continue;
+    ++broken;
+    auto r = RunSimulation(c);
+    ASSERT_TRUE(r.ok());
+    EXPECT_THAT(r->violations, testing::IsEmpty()) << "seed " << seed;
+  }
+  EXPECT_GT(broken, 30u) << "the fault is drawn in about half the scenarios";
+}
+
 TEST(Dst, CatchesAStrandedTaskInTheLivenessPhase) {
   EXPECT_NE(FirstCaught(PlantedBug::kStrandPreempted, "liveness: job", 50), 0u);
 }

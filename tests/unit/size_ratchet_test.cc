@@ -23,7 +23,7 @@ constexpr int kMaxFunctionLines = 150;
 
 // Files over kMaxFileLines on 2026-12-01, with their size then (or since, when one shrank).
 const std::map<std::string, int> kFileExceptions = {
-    {"src/core/scheduler.cc", 1136},
+    {"src/core/scheduler.cc", 1059},
     {"src/sim/simulator.cc", 1234},
 };
 

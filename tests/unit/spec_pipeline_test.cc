@@ -79,6 +79,24 @@ TEST(PipelineSpec, ValidateRefusesTheSameValues) {
   spec->backoff_s = 1;
   spec->after = {std::string(200, 'x')};
   EXPECT_THAT(std::string(Validate(*spec).message()), HasSubstr("'after'"));
+  spec->after = {};
+  spec->hold_off_after = 0;
+  EXPECT_THAT(std::string(Validate(*spec).message()), HasSubstr("retry.hold_off_after"));
+}
+
+// [retry] hold_off_after: failures of a job on one worker before it is held off (core "Health").
+TEST(PipelineSpec, HoldOffAfter) {
+  absl::StatusOr<JobSpec> spec = Parse("");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->hold_off_after, 3u);
+  spec = Parse("[retry]\nhold_off_after = 1\n");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->hold_off_after, 1u);
+  EXPECT_THAT(Error("[retry]\nhold_off_after = 0\n"),
+              AllOf(StartsWith("job.toml:4:18: key 'retry.hold_off_after'"),
+                    HasSubstr("must be a positive integer, got 0")));
+  EXPECT_THAT(Error("[retry]\nhold_off_after = 101\n"), HasSubstr("must be at most 100"));
+  EXPECT_THAT(Error("[retry]\nhold_off_after = \"3\"\n"), HasSubstr("retry.hold_off_after"));
 }
 
 }  // namespace

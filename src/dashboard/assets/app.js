@@ -127,8 +127,10 @@ function sensorsText(s, connected) {
   return { temp, batt };
 }
 // Why a worker does no work: the owner policy's reason, only while it stops work (owner_state
-// suspend or vacate) on a connected worker; "owner unknown" while it cannot sense its owner.
+// suspend or vacate) on a connected worker; "owner unknown" while it cannot sense its owner;
+// an unhealthy worker's failure first.
 function whyText(w) {
+  if (w.unhealthy) return `${w.unhealthy} (no new work for ${fmtDur(w.unhealthy_s_left || 0)}; idlepool workers reset ${w.worker})`;
   if (w.state !== 'connected' || !w.owner_state || w.owner_state === 'run') return '';
   if (w.owner_state === 'unknown') {
     return w.owner_cause === 'owner_unknown' ? (w.owner_reason || 'owner unknown') : 'owner unknown';
@@ -280,6 +282,9 @@ async function pageJob(id) {
       card('suspensions', j.suspensions), card('lost work', fmtDur(j.lost_seconds)),
       card('bytes moved', fmtBytes((j.transfer.coordinator_bytes || 0) + (j.transfer.peer_bytes || 0) + (j.transfer.output_bytes || 0)))),
     progressBar(j),
+    // Workers that keep failing this job get none of its tasks while others can run them.
+    (j.held_off || []).length ? el('p', { class: 'held-off' }, 'Held off: ',
+      ...j.held_off.map(h => el('span', { title: h.last_error }, `${h.worker} (${h.failures} failed: ${h.last_error}) `))) : null,
     el('h2', {}, 'Timeline'),
     el('div', { class: 'timeline', id: 'timeline' }, inlineSvg(svg)),
     t.truncated ? el('p', { class: 'muted' }, 'Only the newest attempts are shown.') : null];
