@@ -295,6 +295,7 @@ int CheckFlags(WorkerFlags& f) {
 
 int RunWorker(WorkerFlags& f, const Common& common) {
   platform::MakeNonDumpable();  // a same-user task cannot read this process through /proc
+  platform::HideInitialEnvironment();       // nor can a root one find the owner's variables there
   platform::KeepLargeBlocksOutOfTheHeap();  // a light idle worker: platform/memory.h
   if (f.print_default_config) {
     std::printf("%s", owner::DefaultConfigToml().c_str());

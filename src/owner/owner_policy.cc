@@ -209,7 +209,14 @@ std::string DefaultConfigToml() {
       << "# Let tasks of jobs that ask for the host network ([sandbox] network = \"host\" in the\n"
       << "# job) run here: they share this machine's network, its LAN and its localhost services.\n"
       << "# false: the pool runs such jobs on other machines. Other jobs get no network at all.\n"
-      << "allow_host_network = " << (d.allow_host_network ? "true" : "false") << "\n";
+      << "allow_host_network = " << (d.allow_host_network ? "true" : "false") << "\n"
+      << "\n"
+      << "# The PATH of the pool's tasks here: absolute dirs separated by ':'.\n"
+      << "path = \"" << d.task_path << "\"\n"
+      << "\n"
+      << "# Nothing of the worker's own environment reaches a task but LANG, LC_* and TZ, and\n"
+      << "# the variables named here, e.g. [\"http_proxy\", \"https_proxy\", \"no_proxy\"].\n"
+      << "pass_env = []\n";
   return out.str();
 }
 

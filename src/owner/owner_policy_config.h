@@ -18,6 +18,9 @@
 //   max_temperature_c            number in 30..150
 // and an optional table [sandbox]:
 //   allow_host_network           true | false (PolicyConfig::allow_host_network, default true)
+//   path                         absolute dirs separated by ':' (PolicyConfig::task_path)
+//   pass_env                     array of at most 64 variable names (spec::EnvNameError's rules;
+//                                not PATH: `path` sets it)
 // Unknown keys, wrong types and out-of-range values are errors of the form
 // "FILE:LINE:COL: key 'owner.x': ..." (kInvalidArgument). DefaultConfigToml() round-trips.
 #pragma once

@@ -1,6 +1,8 @@
 // Gateway: the io thread, the listener and the control calls posted onto it.
 #include "serve/gateway.h"
 
+#include <fcntl.h>
+
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/post.hpp>
 #include <future>
@@ -64,6 +66,7 @@ Time Gateway::Impl::Now() { return Time{Micros{platform::SteadyNanos() / 1000}};
 void Gateway::Impl::Accept() {
   acceptor.async_accept([this](boost::system::error_code ec, tcp::socket socket) {
     if (!acceptor.is_open()) return;
+    if (!ec) ::fcntl(socket.native_handle(), F_SETFD, FD_CLOEXEC);  // Asio's are not: see Start
     if (!ec) {
       socket.set_option(tcp::no_delay(true), ec);
       std::make_shared<ClientConn>(std::move(socket), *this)->Start();
@@ -102,6 +105,9 @@ void Gateway::Start() {
     g.tunnel_ctx = ContextOrThrow(TunnelClientContext(g.options.tunnel_tls), "gateway tunnel TLS");
   }
   g.acceptor.open(at.protocol());
+  // Asio opens and accepts without O_CLOEXEC: no process this one starts (an embedded pool's
+  // tasks) may inherit the port.
+  ::fcntl(g.acceptor.native_handle(), F_SETFD, FD_CLOEXEC);
   g.acceptor.set_option(net::socket_base::reuse_address(true));
   g.acceptor.bind(at);
   g.acceptor.listen(net::socket_base::max_listen_connections);

@@ -1,6 +1,8 @@
 // TunnelServer: the listener, the io and opener threads, certificate renewal, stop.
 #include "serve/tunnel_server.h"
 
+#include <fcntl.h>
+
 #include <boost/asio/post.hpp>
 
 #include "serve/listen_address.h"
@@ -15,6 +17,7 @@ using tcp = net::ip::tcp;
 void TunnelServer::Impl::Accept() {
   acceptor->async_accept([this](boost::system::error_code ec, tcp::socket socket) {
     if (!acceptor->is_open()) return;
+    if (!ec) ::fcntl(socket.native_handle(), F_SETFD, FD_CLOEXEC);  // Asio's are not: see Start
     if (!ec && connections >= options.max_connections) {
       spdlog::debug("tunnel: {} connections open: one more closed at accept", connections);
       socket.close(ec);
@@ -47,6 +50,9 @@ absl::StatusOr<std::unique_ptr<TunnelServer>> TunnelServer::Start(TunnelServerOp
   impl->acceptor.emplace(*impl->io);
   boost::system::error_code ec;
   impl->acceptor->open(at->protocol(), ec);
+  // Asio opens and accepts without O_CLOEXEC: no process this one starts may inherit the port
+  // (a task's own launch closes everything too, platform/task_child.h).
+  if (!ec) ::fcntl(impl->acceptor->native_handle(), F_SETFD, FD_CLOEXEC);
   if (!ec) impl->acceptor->set_option(net::socket_base::reuse_address(true), ec);
   if (!ec) impl->acceptor->bind(*at, ec);
   if (!ec) impl->acceptor->listen(net::socket_base::max_listen_connections, ec);
