@@ -228,13 +228,19 @@ PhaseResult AttemptRunner::Launch(Attempt& a, v1::AttemptReport* report) {
   }
   auto argv = spec::RenderCommand(cmd, params, a.paths.task_dir, a.paths.checkpoint_dir, replica);
   if (!argv.ok()) return Failed(std::string(argv.status().message()));
+  auto job_env = spec::RenderEnv(wire::EnvFromProto(as.env()), params, a.paths.task_dir,
+                                 a.paths.checkpoint_dir, replica);
+  if (!job_env.ok()) return Failed(std::string(job_env.status().message()));
   if (d_.cgroups) {
     auto group = d_.cgroups->Acquire();
     if (!group.ok()) return Failed(std::string(group.status().message()));
     a.cgroup = std::move(*group);
   }
   bool frozen = false;
-  if (PhaseResult end = Spawn(a, SpawnFor(a, *argv, params, {}), report, &frozen)) return end;
+  if (PhaseResult end =
+          Spawn(a, SpawnFor(a, *argv, params, std::move(*job_env)), report, &frozen)) {
+    return end;
+  }
   if (d_.logs) d_.logs->Add(a.id, a.paths.stdout_log, a.paths.stderr_log);
   if (frozen) d_.hooks.tell_suspended({a.id});
   return std::nullopt;

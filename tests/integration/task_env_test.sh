@@ -7,7 +7,8 @@
 # writes down its environment, /proc/*/environ of every process it can see, its open descriptors
 # and what `keyctl` finds, and reads its input through "$PWD/input.txt" as Blender does. Then:
 #   - none of the owner's secrets appear anywhere, and the task's variables are only the listed
-#     ones: the pool's and the owner's pass_env name (http_proxy);
+#     ones: the pool's, the job's `env` (JOB_VAR = "job-{index}") and the owner's pass_env name
+#     (http_proxy);
 #   - PWD is the task dir, OLDPWD is unset, and the input was found through $PWD;
 #   - no descriptor above 2 is open (the tunnel's listening socket is not inherited);
 #   - the worker's session key can be neither listed nor read (keyctl; skipped without it).
@@ -75,8 +76,8 @@ with open(name, "w") as f:
 EOF
 echo "scene-$MARK-input" | rev >"$T/job/input.txt"
 
-# The names a task may have: the pool's and the owner's pass_env (task_env.h).
-allowed='^(PATH|LANG|LC_[A-Z_]+|TZ|HOME|TMPDIR|PWD|USER|LOGNAME|OMP_NUM_THREADS|IDLEPOOL_[A-Z_]+|CUDA_VISIBLE_DEVICES|CUDA_DEVICE_ORDER|ROCR_VISIBLE_DEVICES|http_proxy)='
+# The names a task may have: the pool's, the job's and the owner's pass_env (task_env.h).
+allowed='^(PATH|LANG|LC_[A-Z_]+|TZ|HOME|TMPDIR|PWD|USER|LOGNAME|OMP_NUM_THREADS|IDLEPOOL_[A-Z_]+|CUDA_VISIBLE_DEVICES|CUDA_DEVICE_ORDER|ROCR_VISIBLE_DEVICES|JOB_VAR|http_proxy)='
 
 # check_tier NAME FLAGS...: worker NAME started as the owner with FLAGS runs the probe twice.
 check_tier() {
@@ -94,6 +95,7 @@ command = ["/usr/bin/python3", "probe.py", "$keyid"]
 count = 2
 inputs = ["probe.py", "input.txt"]
 outputs = ["report-*.txt"]
+env = { JOB_VAR = "job-{index}", LANG = "C.UTF-8" }
 EOF
   local job
   job=$("$IDLEPOOL" submit "$T/job/job.toml")
@@ -111,6 +113,7 @@ EOF
     local stray
     stray=$(grep -vE "$allowed" <<<"$vars" || true)
     [ -z "$stray" ] || fail "$name: task $i got variables it should not have: $stray"
+    grep -qx "JOB_VAR=job-$i" <<<"$vars" || fail "$name: task $i: no JOB_VAR=job-$i (the job's env)"
     grep -qx "http_proxy=http://proxy.invalid:3128" <<<"$vars" || fail "$name: task $i: no pass_env http_proxy"
     grep -qx "LANG=C.UTF-8" <<<"$vars" || fail "$name: task $i: no LANG from the worker"
     local dir
