@@ -79,6 +79,9 @@ echo "scene-$MARK-input" | rev >"$T/job/input.txt"
 # The names a task may have: the pool's, the job's and the owner's pass_env (task_env.h).
 allowed='^(PATH|LANG|LC_[A-Z_]+|TZ|HOME|TMPDIR|PWD|USER|LOGNAME|OMP_NUM_THREADS|IDLEPOOL_[A-Z_]+|CUDA_VISIBLE_DEVICES|CUDA_DEVICE_ORDER|ROCR_VISIBLE_DEVICES|JOB_VAR|http_proxy)='
 
+# socket_inodes PID: the sockets PID holds open, sorted.
+socket_inodes() { for f in /proc/$1/fd/*; do readlink "$f"; done 2>/dev/null | sed -n 's/^socket:\[\([0-9]*\)\]$/\1/p' | sort; }
+
 # check_tier NAME FLAGS...: worker NAME started as the owner with FLAGS runs the probe twice.
 check_tier() {
   local name=$1; shift
@@ -132,6 +135,17 @@ EOF
     fi
   done
   local v=WPID_$name
+  # The slots' sandbox agents (the worker's children) share no socket with the worker but their
+  # own channels' other ends: not the tunnel's listening socket, not a connection.
+  if [ "$(id -u)" = 0 ]; then
+    local agents agent shared
+    agents=$(pgrep -P "${!v}" -f sandbox-agent || true)
+    [ "${1:-}" = --no-sandbox ] || [ -n "$agents" ] || fail "$name: no sandbox agent found"
+    for agent in $agents; do
+      shared=$(comm -12 <(socket_inodes "${!v}") <(socket_inodes "$agent"))
+      [ -z "$shared" ] || fail "$name: agent $agent holds the worker's sockets: $shared"
+    done
+  fi
   kill -TERM "${!v}"; wait "${!v}" 2>/dev/null || true
   pass "$name: no secret, no descriptor, no key of the owner's; PWD the task dir, OLDPWD unset"
 }
