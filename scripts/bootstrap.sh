@@ -44,6 +44,7 @@ TEST_PACKAGES=(
   openssl tcpdump
   # hostile-load tests (issue 21): connection floods (python3), a descriptor limit (prlimit)
   python3 util-linux
+  keyutils  # keyctl: a task cannot read the keyring of the session its worker was started in
   clang-format  # format_check_test: the lines a commit changes are clang-formatted
   # the fuzzers (tests/fuzz/run.sh): clang, and its runtimes for libFuzzer and the sanitizers
   clang libclang-rt-dev

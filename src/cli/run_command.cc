@@ -14,6 +14,7 @@
 #include "cli/progress.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/server_identity.h"
+#include "platform/harden.h"
 #include "platform/process.h"
 #include "platform/random.h"
 #include "spdlog/spdlog.h"
@@ -134,6 +135,9 @@ int SubmitWaitFetch(const RunFlags& f, const spec::JobSpec& spec, LocalPool& poo
 
 int Run(RunFlags& f, CLI::App& app) {
   platform::BlockTerminationSignals();
+  // The tasks get their own environment (worker/task_env.h); one running unsandboxed as this user
+  // does not find this process's in /proc either.
+  platform::HideInitialEnvironment();
   auto spec = spec::ParseJobFile(f.job_file);
   if (!spec.ok()) return BadSpec(spec.status());
   f.temp_dir = f.data_dir.empty();

@@ -357,6 +357,7 @@ int InstallService(WorkerFlags& f, const Common& common, const CLI::App& sub) {
 
 int RunWorker(WorkerFlags& f, const Common& common, const CLI::App& sub) {
   platform::MakeNonDumpable();  // a same-user task cannot read this process through /proc
+  platform::HideInitialEnvironment();       // nor can a root one find the owner's variables there
   platform::KeepLargeBlocksOutOfTheHeap();  // a light idle worker: platform/memory.h
   if (f.print_default_config) {
     std::printf("%s", owner::DefaultConfigToml().c_str());

@@ -253,7 +253,14 @@ std::string DefaultConfigToml() {
       << "\n"
       << "# What one task's dir may hold, MiB; past it the task is stopped and its attempt\n"
       << "# fails. 0: an equal share per slot of the disk's free space above the reserve.\n"
-      << "task_dir_mb = " << d.task_dir_mb << "\n";
+      << "task_dir_mb = " << d.task_dir_mb << "\n"
+      << "\n"
+      << "# The PATH of the pool's tasks here: absolute dirs separated by ':'.\n"
+      << "path = \"" << d.task_path << "\"\n"
+      << "\n"
+      << "# Nothing of the worker's own environment reaches a task but LANG, LC_* and TZ, and\n"
+      << "# the variables named here, e.g. [\"http_proxy\", \"https_proxy\", \"no_proxy\"].\n"
+      << "pass_env = []\n";
   return out.str();
 }
 

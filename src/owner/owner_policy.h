@@ -86,6 +86,9 @@ inline constexpr uint8_t kEveryDay = kWeekdays | kSaturday | kSunday;
 inline constexpr double kTemperatureHysteresisC = 5;
 inline constexpr double kLoadResumeFraction = 0.6;
 
+// The PATH of the pool's tasks unless the owner's policy says otherwise ([sandbox] path).
+inline constexpr char kDefaultTaskPath[] = "/usr/local/bin:/usr/bin:/bin";
+
 struct PolicyConfig {
   // Start work only after the owner has been idle this long. HTCondor's stock desktop policy
   // (StartIdleTime) waits 15 minutes of keyboard idle; we start sooner because tasks are
@@ -139,6 +142,12 @@ struct PolicyConfig {
   // the worker's start).
   uint64_t task_memory_mb = 0;
   uint64_t task_dir_mb = 0;
+  // `path`: the PATH of the pool's tasks here (where this machine's programs are), absolute dirs
+  // separated by ':'. Nothing else of the worker's own environment reaches a task but LANG,
+  // LC_*, TZ and the names in `pass_env` (http_proxy, ...): a laptop owner who started the worker
+  // from a shell holding cloud keys lends none of them (docs/guide/job-spec.md#environment).
+  std::string task_path = kDefaultTaskPath;
+  std::vector<std::string> pass_env;
 };
 
 // A policy setting in seconds (vacate_grace_s, checkpoint_interval_s) as the shells' durations.

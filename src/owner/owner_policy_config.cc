@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "spec/env.h"
 #include "spec/toml_util.h"
 
 namespace idlepool::owner {
@@ -26,7 +27,10 @@ absl::string_view A(std::string_view s) { return {s.data(), s.size()}; }
 
 constexpr std::string_view kTopKeys[] = {"owner", "gpu", "sandbox"};
 constexpr std::string_view kGpuKeys[] = {"owner_use", "max_temperature_c"};
-constexpr std::string_view kSandboxKeys[] = {"allow_host_network", "memory_mb", "task_dir_mb"};
+constexpr std::string_view kSandboxKeys[] = {"allow_host_network", "memory_mb", "task_dir_mb", "path",
+                                             "pass_env"};
+constexpr size_t kMaxPassEnv = 64;
+constexpr size_t kMaxTaskPathBytes = 4096;
 constexpr std::string_view kOwnerKeys[] = {"start_idle_minutes",
                                            "resume_idle_seconds",
                                            "vacate_after_suspend_seconds",
@@ -299,7 +303,61 @@ absl::Status ReadGpu(const std::string& file, const toml::table& root, PolicyCon
   return absl::OkStatus();
 }
 
-// The optional [sandbox] table into config->allow_host_network.
+// [sandbox] path: absolute dirs separated by ':', none empty (an empty entry would mean the task
+// dir, where a task's inputs could shadow any program).
+absl::Status ReadTaskPath(const std::string& file, const toml::table& sandbox,
+                          PolicyConfig* config) {
+  const toml::node* n = sandbox.get("path");
+  if (n == nullptr) return absl::OkStatus();
+  constexpr std::string_view kWant =
+      "must be absolute dirs separated by ':' (path = \"/opt/blender:/usr/bin:/bin\"), got ";
+  const std::optional<std::string_view> v = n->value<std::string_view>();
+  if (!v.has_value())
+    return KeyError(file, n->source(), "sandbox.path", absl::StrCat(A(kWant), Describe(*n)));
+  bool ok = !v->empty() && v->size() <= kMaxTaskPathBytes &&
+            v->find_first_of(std::string_view("\0\n", 2)) == std::string_view::npos;
+  for (size_t pos = 0; ok && pos <= v->size();) {
+    const size_t colon = std::min(v->find(':', pos), v->size());
+    ok = colon > pos && (*v)[pos] == '/';
+    pos = colon + 1;
+  }
+  if (!ok) {
+    return KeyError(file, n->source(), "sandbox.path",
+                    absl::StrCat(A(kWant), "\"", Shorten(*v), "\""));
+  }
+  config->task_path = std::string(*v);
+  return absl::OkStatus();
+}
+
+// [sandbox] pass_env: names of the worker's own variables its tasks get too.
+absl::Status ReadPassEnv(const std::string& file, const toml::table& sandbox,
+                         PolicyConfig* config) {
+  const toml::node* n = sandbox.get("pass_env");
+  if (n == nullptr) return absl::OkStatus();
+  const toml::array* a = n->as_array();
+  if (a == nullptr || a->size() > kMaxPassEnv) {
+    return KeyError(
+        file, n->source(), "sandbox.pass_env",
+        absl::StrCat("must be an array of at most ", kMaxPassEnv,
+                     " variable names (pass_env = [\"http_proxy\"]), got ", Describe(*n)));
+  }
+  for (const toml::node& e : *a) {
+    const std::optional<std::string_view> name = e.value<std::string_view>();
+    std::optional<std::string> why;
+    if (!name.has_value()) {
+      why = absl::StrCat("must be a variable name, got ", Describe(e));
+    } else if (*name == "PATH") {
+      why = "'PATH' is not passed: set [sandbox] path instead";
+    } else if (std::optional<std::string> bad = spec::EnvNameError(*name)) {
+      why = absl::StrCat("'", Shorten(*name), "' ", *bad);
+    }
+    if (why.has_value()) return KeyError(file, e.source(), "sandbox.pass_env", *why);
+    config->pass_env.emplace_back(*name);
+  }
+  return absl::OkStatus();
+}
+
+// The optional [sandbox] table into config->allow_host_network, task_path and pass_env.
 absl::Status ReadSandbox(const std::string& file, const toml::table& root, PolicyConfig* config) {
   const toml::node* node = root.get("sandbox");
   if (node == nullptr) return absl::OkStatus();
@@ -316,7 +374,8 @@ absl::Status ReadSandbox(const std::string& file, const toml::table& root, Polic
     }
     config->allow_host_network = n->as_boolean()->get();
   }
-  return absl::OkStatus();
+  if (absl::Status s = ReadTaskPath(file, *sandbox, config); !s.ok()) return s;
+  return ReadPassEnv(file, *sandbox, config);
 }
 
 // [sandbox] memory_mb and task_dir_mb (whole MiB, up to 2^40) into the task limits.

@@ -20,6 +20,9 @@
 //   allow_host_network           true | false (PolicyConfig::allow_host_network, default true)
 //   memory_mb                    number >= 0 (PolicyConfig::task_memory_mb; 0: the default)
 //   task_dir_mb                  number >= 0 (PolicyConfig::task_dir_mb; 0: the default)
+//   path                         absolute dirs separated by ':' (PolicyConfig::task_path)
+//   pass_env                     array of at most 64 variable names (spec::EnvNameError's rules;
+//                                not PATH: `path` sets it)
 // Unknown keys, wrong types and out-of-range values are errors of the form
 // "FILE:LINE:COL: key 'owner.x': ..." (kInvalidArgument). DefaultConfigToml() round-trips.
 #pragma once

@@ -5,9 +5,23 @@
 #include <cstdlib>
 #include <cstring>
 
+extern char** environ;
+
 namespace idlepool::platform {
 
 bool MakeNonDumpable() { return ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0; }
+
+void HideInitialEnvironment() {
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const size_t n = std::strlen(*e);
+    // Never freed: the environment's strings live as long as the process.
+    char* copy = static_cast<char*>(std::malloc(n + 1));
+    if (copy == nullptr) return;
+    std::memcpy(copy, *e, n + 1);
+    std::memset(*e, 0, n);
+    *e = copy;
+  }
+}
 
 std::string TakeSecretFromEnv(const char* name) {
   char* value = std::getenv(name);

@@ -24,6 +24,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "platform/cgroup.h"
+#include "platform/environment.h"
+#include "platform/task_child.h"
 
 namespace idlepool::platform {
 namespace {
@@ -101,9 +103,11 @@ namespace {
 
 // The file to execute for argv[0]: itself when it has a '/' (a relative one, like "./prog", taken
 // from `cwd`, the directory the command runs in, not the worker's own), else the first executable
-// match in the worker's PATH (as posix_spawnp and execvp would find it; an empty or "." entry is
-// `cwd` too). Resolved in the parent, so the child only makes system calls.
-std::string ResolveCommand(const std::string& name, const std::string& cwd, int* err) {
+// match in the PATH of the task's own environment `env` (as posix_spawnp and execvp would find it;
+// an empty or "." entry is `cwd` too). Resolved in the parent, so the child only makes system
+// calls.
+std::string ResolveCommand(const std::string& name, const std::string& cwd,
+                           const std::vector<std::string>& env, int* err) {
   *err = ENOENT;
   const auto in_cwd = [&](const std::string& rel) {
     return cwd.empty() || (!rel.empty() && rel[0] == '/') ? rel : cwd + "/" + rel;
@@ -113,8 +117,9 @@ std::string ResolveCommand(const std::string& name, const std::string& cwd, int*
     *err = ::access(file.c_str(), X_OK) == 0 ? 0 : errno;
     return file;
   }
-  const char* path = std::getenv("PATH");
-  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  bool has_path = false;
+  const std::string_view path = EnvValue(env, "PATH", &has_path);
+  const std::string dirs = has_path ? std::string(path) : "/usr/local/bin:/usr/bin:/bin";
   size_t pos = 0;
   while (pos <= dirs.size()) {
     size_t colon = dirs.find(':', pos);
@@ -155,9 +160,10 @@ struct ChildSetup {
   uint64_t nofile_soft;  // 0: the parent's
 };
 
-// An errno of a spawn: the process or the machine is out of descriptors or processes.
+// An errno of a spawn: the process or the machine is out of descriptors or processes (or the
+// user of its keyring quota: platform/task_child.h).
 absl::Status SpawnError(int err, std::string message) {
-  if (err == EMFILE || err == ENFILE || err == EAGAIN) {
+  if (err == EMFILE || err == ENFILE || err == EAGAIN || err == EDQUOT) {
     return absl::ResourceExhaustedError(std::move(message));
   }
   return absl::InternalError(std::move(message));
@@ -181,6 +187,9 @@ absl::Status SpawnError(int err, std::string message) {
   int devnull = ::open("/dev/null", O_RDONLY);
   if (devnull < 0) fail(errno);
   if (::dup2(devnull, 0) < 0 || ::dup2(c.out_fd, 1) < 0 || ::dup2(c.err_fd, 2) < 0) fail(errno);
+  // Nothing of the worker's but the task's stdio crosses exec (platform/task_child.h).
+  if (const int err = CloseOnExecAbove2(); err != 0) fail(err);
+  if (const int err = JoinNewSessionKeyring(); err != 0) fail(err);
   if (c.cwd != nullptr && ::chdir(c.cwd) != 0) fail(errno);
   if (c.low_priority) {
     struct sched_param param {};
@@ -211,7 +220,7 @@ absl::StatusOr<std::unique_ptr<Process>> Process::Start(const SpawnOptions& opts
     return absl::InvalidArgumentError("empty command");
   }
   int resolve_err = 0;
-  const std::string file = ResolveCommand(opts.argv[0], opts.cwd, &resolve_err);
+  const std::string file = ResolveCommand(opts.argv[0], opts.cwd, opts.env, &resolve_err);
   if (resolve_err != 0) {
     return absl::NotFoundError(
         absl::StrCat("cannot run '", opts.argv[0], "': ", std::strerror(resolve_err)));

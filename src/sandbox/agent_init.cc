@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "platform/task_child.h"
 #include "sandbox/agent.h"
 #include "sandbox/channel.h"
 #include "sandbox/messages.h"
@@ -127,6 +128,10 @@ ExecPlan PlanExec(LaunchRequest& q, const std::vector<int>& fds, int status_fd,
   if (devnull < 0 || ::dup2(devnull, 0) < 0 || ::dup2(p.out_fd, 1) < 0 || ::dup2(p.err_fd, 2) < 0) {
     fail(errno);
   }
+  // Nothing of the init's (its channel, signalfd) or the worker's reaches the task but its stdio,
+  // nor the keyring of the session the worker was started in (platform/task_child.h).
+  if (const int err = platform::CloseOnExecAbove2(); err != 0) fail(err);
+  if (const int err = platform::JoinNewSessionKeyring(); err != 0) fail(err);
   if (p.cwd != nullptr && ::chdir(p.cwd) != 0) fail(errno);
   if (p.low_priority) {
     sched_param param{};

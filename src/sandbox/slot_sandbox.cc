@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "platform/cgroup.h"
+#include "platform/environment.h"
 #include "sandbox/agent.h"
 
 namespace idlepool::sandbox {
@@ -61,7 +62,9 @@ absl::Status ExecError(const std::string& command, int err) {
   if (err == ENOENT || err == EACCES || err == ENOEXEC || err == ENOTDIR) {
     return absl::NotFoundError(why);
   }
-  if (err == EMFILE || err == ENFILE || err == EAGAIN) return absl::ResourceExhaustedError(why);
+  if (err == EMFILE || err == ENFILE || err == EAGAIN || err == EDQUOT) {
+    return absl::ResourceExhaustedError(why);  // EDQUOT: the key quota (platform/task_child.h)
+  }
   return absl::InternalError(why);
 }
 
@@ -84,6 +87,9 @@ absl::StatusOr<std::unique_ptr<SlotSandbox>> SlotSandbox::Start(const Config& co
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, sv[1], kAgentChannelFd);
   posix_spawn_file_actions_adddup2(&actions, cv[1], kAgentConnectFd);
+  // The agent, and so every task it starts, gets none of the worker's other descriptors (its
+  // tunnel's listening socket and connections, its Peer port, its store files).
+  posix_spawn_file_actions_addclosefrom_np(&actions, kAgentConnectFd + 1);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
@@ -171,7 +177,7 @@ absl::StatusOr<std::unique_ptr<platform::Process>> SlotSandbox::Launch(
   std::vector<int> fds = {out[1], err[1]};
   LaunchRequest q{opts.argv,        opts.env,          opts.cwd, "",
                   opts.nofile_soft, opts.low_priority, false,    opts.memory_limit_bytes};
-  if (const char* path = std::getenv("PATH")) q.path = path;
+  q.path = std::string(platform::EnvValue(opts.env, "PATH"));  // the task's own
   if (opts.cgroup != nullptr) {
     const int procs = ::openat(opts.cgroup->dir_fd(), "cgroup.procs", O_WRONLY | O_CLOEXEC);
     if (procs >= 0) {

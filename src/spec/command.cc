@@ -324,11 +324,28 @@ std::optional<SizeProblem> CommandSizeProblem(const JobSpec& spec) {
   return problem;
 }
 
-}  // namespace internal
+std::optional<std::string> PlaceholderMisfit(const JobSpec& spec, std::string_view name) {
+  const bool frame_placeholder = name == "frame" || name == "frames" || name.starts_with("frame_");
+  if (frame_placeholder && spec.kind != TaskKind::kFrames) {
+    return absl::StrCat("{", ToAbsl(name), "} is only for 'frames' jobs");
+  }
+  if (name == "frame" && spec.chunk != 1) {
+    return absl::StrCat("{frame} needs chunk = 1, but chunk = ", spec.chunk,
+                        " gives each task several frames; use {frame_start}, {frame_end} and "
+                        "{frame_step}, or {frames}");
+  }
+  if ((name == "port" || name == "replica") && !spec.service.has_value()) {
+    return absl::StrCat("{", ToAbsl(name), "} is only for services (a job with a [service] table)");
+  }
+  if (name == "checkpoint_dir" && spec.service.has_value()) {
+    return "a service's replicas keep no checkpoints";
+  }
+  if (name == "item" && spec.kind != TaskKind::kItems) {
+    return "{item} is only for 'items' or 'items_file' jobs";
+  }
+  return std::nullopt;
+}
 
-namespace {
-
-// Appends placeholder `name`'s value for `task` to `arg`; an error names what is missing.
 absl::Status AppendValue(std::string_view name, const TaskParams& task, std::string_view task_dir,
                          std::string_view checkpoint_dir,
                          const std::optional<ReplicaParams>& replica, std::string& arg) {
@@ -371,7 +388,7 @@ absl::Status AppendValue(std::string_view name, const TaskParams& task, std::str
   return absl::OkStatus();
 }
 
-}  // namespace
+}  // namespace internal
 
 absl::StatusOr<std::vector<std::string>> RenderCommand(
     const std::vector<std::string>& command, const TaskParams& task, std::string_view task_dir,
@@ -395,7 +412,8 @@ absl::StatusOr<std::vector<std::string>> RenderCommand(
     for (const Piece& p : pieces) {
       if (!p.placeholder) {
         arg.append(p.text);
-      } else if (absl::Status s = AppendValue(p.text, task, task_dir, checkpoint_dir, replica, arg);
+      } else if (absl::Status s =
+                     internal::AppendValue(p.text, task, task_dir, checkpoint_dir, replica, arg);
                  !s.ok()) {
         return absl::InvalidArgumentError(
             absl::StrCat("command ", Element(i, command[i]), ": ", s.message()));

@@ -29,6 +29,20 @@ struct Piece {
 // unbalanced brace or an unknown placeholder.
 [[nodiscard]] absl::Status ScanTemplate(std::string_view s, std::vector<Piece>& out);
 
+// Why placeholder `name` (a known one) cannot appear in a template of `spec`, or nullopt: a frame
+// placeholder outside a 'frames' job, {frame} with chunk > 1, {port} or {replica} outside a
+// service, {checkpoint_dir} in one, {item} outside an 'items' job. The message reads after the
+// template's name: "{item} is only for 'items' or 'items_file' jobs".
+[[nodiscard]] std::optional<std::string> PlaceholderMisfit(const JobSpec& spec,
+                                                           std::string_view name);
+
+// Appends placeholder `name`'s value for `task` to `out`; kInvalidArgument naming what is missing
+// (a frame placeholder for a task without frames, {port} without `replica`...).
+[[nodiscard]] absl::Status AppendValue(std::string_view name, const TaskParams& task,
+                                       std::string_view task_dir, std::string_view checkpoint_dir,
+                                       const std::optional<ReplicaParams>& replica,
+                                       std::string& out);
+
 // "element [i] 'value'", the value shortened, for messages about one argv element.
 std::string Element(size_t i, std::string_view value);
 

@@ -30,6 +30,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "spec/command_internal.h"
+#include "spec/env_internal.h"
 #include "spec/frames_internal.h"
 #include "spec/pipeline_internal.h"
 #include "spec/sandbox_internal.h"
@@ -59,9 +60,9 @@ constexpr std::string_view kAttemptsWhy =
     " (failures per task: a task that fails at once would be run that many times)";
 
 constexpr std::string_view kTopKeys[] = {
-    "name",    "command", "frames",     "chunk",     "items", "items_file",
-    "count",   "inputs",  "outputs",    "resources", "retry", "allow_empty_outputs",
-    "sandbox", "service", "task_inputs", "after"};
+    "name",    "command", "frames",      "chunk",     "items", "items_file",
+    "count",   "inputs",  "outputs",     "resources", "retry", "allow_empty_outputs",
+    "sandbox", "service", "task_inputs", "after",     "env"};
 constexpr std::string_view kResourceKeys[] = {"cpus", "gpus", "memory_mb", "gpu_memory_mb",
                                               "gpu_api"};
 // The GPU APIs a task may ask for (proto Resources.gpu_api, GpuDevice.apis).
@@ -228,35 +229,8 @@ MaybeProblem CheckCommand(const JobSpec& spec) {
     }
     for (const Piece& p : pieces[i]) {
       if (!p.placeholder) continue;
-      const bool frame_placeholder =
-          p.text == "frame" || p.text == "frames" || p.text.starts_with("frame_");
-      if (frame_placeholder && spec.kind != TaskKind::kFrames) {
-        return Bad(
-            "command",
-            absl::StrCat(Element(i, arg), ": {", ToAbsl(p.text), "} is only for 'frames' jobs"), i);
-      }
-      if (p.text == "frame" && spec.chunk != 1) {
-        return Bad(
-            "command",
-            absl::StrCat(Element(i, arg), ": {frame} needs chunk = 1, but chunk = ", spec.chunk,
-                         " gives each task several frames; use {frame_start}, "
-                         "{frame_end} and {frame_step}, or {frames}"),
-            i);
-      }
-      if ((p.text == "port" || p.text == "replica") && !spec.service.has_value()) {
-        return Bad("command",
-                   absl::StrCat(Element(i, arg), ": {", ToAbsl(p.text),
-                                "} is only for services (a job with a [service] table)"),
-                   i);
-      }
-      if (p.text == "checkpoint_dir" && spec.service.has_value()) {
-        return Bad("command",
-                   absl::StrCat(Element(i, arg), ": a service's replicas keep no checkpoints"), i);
-      }
-      if (p.text == "item" && spec.kind != TaskKind::kItems) {
-        return Bad(
-            "command",
-            absl::StrCat(Element(i, arg), ": {item} is only for 'items' or 'items_file' jobs"), i);
+      if (std::optional<std::string> why = internal::PlaceholderMisfit(spec, p.text)) {
+        return Bad("command", absl::StrCat(Element(i, arg), ": ", *why), i);
       }
     }
   }
@@ -369,7 +343,11 @@ MaybeProblem CheckSpec(const JobSpec& spec) {
   if (std::optional<internal::SizeProblem> p = internal::TaskInputsProblem(spec)) {
     return Bad(p->field, p->message, p->element);
   }
-  return CheckCommand(spec);
+  if (MaybeProblem p = CheckCommand(spec)) return p;
+  if (std::optional<internal::EnvProblem> p = internal::CheckEnv(spec)) {
+    return Bad(p->field, p->message);
+  }
+  return std::nullopt;
 }
 
 // ------------------------------------------------------------------------------------------
@@ -890,6 +868,7 @@ absl::StatusOr<JobSpec> ReadJob(const Ctx& ctx, const toml::table& root) {
   if (absl::Status s = internal::ReadAfterAndBackoff(ctx.file, root, retry, spec); !s.ok()) {
     return s;
   }
+  if (absl::Status s = internal::ReadEnvTable(ctx.file, root, spec); !s.ok()) return s;
   if (MaybeProblem p = CheckSpec(spec)) return Locate(ctx, root, *p, expander.origins());
   return spec;
 }

@@ -26,6 +26,7 @@
 #include "absl/status/statusor.h"
 #include "core/defaults.h"
 #include "core/types.h"
+#include "spec/env.h"
 #include "spec/service.h"
 
 namespace idlepool::spec {
@@ -144,6 +145,8 @@ struct JobSpec {
   // outputs, allow_empty_outputs or timeout_s; a job file's [retry] keys are refused, and
   // max_attempts, which the wire always carries, means nothing for it.
   std::optional<ServiceSpec> service;
+  // `env`: the job's own variables, by name (sorted, each name once).
+  std::vector<EnvVar> env;
 };
 
 // Reads and validates a job file. Relative `inputs` and `items_file` are resolved against the
@@ -199,6 +202,14 @@ struct TaskParams {
 // gigabytes.
 [[nodiscard]] absl::StatusOr<std::vector<std::string>> RenderCommand(
     const std::vector<std::string>& command, const TaskParams& task, std::string_view task_dir,
+    std::string_view checkpoint_dir, const std::optional<ReplicaParams>& replica = std::nullopt);
+
+// The job's `env` for one task, "NAME=value" each, placeholders substituted as RenderCommand
+// does. kInvalidArgument naming the variable for a template that cannot be rendered for this task,
+// or when the rendered variables pass kMaxEnvRenderedBytes (a spec that got past an older
+// coordinator).
+[[nodiscard]] absl::StatusOr<std::vector<std::string>> RenderEnv(
+    const std::vector<EnvVar>& env, const TaskParams& task, std::string_view task_dir,
     std::string_view checkpoint_dir, const std::optional<ReplicaParams>& replica = std::nullopt);
 
 // One task's own inputs (JobSpec::task_inputs expanded for it), staged like `inputs`: a file

@@ -111,6 +111,11 @@ v1::JobSpec ToProto(const spec::JobSpec& s) {
   p.mutable_retry()->set_max_backoff_s(s.max_backoff_s);
   p.mutable_retry()->set_set(true);
   p.mutable_retry()->set_hold_off_after(s.hold_off_after);
+  for (const auto& e : s.env) {
+    v1::EnvVar* v = p.add_env();
+    v->set_name(e.name);
+    v->set_value(e.value);
+  }
   return p;
 }
 
@@ -148,7 +153,15 @@ spec::JobSpec FromProto(const v1::JobSpec& p) {
     s.max_backoff_s = p.retry().max_backoff_s();
     if (p.retry().hold_off_after() != 0) s.hold_off_after = p.retry().hold_off_after();
   }
+  s.env = EnvFromProto(p.env());
   return s;
+}
+
+std::vector<spec::EnvVar> EnvFromProto(const google::protobuf::RepeatedPtrField<v1::EnvVar>& env) {
+  std::vector<spec::EnvVar> out;
+  out.reserve(env.size());
+  for (const auto& v : env) out.push_back(spec::EnvVar{v.name(), v.value()});
+  return out;
 }
 
 v1::TaskParams ToProto(const spec::TaskParams& t) {
@@ -189,6 +202,7 @@ v1::Assignment ToAssignment(const v1::JobSpec& spec, uint64_t job, const spec::T
   as.set_timeout_s(spec.timeout_s());
   if (spec.has_service()) *as.mutable_service() = spec.service();
   for (uint32_t g : gpus) as.add_gpus(g);
+  *as.mutable_env() = spec.env();
   return as;
 }
 

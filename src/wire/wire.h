@@ -27,6 +27,9 @@ spec::JobSpec FromProto(const v1::JobSpec& proto);
 v1::ServiceSpec ToProto(const spec::ServiceSpec& service);
 spec::ServiceSpec FromProto(const v1::ServiceSpec& proto);
 
+// A job's env (JobSpec.env, Assignment.env) as it is, in its order.
+std::vector<spec::EnvVar> EnvFromProto(const google::protobuf::RepeatedPtrField<v1::EnvVar>& env);
+
 v1::TaskParams ToProto(const spec::TaskParams& task);
 spec::TaskParams FromProto(const v1::TaskParams& proto);
 
@@ -46,7 +49,7 @@ std::vector<core::GpuDevice> GpusFromProto(
 
 // What a worker is told to run: attempt `attempt` of task `task` of job `job`, whose spec (as
 // stored) is `spec`, on its devices `gpus`. Every field of the spec the worker acts on is copied
-// (command, inputs, outputs, allow_empty_outputs, host_network, resources, timeout); the
+// (command, inputs, outputs, allow_empty_outputs, host_network, resources, timeout, env); the
 // checkpoint is the caller's to add.
 v1::Assignment ToAssignment(const v1::JobSpec& spec, uint64_t job, const spec::TaskParams& task,
                             uint64_t attempt, const std::vector<uint32_t>& gpus);

@@ -14,8 +14,7 @@
 #include "wire/wire.h"
 #include "worker/attempt_runner.h"
 #include "worker/replica_port.h"
-
-extern char** environ;
+#include "worker/task_env.h"
 
 namespace idlepool::worker {
 namespace fs = std::filesystem;
@@ -25,19 +24,6 @@ namespace {
 bool StagingStopped(Attempt& a) {
   std::lock_guard lock(a.mu);
   return a.killed || a.vacating;
-}
-
-// A sandboxed task's home and temporary dir are its private /tmp (emptied after each task): the
-// owner's home and runtime dir are hidden there, and programs that keep caches under $HOME
-// (PoCL's kernel cache, pip, fontconfig) would fail on a read-only empty dir.
-void SandboxEnvironment(std::vector<std::string>* env) {
-  std::erase_if(*env, [](const std::string& e) {
-    return e.rfind("HOME=", 0) == 0 || e.rfind("TMPDIR=", 0) == 0 ||
-           e.rfind("XDG_RUNTIME_DIR=", 0) == 0 || e.rfind("XDG_CACHE_HOME=", 0) == 0 ||
-           e.rfind("XDG_CONFIG_HOME=", 0) == 0 || e.rfind("XDG_DATA_HOME=", 0) == 0;
-  });
-  env->push_back("HOME=/tmp");
-  env->push_back("TMPDIR=/tmp");
 }
 
 // The job asked for the host's network ([sandbox] network = "host").
@@ -145,7 +131,8 @@ PhaseResult AttemptRunner::GiveToSlot(Attempt& a) {
 
 platform::SpawnOptions AttemptRunner::SpawnFor(const Attempt& a,
                                                const std::vector<std::string>& argv,
-                                               const spec::TaskParams& params) const {
+                                               const spec::TaskParams& params,
+                                               std::vector<std::string> job_env) const {
   const v1::Assignment& as = a.assignment;
   platform::SpawnOptions sp;
   sp.argv = argv;
@@ -156,18 +143,16 @@ platform::SpawnOptions AttemptRunner::SpawnFor(const Attempt& a,
   sp.cwd = a.paths.task_dir;
   sp.stdout_path = a.paths.stdout_log;
   sp.stderr_path = a.paths.stderr_log;
-  for (char** e = environ; *e; ++e) {
-    // The GPU variables are the attempt's own (below), never the worker's.
-    if (std::strncmp(*e, "IDLEPOOL_", 9) != 0 &&
-        std::strncmp(*e, "CUDA_VISIBLE_DEVICES=", 21) != 0 &&
-        std::strncmp(*e, "CUDA_DEVICE_ORDER=", 18) != 0 &&
-        std::strncmp(*e, "ROCR_VISIBLE_DEVICES=", 21) != 0) {
-      sp.env.emplace_back(*e);
-    }
-  }
-  if (a.slot >= 0) SandboxEnvironment(&sp.env);
   const uint32_t cpus = std::max(1u, as.resources().cpus());
-  auto add = [&](const std::string& k, const std::string& v) { sp.env.push_back(k + "=" + v); };
+  TaskEnvFacts facts;
+  facts.sandboxed = a.slot >= 0 && d_.sandboxes != nullptr;
+  if (facts.sandboxed) {
+    if (const auto owner = d_.sandboxes->Owner(a.slot)) facts.slot_uid = owner->first;
+  }
+  facts.task_dir = a.paths.task_dir;
+  facts.cpus = cpus;
+  facts.job = std::move(job_env);
+  auto add = [&](const std::string& k, const std::string& v) { facts.pool.emplace_back(k, v); };
   add("IDLEPOOL_JOB_ID", std::to_string(as.job()));
   add("IDLEPOOL_JOB_NAME", as.job_name());
   add("IDLEPOOL_TASK_INDEX", std::to_string(params.index));
@@ -177,7 +162,6 @@ platform::SpawnOptions AttemptRunner::SpawnFor(const Attempt& a,
   add("IDLEPOOL_WORKER", config_.worker_name);
   add("IDLEPOOL_WORK_DIR", config_.work_dir_real);
   add("IDLEPOOL_CPUS", std::to_string(cpus));
-  add("OMP_NUM_THREADS", std::to_string(cpus));
   for (const auto& [k, v] : a.gpu_env) add(k, v);
   if (!params.chunk.frames.empty()) {
     add("IDLEPOOL_FRAMES", spec::JoinFrames(params.chunk.frames));
@@ -190,6 +174,7 @@ platform::SpawnOptions AttemptRunner::SpawnFor(const Attempt& a,
   }
   if (!params.item.empty()) add("IDLEPOOL_ITEM", params.item);
   if (a.port != 0) add("IDLEPOOL_PORT", std::to_string(a.port));
+  sp.env = BuildTaskEnv(config_.task_env, facts);
   return sp;
 }
 
@@ -246,13 +231,19 @@ PhaseResult AttemptRunner::Launch(Attempt& a, v1::AttemptReport* report) {
   }
   auto argv = spec::RenderCommand(cmd, params, a.paths.task_dir, a.paths.checkpoint_dir, replica);
   if (!argv.ok()) return Failed(std::string(argv.status().message()));
+  auto job_env = spec::RenderEnv(wire::EnvFromProto(as.env()), params, a.paths.task_dir,
+                                 a.paths.checkpoint_dir, replica);
+  if (!job_env.ok()) return Failed(std::string(job_env.status().message()));
   if (d_.cgroups) {
     auto group = d_.cgroups->Acquire();
     if (!group.ok()) return Failed(std::string(group.status().message()));
     a.cgroup = std::move(*group);
   }
   bool frozen = false;
-  if (PhaseResult end = Spawn(a, SpawnFor(a, *argv, params), report, &frozen)) return end;
+  if (PhaseResult end =
+          Spawn(a, SpawnFor(a, *argv, params, std::move(*job_env)), report, &frozen)) {
+    return end;
+  }
   if (d_.logs) d_.logs->Add(a.id, a.paths.stdout_log, a.paths.stderr_log);
   if (frozen) d_.hooks.tell_suspended({a.id});
   return std::nullopt;

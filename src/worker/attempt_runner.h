@@ -1,8 +1,9 @@
 // AttemptRunner: runs one assigned attempt on its runner thread, as separate phases —
 //   stage   (task and checkpoint dirs, inputs linked in from the blob cache, the task's latest
 //            checkpoint restored),
-//   run     (the command rendered, spawned through the ProcessLauncher with IDLEPOOL_*
-//            variables, frozen at once if the owner or a held GPU says so, waited for),
+//   run     (the command and the job's env rendered, spawned through the ProcessLauncher with
+//            the task's environment (task_env.h), frozen at once if the owner or a held GPU
+//            says so, waited for),
 //   collect (outputs matching the job's globs, matched, opened and hashed beneath the task dir:
 //            a symbolic link or a file with more than one link fails the attempt),
 //   upload  (filed in the durable outbox, then uploaded until the coordinator has them) —
@@ -40,6 +41,7 @@
 #include "worker/sandbox_slots.h"
 #include "worker/sender.h"
 #include "worker/stop_signal.h"
+#include "worker/task_env.h"
 #include "worker/transfers.h"
 
 namespace idlepool::worker {
@@ -50,6 +52,7 @@ struct AttemptRunnerConfig {
   bool low_priority = true;
   std::chrono::milliseconds kill_grace{10000};  // SIGTERM -> SIGKILL on timeout
   uint64_t task_fd_limit = 0;                   // SpawnOptions::nofile_soft
+  TaskEnvBase task_env;  // what every task's environment holds (worker/task_env.h)
 };
 
 // What the runner asks of the rest of the worker (the owner monitor, the disk, the table).
@@ -124,9 +127,11 @@ class AttemptRunner {
   [[nodiscard]] PhaseResult StageBlob(Attempt& a, const std::string& sha256, uint64_t size,
                                       const std::string& dst, const std::string& what,
                                       bool check_disk);
+  // `job_env`: the job's env rendered for this task (spec::RenderEnv).
   [[nodiscard]] platform::SpawnOptions SpawnFor(const Attempt& a,
                                                 const std::vector<std::string>& argv,
-                                                const spec::TaskParams& params) const;
+                                                const spec::TaskParams& params,
+                                                std::vector<std::string> job_env) const;
   // Spawns under a.mu (a vacate either comes first or finds the process); *frozen: it starts
   // frozen for the owner.
   [[nodiscard]] PhaseResult Spawn(Attempt& a, const platform::SpawnOptions& sp,

@@ -23,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "blob/peer_server.h"
 #include "platform/cgroup.h"
+#include "platform/environment.h"
 #include "platform/fd_limit.h"
 #include "platform/linux_sensors.h"
 #include "platform/process.h"
@@ -49,6 +50,7 @@
 #include "worker/sandbox_slots.h"
 #include "worker/session.h"
 #include "worker/stop_signal.h"
+#include "worker/task_env.h"
 #include "worker/transfers.h"
 
 namespace idlepool::worker {
@@ -449,9 +451,12 @@ void Worker::Impl::StartUnits(std::vector<v1::AttemptReport> to_redeliver) {
   // A task's start needs about ten (pipes, its log files, its cgroup, a pidfd).
   hooks.short_of_fds = [] { return platform::FewFdsLeft(32); };
   hooks.forget = [this](uint64_t id) { Forget(id); };
+  // The worker's environment, read once: the tokens are already gone from it.
+  TaskEnvBase task_env = TaskEnvBaseFrom(platform::Environment(), options_.policy.task_path,
+                                         options_.policy.pass_env, platform::UserName());
   runner_ = std::make_unique<AttemptRunner>(
       AttemptRunnerConfig{options_.name, work_dir_real_, options_.low_priority, options_.kill_grace,
-                          options_.task_fd_limit},
+                          options_.task_fd_limit, std::move(task_env)},
       AttemptRunnerDeps{&clock_, &launcher_, transfers_.get(), &outbox_, &dirs_, cgroup_pool_.get(),
                         &checkpointer_, &stop_, [this](const v1::WorkerMessage& m) { Send(m); },
                         std::move(hooks), sandboxes_.get(), &log_shipper_});

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "owner/owner_policy.h"
 
@@ -42,6 +43,8 @@ void ExpectDefaults(const PolicyConfig& c) {
   EXPECT_EQ(c.gpu.owner_use, d.gpu.owner_use);
   EXPECT_EQ(c.gpu.max_temperature_c, d.gpu.max_temperature_c);
   EXPECT_EQ(c.allow_host_network, d.allow_host_network);
+  EXPECT_EQ(c.task_path, d.task_path);
+  EXPECT_EQ(c.pass_env, d.pass_env);
   EXPECT_TRUE(c.windows.empty());
 }
 
@@ -482,6 +485,42 @@ TEST(PolicyConfigParse, SandboxTaskLimits) {
               testing::HasSubstr("policy.toml:2:13: key 'sandbox.memory_mb'"));
   EXPECT_THAT(Err("[sandbox]\ntask_dir_mb = \"big\"\n"),
               testing::HasSubstr("key 'sandbox.task_dir_mb'"));
+}
+
+// [sandbox] path and pass_env: what of this machine's environment the pool's tasks get.
+TEST(PolicyConfigParse, SandboxPathAndPassEnv) {
+  EXPECT_EQ(PolicyConfig{}.task_path, "/usr/local/bin:/usr/bin:/bin");
+  EXPECT_TRUE(PolicyConfig{}.pass_env.empty());
+  absl::StatusOr<PolicyConfig> r =
+      P("[sandbox]\npath = \"/opt/blender:/usr/bin:/bin\"\n"
+        "pass_env = [\"http_proxy\", \"https_proxy\", \"LC_ALL\"]\n");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->task_path, "/opt/blender:/usr/bin:/bin");
+  EXPECT_EQ(r->pass_env, (std::vector<std::string>{"http_proxy", "https_proxy", "LC_ALL"}));
+  // The default file names both, with their defaults.
+  const std::string toml = DefaultConfigToml();
+  EXPECT_NE(toml.find("path = \"/usr/local/bin:/usr/bin:/bin\"\n"), std::string::npos) << toml;
+  EXPECT_NE(toml.find("pass_env = []\n"), std::string::npos) << toml;
+}
+
+TEST(PolicyConfigErrors, SandboxPathAndPassEnvErrors) {
+  for (const char* bad : {"\"\"", "\"bin:/usr/bin\"", "\"/usr/bin::/bin\"", "\"/usr/bin:\"", "3"}) {
+    EXPECT_THAT(Err(std::string("[sandbox]\npath = ") + bad + "\n"),
+                HasSubstr("policy.toml:2:8: key 'sandbox.path': must be absolute dirs separated "
+                          "by ':'"))
+        << bad;
+  }
+  EXPECT_THAT(Err("[sandbox]\npass_env = \"http_proxy\"\n"),
+              HasSubstr("policy.toml:2:12: key 'sandbox.pass_env': must be an array of at most 64 "
+                        "variable names"));
+  EXPECT_THAT(Err("[sandbox]\npass_env = [\"PATH\"]\n"),
+              HasSubstr("policy.toml:2:13: key 'sandbox.pass_env': 'PATH' is not passed: set "
+                        "[sandbox] path instead"));
+  EXPECT_THAT(Err("[sandbox]\npass_env = [\"ok\", \"IDLEPOOL_TOKEN\"]\n"),
+              HasSubstr("policy.toml:2:19: key 'sandbox.pass_env': 'IDLEPOOL_TOKEN' is set by the "
+                        "worker"));
+  EXPECT_THAT(Err("[sandbox]\npass_env = [\"A B\"]\n"), HasSubstr("'A B' is not a variable name"));
+  EXPECT_THAT(Err("[sandbox]\npass_env = [1]\n"), HasSubstr("must be a variable name, got 1"));
 }
 
 }  // namespace

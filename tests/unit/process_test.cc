@@ -1,10 +1,17 @@
 // Process: own process group, capped logs, whole-tree kill, timeouts.
 #include "platform/process.h"
 
+#include <fcntl.h>
+#include <linux/keyctl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -444,6 +451,51 @@ TEST_F(ProcessTest, ProcessGroupsWithEnvFindsAGroupByItsEnvironmentAndKillsIt) {
   ExitInfo e = (*p)->Wait(std::chrono::milliseconds(0), std::chrono::milliseconds(1000));
   EXPECT_EQ(e.signal, SIGKILL);  // from outside: not Process::Kill
   EXPECT_FALSE(e.timed_out);
+}
+
+// No descriptor of the starting process crosses into a task but its stdio: not one opened without
+// O_CLOEXEC (as Boost.Asio opens its sockets), not a listening socket.
+TEST_F(ProcessTest, TheTaskGetsNoDescriptorButItsStdio) {
+  const int file = ::open(dir().c_str(), O_RDONLY | O_DIRECTORY);  // no O_CLOEXEC
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);          // nor here
+  ASSERT_GE(file, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(listener, 4), 0);
+  // The shell's own descriptors, listed by ls while the shell waits for it.
+  auto p = Process::Start(Opts({"sh", "-c", "ls /proc/$$/fd"}));
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ((*p)->Wait(std::chrono::milliseconds(0), std::chrono::milliseconds(1000)).exit_code, 0);
+  EXPECT_EQ(Read("stdout.log"), "0\n1\n2\n");
+  ::close(file);
+  ::close(listener);
+}
+
+// A task cannot read the keys of the session keyring its worker was started in: it gets a new,
+// empty one. Needs keyctl (Debian keyutils).
+TEST_F(ProcessTest, TheTaskGetsAFreshSessionKeyring) {
+  if (::access("/usr/bin/keyctl", X_OK) != 0 && ::access("/bin/keyctl", X_OK) != 0) {
+    GTEST_SKIP() << "keyctl is not installed (Debian keyutils)";
+  }
+  // This test's own session keyring, so the user's is left alone.
+  if (::syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, "idlepool-process-test") < 0) {
+    GTEST_SKIP() << "no keyrings here: " << std::strerror(errno);
+  }
+  const long key = ::syscall(SYS_add_key, "user", "idlepool-secret", "s3cr3t-value", 12,
+                             KEY_SPEC_SESSION_KEYRING);
+  ASSERT_GT(key, 0) << std::strerror(errno);
+  const std::string id = std::to_string(key);
+  auto p = Process::Start(Opts(
+      {"sh", "-c", "keyctl show @s; keyctl print " + id + " 2>&1; keyctl print @s 2>&1; true"}));
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ((*p)->Wait(std::chrono::milliseconds(0), std::chrono::milliseconds(1000)).exit_code, 0);
+  const std::string out = Read("stdout.log");
+  EXPECT_EQ(out.find("s3cr3t-value"), std::string::npos) << out;
+  EXPECT_EQ(out.find("idlepool-secret"), std::string::npos) << out;
+  EXPECT_NE(out.find("keyring: _ses"), std::string::npos) << out;  // keyctl ran: a new one
 }
 
 }  // namespace

@@ -100,6 +100,31 @@ TEST(JobSpecTest, HostNetworkTravelsToTheCoordinatorAndIntoEveryAssignment) {
   EXPECT_TRUE(as.allow_empty_outputs());
 }
 
+// A job's env travels from the spec to the wire and back (SubmitJob, where the coordinator checks
+// it again) and from the stored spec into every assignment, in order (issue 31).
+TEST(JobSpecTest, EnvTravelsToTheCoordinatorAndIntoEveryAssignment) {
+  spec::JobSpec s;
+  s.name = "env";
+  s.command = {"true"};
+  s.count = 2;
+  s.env = {{"A", "{index}"}, {"PATH", "/opt/x:/usr/bin"}};
+  const v1::JobSpec p = ToProto(s);
+  ASSERT_EQ(p.env_size(), 2);
+  EXPECT_EQ(p.env(1).name(), "PATH");
+  const spec::JobSpec back = FromProto(p);
+  ASSERT_EQ(back.env.size(), 2u);
+  EXPECT_EQ(back.env[0].name, "A");
+  EXPECT_EQ(back.env[0].value, "{index}");
+  EXPECT_TRUE(spec::Validate(back).ok()) << spec::Validate(back);
+  const v1::Assignment as = ToAssignment(p, 7, spec::TaskParams{}, 42, {});
+  ASSERT_EQ(as.env_size(), 2);
+  EXPECT_EQ(as.env(0).value(), "{index}");
+  // A client that skips its own checks cannot set what the worker sets.
+  v1::JobSpec bad = p;
+  bad.mutable_env(0)->set_name("IDLEPOOL_TASK_DIR");
+  EXPECT_EQ(spec::Validate(FromProto(bad)).code(), absl::StatusCode::kInvalidArgument);
+}
+
 // A service's [service] table travels from the spec to the wire and back (SubmitJob) with every
 // key (issue 17); a batch job carries none, and a service no task kind.
 TEST(JobSpecTest, AServiceTravelsWithEveryKey) {
