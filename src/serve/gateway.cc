@@ -1,7 +1,6 @@
 // Gateway: the io thread, the listener and the control calls posted onto it.
 #include "serve/gateway.h"
 
-
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/post.hpp>
 #include <future>

@@ -1,7 +1,6 @@
 // TunnelServer: the listener, the io and opener threads, certificate renewal, stop.
 #include "serve/tunnel_server.h"
 
-
 #include <boost/asio/post.hpp>
 
 #include "serve/listen_address.h"
