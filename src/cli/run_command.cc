@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "cli/command.h"
 #include "cli/job_print.h"
 #include "cli/progress.h"
@@ -34,6 +35,19 @@ struct RunFlags {
   bool json = false;
   bool temp_dir = false;  // data_dir was made here and is removed at the end
 };
+
+// Your own jobs on your own machine find programs where you do: the tasks' PATH is the absolute
+// dirs of yours (a lent machine's worker gives its owner's [sandbox] path instead).
+std::string YourPath() {
+  const char* path = std::getenv("PATH");
+  std::string out;
+  for (absl::string_view dir : absl::StrSplit(path != nullptr ? path : "", ':')) {
+    if (dir.empty() || dir[0] != '/') continue;
+    if (!out.empty()) out += ':';
+    out.append(dir.data(), dir.size());
+  }
+  return out.empty() ? std::string(owner::kDefaultTaskPath) : out;
+}
 
 // The local pool: a coordinator and its workers, each on its own thread.
 struct LocalPool {
@@ -64,6 +78,7 @@ absl::StatusOr<worker::Options> LocalWorker(const RunFlags& f, const LocalPool& 
   // Your own job on your own machine: your typing and the charger do not stop it (the lid,
   // sleep and heat rules still do); Ctrl-C gives tasks 1 s to save a checkpoint.
   owner::MakeDedicated(&o.policy);
+  o.policy.task_path = YourPath();
   // Your own jobs on your own machine: sandboxed where the machine allows it, else with a
   // warning (a lent machine's worker refuses instead).
   o.sandbox_optional = true;

@@ -257,6 +257,18 @@ int CheckFlags(WorkerFlags& f) {
     std::fprintf(stderr, "idlepool worker: --work-dir is required\n");
     return 2;
   }
+  // A dir shown to tasks must be an absolute dir that exists: anything else would be dropped
+  // without a word, and the tasks that need it fail far from here.
+  for (const std::string& dir : o.sandbox_show) {
+    std::error_code ec;
+    if (dir.empty() || dir[0] != '/' || !std::filesystem::is_directory(dir, ec)) {
+      std::fprintf(stderr,
+                   "idlepool worker: --sandbox-show '%s' is not an absolute path to a dir: give "
+                   "the full path of an existing dir\n",
+                   dir.c_str());
+      return 2;
+    }
+  }
   if (!f.min_free_disk.empty()) {
     auto bytes = text::ParseByteSize(f.min_free_disk);
     if (!bytes.ok()) return BadFlag("--min-free-disk", bytes.status());

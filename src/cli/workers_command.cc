@@ -10,6 +10,7 @@
 #include "cli/command.h"
 #include "cli/progress.h"
 #include "cli/workers_table.h"
+#include "text/names.h"
 
 namespace idlepool::cli {
 namespace {

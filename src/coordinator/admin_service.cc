@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "spdlog/spdlog.h"
 #include "status_convert.h"
+#include "text/names.h"
 #include "trust/role.h"
 #include "trust/token.h"
 
@@ -102,7 +103,8 @@ grpc::Status AdminService::ResetWorker(grpc::ServerContext* ctx, const v1::Reset
   absl::StatusOr<bool> was = reset_worker_(req->name());
   if (!was.ok()) return wire::ToGrpc(was.status());
   reply->set_was_unhealthy(*was);
-  spdlog::info("worker {} reset by the admin{}", req->name(), *was ? " (it was unhealthy)" : "");
+  spdlog::info("worker {} reset by the admin{}", text::VisibleText(req->name()),
+               *was ? " (it was unhealthy)" : "");
   return grpc::Status::OK;
 }
 

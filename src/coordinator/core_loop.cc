@@ -177,6 +177,7 @@ class CoreLoop::SessionTarget final : public DecisionTarget {
     failed.attempt = a.attempt;
     failed.result = core::ReportResult::kFailed;
     failed.message = refused->reason;
+    failed.unsent = true;  // not the worker's failure: never counts toward holding it off
     core_.PostItem(CoreItem{core::Event(std::move(failed)), {}});
     if (refused->whole_job && refused_jobs_.insert(a.task.job).second) {
       core_.PostItem(CoreItem{core::Event(core::JobCancelled{a.task.job, refused->reason}), {}});

@@ -189,6 +189,9 @@ struct AttemptReport {
   // kMachineFault only: the task's command could not start there (exec failed: no such program,
   // not executable, a library missing). The worker is held off the job at once (see "Health").
   bool cannot_start = false;
+  // kFailed only: the coordinator never sent the assignment (too big to send): a failure of the
+  // task that says nothing of the worker, so it never counts toward holding it off or unhealthy.
+  bool unsent = false;
 };
 
 // The pool's admin cleared `worker`'s failures (`idlepool workers reset`): it is healthy again

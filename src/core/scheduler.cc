@@ -471,6 +471,7 @@ void Scheduler::OnReport(const AttemptReport& e, MonoTime now, std::vector<Decis
                  Millis{0}, e.transfer, e.timing, e.log_tail);
       break;
     case ReportResult::kFailed:
+      attempts_.at(e.attempt).unsent = e.unsent;
       EndAttempt(e.attempt, AttemptOutcome::kFailed, e.exit_code, e.message, {}, out, Millis{0},
                  e.transfer, e.timing, e.log_tail);
       break;

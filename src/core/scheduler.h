@@ -587,6 +587,7 @@ class Scheduler {
     bool restored = false;  // started before a coordinator restart: its progress is unknown
     std::vector<uint32_t> gpus{};  // the worker's devices it owns (charged while on its worker)
     bool worker_died = false;      // set just before it ends kLost when its worker died
+    bool unsent = false;  // set just before it ends kFailed when its assignment was never sent
   };
   struct WorkerRec {
     WorkerState state = WorkerState::kConnected;

@@ -10,6 +10,7 @@ namespace idlepool::core {
 
 void Scheduler::NoteHealth(const AttemptRec& a, AttemptOutcome outcome,
                            const std::string& message) {
+  if (a.unsent) return;  // the worker never saw it
   if (outcome == AttemptOutcome::kFailed || outcome == AttemptOutcome::kTimedOut) {
     const uint32_t hold_off_after = JobOf(a.task).spec.hold_off_after;
     if (health_.Failed(a.task, a.worker, hold_off_after, message, now_)) SyncHealth(a.worker);

@@ -170,10 +170,13 @@ absl::Status SpawnError(int err, std::string message) {
 }
 
 [[noreturn]] void ChildExec(const ChildSetup& c) {
+  // An exec failure reports its errno; a failure setting the task up before it, the errno
+  // negated: only the former can mean this machine cannot run the program.
   auto fail = [&](int err) {
     (void)!::write(c.status_fd, &err, sizeof err);
     ::_exit(127);
   };
+  auto setup_fail = [&](int err) { fail(-err); };
   // Enter the task's cgroup first: nothing the task runs can fork outside it.
   if (c.cgroup_procs_fd >= 0 && ::write(c.cgroup_procs_fd, "0", 1) != 1) *c.cgroup_err = errno;
   ::setsid();  // its own session and process group: kill(-pgid) reaches the tree without
@@ -185,12 +188,13 @@ absl::Status SpawnError(int err, std::string message) {
   for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);  // EINVAL ones ignored
   ::sigprocmask(SIG_SETMASK, &empty, nullptr);
   int devnull = ::open("/dev/null", O_RDONLY);
-  if (devnull < 0) fail(errno);
-  if (::dup2(devnull, 0) < 0 || ::dup2(c.out_fd, 1) < 0 || ::dup2(c.err_fd, 2) < 0) fail(errno);
+  if (devnull < 0) setup_fail(errno);
+  if (::dup2(devnull, 0) < 0 || ::dup2(c.out_fd, 1) < 0 || ::dup2(c.err_fd, 2) < 0)
+    setup_fail(errno);
   // Nothing of the worker's but the task's stdio crosses exec (platform/task_child.h).
-  if (const int err = CloseOnExecAbove2(); err != 0) fail(err);
-  if (const int err = JoinNewSessionKeyring(); err != 0) fail(err);
-  if (c.cwd != nullptr && ::chdir(c.cwd) != 0) fail(errno);
+  if (const int err = CloseOnExecAbove2(); err != 0) setup_fail(err);
+  if (const int err = JoinNewSessionKeyring(); err != 0) setup_fail(err);
+  if (c.cwd != nullptr && ::chdir(c.cwd) != 0) setup_fail(errno);
   if (c.low_priority) {
     struct sched_param param {};
     param.sched_priority = 0;
@@ -309,6 +313,10 @@ absl::StatusOr<std::unique_ptr<Process>> Process::Start(const SpawnOptions& opts
   if (n == static_cast<ssize_t>(sizeof exec_err)) {
     ::waitpid(p->pid_, nullptr, 0);
     p->reaped_ = true;
+    if (exec_err < 0) {
+      return SpawnError(-exec_err, absl::StrCat("cannot set up the task to run '", opts.argv[0],
+                                                "': ", std::strerror(-exec_err)));
+    }
     std::string why = absl::StrCat("cannot run '", opts.argv[0], "': ", std::strerror(exec_err));
     if (exec_err == ENOENT || exec_err == EACCES || exec_err == ENOEXEC) {
       return absl::NotFoundError(why);

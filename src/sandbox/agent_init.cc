@@ -110,13 +110,16 @@ ExecPlan PlanExec(LaunchRequest& q, const std::vector<int>& fds, int status_fd,
   return p;
 }
 
-// The task's side of the vfork: never returns. Reports an exec failure's errno on status_fd.
+// The task's side of the vfork: never returns. Reports an exec failure's errno on status_fd
+// (negated for a failure before the exec).
 [[noreturn]] void ExecTask(const ExecPlan& p) {
+  // As platform/process.cc: an exec failure reports its errno, a set-up failure it negated.
   auto fail = [&](int err) {
     (void)!::write(p.status_fd, &err, sizeof err);
     ::_exit(127);
   };
-  if (p.cgroup_fd >= 0 && ::write(p.cgroup_fd, "0", 1) != 1) fail(errno);
+  auto setup_fail = [&](int err) { fail(-err); };
+  if (p.cgroup_fd >= 0 && ::write(p.cgroup_fd, "0", 1) != 1) setup_fail(errno);
   ::setsid();
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
@@ -126,13 +129,13 @@ ExecPlan PlanExec(LaunchRequest& q, const std::vector<int>& fds, int status_fd,
   ::sigprocmask(SIG_SETMASK, &empty, nullptr);
   const int devnull = ::open("/dev/null", O_RDONLY);
   if (devnull < 0 || ::dup2(devnull, 0) < 0 || ::dup2(p.out_fd, 1) < 0 || ::dup2(p.err_fd, 2) < 0) {
-    fail(errno);
+    setup_fail(errno);
   }
   // Nothing of the init's (its channel, signalfd) or the worker's reaches the task but its stdio,
   // nor the keyring of the session the worker was started in (platform/task_child.h).
-  if (const int err = platform::CloseOnExecAbove2(); err != 0) fail(err);
-  if (const int err = platform::JoinNewSessionKeyring(); err != 0) fail(err);
-  if (p.cwd != nullptr && ::chdir(p.cwd) != 0) fail(errno);
+  if (const int err = platform::CloseOnExecAbove2(); err != 0) setup_fail(err);
+  if (const int err = platform::JoinNewSessionKeyring(); err != 0) setup_fail(err);
+  if (p.cwd != nullptr && ::chdir(p.cwd) != 0) setup_fail(errno);
   if (p.low_priority) {
     sched_param param{};
     ::sched_setscheduler(0, SCHED_IDLE, &param);  // best effort, as for unsandboxed tasks

@@ -338,7 +338,14 @@ std::vector<std::string> HiddenPaths(const std::string& work_dir, const std::str
       out.insert(clean);
     }
   };
-  add(work_dir);
+  // The worker's work dir (its identity, its key) is hidden wherever it lies in what a task sees,
+  // a system dir too (e.g. /usr/local/var/idlepool).
+  const std::string work = std::filesystem::path(work_dir).lexically_normal().string();
+  if (!work.empty() && work[0] == '/' && work != "/" &&
+      std::any_of(visible.begin(), visible.end(),
+                  [&](const std::string& v) { return Under(work, v); })) {
+    out.insert(work);
+  }
   add(home);
   for (const auto& h : other_homes) add(h);
   return {out.begin(), out.end()};

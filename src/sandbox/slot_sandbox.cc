@@ -58,6 +58,15 @@ pid_t PidOf(int pidfd) {
 }
 
 absl::Status ExecError(const std::string& command, int err) {
+  if (err < 0) {  // the task's set-up failed before its exec (agent_init.cc ExecTask)
+    err = -err;
+    const std::string why =
+        absl::StrCat("cannot set up the task to run '", command, "': ", std::strerror(err));
+    if (err == EMFILE || err == ENFILE || err == EAGAIN || err == EDQUOT) {
+      return absl::ResourceExhaustedError(why);
+    }
+    return absl::InternalError(why);
+  }
   const std::string why = absl::StrCat("cannot run '", command, "': ", std::strerror(err));
   if (err == ENOENT || err == EACCES || err == ENOEXEC || err == ENOTDIR) {
     return absl::NotFoundError(why);

@@ -11,6 +11,13 @@ AttemptEnd Classify(const absl::Status& st, std::string message, bool disk_low) 
   return Failed(std::move(message));
 }
 
+bool JobsOwnProgram(const std::string& program, const std::string& task_dir) {
+  if (program.find('/') == std::string::npos) return false;  // looked up in the task's PATH
+  if (program[0] != '/') return true;
+  const std::string dir = task_dir.empty() || task_dir.back() == '/' ? task_dir : task_dir + "/";
+  return !dir.empty() && program.compare(0, dir.size(), dir) == 0;
+}
+
 bool LibraryMissing(int exit_code, const std::string& tail) {
   return exit_code == 127 && tail.find("error while loading shared libraries") != std::string::npos;
 }

@@ -66,6 +66,10 @@ using PhaseResult = std::optional<AttemptEnd>;
   return AttemptEnd{Ending::kMachineFault, message + " (on worker " + worker + ")",
                     Fault::kCannotStart};
 }
+// Whether `program` (argv[0]) names a file of the job's own, in the task dir `task_dir` (a
+// relative path with a '/', or an absolute one beneath it): one that cannot start there is the
+// job's fault (not executable, a bad interpreter line), the same on every worker.
+[[nodiscard]] bool JobsOwnProgram(const std::string& program, const std::string& task_dir);
 // A process that exited 127 with the dynamic loader's complaint on its stderr (`tail`): its
 // program could not start for want of a shared library.
 [[nodiscard]] bool LibraryMissing(int exit_code, const std::string& tail);

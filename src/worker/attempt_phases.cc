@@ -197,7 +197,8 @@ PhaseResult AttemptRunner::Spawn(Attempt& a, const platform::SpawnOptions& sp,
     if (absl::IsFailedPrecondition(proc.status()) || absl::IsUnavailable(proc.status())) {
       return OutOfResources(std::string(proc.status().message()));  // the sandbox's fault
     }
-    if (absl::IsNotFound(proc.status())) {  // the exec failed: this machine cannot run it
+    if (absl::IsNotFound(proc.status()) && !JobsOwnProgram(sp.argv[0], sp.cwd)) {
+      // The exec of a program of this machine's failed: this machine cannot run it.
       return CannotStart(std::string(proc.status().message()), config_.worker_name);
     }
     return Failed(std::string(proc.status().message()));

@@ -6,8 +6,8 @@
 # (status and status --json say so, naming the program and the worker), and the 12-task job
 # succeeds with every output once, the broken worker having run one attempt of it.
 # Then a one-worker pool whose task fails once retries there, after its backoff.
-# The workers run --no-sandbox: the program is found through the worker's own PATH, which is
-# what differs between them here.
+# The workers run --no-sandbox: the program is found through the task's PATH, the owner
+# policy's [sandbox] path, which is what differs between them here.
 source "$(dirname "$0")/lib.sh"
 mkdir -p "$T/bin"
 cat >"$T/bin/fakeblend" <<'SH'
@@ -24,8 +24,9 @@ count = 12
 outputs = ["frame-*.txt"]
 TOML
 start_coordinator
-for w in w1 w2; do PATH="$T/bin:$PATH" start_worker $w --slots 1 --no-sandbox; done
-start_worker w3 --slots 1 --no-sandbox  # no fakeblend on its PATH
+printf '[sandbox]\npath = "%s:/usr/local/bin:/usr/bin:/bin"\n' "$T/bin" >"$T/with-bin.toml"
+for w in w1 w2; do start_worker $w --slots 1 --no-sandbox --config "$T/with-bin.toml"; done
+start_worker w3 --slots 1 --no-sandbox  # the default [sandbox] path: no fakeblend
 for w in w1 w2 w3; do wait_until 20 is_connected $w; done
 
 JOB=$("$IDLEPOOL" submit "$T/job.toml")

@@ -41,7 +41,7 @@ export IDLEPOOL_COORDINATOR=$ADDR IDLEPOOL_TOKEN=$TOKEN
 for f in ca.key trust.db pool.db admin.sock; do [ -e "$D/coord/$f" ] || fail "no $D/coord/$f"; done
 
 "${AS[@]}" "$IDLEPOOL" worker --name w --work-dir "$T/w" --join "$ADDR" --token-file "$T/join.token" \
-  --sensors-dir "$T/no-sensors" --slots 1 >>"$T/w.log" 2>&1 &
+  --sensors-dir "$T/no-sensors" --dedicated --slots 1 >>"$T/w.log" 2>&1 &
 PIDS+=($!)
 wait_until 20 is_connected w
 grep -q "tasks run sandboxed (tier userns" "$T/w.log" || fail "the worker is not in tier userns"

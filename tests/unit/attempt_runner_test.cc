@@ -340,6 +340,16 @@ TEST_F(AttemptRunnerTest, ACommandThatCannotStartIsAMachineFaultNamingTheWorker)
   EXPECT_EQ(r.exit_code(), 127);
 }
 
+// A job's own script that cannot start (no x bit) fails the same everywhere: the task's failure.
+TEST(JobsOwnProgram, OnlyPathsIntoTheTaskDir) {
+  EXPECT_TRUE(JobsOwnProgram("./render.sh", "/w/task"));
+  EXPECT_TRUE(JobsOwnProgram("scripts/render.sh", "/w/task"));
+  EXPECT_TRUE(JobsOwnProgram("/w/task/render.sh", "/w/task"));
+  EXPECT_FALSE(JobsOwnProgram("/w/task2/render.sh", "/w/task"));
+  EXPECT_FALSE(JobsOwnProgram("blender", "/w/task"));
+  EXPECT_FALSE(JobsOwnProgram("/usr/bin/blender", "/w/task"));
+}
+
 TEST(LibraryMissing, OnlyTheLoadersExit127) {
   const std::string loader =
       "blender: error while loading shared libraries: libGL.so.1: cannot open shared object file";

@@ -84,6 +84,23 @@ TEST_F(CoreHealthTest, ALostWorkerHoldsTheRetryBackOnlyForTheAvoidWindow) {
   EXPECT_THAT(Placed(Heartbeat("a", 1, 600000)), ElementsAre("4 1/0@a"));
 }
 
+// An assignment the coordinator never sent (too big) fails its attempt, but says nothing of the
+// worker: it is neither avoided by the retry nor held off the job.
+TEST_F(CoreHealthTest, AnUnsentAssignmentNeverCountsAgainstItsWorker) {
+  Hello("a", 1, 1);
+  Hello("b", 2, 1);
+  EXPECT_THAT(Placed(Job(1, 2, 0, /*hold_off_after=*/1)), ElementsAre("1 1/0@a", "2 1/1@b"));
+  AttemptReport r;
+  r.worker = "a";
+  r.session = 1;
+  r.attempt = 1;
+  r.result = ReportResult::kFailed;
+  r.message = "the assignment of task 0 would be 150.0 MiB";
+  r.unsent = true;
+  EXPECT_THAT(Placed(Do(r, 10)), ElementsAre("3 1/0@a")) << "no retry held back from a";
+  EXPECT_THAT(JobOf(1).held_off, IsEmpty());
+}
+
 TEST_F(CoreHealthTest, AWorkerThatLeftHoldsNothingBack) {
   Hello("a", 1, 1);
   Hello("b", 2, 1);

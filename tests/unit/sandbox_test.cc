@@ -87,6 +87,9 @@ TEST(SandboxMounts, HiddenPaths) {
   for (const char* p : {"/", "/usr/sbin", "/nonexistent", "/home/ann", "/home"}) {
     EXPECT_EQ(std::find(h.begin(), h.end(), p), h.end()) << p;
   }
+  // A work dir inside a system dir (its identity holds the worker's key) is hidden all the same.
+  h = HiddenPaths("/usr/local/var/idlepool", "/home/ann", {}, visible);
+  EXPECT_NE(std::find(h.begin(), h.end(), "/usr/local/var/idlepool"), h.end());
 }
 
 TEST(SandboxLimits, Defaults) {
