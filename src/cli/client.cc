@@ -12,6 +12,7 @@
 #include "blob/blob.h"
 #include "blob/transfer.h"
 #include "cli/client_error.h"
+#include "grpc/support/log.h"
 #include "grpcpp/grpcpp.h"
 #include "platform/clock.h"
 #include "spdlog/spdlog.h"
@@ -26,8 +27,15 @@
 namespace idlepool::cli {
 namespace fs = std::filesystem;
 
+void QuietGrpcLog() {
+  gpr_set_log_function([](gpr_log_func_args* args) {
+    spdlog::debug("grpc: {}:{}: {}", args->file, args->line, args->message);
+  });
+}
+
 PoolClient::PoolClient(const std::string& address, std::string token, const std::string& ca_pem)
     : address_(address), token_(std::move(token)) {
+  QuietGrpcLog();
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(128 << 20);
   args.SetMaxSendMessageSize(128 << 20);

@@ -24,6 +24,10 @@ namespace idlepool::cli {
 // hashes the spec's input files (Input::source) as Submit does. Errors: the file's (kNotFound...).
 [[nodiscard]] absl::StatusOr<std::string> ProfileKeyOf(const spec::JobSpec& spec);
 
+// gRPC's own log lines (e.g. "E1203 ... Handshake failed") go to spdlog at debug level: a client
+// command says what failed in one line of its own (client_error.h). Process-wide; idempotent.
+void QuietGrpcLog();
+
 // Transfer progress for a meter (transfer_meter.h): blob bytes done of the total, called on the
 // caller's thread after every chunk moved and after every file.
 using TransferProgress = std::function<void(uint64_t done, uint64_t total)>;

@@ -138,6 +138,7 @@ int Login(const LoginFlags& f) {
   if (!token.ok()) return Fail(token.status());
   auto c = ResolveCredentials(f.address, *token);
   if (!c.ok()) return Fail(c.status());
+  QuietGrpcLog();
   auto stub = v1::Join::NewStub(
       grpc::CreateChannel(c->coordinator, trust::CaOnlyChannelCredentials(c->ca_pem)));
   auto ctx = Ctx();

@@ -519,7 +519,7 @@ absl::Status CoordinatorImpl::StartHttp() {
   }
   http_ = std::move(*server);
   http_live_.store(http_.get());
-  spdlog::info("dashboard at https://{}/ (listening on {}; signed by the pool CA: {}/ca.pem)",
+  spdlog::info("dashboard at https://{}/ (bound to {}; signed by the pool CA: {}/ca.pem)",
                text::JoinHostPort(AdvertisedHost(identity_.names, http_->host()), http_->port()),
                text::JoinHostPort(http_->host(), http_->port()), options_.data_dir);
   return absl::OkStatus();

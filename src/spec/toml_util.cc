@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "spec/spec.h"
+#include "text/names.h"
 #include "text/utf8.h"
 
 namespace idlepool::spec::toml_util {
@@ -77,8 +78,10 @@ absl::Status CheckKeys(const std::string& file, const toml::table& t, std::strin
 
 std::string Shorten(std::string_view s) {
   constexpr size_t kMax = 80;
-  if (s.size() <= kMax) return text::TruncateUtf8(s, kMax);
-  return absl::StrCat(text::TruncateUtf8(s, kMax), "...");
+  std::string cut = text::TruncateUtf8(s, kMax);
+  // A message quoting the user's text never carries what a terminal would act on (an escape).
+  if (!text::IsPrintableUtf8(cut)) cut = text::VisibleText(cut);
+  return s.size() <= kMax ? cut : absl::StrCat(cut, "...");
 }
 
 std::string Describe(const toml::node& n) {

@@ -117,8 +117,8 @@ int GatewayCert(const Flags& f) {
   std::string token = Read(f.token_file);
   while (!token.empty() && (token.back() == '\n' || token.back() == '\r')) token.pop_back();
   absl::StatusOr<std::string> key = idlepool::trust::NewPrivateKeyPem();
-  absl::StatusOr<std::string> pub = key.status();
-  if (key.ok()) pub = idlepool::trust::PublicKeyPemOf(*key);
+  absl::StatusOr<std::string> pub =
+      key.ok() ? idlepool::trust::PublicKeyPemOf(*key) : absl::StatusOr<std::string>(key.status());
   if (!pub.ok()) {
     std::fprintf(stderr, "cert-probe: %s\n", pub.status().ToString().c_str());
     return 2;
