@@ -46,8 +46,12 @@ until_true() {
 }
 # running_on W: sets RA to the attempt worker-W runs for the job; false when none.
 running_on() { RA=$(sql "SELECT id FROM attempts WHERE job_id=$JOB AND worker='worker-$1' AND outcome='running'"); [ -n "$RA" ]; }
-# ck_frames W ATTEMPT: the frames the attempt has finished, as kept in its checkpoint dir.
-ck_frames() { find "$OUT/worker-$1/attempts/$2.checkpoint/" -maxdepth 1 -name 'frame*.png' 2>/dev/null | wc -l; }
+# ck_frames W ATTEMPT: the frames the attempt has finished, as kept in its checkpoint dir: the
+# attempt's own unsandboxed, its slot's when sandboxed (each demo worker has one slot).
+ck_frames() {
+  find "$OUT/worker-$1/attempts/$2.checkpoint/" "$OUT/worker-$1/slots/0/checkpoint/" -maxdepth 1 \
+    -name 'frame*.png' 2>/dev/null | wc -l
+}
 owner_is() { [ "$(owner_state "$1")" = "$2" ]; }
 field_at_least() { [ "$(field "$1")" -ge "$2" ]; }
 
