@@ -471,13 +471,12 @@ void Scheduler::OnReport(const AttemptReport& e, MonoTime now, std::vector<Decis
                  Millis{0}, e.transfer, e.timing, e.log_tail);
       break;
     case ReportResult::kFailed:
-      attempts_.at(e.attempt).unsent = e.unsent;
-      EndAttempt(e.attempt, AttemptOutcome::kFailed, e.exit_code, e.message, {}, out, Millis{0},
-                 e.transfer, e.timing, e.log_tail);
-      break;
     case ReportResult::kTimedOut:
-      EndAttempt(e.attempt, AttemptOutcome::kTimedOut, e.exit_code, e.message, {}, out, Millis{0},
-                 e.transfer, e.timing, e.log_tail);
+      attempts_.at(e.attempt).unsent = e.unsent;
+      EndAttempt(e.attempt,
+                 e.result == ReportResult::kFailed ? AttemptOutcome::kFailed
+                                                   : AttemptOutcome::kTimedOut,
+                 e.exit_code, e.message, {}, out, Millis{0}, e.transfer, e.timing, e.log_tail);
       break;
     case ReportResult::kPreempted: {
       if (e.checkpoint) {
