@@ -2,6 +2,7 @@
 // and its error messages, items files, inputs staging, placeholders, expansion and rendering.
 
 #include "spec/spec.h"
+#include "text/names.h"
 
 #include <stdlib.h>
 #include <unistd.h>
@@ -837,7 +838,7 @@ TEST_F(JobInputs, FileNamesThatCannotTravelAreRefusedAtTheirEntry) {
             "(invalid bytes are shown as '?')");
   WriteFile(job_ / "nl" / "a\nb.txt", "x");
   EXPECT_THAT(Msg(ParseInputs("\"scene.pov\", \"nl\"").status()),
-              StartsWith("job.toml:3:24: key 'inputs': staged path [1] 'nl/a\nb.txt' contains a "
+              StartsWith("job.toml:3:24: key 'inputs': staged path [1] 'nl/a\\u000ab.txt' contains a "
                          "line break"));
 }
 
@@ -900,7 +901,7 @@ TEST_F(JobToml, OutputsMustBeNormalized) {
           "job.toml:3:12: key 'outputs': element [0] './*.png': must be a normalized path "
           "(no '.' component)");
   Invalid("command = [\"a\"]\ncount = 1\noutputs = [\"a\\nb\"]\n",
-          "job.toml:3:12: key 'outputs': element [0] 'a\nb': contains a line break");
+          "job.toml:3:12: key 'outputs': element [0] 'a\\u000ab': contains a line break");
   absl::StatusOr<JobSpec> ok = Parse(
       "command = [\"a\"]\ncount = 1\noutputs = [\"frame..png\", \"shots/..x/*.exr\", \"...\"]\n");
   ASSERT_TRUE(ok.ok()) << ok.status();
@@ -1124,10 +1125,12 @@ TEST(Validate, PathsMustBeNormalized) {
   for (const auto& [path, why] : bad) {
     s = ValidSpec();
     s.inputs.push_back({"/x", path});
-    ExpectInvalid(s, "job spec: field 'inputs': staged path [2] '" + path + "' " + why);
+    // The message quotes the path with what a terminal would act on escaped (text/names.h).
+    const std::string shown = text::VisibleText(path);
+    ExpectInvalid(s, "job spec: field 'inputs': staged path [2] '" + shown + "' " + why);
     s = ValidSpec();
     s.outputs = {"*.json", path};
-    ExpectInvalid(s, "job spec: field 'outputs': element [1] '" + path + "': " + why);
+    ExpectInvalid(s, "job spec: field 'outputs': element [1] '" + shown + "': " + why);
   }
   // '..' inside a name is an ordinary name.
   for (const char* fine : {"frame..png", "v1..2/a", "..hidden", "a/b..", "...", "a.b/.c"}) {
