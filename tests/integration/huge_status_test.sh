@@ -57,7 +57,7 @@ pass "status, wait and the HTTP job answer under $MAX_STATUS bytes with $N faile
 "$IDLEPOOL" status "$JOB" >"$T/status.txt"
 grep -q "and $((N - 20)) more failed tasks: idlepool failures $JOB --after 19" "$T/status.txt" ||
   fail "status does not say how to see the other failures: $(tail -5 "$T/status.txt")"
-[ "$(grep -c "failed: exit code" "$T/status.txt")" = 20 ] || fail "status lists $(grep -c "failed: exit code" "$T/status.txt") failures"
+[ "$(grep -c "failed on .*: exit code" "$T/status.txt")" = 20 ] || fail "status lists $(grep -c "failed on .*: exit code" "$T/status.txt") failures"
 
 # The cursor pages through every failed task exactly once, in order (CLI and HTTP).
 want=$(sql "SELECT idx FROM tasks WHERE job_id=$JOB AND state='failed' ORDER BY idx" | md5sum)
