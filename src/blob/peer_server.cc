@@ -1,8 +1,5 @@
 #include "blob/peer_server.h"
 
-#include <optional>
-#include <string>
-
 #include "absl/strings/str_cat.h"
 #include "gate/grpc_port.h"
 #include "grpc/grpc_security_constants.h"
@@ -12,22 +9,25 @@
 #include "status_convert.h"
 #include "text/host_port.h"
 #include "trust/ca.h"
+#include "trust/revocations.h"
 
 namespace idlepool::blob {
 
 namespace {
 
 // Why the caller may not read here, or nullopt. Its certificate was verified against the pool CA
-// by TLS (a client certificate is required on this port); it must also be a worker's: its one OU
-// "worker" exactly, parsed from the certificate (not a gateway's whose name says "OU=worker", nor
-// the coordinator's).
-std::optional<std::string> Refusal(const grpc::ServerContext* ctx) {
+// by TLS (a client certificate is required on this port); it must also be a worker's (its one OU
+// "worker" exactly: not a gateway's whose name says "OU=worker", nor the coordinator's) and not
+// revoked.
+std::optional<std::string> Refusal(const grpc::ServerContext* ctx,
+                                   const trust::RevocationList* revocations) {
   auto ac = ctx->auth_context();
   if (!ac || !ac->IsPeerAuthenticated()) return "no verified certificate";
   auto pems = ac->FindPropertyValues(GRPC_X509_PEM_CERT_PROPERTY_NAME);
   if (pems.empty()) return "no verified certificate";
   auto cert = trust::InspectCertificate(std::string(pems.front().data(), pems.front().size()));
   if (!cert.ok()) return "an unreadable certificate";
+  if (revocations != nullptr) return revocations->Refusal(*cert, "worker");
   if (cert->role != "worker") return "not a worker's certificate";
   return std::nullopt;
 }
@@ -36,7 +36,8 @@ std::optional<std::string> Refusal(const grpc::ServerContext* ctx) {
 
 class PeerServer::Service final : public v1::Peer::Service {
  public:
-  Service(BlobStore& store, const PeerServerOptions& o) : store_(store), max_(o.max_concurrent) {}
+  Service(BlobStore& store, const PeerServerOptions& o)
+      : store_(store), max_(o.max_concurrent), revocations_(o.revocations) {}
 
   grpc::Status GetChunk(grpc::ServerContext* ctx, const v1::GetChunkRequest* req,
                         v1::ChunkData* reply) override {
@@ -73,7 +74,7 @@ class PeerServer::Service final : public v1::Peer::Service {
   };
 
   grpc::Status Admit(grpc::ServerContext* ctx, const Slot&) const {
-    if (std::optional<std::string> why = Refusal(ctx)) {
+    if (std::optional<std::string> why = Refusal(ctx, revocations_.get())) {
       return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
                           absl::StrCat("the peer port serves only workers of this pool: ", *why));
     }
@@ -86,6 +87,7 @@ class PeerServer::Service final : public v1::Peer::Service {
 
   BlobStore& store_;
   const int max_;
+  const std::shared_ptr<const trust::RevocationList> revocations_;
   std::atomic<int> active_{0};
   std::atomic<uint64_t> served_{0};
 };

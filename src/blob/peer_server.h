@@ -1,8 +1,10 @@
 // The Peer service (proto: service Peer): serves the chunks of a BlobStore to the other workers
 // of the pool: chunks of complete blobs, and verified chunks of partial transfers in use in this
 // process (a worker passes on chunks while it is still downloading). The port speaks only TLS
-// and serves only callers with a verified worker certificate of the pool, else
-// PERMISSION_DENIED (a caller without any certificate fails the handshake).
+// and serves only callers with a verified worker certificate of the pool (its subject's one OU
+// is exactly "worker", as parsed from the certificate) that the pool did not revoke
+// (trust/revocations.h), else PERMISSION_DENIED (a caller without any certificate fails the
+// handshake).
 //
 // Serving never pins or opens a blob for longer than one read: an evicted blob, or a chunk not
 // held yet, is NOT_FOUND. At most `max_concurrent` calls are served at once; more get
@@ -36,6 +38,10 @@ namespace idlepool::gate {
 class GrpcPort;
 }  // namespace idlepool::gate
 
+namespace idlepool::trust {
+class RevocationList;
+}  // namespace idlepool::trust
+
 namespace idlepool::blob {
 
 struct PeerServerOptions {
@@ -43,8 +49,11 @@ struct PeerServerOptions {
   // tells other workers the address this worker connects from).
   std::string listen = "0.0.0.0:0";
   // TLS with the worker's certificate, requiring a verified client certificate of the pool
-  // (trust::PeerServerCredentials); Admit also checks the caller is a worker (OU=worker).
+  // (trust::PeerServerCredentials); Admit also checks the caller is a worker (OU "worker").
   std::shared_ptr<grpc::ServerCredentials> credentials;
+  // What the pool revoked, as the coordinator told this worker; a caller it refuses (or any, until
+  // it is known) gets PERMISSION_DENIED. Null: only the role is checked (tests).
+  std::shared_ptr<const trust::RevocationList> revocations;
   int max_concurrent = 8;   // calls served at once (a few peers' worth of pipelined requests)
   // Connections at once, and from one address (gate/connection_gate.h; cut further when the
   // descriptor limit is low, so that a flood of them leaves the worker descriptors for its

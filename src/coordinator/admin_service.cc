@@ -85,6 +85,7 @@ grpc::Status AdminService::RevokeWorker(grpc::ServerContext* ctx,
     return wire::ToGrpc(st);
   }
   authz_.Revoke(req->name());
+  if (on_worker_revoked_) on_worker_revoked_(req->name());
   for (const auto& s : sessions_.OpenOf(req->name())) {
     v1::CoordinatorMessage m;
     m.mutable_refused()->set_reason("this worker was revoked by the pool's admin");

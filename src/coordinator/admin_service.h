@@ -5,7 +5,9 @@
 //
 // RevokeWorker records the revocation in the credential store (it survives restarts), makes the
 // authorizer refuse the worker's certificates at once, and ends its live sessions with a Refused
-// message: the worker's next call is refused and it exits.
+// message: the worker's next call is refused and it exits. Both revocations are then told to
+// every worker (OnWorkerRevoked, OnTokenRevoked: revocation_book.h), whose peer and tunnel ports
+// refuse the certificates they revoke.
 //
 // ResetWorker clears a worker's failures in the scheduler core (no longer unhealthy, held off no
 // job) through the hook the coordinator sets (OnResetWorker).
@@ -59,6 +61,10 @@ class AdminService final : public v1::Admin::Service {
   // before the admin socket serves.
   using ResetHook = std::function<absl::StatusOr<bool>(const std::string&)>;
   void OnResetWorker(ResetHook f) { reset_worker_ = std::move(f); }
+  // Called with a worker's name once it is revoked (the workers are told); set as OnTokenRevoked.
+  void OnWorkerRevoked(std::function<void(const std::string&)> f) {
+    on_worker_revoked_ = std::move(f);
+  }
 
  private:
   Authorizer& authz_;
@@ -68,6 +74,7 @@ class AdminService final : public v1::Admin::Service {
   const platform::Clock& clock_;
   std::function<void(const std::string&)> on_revoked_;
   ResetHook reset_worker_;
+  std::function<void(const std::string&)> on_worker_revoked_;
 };
 
 }  // namespace idlepool::coordinator

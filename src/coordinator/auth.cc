@@ -145,7 +145,8 @@ absl::StatusOr<trust::Principal> Authorizer::TokenPrincipal(std::string_view tok
   }
   auto rec = store_.CheckToken(parts->id, parts->secret, clock_.WallMs() / 1000);
   if (!rec.ok()) return absl::UnauthenticatedError(rec.status().message());
-  return trust::Principal{rec->role, rec->name.empty() ? rec->id : rec->name, rec->id};
+  return trust::Principal{rec->role, rec->name.empty() ? rec->id : rec->name, rec->id,
+                          rec->expires};
 }
 
 grpc::Status Authorizer::IdentifyToken(const std::string& token, trust::Principal* who) const {

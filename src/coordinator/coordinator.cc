@@ -30,6 +30,7 @@
 #include "coordinator/pool_metrics.h"
 #include "coordinator/predictor.h"
 #include "coordinator/probe_service.h"
+#include "coordinator/revocation_book.h"
 #include "coordinator/serve_bridge.h"
 #include "coordinator/serve_mount.h"
 #include "coordinator/server_identity.h"
@@ -254,6 +255,7 @@ class CoordinatorImpl final : public Coordinator {
   std::unique_ptr<CoreLoop> core_;
   std::unique_ptr<Predictor> predictor_;
   std::unique_ptr<LogKeeper> logs_;  // attempts' output under DATA_DIR/logs
+  std::unique_ptr<RevocationBook> revocations_;  // told to the workers (revocation_book.h)
   std::unique_ptr<SessionService> session_service_;
   std::unique_ptr<BlobService> blob_service_;
   std::unique_ptr<ProbeService> probe_service_;
@@ -321,9 +323,10 @@ void CoordinatorImpl::MakeParts() {
   predictor_ = std::make_unique<Predictor>(*store_, clock_, *core_, *book_, tracker_);
   logs_ = std::make_unique<LogKeeper>(
       LogKeeperOptions{(fs::path(options_.data_dir) / "logs").string()});
+  revocations_ = std::make_unique<RevocationBook>(*credentials_);
   session_service_ = std::make_unique<SessionService>(
       SessionServiceDeps{*authz_, options_, clock_, *core_, sessions_, tracker_, *book_, blobs_,
-                         feed_, shutting_down_, &serve_bridge_, logs_.get()});
+                         feed_, shutting_down_, &serve_bridge_, logs_.get(), revocations_.get()});
   blob_service_ = std::make_unique<BlobService>(*authz_, blobs_, tracker_, pool_metrics_, clock_);
   probe_service_ = std::make_unique<ProbeService>(*authz_, clock_);
   collector_ =
@@ -343,9 +346,11 @@ void CoordinatorImpl::MakeParts() {
                                                 options_.worker_cert_validity_s);
   admin_service_ = std::make_unique<AdminService>(*authz_, *credentials_, sessions_,
                                                   identity_.ca->pin(), clock_);
-  // A revoked token's dashboard sessions end with it.
+  // A revoked token's dashboard sessions end with it; the workers' ports learn of it (a gateway
+  // certificate bound to it) as of a revoked worker.
   admin_service_->OnTokenRevoked([this](const std::string& id) {
     if (http::Server* h = http_live_.load()) h->EndSessionsOf(id);
+    revocations_->Changed(sessions_);
   });
   admin_service_->OnResetWorker([this](const std::string& name) -> absl::StatusOr<bool> {
     auto p = std::make_shared<std::promise<std::optional<bool>>>();
@@ -359,6 +364,7 @@ void CoordinatorImpl::MakeParts() {
     if (!known) return absl::NotFoundError(absl::StrCat("no worker named '", name, "'"));
     return *known;
   });
+  admin_service_->OnWorkerRevoked([this](const std::string&) { revocations_->Changed(sessions_); });
   autoscaler_ = std::make_unique<ServiceAutoscaler>(*core_, *store_, serve_bridge_);
   // A retiring replica drained early: its worker stops it now (worker/owner_monitor.h, Retire).
   serve_bridge_.SetRetiredHook([this](const std::string& worker, core::AttemptId attempt) {

@@ -1,5 +1,12 @@
 // Jobs.WatchGateway (issue 17): the state a gateway process of its own routes (`idlepool
 // gateway`), pushed whenever it changes, and its tunnel certificate. See serve.proto.
+//
+// The certificate is bound to the access token the call came with (trust/ca.h, a URI SAN): it
+// ends no later than the token, and revoking the token revokes it on every worker's tunnel port
+// (trust/revocations.h). The token is checked again at every keepalive: a revoked one ends the
+// stream (UNAUTHENTICATED).
+#include <algorithm>
+
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "coordinator/job_service.h"
@@ -35,8 +42,13 @@ grpc::Status JobService::WatchGateway(grpc::ServerContext* ctx, const v1::WatchG
   v1::GatewayState state;
   if (!req->public_key_pem().empty()) {
     if (d_.ca == nullptr) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "no pool CA");
-    auto cert = d_.ca->IssueGateway(req->public_key_pem(), name, d_.clock.WallMs() / 1000,
-                                    trust::kWorkerValiditySeconds);
+    const int64_t now_s = d_.clock.WallMs() / 1000;
+    int64_t validity = trust::kWorkerValiditySeconds;
+    if (who.token_expires > 0) validity = std::min(validity, who.token_expires - now_s);
+    if (validity <= 0) {
+      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "the access token has expired");
+    }
+    auto cert = d_.ca->IssueGateway(req->public_key_pem(), name, now_s, validity, who.token_id);
     if (!cert.ok()) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                           absl::StrCat("field 'public_key_pem': ", cert.status().message()));
@@ -49,10 +61,17 @@ grpc::Status JobService::WatchGateway(grpc::ServerContext* ctx, const v1::WatchG
   d_.serve->Watching(+1);
   absl::Cleanup unwatch = [this] { d_.serve->Watching(-1); };
   uint64_t sent = 0;
-  int64_t sent_ms = 0;
+  int64_t sent_ms = 0, checked_ms = d_.clock.WallMs();
   while (!ctx->IsCancelled()) {
     const uint64_t version = d_.serve->Export(&state);
     const int64_t now = d_.clock.WallMs();
+    if (now - checked_ms >= kWatchKeepalive.count()) {
+      if (auto st = d_.authz.Check(ctx, "/idlepool.v1.Jobs/WatchGateway"); !st.ok()) {
+        spdlog::warn("gateway '{}' stopped: {}", name, st.error_message());
+        return st;
+      }
+      checked_ms = now;
+    }
     if (version != sent || now - sent_ms >= kWatchKeepalive.count()) {
       if (!writer->Write(state)) break;
       sent = version;

@@ -105,7 +105,12 @@ void SessionService::Welcome(const SessionPtr& session, const std::string& peer_
         static_cast<uint32_t>(d_.options.heartbeat.count()));
     welcome.mutable_welcome()->set_lease_timeout_ms(
         static_cast<uint32_t>(d_.options.lease_timeout.count()));
-    session->Send(std::move(welcome));
+    if (d_.revocations == nullptr) {
+      welcome.mutable_welcome()->mutable_revocations();  // known: nothing revoked
+      session->Send(std::move(welcome));
+    } else {
+      d_.revocations->Welcome(*session, std::move(welcome));
+    }
   }
 }
 

@@ -26,6 +26,7 @@
 #include "coordinator/core_loop.h"
 #include "coordinator/log_gate.h"
 #include "coordinator/log_keeper.h"
+#include "coordinator/revocation_book.h"
 #include "coordinator/serve_bridge.h"
 #include "coordinator/sessions.h"
 #include "coordinator/shared_tracker.h"
@@ -53,6 +54,8 @@ struct SessionServiceDeps {
   ServeBridge* serve = nullptr;
   // Attempts' output (LogChunk), kept and fanned out (log_keeper.h); null: dropped.
   LogKeeper* logs = nullptr;
+  // What the admin revoked, sent in each Welcome (revocation_book.h); null: an empty list.
+  RevocationBook* revocations = nullptr;
 };
 
 class SessionService final : public v1::WorkerSession::Service {

@@ -82,6 +82,13 @@ std::vector<std::shared_ptr<Session>> SessionRegistry::OpenOf(const std::string&
   return open;
 }
 
+std::vector<std::shared_ptr<Session>> SessionRegistry::All() {
+  std::vector<std::shared_ptr<Session>> open;
+  std::lock_guard lock(mu_);
+  for (auto& [id, s] : sessions_) open.push_back(s);
+  return open;
+}
+
 void SessionRegistry::Welcomed(const std::string& worker, HelloHost host,
                                std::vector<v1::GpuDevice> gpus, const std::string& peer_address) {
   std::lock_guard lock(mu_);

@@ -88,6 +88,8 @@ class SessionRegistry {
   std::shared_ptr<Session> Find(core::SessionId id);
   // Every open session of `worker` (a lost worker may still have one).
   std::vector<std::shared_ptr<Session>> OpenOf(const std::string& worker);
+  // Every open session.
+  std::vector<std::shared_ptr<Session>> All();
 
   // The core welcomed a session of `worker`: what its Hello said. An empty peer_address
   // forgets the previous one.

@@ -60,7 +60,7 @@ struct TunnelServerOptions {
   // Called on the io thread with the client's certificate (PEM, verified against the CA with OU
   // "gateway") once its handshake ends: a reason refuses it (the connection is closed before its
   // preface is read), nullopt admits it. Unset: every gateway certificate of the CA is admitted
-  // (the worker sets none yet: revoked gateway certificates are still admitted, docs/limits.md).
+  // (tests); the worker refuses what the pool revoked (trust/revocations.h).
   std::function<std::optional<std::string>(const std::string& cert_pem)> check_client;
 };
 

@@ -112,7 +112,8 @@ bool IsDnsName(const std::string& name) {
   return true;
 }
 
-// An IP SAN for an IP literal (v4 or v6), else a DNS SAN. Built directly rather than through
+// An IP SAN for an IP literal (v4 or v6), a URI SAN for a token binding (kTokenUriPrefix), else a
+// DNS SAN. Built directly rather than through
 // the configuration syntax, so no name can smuggle in another entry.
 absl::StatusOr<ossl::GeneralNamePtr> SanEntry(const std::string& name) {
   ossl::GeneralNamePtr gen(GENERAL_NAME_new());
@@ -122,6 +123,15 @@ absl::StatusOr<ossl::GeneralNamePtr> SanEntry(const std::string& name) {
     return gen;
   }
   ERR_clear_error();
+  if (absl::StartsWith(name, kTokenUriPrefix)) {
+    ASN1_IA5STRING* uri = ASN1_IA5STRING_new();
+    if (uri == nullptr || ASN1_STRING_set(uri, name.data(), static_cast<int>(name.size())) != 1) {
+      ASN1_IA5STRING_free(uri);
+      return Internal("set a URI");
+    }
+    GENERAL_NAME_set0_value(gen.get(), GEN_URI, uri);
+    return gen;
+  }
   if (!IsDnsName(name)) {
     return absl::InvalidArgumentError(
         absl::StrCat("'", name.substr(0, 100), "' is neither an IP address nor a DNS name"));
@@ -200,6 +210,26 @@ std::string NameField(X509_NAME* name, int nid) {
   if (len < 0) return "";
   std::unique_ptr<unsigned char, ossl::OpensslFree> owned(utf8);
   return std::string(reinterpret_cast<char*>(utf8), static_cast<size_t>(len));
+}
+
+// The id in the certificate's token binding (a URI SAN kTokenUriPrefix + ID); "" when it has none.
+// Several bindings set `*several` (trust::RevocationList refuses such a certificate).
+std::string BoundToken(X509* cert, bool* several) {
+  ossl::GeneralNamesPtr names(
+      static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr)));
+  std::string out;
+  *several = false;
+  for (int i = 0; names != nullptr && i < sk_GENERAL_NAME_num(names.get()); ++i) {
+    const GENERAL_NAME* gen = sk_GENERAL_NAME_value(names.get(), i);
+    if (gen->type != GEN_URI) continue;
+    const ASN1_IA5STRING* uri = gen->d.uniformResourceIdentifier;
+    std::string text(reinterpret_cast<const char*>(ASN1_STRING_get0_data(uri)),
+                     static_cast<size_t>(ASN1_STRING_length(uri)));
+    if (!absl::StartsWith(text, kTokenUriPrefix)) continue;
+    if (!out.empty()) *several = true;
+    out = text.substr(std::string_view(kTokenUriPrefix).size());
+  }
+  return out;
 }
 
 absl::StatusOr<int64_t> UnixTime(const ASN1_TIME* t) {
@@ -362,6 +392,9 @@ absl::StatusOr<CertInfo> InspectCertificate(const std::string& cert_pem) {
   info.serial_hex = issued->serial_hex;
   info.not_before = issued->not_before;
   info.not_after = issued->not_after;
+  bool several = false;
+  info.token_id = BoundToken(cert->get(), &several);
+  if (several) info.token_id = kSeveralTokens;
   return info;
 }
 
@@ -412,14 +445,19 @@ absl::StatusOr<Issued> CertificateAuthority::IssueWorker(const std::string& publ
 
 absl::StatusOr<Issued> CertificateAuthority::IssueGateway(const std::string& public_key_pem,
                                                           const std::string& name, int64_t now,
-                                                          int64_t validity) const {
+                                                          int64_t validity,
+                                                          const std::string& token_id) const {
   if (absl::Status s = CheckName(name, "gateway"); !s.ok()) return s;
   if (validity <= 0) return absl::InvalidArgumentError("a certificate's validity must be > 0");
+  if (!token_id.empty() && !IsDnsName(token_id)) {
+    return absl::InvalidArgumentError("a token id is letters, digits, '-', '.' and '_'");
+  }
   CertSpec spec{.common_name = name,
                 .unit = "gateway",
                 .not_before = now - std::min(kBackdateSeconds, validity / 10),
                 .not_after = now + validity,
                 .extended_usage = "clientAuth"};
+  if (!token_id.empty()) spec.names.push_back(absl::StrCat(kTokenUriPrefix, token_id));
   return IssueLeaf(key_->pkey.get(), key_->cert.get(), public_key_pem, spec);
 }
 

@@ -43,14 +43,24 @@ absl::StatusOr<std::string> PublicKeyPemOf(const std::string& private_key_pem);
 absl::StatusOr<std::string> PublicKeyPin(const std::string& public_key_pem);
 absl::StatusOr<std::string> CertPin(const std::string& cert_pem);
 
+// A gateway certificate issued to an access token's holder (Jobs.WatchGateway) names the token in
+// a URI SAN, kTokenUriPrefix + its id: revoking the token revokes the certificate
+// (trust/revocations.h), wherever it is presented.
+inline constexpr const char* kTokenUriPrefix = "urn:idlepool:token:";
+// CertInfo::token_id of a certificate that names more than one token (refused everywhere).
+inline constexpr const char* kSeveralTokens = "(several)";
+
 // What a certificate says, for checks and listings.
 struct CertInfo {
+  // The subject's one CN and one OU, exactly as written ("" when it has none or several: a role
+  // is compared whole, never searched for in the subject's text).
   std::string common_name;
-  std::string role;  // the subject's OU: "worker", "coordinator", "ca"
+  std::string role;  // the subject's OU: "worker", "coordinator", "gateway", "ca"
   std::string serial_hex;
   int64_t not_before = 0;
   int64_t not_after = 0;
   std::string issuer_pin;  // empty: not checked here
+  std::string token_id;    // the token binding's id ("" none; kSeveralTokens)
 };
 absl::StatusOr<CertInfo> InspectCertificate(const std::string& cert_pem);
 
@@ -85,9 +95,11 @@ class CertificateAuthority {
                                      int64_t now, int64_t validity = kWorkerValiditySeconds) const;
   // A serving gateway's client certificate (it opens worker tunnels, docs/guide/serving.md): CN
   // `name`, OU "gateway", clientAuth only (it cannot serve as a worker or the coordinator),
-  // valid [now - 5 min, now + validity). kInvalidArgument for a bad name or validity.
+  // valid [now - 5 min, now + validity); bound to access token `token_id` when given (a URI SAN,
+  // kTokenUriPrefix). kInvalidArgument for a bad name, validity or token id.
   absl::StatusOr<Issued> IssueGateway(const std::string& public_key_pem, const std::string& name,
-                                      int64_t now, int64_t validity = kServerValiditySeconds) const;
+                                      int64_t now, int64_t validity = kServerValiditySeconds,
+                                      const std::string& token_id = "") const;
   // OK when `cert_pem` was signed by this CA and is within its validity at `now`.
   absl::Status Verify(const std::string& cert_pem, int64_t now) const;
 

@@ -45,6 +45,7 @@ struct Principal {
   Role role = Role::kRead;
   std::string name;
   std::string token_id;  // the token's id for token holders; empty for workers and admin
+  int64_t token_expires = 0;  // token holders: when the token expires (Unix s; 0: never)
 };
 
 }  // namespace idlepool::trust

@@ -72,6 +72,7 @@ absl::StatusOr<std::unique_ptr<ReplicaTunnel>> ReplicaTunnel::Start(Config confi
     if (!a) return absl::NotFoundError(absl::StrCat("attempt ", attempt, " is not held here"));
     return OpenReplica(*a, slots);
   };
+  o.check_client = std::move(config.check_gateway);
   auto server = serve::TunnelServer::Start(std::move(o));
   if (!server.ok()) {
     return absl::FailedPreconditionError(

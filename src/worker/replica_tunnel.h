@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -40,6 +41,8 @@ class ReplicaTunnel {
     std::string key_pem, cert_pem, ca_pem;                   // the worker's identity
     std::function<std::shared_ptr<Attempt>(uint64_t)> find;  // null when not held
     SandboxSlots* slots = nullptr;
+    // A gateway certificate (PEM) the pool revoked: the reason (serve::TunnelServerOptions).
+    std::function<std::optional<std::string>(const std::string&)> check_gateway;
   };
   // kFailedPrecondition naming --tunnel-listen when it cannot listen.
   static absl::StatusOr<std::unique_ptr<ReplicaTunnel>> Start(Config config);

@@ -196,6 +196,8 @@ void Session::Dispatch(const v1::CoordinatorMessage& msg, bool* welcomed) {
     handler_.OnKill(msg.kill());
   } else if (msg.has_ack()) {
     handler_.OnAck(msg.ack());
+  } else if (msg.has_revocations()) {
+    handler_.OnRevocations(msg.revocations());
   } else if (msg.has_refused()) {
     spdlog::error("coordinator refused this worker: {}", msg.refused().reason());
     refused_ = true;
@@ -219,6 +221,7 @@ void Session::Welcomed(const v1::Welcome& welcome) {
     hb_changed_ = true;
     hb_cv_.notify_all();
   }
+  if (welcome.has_revocations()) handler_.OnRevocations(welcome.revocations());
   handler_.OnWelcome();
 }
 

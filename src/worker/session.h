@@ -52,6 +52,8 @@ class SessionHandler {
   virtual void OnAssign(const v1::Assignment& assignment) = 0;
   virtual void OnKill(const v1::Kill& kill) = 0;
   virtual void OnAck(const v1::ReportAck& ack) = 0;
+  // The pool's revocations (in the Welcome, then at every change), for the worker's own ports.
+  virtual void OnRevocations(const v1::Revocations& revocations) {}
 };
 
 struct SessionConfig {

@@ -32,6 +32,8 @@
 #include "sandbox/limits.h"
 #include "spdlog/spdlog.h"
 #include "text/utf8.h"
+#include "trust/ca.h"
+#include "trust/revocations.h"
 #include "wire/wire.h"
 #include "worker/attempt.h"
 #include "worker/attempt_runner.h"
@@ -101,6 +103,7 @@ class Worker::Impl final : public SessionHandler {
   void OnAssign(const v1::Assignment& as) override;
   void OnKill(const v1::Kill& kill) override;
   void OnAck(const v1::ReportAck& ack) override;
+  void OnRevocations(const v1::Revocations& r) override;
 
  private:
   // Run's steps.
@@ -144,6 +147,8 @@ class Worker::Impl final : public SessionHandler {
   std::string work_dir_real_;  // canonical work dir, marks this worker's tasks
   std::unique_ptr<blob::PeerServer> peer_server_;
   std::unique_ptr<ReplicaTunnel> tunnel_;  // null: --no-tunnel
+  // What the pool revoked, as the coordinator said; both ports refuse it (trust/revocations.h).
+  std::shared_ptr<trust::RevocationList> revocations_ = std::make_shared<trust::RevocationList>();
   std::unique_ptr<platform::TaskCgroups> cgroups_;
   std::unique_ptr<CgroupPool> cgroup_pool_;
   std::unique_ptr<SandboxSlots> sandboxes_;  // null: --no-sandbox
@@ -299,6 +304,7 @@ absl::Status Worker::Impl::StartPeerServer() {
   blob::PeerServerOptions po;
   po.listen = options_.peer_listen;
   po.credentials = trust::PeerServerCredentials(TlsFilesOf());
+  po.revocations = revocations_;
   auto server = blob::PeerServer::Start(cache_.store(), po);
   if (!server.ok()) {
     return absl::FailedPreconditionError(
@@ -322,6 +328,11 @@ absl::Status Worker::Impl::StartTunnel() {
   c.cert_pem = (*id)->tls.cert_pem;
   c.ca_pem = (*id)->tls.ca_pem;
   c.slots = sandboxes_.get();
+  c.check_gateway = [revoked = revocations_](const std::string& pem) -> std::optional<std::string> {
+    absl::StatusOr<trust::CertInfo> cert = trust::InspectCertificate(pem);
+    if (!cert.ok()) return "an unreadable certificate";
+    return revoked->Refusal(*cert, "gateway");
+  };
   c.find = [this](uint64_t attempt) -> std::shared_ptr<Attempt> {
     std::lock_guard lock(mu_);
     auto it = attempts_.find(attempt);
@@ -703,6 +714,13 @@ void Worker::Impl::OnKill(const v1::Kill& kill) {
     drop = a->finished;
   }
   if (drop) Forget(id);
+}
+
+void Worker::Impl::OnRevocations(const v1::Revocations& r) {
+  trust::Revoked revoked;
+  for (const v1::RevokedWorker& w : r.workers()) revoked.workers[w.name()] = w.revoked_unix_s();
+  revoked.tokens.insert(r.token_ids().begin(), r.token_ids().end());
+  revocations_->Replace(std::move(revoked));
 }
 
 void Worker::Impl::OnAck(const v1::ReportAck& ack) {

@@ -1,6 +1,6 @@
 // idlepool-cert-probe: presents a certificate to a worker's ports, for the trust tests
-// (tests/integration/peer_role_test.sh). One line on stdout says what came back; exit 0 unless
-// the probe itself could not run (a missing file, a bad flag: exit 2).
+// (tests/integration/peer_role_test.sh, revocation_test.sh). One line on stdout says what came
+// back; exit 0 unless the probe itself could not run (a missing file, a bad flag: exit 2).
 //   peer          --peer HOST:PORT --cert --key --ca: Peer.HaveChunks over mTLS (the worker SAN
 //                 as target name); prints "peer: OK", "peer: NOT_FOUND ...", "peer:
 //                 PERMISSION_DENIED ...".
