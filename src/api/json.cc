@@ -40,6 +40,8 @@ nlohmann::json JobJson(const v1::JobStatus& s) {
   nlohmann::json j;
   j["job"] = s.job();
   j["name"] = s.name();
+  j["user"] = s.user();
+  j["priority"] = s.priority();
   j["state"] = s.state();
   j["after"] = std::vector<uint64_t>(s.after().begin(), s.after().end());
   j["reason"] = s.reason();

@@ -90,12 +90,13 @@ int ShowJobs(PoolClient& client, bool json) {
     }
     return 0;
   }
-  std::printf("%-6s %-24s %-10s %8s %8s %8s %9s\n", "JOB", "NAME", "STATE", "DONE", "TASKS",
-              "FAILED", "ATTEMPTS");
+  std::printf("%-6s %-24s %-12s %-10s %8s %8s %8s %9s\n", "JOB", "NAME", "USER", "STATE", "DONE",
+              "TASKS", "FAILED", "ATTEMPTS");
   for (const auto& j : jobs->jobs()) {
-    std::printf("%-6llu %-24s %-10s %8u %8u %8u %9llu\n", static_cast<unsigned long long>(j.job()),
-                j.name().c_str(), j.state().c_str(), j.succeeded(), j.tasks(), j.failed(),
-                static_cast<unsigned long long>(j.attempts()));
+    std::printf("%-6llu %-24s %-12s %-10s %8u %8u %8u %9llu\n",
+                static_cast<unsigned long long>(j.job()), j.name().c_str(),
+                j.user().empty() ? "-" : j.user().c_str(), j.state().c_str(), j.succeeded(),
+                j.tasks(), j.failed(), static_cast<unsigned long long>(j.attempts()));
   }
   return 0;
 }

@@ -42,8 +42,8 @@ int64_t WallMs() { return platform::SystemClock().WallMs(); }
 
 // The first two lines of PrintJob (its header, which a terminal's JobBlock replaces).
 void PrintJobHeader(const v1::JobStatus& s) {
-  std::printf("job %llu  %s  %s\n", static_cast<unsigned long long>(s.job()), s.name().c_str(),
-              s.state().c_str());
+  std::printf("job %llu  %s  %s%s\n", static_cast<unsigned long long>(s.job()), s.name().c_str(),
+              s.state().c_str(), s.user().empty() ? "" : ("  (user " + s.user() + ")").c_str());
   std::printf("  tasks %u: %u succeeded, %u running, %u pending, %u failed, %u cancelled\n",
               s.tasks(), s.succeeded(), s.running(), s.pending(), s.failed(), s.cancelled());
 }

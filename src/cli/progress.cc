@@ -311,6 +311,7 @@ std::string JobBlock(const v1::JobStatus& s, int64_t now_ms, const TermStyle& st
                                                  : kRed;  // failed, cancelled
   std::string head = absl::StrCat(Paint(st, kBold, absl::StrCat("job ", s.job())), "  ",
                                   s.name(), "  ", Paint(st, state_color, state));
+  if (!s.user().empty()) absl::StrAppend(&head, "  ", s.user());
   if (state == "running") {
     const std::string eta = EtaText(s, EstimateEta(s, now_ms));
     if (!eta.empty()) absl::StrAppend(&head, "  ETA ", eta);

@@ -1,4 +1,7 @@
 // `idlepool run`: a job on this machine, with an in-process coordinator and N local workers.
+#include <pwd.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -21,11 +24,19 @@
 #include "spdlog/spdlog.h"
 #include "spec/spec.h"
 #include "text/host_port.h"
+#include "trust/credential_store.h"
 #include "worker/identity.h"
 #include "worker/worker.h"
 
 namespace idlepool::cli {
 namespace {
+
+// The caller's login name as a pool user name; "local" when it has none that fits.
+std::string LocalUser() {
+  const passwd* pw = ::getpwuid(::getuid());
+  if (pw != nullptr && pw->pw_name != nullptr && trust::IsUserName(pw->pw_name)) return pw->pw_name;
+  return "local";
+}
 
 namespace fs = std::filesystem;
 
@@ -97,7 +108,8 @@ absl::Status StartPool(const RunFlags& f, LocalPool* pool) {
   if (!c.ok()) return c.status();
   pool->coordinator = *std::move(c);
   pool->address = absl::StrCat("127.0.0.1:", pool->coordinator->port());
-  auto submit = pool->coordinator->CreateToken("submit", 86400, -1, "idlepool run");
+  // Its jobs are the caller's: the token is named (so acts for) the local login name.
+  auto submit = pool->coordinator->CreateToken("submit", 86400, -1, LocalUser());
   if (!submit.ok()) return submit.status();
   pool->token = *submit;
   if (pool->coordinator->http_port() != 0) {

@@ -29,8 +29,9 @@ int RunTimeline(PoolClient& client, const TimelineOptions& o) {
   }
   const int64_t t0 = t->job().submitted_ms();
   auto at = [&](int64_t ms) { return static_cast<double>(ms - t0) / 1000.0; };
-  std::printf("job %llu '%s' %s: %d attempts, %d worker events%s\n",
+  std::printf("job %llu '%s'%s %s: %d attempts, %d worker events%s\n",
               static_cast<unsigned long long>(t->job().job()), t->job().name().c_str(),
+              t->job().user().empty() ? "" : (" of user " + t->job().user()).c_str(),
               t->job().state().c_str(), t->attempts_size(), t->events_size(),
               t->truncated() ? " (truncated: the newest kept)" : "");
   for (const auto& a : t->attempts()) {

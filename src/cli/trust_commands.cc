@@ -57,7 +57,7 @@ std::string When(int64_t unix_s) {
 }
 
 struct TokenFlags {
-  std::string data_dir, role = "submit", ttl, name, id;
+  std::string data_dir, role = "submit", ttl, name, user, id;
   int64_t uses = -1;
   bool json = false;
 };
@@ -75,13 +75,20 @@ int CreateToken(const TokenFlags& f) {
   req.set_ttl_s(static_cast<int64_t>(std::chrono::duration_cast<std::chrono::seconds>(*d).count()));
   req.set_uses(f.uses);
   req.set_name(f.name);
+  req.set_user(f.user);
   v1::CreateTokenReply reply;
   if (auto st = (*stub)->CreateToken(Ctx().get(), req, &reply); !st.ok()) {
     return Fail(wire::FromGrpc(st, "creating a token"));
   }
   std::printf("%s\n", reply.token().c_str());
-  std::fprintf(stderr, "token %s (role %s, expires %s): shown once, only its hash is kept\n",
-               reply.id().c_str(), f.role.c_str(), When(reply.expires_unix_s()).c_str());
+  const std::string user = f.role == "worker" ? ""
+                           : !f.user.empty()  ? f.user
+                           : !f.name.empty()  ? f.name
+                                              : reply.id();
+  std::fprintf(stderr, "token %s (role %s%s, expires %s): shown once, only its hash is kept\n",
+               reply.id().c_str(), f.role.c_str(),
+               user.empty() ? "" : absl::StrCat(", user ", user).c_str(),
+               When(reply.expires_unix_s()).c_str());
   return 0;
 }
 
@@ -92,12 +99,13 @@ int ListTokens(const TokenFlags& f) {
   if (auto st = (*stub)->ListTokens(Ctx().get(), v1::ListTokensRequest(), &reply); !st.ok()) {
     return Fail(wire::FromGrpc(st, "listing tokens"));
   }
-  std::printf("%-14s %-7s %-20s %-17s %-17s %6s  %s\n", "ID", "ROLE", "NAME", "CREATED", "EXPIRES",
-              "USES", "STATE");
+  std::printf("%-14s %-8s %-20s %-16s %-17s %-17s %6s  %s\n", "ID", "ROLE", "NAME", "USER",
+              "CREATED", "EXPIRES", "USES", "STATE");
   for (const auto& t : reply.tokens()) {
     const std::string uses = t.uses_left() < 0 ? "-" : std::to_string(t.uses_left());
-    std::printf("%-14s %-7s %-20s %-17s %-17s %6s  %s\n", t.id().c_str(), t.role().c_str(),
-                t.name().empty() ? "-" : t.name().c_str(), When(t.created_unix_s()).c_str(),
+    std::printf("%-14s %-8s %-20s %-16s %-17s %-17s %6s  %s\n", t.id().c_str(), t.role().c_str(),
+                t.name().empty() ? "-" : t.name().c_str(),
+                t.user().empty() ? "-" : t.user().c_str(), When(t.created_unix_s()).c_str(),
                 When(t.expires_unix_s()).c_str(), uses.c_str(), t.revoked() ? "revoked" : "live");
   }
   return 0;
@@ -151,7 +159,8 @@ int Login(const LoginFlags& f) {
     return Fail(st);
   }
   std::printf("logged in to %s as %s (%s); saved in %s\n", c->coordinator.c_str(),
-              who.name().c_str(), who.role().c_str(), ConfigDir().c_str());
+              (who.user().empty() ? who.name() : who.user()).c_str(), who.role().c_str(),
+              ConfigDir().c_str());
   return 0;
 }
 
@@ -206,13 +215,17 @@ Command AddTokenCommand(CLI::App& app) {
   auto* token = app.add_subcommand("token", "create, list and revoke the pool's tokens");
   token->require_subcommand(1);
   auto* create = token->add_subcommand("create", "print a new token (shown once)");
-  create->add_option("--role", f->role, "worker (a join token), submit or read")
-      ->check(CLI::IsMember({"worker", "submit", "read"}))
+  create
+      ->add_option("--role", f->role,
+                   "worker (a join token), submit, operator (acts on everyone's jobs) or read")
+      ->check(CLI::IsMember({"worker", "submit", "operator", "read"}))
       ->capture_default_str();
   create->add_option("--ttl", f->ttl, "lifetime, e.g. 1h, 7d (default: 1h for worker, else none)");
   create->add_option("--uses", f->uses, "join token: how many machines may join with it")
       ->check(CLI::PositiveNumber);
   create->add_option("--name", f->name, "join token: the worker's name; else a label");
+  create->add_option("--user", f->user,
+                     "access token: the user it acts for; its jobs are theirs (default: --name)");
   AddDataDirOption(create, f->data_dir);
   auto* list = token->add_subcommand("list", "list tokens (never their secrets)");
   AddDataDirOption(list, f->data_dir);

@@ -23,7 +23,7 @@ absl::StatusOr<v1::CreateTokenReply> AdminService::Create(const v1::CreateTokenR
   auto role = trust::ParseRole(req.role());
   if (!role || *role == trust::Role::kAdmin) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--role must be worker, submit or read, not \"", req.role(), "\""));
+        absl::StrCat("--role must be worker, submit, operator or read, not \"", req.role(), "\""));
   }
   if (req.ttl_s() < 0 || req.uses() < -1 || req.uses() == 0) {
     return absl::InvalidArgumentError("--ttl must be >= 0 and --uses >= 1");
@@ -32,14 +32,23 @@ absl::StatusOr<v1::CreateTokenReply> AdminService::Create(const v1::CreateTokenR
   const auto kind =
       *role == trust::Role::kWorker ? trust::TokenKind::kJoin : trust::TokenKind::kAccess;
   const int64_t now = clock_.WallMs() / 1000;
-  auto parts = store_.CreateToken(kind, ca_pin_, *role, req.ttl_s(), req.uses(), req.name(), now);
+  if (kind == trust::TokenKind::kJoin && !req.user().empty()) {
+    return absl::InvalidArgumentError("--user is for access tokens: a worker acts for nobody");
+  }
+  if (!req.user().empty() && !trust::IsUserName(req.user())) {
+    return absl::InvalidArgumentError(
+        "--user: a user name is 1 to 64 letters, digits, '.', '_', '-' or '@'");
+  }
+  trust::NewTokenSpec spec{kind, *role, req.ttl_s(), req.uses(), req.name(), req.user()};
+  auto parts = store_.CreateToken(spec, ca_pin_, now);
   if (!parts.ok()) return parts.status();
   v1::CreateTokenReply reply;
   reply.set_token(trust::FormatToken(*parts));
   reply.set_id(parts->id);
   reply.set_expires_unix_s(req.ttl_s() == 0 ? 0 : now + req.ttl_s());
-  spdlog::info("token {} created (role {}{})", parts->id, req.role(),
-               req.name().empty() ? "" : absl::StrCat(", name ", req.name()));
+  spdlog::info("token {} created (role {}{}{})", parts->id, req.role(),
+               req.name().empty() ? "" : absl::StrCat(", name ", req.name()),
+               req.user().empty() ? "" : absl::StrCat(", user ", req.user()));
   return reply;
 }
 
@@ -64,6 +73,7 @@ grpc::Status AdminService::ListTokens(grpc::ServerContext* ctx, const v1::ListTo
     out->set_expires_unix_s(t.expires);
     out->set_uses_left(t.uses_left);
     out->set_revoked(t.revoked);
+    out->set_user(t.user);
   }
   return grpc::Status::OK;
 }

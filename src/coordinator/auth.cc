@@ -17,8 +17,8 @@ grpc::Status Unauthenticated(std::string msg) {
 
 std::string RolesOf(trust::RoleSet set) {
   std::vector<std::string> names;
-  for (auto r :
-       {trust::Role::kWorker, trust::Role::kSubmit, trust::Role::kRead, trust::Role::kAdmin}) {
+  for (auto r : {trust::Role::kWorker, trust::Role::kSubmit, trust::Role::kOperator,
+                 trust::Role::kRead, trust::Role::kAdmin}) {
     if (set.Has(r)) names.emplace_back(trust::RoleName(r));
   }
   return names.empty() ? "nobody" : absl::StrJoin(names, " or ");
@@ -145,8 +145,10 @@ absl::StatusOr<trust::Principal> Authorizer::TokenPrincipal(std::string_view tok
   }
   auto rec = store_.CheckToken(parts->id, parts->secret, clock_.WallMs() / 1000);
   if (!rec.ok()) return absl::UnauthenticatedError(rec.status().message());
-  return trust::Principal{rec->role, rec->name.empty() ? rec->id : rec->name, rec->id,
-                          rec->expires};
+  trust::Principal who{rec->role, rec->name.empty() ? rec->id : rec->name, rec->id, rec->expires,
+                       rec->user};
+  if (who.user.empty()) who.user = who.name;  // a token made before users: its name or id
+  return who;
 }
 
 grpc::Status Authorizer::IdentifyToken(const std::string& token, trust::Principal* who) const {

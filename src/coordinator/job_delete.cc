@@ -42,8 +42,10 @@ grpc::Status RunCollectGarbage(Collector& collector, const v1::GcRequest& req, v
 
 grpc::Status JobService::DeleteJob(grpc::ServerContext* ctx, const v1::DeleteJobRequest* req,
                                    v1::DeleteJobReply* reply) {
-  if (auto st = d_.authz.Check(ctx, "/idlepool.v1.Jobs/DeleteJob"); !st.ok()) return st;
+  trust::Principal who;
+  if (auto st = d_.authz.Check(ctx, "/idlepool.v1.Jobs/DeleteJob", &who); !st.ok()) return st;
   if (d_.collector == nullptr) return NoCollector();
+  if (grpc::Status st = MayChange(req->job(), who, "delete"); !st.ok()) return st;
   absl::StatusOr<DeleteResult> r = d_.collector->DeleteJob(req->job(), req->cancel());
   if (!r.ok()) return wire::ToGrpc(r.status());
   reply->set_blobs_removed(r->blobs_removed);

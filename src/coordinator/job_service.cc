@@ -15,6 +15,7 @@
 #include "blob/blob.h"
 #include "coordinator/attempt_views.h"
 #include "coordinator/job_after.h"
+#include "coordinator/job_owner.h"
 #include "coordinator/job_request.h"
 #include "coordinator/planner.h"
 #include "coordinator/timeline.h"
@@ -118,9 +119,20 @@ grpc::Status JobService::ResolveAfterOf(const spec::JobSpec& spec, core::JobSubm
   return grpc::Status::OK;
 }
 
+grpc::Status JobService::MayChange(core::JobId job, const trust::Principal& who,
+                                   std::string_view action) {
+  absl::StatusOr<store::JobRecord> header = d_.store.GetJobHeader(job);
+  if (absl::IsNotFound(header.status())) {
+    return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("no job ", job));
+  }
+  if (!header.ok()) return wire::ToGrpc(header.status());
+  return MayChangeJob(*header, who, action);
+}
+
 grpc::Status JobService::SubmitJob(grpc::ServerContext* ctx, const v1::SubmitJobRequest* req,
                                    v1::SubmitJobReply* reply) {
-  if (auto st = d_.authz.Check(ctx, "/idlepool.v1.Jobs/SubmitJob"); !st.ok()) return st;
+  trust::Principal who;
+  if (auto st = d_.authz.Check(ctx, "/idlepool.v1.Jobs/SubmitJob", &who); !st.ok()) return st;
   const v1::JobSpec& proto = req->spec();
   // From the inputs' check until the core knows the job, no collection or delete runs
   // (collector.h).
@@ -138,6 +150,8 @@ grpc::Status JobService::SubmitJob(grpc::ServerContext* ctx, const v1::SubmitJob
   job.sched.timeout = std::chrono::seconds(spec.timeout_s);
   if (!spec.service) job.sched.retry = RetryOf(spec);
   job.sched.hold_off_after = spec.hold_off_after;
+  job.sched.user = who.user;
+  job.sched.priority = spec.priority;
   v1::JobSpec stored = proto;  // `after` resolved to ids: a name means the job it named at submit
   if (grpc::Status st = ResolveAfterOf(spec, job.sched, stored); !st.ok()) return st;
   job.service = spec.service;
@@ -194,7 +208,7 @@ grpc::Status JobService::SubmitJob(grpc::ServerContext* ctx, const v1::SubmitJob
   // Held until the core knows the job: a delete (collector.h, exclusive) checks the core for
   // jobs that run after the one it deletes, so it must not run between the insert and here.
   if (guard.owns_lock()) guard.unlock();
-  spdlog::info("job {} '{}' submitted: {} tasks{}", *id, spec.name, count,
+  spdlog::info("job {} '{}' submitted by {}: {} tasks{}", *id, spec.name, who.user, count,
                stored.after().empty()
                    ? ""
                    : absl::StrCat(", after jobs ", absl::StrJoin(stored.after(), ", ")));
@@ -321,12 +335,14 @@ grpc::Status JobService::ListWorkersInternal(v1::ListWorkersReply* reply) {
 
 grpc::Status JobService::CancelJob(grpc::ServerContext* ctx, const v1::JobRef* req,
                                    v1::CancelJobReply* reply) {
-  if (auto st = d_.authz.Check(ctx, "/idlepool.v1.Jobs/CancelJob"); !st.ok()) return st;
+  trust::Principal who;
+  if (auto st = d_.authz.Check(ctx, "/idlepool.v1.Jobs/CancelJob", &who); !st.ok()) return st;
   auto known =
       d_.core.Query<bool>([this, id = req->job()] { return d_.core.sched().Job(id).has_value(); });
   if (!known) {
     return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("no job ", req->job()));
   }
+  if (grpc::Status st = MayChange(req->job(), who, "cancel"); !st.ok()) return st;
   // Answer only once the cancellation is committed: a cancel acknowledged and then undone by
   // a crash would run the job again.
   auto done = std::make_shared<std::promise<void>>();
@@ -512,6 +528,8 @@ void JobService::FillSummary(const core::JobSummary& summary, const store::JobRe
                              v1::JobStatus* out) {
   out->set_job(summary.job);
   out->set_name(rec.name);
+  out->set_user(rec.sched.user);
+  out->set_priority(rec.sched.priority);
   out->set_state(core::ToString(summary.state));
   out->set_tasks(summary.tasks);
   out->set_pending(summary.pending);

@@ -11,6 +11,7 @@
 
 #include <set>
 #include <string>
+#include <string_view>
 
 #include "blob/store.h"
 #include "coordinator/auth.h"
@@ -111,6 +112,8 @@ class JobService final : public v1::Jobs::Service {
   // The counters of `summary` and the header fields of `rec` (ListJobs' entry of a job).
   static void FillSummary(const core::JobSummary& summary, const store::JobRecord& rec,
                           v1::JobStatus* out);
+  // OK when `who` may `action` job `job` (job_owner.h); NOT_FOUND for an unknown job.
+  grpc::Status MayChange(core::JobId job, const trust::Principal& who, std::string_view action);
   // Resolves spec.after (job_after.h) into sched.after and, as ids, into the spec to store.
   grpc::Status ResolveAfterOf(const spec::JobSpec& spec, core::JobSubmitted& sched,
                               v1::JobSpec& stored);

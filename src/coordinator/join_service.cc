@@ -101,6 +101,7 @@ grpc::Status JoinService::WhoAmI(grpc::ServerContext* ctx, const v1::WhoAmIReque
   reply->set_role(std::string(trust::RoleName(who.role)));
   reply->set_name(who.name);
   reply->set_token_id(who.token_id);
+  reply->set_user(who.user);
   return grpc::Status::OK;
 }
 

@@ -7,18 +7,19 @@ namespace {
 
 using trust::Role;
 constexpr trust::RoleSet kWorker = Role::kWorker;
-constexpr trust::RoleSet kSubmit = Role::kSubmit;
+// An operator does all a submitter does, on every user's jobs (the services check ownership).
+constexpr trust::RoleSet kSubmit = trust::RoleSet(Role::kSubmit) | Role::kOperator;
 constexpr trust::RoleSet kAdmin = Role::kAdmin;
-constexpr trust::RoleSet kReaders = trust::RoleSet(Role::kSubmit) | Role::kRead;
+constexpr trust::RoleSet kReaders = kSubmit | Role::kRead;
 constexpr trust::RoleSet kAnyMember = kReaders | Role::kWorker;
 
 // Reading a job's outputs (GetBlob, GetManifest) is reading; uploading inputs (PutBlob, HasBlobs)
 // is submitting. Everything a worker does to run tasks is the worker's alone.
 constexpr MethodRuleEntry kRules[] = {
     {"/idlepool.v1.WorkerSession/Session", {kWorker}},
-    {"/idlepool.v1.Blobs/PutBlob", {kWorker | Role::kSubmit}},
+    {"/idlepool.v1.Blobs/PutBlob", {kWorker | Role::kSubmit | Role::kOperator}},
     {"/idlepool.v1.Blobs/GetBlob", {kAnyMember}},
-    {"/idlepool.v1.Blobs/HasBlobs", {kWorker | Role::kSubmit}},
+    {"/idlepool.v1.Blobs/HasBlobs", {kWorker | Role::kSubmit | Role::kOperator}},
     {"/idlepool.v1.Blobs/GetManifest", {kAnyMember}},
     {"/idlepool.v1.Blobs/LocateBlob", {kWorker}},
     {"/idlepool.v1.Blobs/FetchChunk", {kWorker}},

@@ -25,7 +25,9 @@ class ServeMount::Keys {
     auto it = good_.find(std::string(key));
     if (it != good_.end() && it->second > now) return true;
     auto p = authz_.TokenPrincipal(key);
-    if (!p.ok() || p->role != trust::Role::kSubmit) return false;
+    if (!p.ok() || (p->role != trust::Role::kSubmit && p->role != trust::Role::kOperator)) {
+      return false;
+    }
     if (good_.size() >= kMax) good_.clear();
     good_[std::string(key)] = now + kKeyCacheMs;
     return true;

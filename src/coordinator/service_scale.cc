@@ -13,8 +13,10 @@ namespace idlepool::coordinator {
 
 grpc::Status JobService::ScaleService(grpc::ServerContext* ctx, const v1::ScaleRequest* req,
                                       v1::ScaleReply* reply) {
-  if (auto st = d_.authz.Check(ctx, "/idlepool.v1.Jobs/ScaleService"); !st.ok()) return st;
+  trust::Principal who;
+  if (auto st = d_.authz.Check(ctx, "/idlepool.v1.Jobs/ScaleService", &who); !st.ok()) return st;
   const uint64_t id = req->job();
+  if (grpc::Status st = MayChange(id, who, "scale"); !st.ok()) return st;
   auto job = d_.core.Query<std::optional<core::JobSummary>>(
       [this, id] { return d_.core.sched().Job(id); });
   if (!job) return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("no job ", id));

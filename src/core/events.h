@@ -55,6 +55,10 @@ struct JobSubmitted {
   // A worker on which the job failed this many times, with no success of it there, is held off
   // it (see "Health"); batch jobs only. >= 1.
   uint32_t hold_off_after = kDefaultHoldOffAfter;
+  // Who submitted it (the token's user; "" for jobs from before users) and its priority among
+  // that user's jobs (spec `priority`, -1000..1000).
+  std::string user{};
+  int32_t priority = 0;
 };
 
 // A worker's measured down rate (coordinator -> worker, bytes per second; 0: unmeasured), from

@@ -135,7 +135,8 @@ absl::StatusOr<std::optional<uint32_t>> UintParam(const httplib::Request& req, c
 
 // The roles that may use the HTTP API; a worker's credentials never.
 bool MayUseHttp(trust::Role role) {
-  return role == trust::Role::kRead || role == trust::Role::kSubmit || role == trust::Role::kAdmin;
+  return role == trust::Role::kRead || role == trust::Role::kSubmit ||
+         role == trust::Role::kOperator || role == trust::Role::kAdmin;
 }
 
 const char* RoleWord(trust::Role role) {
@@ -148,6 +149,8 @@ const char* RoleWord(trust::Role role) {
       return "read";
     case trust::Role::kAdmin:
       return "admin";
+    case trust::Role::kOperator:
+      return "operator";
   }
   return "unknown";
 }
@@ -168,7 +171,7 @@ const char* kLoginPage = R"(<!doctype html>
 <label>Access token <input type="password" name="token" autocomplete="off" autofocus></label>
 <button type="submit">Log in</button>
 </form>
-<p>Use a token of role read or submit (the pool token in the coordinator's DATA_DIR/pool.token
+<p>Use a token of role read, submit or operator (the pool token in the coordinator's DATA_DIR/pool.token
 works too).</p>
 </body></html>
 )";
@@ -393,6 +396,7 @@ class ServerImpl final : public Server {
       auto caller = Authenticate(req);  // the gate let it through: it has one
       if (!caller.ok()) return SendError(res, 401, "no valid credentials");
       nlohmann::json j = {{"name", caller->principal.name},
+                          {"user", caller->principal.user},
                           {"role", RoleWord(caller->principal.role)},
                           {"via", caller->session ? "session" : "bearer"}};
       if (caller->session) {

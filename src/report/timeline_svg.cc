@@ -200,6 +200,18 @@ std::string EscapeXml(std::string_view s) {
   return out;
 }
 
+namespace {
+
+// " (NAME), user USER" of a job, either left out when empty, escaped for XML.
+std::string NameAndUser(const v1::JobStatus& job) {
+  std::string out;
+  if (!job.name().empty()) out += " (" + EscapeXml(job.name()) + ")";
+  if (!job.user().empty()) out += ", user " + EscapeXml(job.user());
+  return out;
+}
+
+}  // namespace
+
 std::string RenderTimelineSvg(const v1::JobTimeline& t, const SvgOptions& options) {
   SvgOptions o = options;
   o.width_px = std::clamp(o.width_px, 320, 100'000);
@@ -335,7 +347,7 @@ std::string RenderTimelineSvg(const v1::JobTimeline& t, const SvgOptions& option
           "data-job=\"%llu\">",
           o.width_px, height, o.width_px, height, static_cast<unsigned long long>(t.job().job()));
   Appendf(out, "<title>job %llu", static_cast<unsigned long long>(t.job().job()));
-  if (!t.job().name().empty()) out += " (" + EscapeXml(t.job().name()) + ")";
+  out += NameAndUser(t.job());
   out += ": timeline of its attempts per worker</title>";
   out +=
       "<defs>"

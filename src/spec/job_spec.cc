@@ -62,7 +62,7 @@ constexpr std::string_view kAttemptsWhy =
 constexpr std::string_view kTopKeys[] = {
     "name",    "command", "frames",      "chunk",     "items", "items_file",
     "count",   "inputs",  "outputs",     "resources", "retry", "allow_empty_outputs",
-    "sandbox", "service", "task_inputs", "after",     "env"};
+    "sandbox", "service", "task_inputs", "after",     "env",   "priority"};
 constexpr std::string_view kResourceKeys[] = {"cpus", "gpus", "memory_mb", "gpu_memory_mb",
                                               "gpu_api"};
 // The GPU APIs a task may ask for (proto Resources.gpu_api, GpuDevice.apis).
@@ -291,6 +291,10 @@ MaybeProblem CheckSpec(const JobSpec& spec) {
   if (spec.max_attempts == 0) {
     return Bad("retry.max_attempts", "must be a positive integer, got 0");
   }
+  if (spec.priority < -kMaxPriority || spec.priority > kMaxPriority) {
+    return Bad("priority", absl::StrCat("must be an integer from ", -kMaxPriority, " to ",
+                                        kMaxPriority, ", got ", spec.priority));
+  }
   if (spec.max_attempts > kMaxAttempts) {
     return Bad("retry.max_attempts", absl::StrCat("must be at most ", kMaxAttempts, ", got ",
                                                   spec.max_attempts, ToAbsl(kAttemptsWhy)));
@@ -415,7 +419,9 @@ absl::Status ReadInt(const Ctx& ctx, const toml::table& t, std::string_view key,
                      std::string_view why_max = "") {
   const toml::node* n = t.get(key);
   if (n == nullptr) return absl::OkStatus();
-  const char* what = min == 1 ? "a positive integer" : "a non-negative integer";
+  const std::string what = min == 1   ? std::string("a positive integer")
+                           : min == 0 ? std::string("a non-negative integer")
+                                      : absl::StrCat("an integer from ", min, " to ", max);
   if (!n->is_integer()) {
     return KeyError(ctx, n->source(), full_key,
                     absl::StrCat("must be ", what, ", got ", Describe(*n)));
@@ -865,6 +871,11 @@ absl::StatusOr<JobSpec> ReadJob(const Ctx& ctx, const toml::table& root) {
     }
   }
 
+  if (absl::Status s =
+          ReadInt(ctx, root, "priority", "priority", -kMaxPriority, kMaxPriority, spec.priority);
+      !s.ok()) {
+    return s;
+  }
   if (absl::Status s = internal::ReadAfterAndBackoff(ctx.file, root, retry, spec); !s.ok()) {
     return s;
   }

@@ -39,6 +39,7 @@ inline constexpr uint64_t kMaxItemBytes = 64 * 1024;           // one item
 inline constexpr uint64_t kMaxInputFiles = 100'000;
 inline constexpr uint32_t kMaxAttempts = 100;                  // retry.max_attempts
 inline constexpr uint32_t kMaxHoldOffAfter = 100;              // retry.hold_off_after
+inline constexpr int32_t kMaxPriority = 1000;                  // priority: -1000..1000
 // Retries with backoff ([retry] backoff_s, max_backoff_s; core/scheduler.h "Retries"). The
 // defaults: a first wait of 1 s, doubling to at most 5 min (Kubernetes' CrashLoopBackOff caps at
 // 5 min too, but starts at 10 s: a short first wait keeps a small job with a flaky task quick).
@@ -147,6 +148,9 @@ struct JobSpec {
   std::optional<ServiceSpec> service;
   // `env`: the job's own variables, by name (sorted, each name once).
   std::vector<EnvVar> env;
+  // `priority`: among its user's jobs, a higher one is placed first (-kMaxPriority..kMaxPriority;
+  // it never moves a job ahead of another user's: that is the fair share's).
+  int32_t priority = 0;
 };
 
 // Reads and validates a job file. Relative `inputs` and `items_file` are resolved against the

@@ -48,6 +48,11 @@ std::optional<RowFailure> InsertJobRows(const JobRowStatements& st, core::JobId 
       return f;
     }
   }
+  if (auto f = InsertRow(
+          st.owner, "InsertJob: bind job owner", "InsertJob: insert job owner",
+          [&](Binder& b) { b.Int(job_id).Text(job.sched.user).Int(job.sched.priority); })) {
+    return f;
+  }
   for (const core::JobId after : job.sched.after) {
     if (auto f = InsertRow(st.after, "InsertJob: bind job after", "InsertJob: insert job after",
                            [&](Binder& b) { b.Int(job_id).Int(static_cast<int64_t>(after)); })) {

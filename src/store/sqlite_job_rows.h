@@ -30,6 +30,8 @@ inline constexpr const char* kInsertJobAfterSql =
     "INSERT OR IGNORE INTO job_after (job_id, after_id) VALUES (?, ?)";
 inline constexpr const char* kLoadJobAfterSql =
     "SELECT job_id, after_id FROM job_after ORDER BY job_id, rowid";
+inline constexpr const char* kInsertJobOwnerSql =
+    "INSERT INTO job_owner (job_id, user, priority) VALUES (?, ?, ?)";
 
 // job_service's columns as a job read selects them (ColService's order), and the join that
 // brings them: every one NULL for a job without a row.
@@ -38,6 +40,9 @@ inline constexpr const char* kLoadJobAfterSql =
   "s.max_concurrent, s.drain_seconds, s.replicas_per_machine"
 #define IDLEPOOL_JOB_SERVICE_JOIN " LEFT JOIN job_service s ON s.job_id = j.id "
 inline constexpr int kJobServiceColumns = 9;
+// job_owner's columns as a job read selects them, and its join (a job without a row: '', 0).
+#define IDLEPOOL_JOB_OWNER_COLUMNS "coalesce(o.user, ''), coalesce(o.priority, 0)"
+#define IDLEPOOL_JOB_OWNER_JOIN " LEFT JOIN job_owner o ON o.job_id = j.id "
 
 // The statements of kInsertJob*Sql, prepared by the store.
 struct JobRowStatements {
@@ -46,6 +51,7 @@ struct JobRowStatements {
   const StmtPtr& sandbox;
   const StmtPtr& service;
   const StmtPtr& after;  // version 11
+  const StmtPtr& owner;  // version 13
 };
 
 // A failed step: the SQLite code and what it was doing ("InsertJob: insert job gpus").

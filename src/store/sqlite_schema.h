@@ -1,7 +1,7 @@
 // The SQLite store's file format: the schema, its versions and the steps that migrate an older
 // file (store/sqlite_store.cc opens, creates and migrates; this header only describes).
 //
-// File format (schema version 12, kept in PRAGMA user_version; PRAGMA application_id marks the
+// File format (schema version 13, kept in PRAGMA user_version; PRAGMA application_id marks the
 // file as an idlepool store):
 //   jobs        (id INTEGER PRIMARY KEY AUTOINCREMENT, ...)  ids are never reused
 //   tasks       (job_id, idx) WITHOUT ROWID
@@ -23,6 +23,8 @@
 //   task_inputs (job_id, idx, path) WITHOUT ROWID, indexed by sha256: each task's own inputs;
 //                job_task_inputs (job_id PRIMARY KEY, files, bytes): their totals (version 11)
 //   job_after   (job_id, after_id): the jobs each job runs after (version 12)
+//   job_owner   (job_id PRIMARY KEY, user, priority): who submitted each job and its priority
+//                among that user's jobs (version 13); a job without a row has user '', priority 0
 // Version 2 added attempts.suspensions, attempts.lost_ms and the checkpoints table; version 3 the
 // attempts' transfer columns (input_bytes ... cache_misses); version 4 the attempts' timing
 // columns (stage_ms, run_ms, upload_ms, resumed) and job_profiles; version 5 the workers table.
@@ -41,7 +43,7 @@
 
 namespace idlepool::store::internal {
 
-inline constexpr int kSchemaVersion = 12;
+inline constexpr int kSchemaVersion = 13;
 
 inline constexpr const char* kSchemaV1 = R"sql(
 CREATE TABLE jobs (
@@ -278,6 +280,19 @@ CREATE TABLE job_after (
 )sql";
 // ---- end of schema version 12
 
+// ---- Schema version 13 (issue 32, a shared pool): who submitted each job (the token's user) and
+// its priority among that user's jobs. Every job submitted from version 13 on has a row; older
+// jobs have none (user '', priority 0). Apart from jobs for the reason of kSchemaV1's note.
+inline constexpr int kOwnerSchemaVersion = 13;
+inline constexpr const char* kMigrateV13Owner = R"sql(
+CREATE TABLE job_owner (
+  job_id    INTEGER PRIMARY KEY REFERENCES jobs(id),
+  user      TEXT    NOT NULL,
+  priority  INTEGER NOT NULL DEFAULT 0
+);
+)sql";
+// ---- end of schema version 13
+
 // Every step from version 1 up, in order: a fresh file runs kSchemaV1 and then all of them; an
 // older file, the steps above its version, each in its own transaction.
 struct Migration {
@@ -294,7 +309,8 @@ inline constexpr Migration kMigrations[] = {{2, kMigrateV2},
                                             {kSandboxSchemaVersion, kMigrateV9Sandbox},
                                             {kServiceSchemaVersion, kMigrateV10Service},
                                             {kTaskInputsSchemaVersion, kMigrateV11TaskInputs},
-                                            {kPipelineSchemaVersion, kMigrateV12Pipeline}};
+                                            {kPipelineSchemaVersion, kMigrateV12Pipeline},
+                                            {kOwnerSchemaVersion, kMigrateV13Owner}};
 static_assert(std::size(kMigrations) + 1 == kSchemaVersion, "one migration step per version");
 
 }  // namespace idlepool::store::internal

@@ -68,10 +68,12 @@ constexpr const char* kTrimEventsByRowsSql =
   "j.id, j.name, j.task_count, j.cpus, j.gpus, j.memory_mb, j.max_attempts, j.timeout_ms, " \
   "j.state, j.submitted_ms, j.finished_ms, coalesce(p.profile_key, ''), "                   \
   "coalesce(p.input_bytes, 0), coalesce(p.input_files, 0), coalesce(g.gpu_memory_mb, 0), "  \
-  "coalesce(g.gpu_api, ''), coalesce(x.host_network, 0), " IDLEPOOL_JOB_SERVICE_COLUMNS
-#define IDLEPOOL_JOB_HEADER_FROM                                                   \
-  " FROM jobs j LEFT JOIN job_profiles p ON p.job_id = j.id LEFT JOIN job_gpus g " \
-  "ON g.job_id = j.id LEFT JOIN job_sandbox x ON x.job_id = j.id" IDLEPOOL_JOB_SERVICE_JOIN
+  "coalesce(g.gpu_api, ''), coalesce(x.host_network, 0), " IDLEPOOL_JOB_OWNER_COLUMNS       \
+  ", " IDLEPOOL_JOB_SERVICE_COLUMNS
+#define IDLEPOOL_JOB_HEADER_FROM                                                          \
+  " FROM jobs j LEFT JOIN job_profiles p ON p.job_id = j.id LEFT JOIN job_gpus g "        \
+  "ON g.job_id = j.id LEFT JOIN job_sandbox x ON x.job_id = j.id" IDLEPOOL_JOB_OWNER_JOIN \
+      IDLEPOOL_JOB_SERVICE_JOIN
 constexpr const char* kGetJobSql = "SELECT " IDLEPOOL_JOB_HEADER_COLUMNS
                                    ", j.spec" IDLEPOOL_JOB_HEADER_FROM "WHERE j.id = ?";
 constexpr const char* kGetJobHeaderSql =
@@ -295,9 +297,10 @@ absl::Status SqliteStore::PrepareAll() {
        "j.state, coalesce(g.gpu_memory_mb, 0), coalesce(g.gpu_api, ''), "
        "coalesce(x.host_network, 0), coalesce(iif(s.replicas >= 0, s.replicas, s.min_replicas), "
        "-1), "
-       "coalesce(s.replicas_per_machine, 1) FROM jobs j LEFT JOIN job_gpus g ON g.job_id = j.id "
-       "LEFT JOIN job_sandbox x ON x.job_id = j.id LEFT JOIN job_service s ON s.job_id = j.id "
-       "ORDER BY j.id"},
+       "coalesce(s.replicas_per_machine, 1), " IDLEPOOL_JOB_OWNER_COLUMNS
+       " FROM jobs j LEFT JOIN job_gpus g ON g.job_id = j.id "
+       "LEFT JOIN job_sandbox x ON x.job_id = j.id LEFT JOIN job_service s ON s.job_id = "
+       "j.id" IDLEPOOL_JOB_OWNER_JOIN "ORDER BY j.id"},
       {&st_.load_counts, "SELECT job_id, outcome, count(*) FROM attempts GROUP BY job_id, outcome"},
       {&st_.load_lost,
        "SELECT DISTINCT job_id, worker FROM attempts WHERE outcome = ? "
@@ -339,6 +342,7 @@ absl::Status SqliteStore::PrepareAll() {
       {&st_.insert_job_service, kInsertJobServiceSql},
       {&st_.insert_job_after, kInsertJobAfterSql},
       {&st_.load_job_after, kLoadJobAfterSql},
+      {&st_.insert_job_owner, kInsertJobOwnerSql},
   };
   for (const auto& [stmt, sql] : all) {
     if (absl::Status s = Prepare(sql, *stmt); !s.ok()) return s;
@@ -380,7 +384,7 @@ absl::StatusOr<core::JobId> SqliteStore::InsertJob(const NewJob& job, int64_t no
   }
   if (std::optional<RowFailure> f =
           InsertJobRows({st_.insert_job_profile, st_.insert_job_gpus, st_.insert_job_sandbox,
-                         st_.insert_job_service, st_.insert_job_after},
+                         st_.insert_job_service, st_.insert_job_after, st_.insert_job_owner},
                         id, job)) {
     return fail(Err(f->rc, f->what));
   }
@@ -664,6 +668,8 @@ absl::StatusOr<core::RestoredState> SqliteStore::Load() {
         j.spec.service = core::ServiceShape{static_cast<uint32_t>(ColInt(u, 11)),
                                             static_cast<uint32_t>(ColInt(u, 12))};
       }
+      j.spec.user = ColText(u, 13);
+      j.spec.priority = static_cast<int32_t>(ColInt(u, 14));
       pos[j.spec.job] = out.jobs.size();
       out.jobs.push_back(std::move(j));
     }

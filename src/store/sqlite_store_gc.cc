@@ -16,10 +16,10 @@ constexpr const char* kJobBlobs[] = {"SELECT sha256 FROM outputs WHERE job_id = 
                                      "SELECT sha256 FROM checkpoints WHERE job_id = ?",
                                      "SELECT sha256 FROM task_inputs WHERE job_id = ?"};
 // Every table with a job's rows, children first.
-constexpr const char* kJobTables[] = {"job_after", "outputs",         "checkpoints", "task_inputs",
-                                      "job_task_inputs", "attempts",    "tasks",
-                                      "job_profiles",    "job_predictions", "job_gpus",
-                                      "job_sandbox",     "job_service"};
+constexpr const char* kJobTables[] = {"job_after",       "outputs",  "checkpoints", "task_inputs",
+                                      "job_task_inputs", "attempts", "tasks",       "job_profiles",
+                                      "job_predictions", "job_gpus", "job_sandbox", "job_service",
+                                      "job_owner"};
 
 }  // namespace
 

@@ -28,7 +28,7 @@
 namespace idlepool::store::internal {
 
 // Columns of a jobs header row (the spec follows when selected); see kGetJobSql.
-constexpr int kJobHeaderColumns = 17 + kJobServiceColumns;  // then spec, when selected
+constexpr int kJobHeaderColumns = 19 + kJobServiceColumns;  // then spec, when selected
 // Where ListAttempts' statements put log_tail.
 constexpr int kAttemptLogTailColumn = 23;
 
@@ -54,6 +54,7 @@ struct Statements {
   StmtPtr insert_task_input, insert_task_input_totals, list_task_inputs, list_task_inputs_of_task,
       task_input_totals;  // version 11 (sqlite_store_task_inputs.cc)
   StmtPtr insert_job_after, load_job_after;                                     // version 11
+  StmtPtr insert_job_owner;                                                     // version 13
 };
 
 class SqliteStore final : public Store {

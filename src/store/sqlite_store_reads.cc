@@ -34,7 +34,9 @@ absl::Status SqliteStore::ReadJobHeader(sqlite3_stmt* s, JobRecord& out) const {
   out.sched.resources.gpu_memory_mb = static_cast<uint64_t>(ColInt(s, 14));
   out.sched.resources.gpu_api = ColText(s, 15);
   out.sched.resources.host_network = ColInt(s, 16) != 0;
-  out.service = ColService(s, 17);
+  out.sched.user = ColText(s, 17);
+  out.sched.priority = static_cast<int32_t>(ColInt(s, 18));
+  out.service = ColService(s, 19);
   return absl::OkStatus();
 }
 

@@ -1,9 +1,11 @@
 // The credential store: one SQLite file in WAL mode with synchronous=FULL, created 0600 (SQLite
 // gives its -wal and -shm files the same mode).
 //
-// File format (schema version 1, PRAGMA user_version; PRAGMA application_id "IPTR"):
+// File format (schema version 2, PRAGMA user_version; PRAGMA application_id "IPTR"):
 //   tokens  (id PRIMARY KEY, kind 'join'|'access', role (RoleName), name, secret_sha256 (hex),
-//            created, expires (0 never), uses_left (-1 unlimited), revoked 0|1) WITHOUT ROWID
+//            created, expires (0 never), uses_left (-1 unlimited), revoked 0|1, user ('' none))
+//            WITHOUT ROWID
+// Version 2 added tokens.user; a version 1 file is migrated when opened.
 //   workers (name PRIMARY KEY, serial_hex, issued, not_after, revoked_at (0 never)) WITHOUT ROWID
 //
 // Concurrency: one connection, one mutex; each public call is one transaction (BEGIN IMMEDIATE
@@ -29,7 +31,7 @@
 namespace idlepool::trust {
 namespace {
 
-constexpr int kSchemaVersion = 1;
+constexpr int kSchemaVersion = 2;
 constexpr int32_t kApplicationId = 0x49505452;  // "IPTR"
 constexpr int kBusyTimeoutMs = 10000;
 constexpr int kIdAttempts = 4;  // fresh ids to try when one is taken (48 random bits each)
@@ -44,7 +46,8 @@ CREATE TABLE tokens (
   created        INTEGER NOT NULL,
   expires        INTEGER NOT NULL DEFAULT 0,
   uses_left      INTEGER NOT NULL DEFAULT -1,
-  revoked        INTEGER NOT NULL DEFAULT 0
+  revoked        INTEGER NOT NULL DEFAULT 0,
+  user           TEXT    NOT NULL DEFAULT ''
 ) WITHOUT ROWID;
 CREATE TABLE workers (
   name        TEXT    PRIMARY KEY,
@@ -54,11 +57,14 @@ CREATE TABLE workers (
   revoked_at  INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
 )sql";
+constexpr const char* kMigrateV2 =
+    "BEGIN IMMEDIATE; ALTER TABLE tokens ADD COLUMN user TEXT NOT NULL DEFAULT ''; "
+    "PRAGMA user_version = 2; COMMIT;";
 
 #define IDLEPOOL_TOKEN_COLUMNS \
-  "id, kind, role, name, secret_sha256, created, expires, uses_left, revoked"
+  "id, kind, role, name, secret_sha256, created, expires, uses_left, revoked, user"
 constexpr const char* kInsertTokenSql =
-    "INSERT INTO tokens (" IDLEPOOL_TOKEN_COLUMNS ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0)";
+    "INSERT INTO tokens (" IDLEPOOL_TOKEN_COLUMNS ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?)";
 constexpr const char* kGetTokenSql = "SELECT " IDLEPOOL_TOKEN_COLUMNS " FROM tokens WHERE id = ?";
 constexpr const char* kListTokensSql =
     "SELECT " IDLEPOOL_TOKEN_COLUMNS " FROM tokens ORDER BY created, id";
@@ -148,14 +154,24 @@ absl::Status CheckLive(const StoredToken& t, const std::string& secret, TokenKin
   return absl::OkStatus();
 }
 
-absl::Status CheckNewToken(TokenKind kind, const std::string& pin, Role role, int64_t ttl,
-                           int64_t uses) {
-  const bool role_fits = kind == TokenKind::kJoin ? role == Role::kWorker
-                                                  : (role == Role::kSubmit || role == Role::kRead);
+absl::Status CheckNewToken(const NewTokenSpec& t, const std::string& pin) {
+  const Role role = t.role;
+  const bool role_fits =
+      t.kind == TokenKind::kJoin
+          ? role == Role::kWorker
+          : (role == Role::kSubmit || role == Role::kRead || role == Role::kOperator);
   if (!role_fits) {
-    return absl::InvalidArgumentError(absl::StrCat("a ", KindName(kind), " token cannot have role ",
-                                                   std::string(RoleName(role))));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a ", KindName(t.kind), " token cannot have role ", std::string(RoleName(role))));
   }
+  if (t.kind == TokenKind::kJoin && !t.user.empty()) {
+    return absl::InvalidArgumentError("a join token has no user (workers act for nobody)");
+  }
+  if (!t.user.empty() && !IsUserName(t.user)) {
+    return absl::InvalidArgumentError(
+        "a user name is 1 to 64 letters, digits, '.', '_', '-' or '@'");
+  }
+  const int64_t ttl = t.ttl, uses = t.uses;
   if (ttl < 0) return absl::InvalidArgumentError("a token's ttl must be >= 0 (0: never expires)");
   if (uses == 0 || uses < -1) {
     return absl::InvalidArgumentError("a token's uses must be >= 1, or -1 for unlimited");
@@ -168,6 +184,12 @@ absl::Status CheckNewToken(TokenKind kind, const std::string& pin, Role role, in
 }
 
 }  // namespace
+
+bool IsUserName(std::string_view user) {
+  return !user.empty() && user.size() <= 64 && std::all_of(user.begin(), user.end(), [](char c) {
+    return absl::ascii_isalnum(c) || c == '.' || c == '_' || c == '-' || c == '@';
+  });
+}
 
 struct CredentialStore::Db {
   explicit Db(std::string p) : path(std::move(p)) {}
@@ -293,6 +315,7 @@ absl::Status CredentialStore::Db::CheckOrCreateSchema() {
     return absl::DataLossError(
         absl::StrCat("credential store ", path, ": a SQLite file, but not an idlepool trust.db"));
   }
+  if (*version == 1) return Exec(kMigrateV2, "add tokens.user (schema version 2)");
   if (*version != kSchemaVersion) {
     return absl::DataLossError(absl::StrCat("credential store ", path, ": schema version ",
                                             *version, ", this idlepool knows ", kSchemaVersion));
@@ -352,6 +375,7 @@ absl::StatusOr<StoredToken> CredentialStore::Db::ReadToken(sqlite3_stmt* s) cons
   r.expires = sqlite3_column_int64(s, 6);
   r.uses_left = sqlite3_column_int64(s, 7);
   r.revoked = sqlite3_column_int64(s, 8) != 0;
+  r.user = ColText(s, 9);
   return t;
 }
 
@@ -368,7 +392,7 @@ absl::Status CredentialStore::Db::InsertToken(const StoredToken& t) {
   const TokenRecord& r = t.record;
   Use u(insert_token);
   int rc = Bind(u, r.id, KindName(t.kind), std::string(RoleName(r.role)), r.name, t.secret_sha256,
-                r.created, r.expires, r.uses_left);
+                r.created, r.expires, r.uses_left, r.user);
   if (rc != SQLITE_OK) return Err(rc, "bind");
   rc = sqlite3_step(u);
   if (rc == SQLITE_CONSTRAINT_PRIMARYKEY) return absl::AlreadyExistsError("token id taken");
@@ -389,15 +413,19 @@ absl::StatusOr<std::unique_ptr<CredentialStore>> CredentialStore::Open(const std
   return std::unique_ptr<CredentialStore>(new CredentialStore(std::move(db)));
 }
 
-absl::StatusOr<TokenParts> CredentialStore::CreateToken(TokenKind kind, const std::string& pin,
-                                                        Role role, int64_t ttl, int64_t uses,
-                                                        const std::string& name, int64_t now) {
-  if (absl::Status s = CheckNewToken(kind, pin, role, ttl, uses); !s.ok()) return s;
+absl::StatusOr<TokenParts> CredentialStore::CreateToken(const NewTokenSpec& spec,
+                                                        const std::string& pin, int64_t now) {
+  if (absl::Status s = CheckNewToken(spec, pin); !s.ok()) return s;
   return db_->InTransaction(true, [&]() -> absl::StatusOr<TokenParts> {
     for (int attempt = 0; attempt < kIdAttempts; ++attempt) {
-      TokenParts parts = NewToken(kind, pin);
-      StoredToken t{TokenRecord{parts.id, role, name, now, ttl == 0 ? 0 : now + ttl, uses, false},
-                    kind, HashSecret(parts.secret)};
+      TokenParts parts = NewToken(spec.kind, pin);
+      std::string user = spec.user;
+      if (spec.kind == TokenKind::kAccess && user.empty()) {
+        user = IsUserName(spec.name) ? spec.name : parts.id;
+      }
+      StoredToken t{TokenRecord{parts.id, spec.role, spec.name, std::move(user), now,
+                                spec.ttl == 0 ? 0 : now + spec.ttl, spec.uses, false},
+                    spec.kind, HashSecret(parts.secret)};
       absl::Status s = db_->InsertToken(t);
       if (s.ok()) return parts;
       if (!absl::IsAlreadyExists(s)) return s;

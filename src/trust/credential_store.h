@@ -24,6 +24,7 @@ struct TokenRecord {
   std::string id;
   Role role = Role::kRead;
   std::string name;  // --name; for a join token, the worker name it is bound to ("" any)
+  std::string user;  // access tokens: the user it acts for (--user; "" for tokens made before)
   int64_t created = 0;
   int64_t expires = 0;     // 0: never
   int64_t uses_left = -1;  // -1: unlimited (access tokens); a join token's --uses counts down
@@ -38,15 +39,28 @@ struct WorkerRecord {
   int64_t revoked_at = 0;  // 0: not revoked; certificates issued before it are refused
 };
 
+// What CreateToken makes. `ttl` 0 = never expires, `uses` -1 = unlimited.
+struct NewTokenSpec {
+  TokenKind kind = TokenKind::kAccess;
+  Role role = Role::kRead;
+  int64_t ttl = 0;
+  int64_t uses = -1;
+  std::string name;
+  std::string user;  // access tokens only: the user it acts for ("" = its name; see CreateToken)
+};
+
+// A user's name as tokens and jobs carry it: 1..64 of letters, digits, '.', '_', '-', '@'.
+bool IsUserName(std::string_view user);
+
 class CredentialStore {
  public:
   static absl::StatusOr<std::unique_ptr<CredentialStore>> Open(const std::string& path);
   ~CredentialStore();
 
-  // A new token; `ttl` 0 = never expires, `uses` -1 = unlimited. Returns the parts (the only
-  // time the secret exists outside the holder).
-  absl::StatusOr<TokenParts> CreateToken(TokenKind kind, const std::string& pin, Role role,
-                                         int64_t ttl, int64_t uses, const std::string& name,
+  // A new token. Returns the parts (the only time the secret exists outside the holder). An
+  // access token's user defaults to its name, else its id; a join token has none.
+  // kInvalidArgument for a role its kind cannot have, a bad ttl, uses, pin or user name.
+  absl::StatusOr<TokenParts> CreateToken(const NewTokenSpec& spec, const std::string& pin,
                                          int64_t now);
   // A token's record when id and secret match and it is live (not revoked, expired or spent)
   // and of `kind` (a join token is checked this way before its use is spent).

@@ -12,12 +12,14 @@ std::string_view RoleName(Role role) {
       return "read";
     case Role::kAdmin:
       return "admin";
+    case Role::kOperator:
+      return "operator";
   }
   return "unknown";
 }
 
 std::optional<Role> ParseRole(std::string_view name) {
-  for (Role r : {Role::kWorker, Role::kSubmit, Role::kRead, Role::kAdmin}) {
+  for (Role r : {Role::kWorker, Role::kSubmit, Role::kRead, Role::kAdmin, Role::kOperator}) {
     if (RoleName(r) == name) return r;
   }
   return std::nullopt;

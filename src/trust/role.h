@@ -3,7 +3,9 @@
 //
 //   worker  a lent machine, authenticated by its certificate (mTLS); its name is the
 //           certificate's common name and nothing else.
-//   submit  a person or script that submits, cancels and reads jobs (a bearer token).
+//   submit  a person or script that submits jobs, and cancels, deletes and scales its own
+//           user's (a bearer token).
+//   operator  as submit, and may act on every user's jobs and services (a bearer token).
 //   read    reads jobs, workers and metrics only (a bearer token).
 //   admin   creates and revokes tokens and workers; only over the Unix socket in the data dir.
 //
@@ -17,7 +19,7 @@
 
 namespace idlepool::trust {
 
-enum class Role : uint8_t { kWorker = 1, kSubmit = 2, kRead = 4, kAdmin = 8 };
+enum class Role : uint8_t { kWorker = 1, kSubmit = 2, kRead = 4, kAdmin = 8, kOperator = 16 };
 
 // A set of roles (bit i = Role value), e.g. RoleSet(Role::kSubmit) | Role::kRead.
 class RoleSet {
@@ -34,7 +36,7 @@ class RoleSet {
   uint8_t bits_ = 0;
 };
 
-// "worker", "submit", "read", "admin".
+// "worker", "submit", "read", "admin", "operator".
 std::string_view RoleName(Role role);
 // The inverse of RoleName; nullopt for anything else.
 std::optional<Role> ParseRole(std::string_view name);
@@ -46,6 +48,10 @@ struct Principal {
   std::string name;
   std::string token_id;  // the token's id for token holders; empty for workers and admin
   int64_t token_expires = 0;  // token holders: when the token expires (Unix s; 0: never)
+  // The person a token holder acts for: its --user, else its name (tokens made before users
+  // existed). Jobs record it; a submit token acts only on its own user's jobs. Empty for workers
+  // and the admin socket.
+  std::string user;
 };
 
 }  // namespace idlepool::trust

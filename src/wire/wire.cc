@@ -111,6 +111,7 @@ v1::JobSpec ToProto(const spec::JobSpec& s) {
   p.mutable_retry()->set_max_backoff_s(s.max_backoff_s);
   p.mutable_retry()->set_set(true);
   p.mutable_retry()->set_hold_off_after(s.hold_off_after);
+  p.set_priority(s.priority);
   for (const auto& e : s.env) {
     v1::EnvVar* v = p.add_env();
     v->set_name(e.name);
@@ -154,6 +155,7 @@ spec::JobSpec FromProto(const v1::JobSpec& p) {
     if (p.retry().hold_off_after() != 0) s.hold_off_after = p.retry().hold_off_after();
   }
   s.env = EnvFromProto(p.env());
+  s.priority = p.priority();
   return s;
 }
 

@@ -48,8 +48,9 @@ Pool& ThePool() {
     auto store = trust::CredentialStore::Open((dir / "trust.db").string());
     FUZZ_CHECK(store.ok(), store.status().ToString());
     p->store = std::move(*store);
-    auto t = p->store->CreateToken(trust::TokenKind::kJoin, p->ca->pin(), trust::Role::kWorker,
-                                   3600, -1, "", kNow);
+    auto t = p->store->CreateToken(
+        trust::NewTokenSpec{trust::TokenKind::kJoin, trust::Role::kWorker, 3600, -1, "", ""},
+        p->ca->pin(), kNow);
     FUZZ_CHECK(t.ok(), t.status().ToString());
     p->token = *t;
     return p;

@@ -159,6 +159,56 @@ TEST_F(AuthzTest, AWorkerCertificateCannotSubmitOrCancel) {
   EXPECT_EQ(Hello(w, "", "w1"), StatusCode::OK);
 }
 
+// Jobs belong to their submitter's user: another user's submit token may read them but not
+// cancel, delete or scale them (the refusal names the job's user and the role that may); an
+// operator may; the job's status names its user.
+TEST_F(AuthzTest, AJobIsChangedOnlyByItsUserOrAnOperator) {
+  auto token = [&](const std::string& role, const std::string& name) {
+    auto t = coord_->CreateToken(role, 0, -1, name);
+    EXPECT_TRUE(t.ok()) << t.status();
+    return *t;
+  };
+  const std::string alice = token("submit", "alice"), bob = token("submit", "bob");
+  const std::string ops = token("operator", "ops"), reader = token("read", "");
+  auto jobs = v1::Jobs::NewStub(TokenChannel());
+  v1::SubmitJobRequest req;
+  req.mutable_spec()->set_name("mine");
+  req.mutable_spec()->add_command("true");
+  req.mutable_spec()->set_count(1);
+  req.mutable_spec()->set_max_attempts(1);
+  req.mutable_spec()->set_priority(7);
+  req.mutable_spec()->mutable_resources()->set_cpus(1);
+  v1::SubmitJobReply submitted;
+  grpc::Status st = jobs->SubmitJob(Ctx(alice).get(), req, &submitted);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  v1::JobRef ref;
+  ref.set_job(submitted.job());
+  v1::JobStatus status;
+  ASSERT_TRUE(jobs->GetJob(Ctx(reader).get(), ref, &status).ok());
+  EXPECT_EQ(status.user(), "alice");
+  EXPECT_EQ(status.priority(), 7);
+  v1::CancelJobReply cancelled;
+  st = jobs->CancelJob(Ctx(bob).get(), ref, &cancelled);
+  EXPECT_EQ(st.error_code(), StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(st.error_message().find("belongs to user alice"), std::string::npos)
+      << st.error_message();
+  EXPECT_NE(st.error_message().find("role operator"), std::string::npos) << st.error_message();
+  v1::DeleteJobRequest del;
+  del.set_job(submitted.job());
+  del.set_cancel(true);
+  v1::DeleteJobReply deleted;
+  EXPECT_EQ(jobs->DeleteJob(Ctx(bob).get(), del, &deleted).error_code(),
+            StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(jobs->CancelJob(Ctx(reader).get(), ref, &cancelled).error_code(),
+            StatusCode::PERMISSION_DENIED);
+  ASSERT_TRUE(jobs->GetJob(Ctx(bob).get(), ref, &status).ok()) << "reading is not owning";
+  EXPECT_EQ(status.state(), "running");
+  st = jobs->CancelJob(Ctx(ops).get(), ref, &cancelled);
+  EXPECT_TRUE(st.ok()) << st.error_message();
+  EXPECT_EQ(cancelled.state(), "cancelled");
+  EXPECT_TRUE(jobs->DeleteJob(Ctx(alice).get(), del, &deleted).ok());
+}
+
 TEST_F(AuthzTest, AReadTokenCannotSubmitOrCancel) {
   const std::string read = Token("read");
   EXPECT_EQ(Submit(TokenChannel(), read), StatusCode::PERMISSION_DENIED);

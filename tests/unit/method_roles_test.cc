@@ -70,11 +70,22 @@ TEST(MethodRoles, RolesAreSeparated) {
   EXPECT_TRUE(may("/idlepool.v1.Jobs/GetJob", Role::kRead));
   EXPECT_FALSE(may("/idlepool.v1.Jobs/GetJob", Role::kWorker));
   // Administration: never over the network roles.
-  for (auto r : {Role::kWorker, Role::kSubmit, Role::kRead}) {
+  for (auto r : {Role::kWorker, Role::kSubmit, Role::kOperator, Role::kRead}) {
     EXPECT_FALSE(may("/idlepool.v1.Admin/CreateToken", r));
     EXPECT_FALSE(may("/idlepool.v1.Admin/RevokeWorker", r));
   }
   EXPECT_TRUE(FindMethodRule("/idlepool.v1.Join/JoinPool")->public_call);
+}
+
+// An operator may call whatever a submitter may (the services then let it act on every user's
+// jobs, job_owner.h), and nothing of a worker's or the admin's.
+TEST(MethodRoles, AnOperatorMayDoWhatASubmitterMay) {
+  for (auto* e = MethodRulesBegin(); e != MethodRulesEnd(); ++e) {
+    if (e->rule.public_call) continue;
+    EXPECT_EQ(e->rule.roles.Has(Role::kSubmit), e->rule.roles.Has(Role::kOperator)) << e->method;
+  }
+  EXPECT_FALSE(FindMethodRule("/idlepool.v1.WorkerSession/Session")->roles.Has(Role::kOperator));
+  EXPECT_FALSE(FindMethodRule("/idlepool.v1.Jobs/CollectGarbage")->roles.Has(Role::kOperator));
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <openssl/x509v3.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sqlite3.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -377,8 +378,9 @@ class CredentialStoreTest : public ::testing::Test {
     store_ = *std::move(s);
   }
   TokenParts Create(TokenKind kind, Role role, int64_t ttl, int64_t uses,
-                    const std::string& name = "") {
-    absl::StatusOr<TokenParts> t = store_->CreateToken(kind, kPin, role, ttl, uses, name, kNow);
+                    const std::string& name = "", const std::string& user = "") {
+    absl::StatusOr<TokenParts> t =
+        store_->CreateToken(NewTokenSpec{kind, role, ttl, uses, name, user}, kPin, kNow);
     EXPECT_TRUE(t.ok()) << t.status();
     return t.value_or(TokenParts{});
   }
@@ -458,12 +460,65 @@ TEST_F(CredentialStoreTest, KindsAreNotInterchangeable) {
             absl::StatusCode::kPermissionDenied);
   EXPECT_TRUE(store_->SpendToken(join.id, join.secret, kNow).ok()) << "not spent by the refusal";
   auto code = [&](TokenKind k, Role r, int64_t ttl, int64_t uses) {
-    return store_->CreateToken(k, kPin, r, ttl, uses, "", kNow).status().code();
+    return store_->CreateToken(NewTokenSpec{k, r, ttl, uses, "", ""}, kPin, kNow).status().code();
   };
   EXPECT_EQ(code(TokenKind::kJoin, Role::kSubmit, 0, 1), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(code(TokenKind::kAccess, Role::kAdmin, 0, -1), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(code(TokenKind::kJoin, Role::kWorker, 0, 0), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(code(TokenKind::kJoin, Role::kWorker, -1, 1), absl::StatusCode::kInvalidArgument);
+}
+
+// An access token acts for its --user, else its name when that is a user name, else its id; a
+// join token for nobody; an operator token is an access token; bad user names are refused.
+TEST_F(CredentialStoreTest, AccessTokensActForAUser) {
+  TokenParts alice = Create(TokenKind::kAccess, Role::kSubmit, 0, -1, "laptop", "alice");
+  TokenParts named = Create(TokenKind::kAccess, Role::kSubmit, 0, -1, "bob");
+  TokenParts spaced = Create(TokenKind::kAccess, Role::kRead, 0, -1, "idlepool run");
+  TokenParts op = Create(TokenKind::kAccess, Role::kOperator, 0, -1, "", "carol");
+  TokenParts join = Create(TokenKind::kJoin, Role::kWorker, 0, 1, "w1");
+  EXPECT_EQ(store_->CheckToken(alice.id, alice.secret, kNow)->user, "alice");
+  EXPECT_EQ(store_->CheckToken(named.id, named.secret, kNow)->user, "bob");
+  EXPECT_EQ(store_->CheckToken(spaced.id, spaced.secret, kNow)->user, spaced.id);
+  EXPECT_EQ(store_->CheckToken(op.id, op.secret, kNow)->role, Role::kOperator);
+  EXPECT_EQ(store_->SpendToken(join.id, join.secret, kNow)->user, "");
+  Reopen();  // kept
+  EXPECT_EQ(store_->CheckToken(alice.id, alice.secret, kNow)->user, "alice");
+  auto code = [&](TokenKind k, Role r, const std::string& user) {
+    return store_
+        ->CreateToken(NewTokenSpec{k, r, 0, k == TokenKind::kJoin ? 1 : -1, "", user}, kPin, kNow)
+        .status()
+        .code();
+  };
+  EXPECT_EQ(code(TokenKind::kJoin, Role::kWorker, "alice"), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(code(TokenKind::kAccess, Role::kSubmit, "a b"), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(code(TokenKind::kAccess, Role::kSubmit, std::string(65, 'a')),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(code(TokenKind::kAccess, Role::kSubmit, "dana@lab.example"), absl::StatusCode::kOk);
+}
+
+// A trust.db of schema version 1 (before users) is migrated when opened: its tokens still open,
+// with no user of their own (the coordinator then uses their name or id).
+TEST_F(CredentialStoreTest, AVersionOneFileIsMigrated) {
+  TokenParts old = Create(TokenKind::kAccess, Role::kSubmit, 0, -1, "old");
+  store_.reset();
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  // Back to version 1's table: without the user column.
+  const char* downgrade =
+      "BEGIN; CREATE TABLE t1 AS SELECT id, kind, role, name, secret_sha256, created, expires, "
+      "uses_left, revoked FROM tokens; DROP TABLE tokens; CREATE TABLE tokens (id TEXT PRIMARY "
+      "KEY, kind TEXT NOT NULL, role TEXT NOT NULL, name TEXT NOT NULL DEFAULT '', secret_sha256 "
+      "TEXT NOT NULL, created INTEGER NOT NULL, expires INTEGER NOT NULL DEFAULT 0, uses_left "
+      "INTEGER NOT NULL DEFAULT -1, revoked INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID; INSERT "
+      "INTO tokens SELECT * FROM t1; DROP TABLE t1; PRAGMA user_version = 1; COMMIT;";
+  ASSERT_EQ(sqlite3_exec(db, downgrade, nullptr, nullptr, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(db);
+  sqlite3_close(db);
+  Reopen();
+  absl::StatusOr<TokenRecord> r = store_->CheckToken(old.id, old.secret, kNow);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->user, "");
+  EXPECT_EQ(Create(TokenKind::kAccess, Role::kSubmit, 0, -1, "", "eve").id.size(), 12u);
 }
 
 TEST_F(CredentialStoreTest, TokensExpire) {

@@ -95,26 +95,37 @@ function jobRow(j, nowMs) {
   const e = eta(j, nowMs);
   const done = j.succeeded + j.failed + j.cancelled;
   const b = j.transfer || {};
-  return el('tr', { 'data-job': j.job },
-    el('td', {}, el('a', { href: '#/jobs/' + j.job }, String(j.job))),
-    el('td', {}, el('a', { href: '#/jobs/' + j.job }, j.name)),
-    el('td', {}, badge('s-' + j.state, j.state)),
-    el('td', {}, progressBar(j)),
-    el('td', { class: 'num' }, `${done}/${j.tasks}`),
-    el('td', { class: 'num eta-' + (e ? e.kind : 'none'), title: etaTitle(j, e) }, etaText(e)),
-    el('td', { class: 'num' }, String(j.attempts)),
-    el('td', { class: 'num' }, String(j.failures)),
-    el('td', { class: 'num' }, String(j.preemptions)),
-    el('td', { class: 'num' }, String(j.suspensions)),
-    el('td', { class: 'num' }, fmtDur(j.lost_seconds)),
-    el('td', { class: 'num', title: `inputs ${fmtBytes(b.input_bytes)} (cached ${fmtBytes(b.cached_bytes)}), from peers ${fmtBytes(b.peer_bytes)}` },
-      fmtBytes((b.coordinator_bytes || 0) + (b.peer_bytes || 0) + (b.output_bytes || 0))));
+  return el(
+      'tr', {'data-job': j.job}, el('td', {}, el('a', {href: '#/jobs/' + j.job}, String(j.job))),
+      el('td', {}, el('a', {href: '#/jobs/' + j.job}, j.name)), el('td', {}, j.user || '-'),
+      el('td', {}, badge('s-' + j.state, j.state)), el('td', {}, progressBar(j)),
+      el('td', {class: 'num'}, `${done}/${j.tasks}`),
+      el('td', {class: 'num eta-' + (e ? e.kind : 'none'), title: etaTitle(j, e)}, etaText(e)),
+      el('td', {class: 'num'}, String(j.attempts)), el('td', {class: 'num'}, String(j.failures)),
+      el('td', {class: 'num'}, String(j.preemptions)),
+      el('td', {class: 'num'}, String(j.suspensions)),
+      el('td', {class: 'num'}, fmtDur(j.lost_seconds)),
+      el('td', {
+        class: 'num',
+        title: `inputs ${fmtBytes(b.input_bytes)} (cached ${
+            fmtBytes(b.cached_bytes)}), from peers ${fmtBytes(b.peer_bytes)}`
+      },
+         fmtBytes((b.coordinator_bytes || 0) + (b.peer_bytes || 0) + (b.output_bytes || 0))));
 }
 function jobsTable(jobs, nowMs, empty) {
-  return scroller(el('table', { id: 'jobs' },
-    el('thead', {}, el('tr', {}, ['Job', 'Name', 'State', 'Progress', 'Done', 'ETA', 'Attempts', 'Failures', 'Preemptions', 'Suspensions', 'Lost work', 'Bytes moved']
-      .map((h, i) => el('th', { class: i >= 4 ? 'num' : null }, h)))),
-    el('tbody', {}, jobs.length ? jobs.map(j => jobRow(j, nowMs)) : el('tr', {}, el('td', { colspan: 12, class: 'muted' }, empty || 'No jobs yet: idlepool submit JOB.toml')))));
+  return scroller(
+      el('table', {id: 'jobs'},
+         el('thead', {},
+            el('tr', {},
+               [
+                 'Job', 'Name', 'User', 'State', 'Progress', 'Done', 'ETA', 'Attempts', 'Failures',
+                 'Preemptions', 'Suspensions', 'Lost work', 'Bytes moved'
+               ].map((h, i) => el('th', {class: i >= 5 ? 'num' : null}, h)))),
+         el('tbody', {},
+            jobs.length ? jobs.map(j => jobRow(j, nowMs)) :
+                          el('tr', {},
+                             el('td', {colspan: 13, class: 'muted'},
+                                empty || 'No jobs yet: idlepool submit JOB.toml')))));
 }
 // Temperature and battery; '-' for a worker that is not connected (its last readings are stale).
 function sensorsText(s, connected) {
@@ -270,24 +281,37 @@ async function pageJob(id) {
   const nowMs = t.now_ms || Date.now();
   const e = eta(j, nowMs);
   const makespan = j.finished_ms ? (j.finished_ms - j.submitted_ms) / 1000 : (nowMs - j.submitted_ms) / 1000;
-  const out = [el('h1', {}, `Job ${j.job}: `, j.name, ' ', badge('s-' + j.state, j.state)),
-    el('div', { class: 'cards' },
-      card('succeeded', `${j.succeeded}/${j.tasks}`, 'card-succeeded'),
-      card('failed', j.failed, 'card-failed'),
-      j.cancelled ? card('cancelled', j.cancelled, 'card-cancelled') : null,
-      card(j.finished_ms ? 'makespan' : 'elapsed', fmtDur(makespan)),
-      card(e && e.kind === 'predicted' ? 'ETA (predicted)' : 'ETA', etaText(e), 'card-eta', etaTitle(j, e)),
-      card('predicted', j.prediction ? fmtDur(j.prediction.makespan_s) : '-'),
-      card('attempts', j.attempts, 'card-attempts'), card('failures', j.failures), card('preemptions', j.preemptions, 'card-preemptions'),
-      card('suspensions', j.suspensions), card('lost work', fmtDur(j.lost_seconds)),
-      card('bytes moved', fmtBytes((j.transfer.coordinator_bytes || 0) + (j.transfer.peer_bytes || 0) + (j.transfer.output_bytes || 0)))),
+  const out = [
+    el('h1', {}, `Job ${j.job}: `, j.name, ' ', badge('s-' + j.state, j.state),
+       j.user ? el('span', {class: 'muted'}, ` by ${j.user}`) : null),
+    el('div', {class: 'cards'}, card('succeeded', `${j.succeeded}/${j.tasks}`, 'card-succeeded'),
+       card('failed', j.failed, 'card-failed'),
+       j.cancelled ? card('cancelled', j.cancelled, 'card-cancelled') : null,
+       card(j.finished_ms ? 'makespan' : 'elapsed', fmtDur(makespan)),
+       card(
+           e && e.kind === 'predicted' ? 'ETA (predicted)' : 'ETA', etaText(e), 'card-eta',
+           etaTitle(j, e)),
+       card('predicted', j.prediction ? fmtDur(j.prediction.makespan_s) : '-'),
+       card('attempts', j.attempts, 'card-attempts'), card('failures', j.failures),
+       card('preemptions', j.preemptions, 'card-preemptions'), card('suspensions', j.suspensions),
+       card('lost work', fmtDur(j.lost_seconds)),
+       card(
+           'bytes moved',
+           fmtBytes(
+               (j.transfer.coordinator_bytes || 0) + (j.transfer.peer_bytes || 0) +
+               (j.transfer.output_bytes || 0)))),
     progressBar(j),
     // Workers that keep failing this job get none of its tasks while others can run them.
-    (j.held_off || []).length ? el('p', { class: 'held-off' }, 'Held off: ',
-      ...j.held_off.map(h => el('span', { title: h.last_error }, `${h.worker} (${h.failures} failed: ${h.last_error}) `))) : null,
-    el('h2', {}, 'Timeline'),
-    el('div', { class: 'timeline', id: 'timeline' }, inlineSvg(svg)),
-    t.truncated ? el('p', { class: 'muted' }, 'Only the newest attempts are shown.') : null];
+    (j.held_off || []).length ?
+        el('p', {class: 'held-off'}, 'Held off: ',
+           ...j.held_off.map(
+               h =>
+                   el('span', {title: h.last_error},
+                      `${h.worker} (${h.failures} failed: ${h.last_error}) `))) :
+        null,
+    el('h2', {}, 'Timeline'), el('div', {class: 'timeline', id: 'timeline'}, inlineSvg(svg)),
+    t.truncated ? el('p', {class: 'muted'}, 'Only the newest attempts are shown.') : null
+  ];
   // Task table: one row per attempt, grouped by task; tasks with failures or preemptions first.
   const byTask = new Map();
   for (const a of t.attempts || []) { if (!byTask.has(a.task)) byTask.set(a.task, []); byTask.get(a.task).push(a); }
