@@ -309,9 +309,8 @@ std::string JobBlock(const v1::JobStatus& s, int64_t now_ms, const TermStyle& st
   const char* state_color = state == "succeeded" ? kGreen
                             : state == "running" ? kYellow
                                                  : kRed;  // failed, cancelled
-  std::string head = absl::StrCat(Paint(st, kBold, absl::StrCat("job ", s.job())), "  ",
-                                  s.name(), "  ", Paint(st, state_color, state));
-  if (!s.user().empty()) absl::StrAppend(&head, "  ", s.user());
+  std::string head = absl::StrCat(Paint(st, kBold, absl::StrCat("job ", s.job())), "  ", s.name(),
+                                  "  ", Paint(st, state_color, state));
   if (state == "running") {
     const std::string eta = EtaText(s, EstimateEta(s, now_ms));
     if (!eta.empty()) absl::StrAppend(&head, "  ETA ", eta);
@@ -319,6 +318,7 @@ std::string JobBlock(const v1::JobStatus& s, int64_t now_ms, const TermStyle& st
     absl::StrAppend(&head, "  in ",
                     ShortDuration(static_cast<double>(s.finished_ms() - s.submitted_ms()) / 1000));
   }
+  if (!s.user().empty()) absl::StrAppend(&head, "  (user ", s.user(), ")");
 
   const uint64_t done = uint64_t{s.succeeded()} + s.failed() + s.cancelled();
   const int pct = s.tasks() > 0 ? static_cast<int>(std::min<uint64_t>(100, done * 100 / s.tasks()))

@@ -950,56 +950,6 @@ void Scheduler::ErasePending(const TaskKey& key) {
   if (pending_.erase(key) != 0) --JobOf(key).pending;
 }
 
-void Scheduler::Schedule(MonoTime now, std::vector<Decision>& out) {
-  uint64_t ahead = 0;  // pending tasks of the jobs before the current one
-  JobId job_id = 0;
-  auto it = pending_.begin();
-  while (it != pending_.end()) {
-    if (free_index_.empty()) return;  // no worker has a free slot
-    const TaskKey key = *it;
-    if (key.job != job_id) {
-      if (job_id != 0) ahead += jobs_.at(job_id).pending;
-      job_id = key.job;
-    }
-    JobRec& job = JobOf(key);
-    const Resources& need = job.spec.resources;
-    // The best-ranked worker wins, then the most free slots, then the first by name: the first
-    // that fits in index order (usually the first of all; only gpus or memory make it look
-    // further).
-    WorkerName best_name;
-    const WorkerName* best = nullptr;
-    const bool avoiding =
-        (!avoid_.empty() && avoid_.count(key) != 0) || job.spec.service || health_.Marked(key);
-    for (const FreeEntry& f : free_index_) {
-      if (Fits(workers_.at(f.name), need) && !(avoiding && Avoided(key, f.name, now))) {
-        best_name = f.name;
-        best = &best_name;
-        break;
-      }
-    }
-    // Locality: a holder of the task's inputs may finish sooner (scheduler_locality.cc).
-    if (best != nullptr) PreferHolder(key, avoiding, now, best_name);
-    // Kept off the only workers that fit (machine faults): this task waits, the job's others
-    // may still go there.
-    if (best == nullptr && avoiding) {
-      ++it;
-      continue;
-    }
-    // No fit: every task of a job needs the same resources and placing only uses capacity up,
-    // so no later task of this job fits either during this pass. The tail rule: the best free
-    // worker waits, and every other free one ranks lower, so it would wait too. Not for a task
-    // that failed somewhere: the better-ranked workers may be the ones it avoids (Health).
-    if (best == nullptr ||
-        (Ranked() && !job.spec.service && !health_.Marked(key) &&
-         ShouldWait(workers_.at(*best), need, MeanMs(job), ahead + job.pending))) {
-      it = pending_.lower_bound(TaskKey{key.job + 1, 0});
-      continue;
-    }
-    ++it;  // Place erases `key` from pending_
-    Place(key, *best, now, out);
-  }
-}
-
 AttemptId Scheduler::StartAttempt(const TaskKey& key, const WorkerName& name, MonoTime now,
                                   std::vector<Decision>& out) {
   JobRec& job = JobOf(key);

@@ -132,6 +132,7 @@
 #include "core/defaults.h"
 #include "core/events.h"
 #include "core/link.h"
+#include "core/ordering.h"
 #include "core/stall.h"
 #include "core/types.h"
 #include "core/worker_health.h"
@@ -772,6 +773,12 @@ class Scheduler {
   void Reindex(const WorkerName& name);
   void FinishJobIfDone(JobRec& job, JobId id, std::vector<Decision>& out);
   void Schedule(MonoTime now, std::vector<Decision>& out);
+  // Schedule's step for one job the order handed out: places its first pending task that a
+  // worker can take; false when none can in this pass (no fit, the tail rule, all avoided).
+  // `ahead`: pending tasks of the jobs handed out before it (the tail rule's).
+  bool PlaceNextOf(JobId job, uint64_t ahead, MonoTime now, std::vector<Decision>& out);
+  // The jobs with pending tasks, as the order sees them (core/ordering.h).
+  std::vector<Candidate> Candidates() const;
   // Places a pending task, or a backup of a running one, on `name`.
   void Place(const TaskKey& key, const WorkerName& name, MonoTime now, std::vector<Decision>& out);
   void PlaceBackup(const TaskKey& key, const WorkerName& name, MonoTime now,
@@ -836,8 +843,9 @@ class Scheduler {
   static bool GpusFree(const WorkerRec& w, const std::vector<uint32_t>& gpus);
   // Charge: takes `need`'s slots and memory and the devices `a.gpus` (which must be free) for
   // attempt `id`; Release gives them back.
-  static void Charge(WorkerRec& w, const Resources& need, AttemptId id, const AttemptRec& a);
-  static void Release(WorkerRec& w, const Resources& need, AttemptId id, const AttemptRec& a);
+  // Both also tell the attempt's user's usage (ordering_) as of now_.
+  void Charge(WorkerRec& w, const Resources& need, AttemptId id, const AttemptRec& a);
+  void Release(WorkerRec& w, const Resources& need, AttemptId id, const AttemptRec& a);
 
   Options options_;
   AttemptId next_attempt_id_ = 1;
@@ -886,6 +894,7 @@ class Scheduler {
   std::map<TaskKey, MonoTime> restarts_;
   std::set<JobId> waiting_;   // jobs waiting for their `after` jobs (Pipelines)
   WorkerHealth health_;       // failures by task, job and worker (see "Health")
+  Ordering ordering_;         // users' usage and the order of a pass (core/ordering.h)
   bool after_dirty_ = false;  // set by a restore: the next Apply resolves every waiting job
   bool Avoided(const TaskKey& key, const WorkerName& name, MonoTime now) const;
   // Locality: blob -> workers that hold it (or were sent it), for placement.
