@@ -198,28 +198,31 @@ nlohmann::json GpuDevicesJson(const v1::WorkerInfo& w) {
 }
 
 nlohmann::json WorkerJson(const v1::WorkerInfo& w) {
-  nlohmann::json j = {{"worker", w.worker()},
-                      {"hostname", w.hostname()},
-                      {"state", w.state()},
-                      {"activity", w.activity()},
-                      {"slots", w.capacity().cpus()},
-                      {"gpus", w.capacity().gpus()},
-                      {"memory_mb", w.capacity().memory_mb()},
-                      {"slots_busy", w.slots_busy()},
-                      {"attempts_running", w.attempts_running()},
-                      {"last_seen_ms_ago", w.last_seen_ms_ago()},
-                      {"accepting", w.accepting()},
-                      {"owner_state", w.owner_state()},
-                      {"owner_reason", w.owner_reason()},
-                      {"owner_cause", w.owner_cause()},
-                      {"stalled", w.stalled()},
-                      {"unhealthy", w.unhealthy()},
-                      {"unhealthy_s_left", static_cast<double>(w.unhealthy_ms_left()) / 1000.0},
-                      {"cache_bytes", w.cache_bytes()},
-                      {"cache_blobs", w.cache_blobs()},
-                      {"peer_address", w.peer_address()},
-                      {"sandbox", w.sandbox()},
-                      {"allow_host_network", w.allow_host_network()}};
+  nlohmann::json j = {
+      {"worker", w.worker()},
+      {"hostname", w.hostname()},
+      {"state", w.state()},
+      {"activity", w.activity()},
+      {"slots", w.capacity().cpus()},
+      {"gpus", w.capacity().gpus()},
+      {"memory_mb", w.capacity().memory_mb()},
+      {"slots_busy", w.slots_busy()},
+      {"attempts_running", w.attempts_running()},
+      {"last_seen_ms_ago", w.last_seen_ms_ago()},
+      {"accepting", w.accepting()},
+      {"owner_state", w.owner_state()},
+      {"owner_reason", w.owner_reason()},
+      {"owner_cause", w.owner_cause()},
+      {"stalled", w.stalled()},
+      {"unhealthy", w.unhealthy()},
+      {"unhealthy_s_left", static_cast<double>(w.unhealthy_ms_left()) / 1000.0},
+      {"cache_bytes", w.cache_bytes()},
+      {"cache_blobs", w.cache_blobs()},
+      {"peer_address", w.peer_address()},
+      {"sandbox", w.sandbox()},
+      {"allow_host_network", w.allow_host_network()},
+      {"accept_users", std::vector<std::string>(w.accept_users().begin(), w.accept_users().end())},
+      {"refuse_users", std::vector<std::string>(w.refuse_users().begin(), w.refuse_users().end())}};
   j["sensors"] = SensorsJson(w);
   j["gpu_devices"] = GpuDevicesJson(w);
   AddMeasurementsJson(w, j);
@@ -333,6 +336,45 @@ nlohmann::json TimelineJson(const v1::JobTimeline& t) {
   j["truncated"] = t.truncated();
   j["now_ms"] = t.now_ms();
   return j;
+}
+
+nlohmann::json UsersJson(const v1::ListUsersReply& r) {
+  nlohmann::json users = nlohmann::json::array();
+  for (const v1::UserStanding& u : r.users()) {
+    const v1::UserSettings& s = u.settings();
+    users.push_back({{"user", s.user()},
+                     {"share", s.share()},
+                     {"max_slots", s.max_slots()},
+                     {"max_gpus", s.max_gpus()},
+                     {"max_queued_tasks", s.max_queued_tasks()},
+                     {"max_stored_bytes", s.max_stored_bytes()},
+                     {"usage_slot_s", u.usage_slot_s()},
+                     {"usage_gpu_s", u.usage_gpu_s()},
+                     {"slots", u.slots()},
+                     {"gpus", u.gpus()},
+                     {"queued_tasks", u.queued_tasks()},
+                     {"starving_s", static_cast<double>(u.starving_ms()) / 1000.0}});
+  }
+  nlohmann::json j{{"users", users}, {"half_life_s", r.half_life_s()}};
+  j["fair_preemption_after_s"] = r.fair_preemption_after_s() < 0
+                                     ? nlohmann::json(nullptr)
+                                     : nlohmann::json(r.fair_preemption_after_s());
+  return j;
+}
+
+nlohmann::json UsageJson(const v1::UsageReply& r, const std::string& by) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const v1::UsageRow& u : r.rows()) {
+    rows.push_back({{"key", u.key()},
+                    {"slot_s", u.slot_s()},
+                    {"gpu_s", u.gpu_s()},
+                    {"attempts", u.attempts()},
+                    {"tasks", u.tasks()},
+                    {"preempted", u.preempted()},
+                    {"bytes_in", u.bytes_in()},
+                    {"bytes_out", u.bytes_out()}});
+  }
+  return {{"since_unix_s", r.since_unix_s()}, {"by", by}, {"rows", rows}};
 }
 
 }  // namespace idlepool::api

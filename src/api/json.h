@@ -73,4 +73,12 @@ nlohmann::json TimelineJson(const v1::JobTimeline& t);
 // at most 256 answers: how many, and the p50 and p95 in ms (null when none).
 nlohmann::json ServicesJson(const v1::ListServicesReply& r);
 
+// {"users": [{user, share, max_slots, max_gpus, max_queued_tasks, max_stored_bytes, usage_slot_s,
+// usage_gpu_s, slots, gpus, queued_tasks, starving_s}], "half_life_s", "fair_preemption_after_s"
+// (null: off)}: `idlepool users --json`, GET /api/v1/users.
+nlohmann::json UsersJson(const v1::ListUsersReply& r);
+// {"since_unix_s", "by", "rows": [{key, slot_s, gpu_s, attempts, tasks, preempted, bytes_in,
+// bytes_out}]}: `idlepool usage --json`, GET /api/v1/usage.
+nlohmann::json UsageJson(const v1::UsageReply& r, const std::string& by);
+
 }  // namespace idlepool::api

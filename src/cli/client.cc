@@ -224,6 +224,36 @@ absl::StatusOr<v1::ScaleReply> PoolClient::Scale(uint64_t job, uint32_t replicas
   return reply;
 }
 
+absl::StatusOr<v1::PriorityReply> PoolClient::SetPriority(uint64_t job, int32_t priority) {
+  v1::PriorityRequest req;
+  req.set_job(job);
+  req.set_priority(priority);
+  v1::PriorityReply reply;
+  auto ctx = Context();
+  grpc::Status st = stub_->SetPriority(ctx.get(), req, &reply);
+  if (!st.ok()) return CallError(st, absl::StrCat("set the priority of job ", job));
+  return reply;
+}
+
+absl::StatusOr<v1::ListUsersReply> PoolClient::ListUsers() {
+  v1::ListUsersReply reply;
+  auto ctx = Context();
+  grpc::Status st = stub_->ListUsers(ctx.get(), v1::ListUsersRequest(), &reply);
+  if (!st.ok()) return CallError(st, "list users");
+  return reply;
+}
+
+absl::StatusOr<v1::UsageReply> PoolClient::GetUsage(int64_t since_unix_s, const std::string& by) {
+  v1::UsageRequest req;
+  req.set_since_unix_s(since_unix_s);
+  req.set_by(by);
+  v1::UsageReply reply;
+  auto ctx = Context();
+  grpc::Status st = stub_->GetUsage(ctx.get(), req, &reply);
+  if (!st.ok()) return CallError(st, "read usage");
+  return reply;
+}
+
 absl::StatusOr<v1::ListServicesReply> PoolClient::ListServices() {
   v1::ListServicesReply reply;
   auto ctx = Context();

@@ -59,6 +59,14 @@ class PoolClient {
   // A service now runs `replicas` replicas (Jobs.ScaleService). Errors: kNotFound, kInvalidArgument
   // (not a service, or more than its max_replicas), kFailedPrecondition (it has ended).
   [[nodiscard]] absl::StatusOr<v1::ScaleReply> Scale(uint64_t job, uint32_t replicas);
+  // A job's priority among its user's jobs (Jobs.SetPriority); the previous one. Errors:
+  // kNotFound, kPermissionDenied (another user's job), kInvalidArgument (out of -1000..1000).
+  [[nodiscard]] absl::StatusOr<v1::PriorityReply> SetPriority(uint64_t job, int32_t priority);
+  // Users with their shares, quotas and usage (Jobs.ListUsers).
+  [[nodiscard]] absl::StatusOr<v1::ListUsersReply> ListUsers();
+  // What ended attempts used since a time, by "user" or "worker" (Jobs.GetUsage).
+  [[nodiscard]] absl::StatusOr<v1::UsageReply> GetUsage(int64_t since_unix_s,
+                                                        const std::string& by);
   // Services and their replicas (Jobs.ListServices).
   [[nodiscard]] absl::StatusOr<v1::ListServicesReply> ListServices();
   // The history of succeeded attempts (Pool.GetProfile): of `job`, or of every job with

@@ -48,6 +48,8 @@ int RevokeWorker(const std::string& data_dir, const std::string& name);
 // `idlepool workers reset NAME` over DATA_DIR/admin.sock: clears its failures (unhealthy, held
 // off).
 int ResetWorker(const std::string& data_dir, const std::string& name);
+// `idlepool users set NAME ...` over DATA_DIR/admin.sock: prints the user's settings as they are.
+int SetUser(const std::string& data_dir, const v1::SetUserRequest& req);
 
 // Prints the error; returns 2 for kInvalidArgument (bad input), else 1.
 int Fail(const absl::Status& st);
@@ -78,6 +80,9 @@ Command AddFramesCommand(CLI::App& app);                       // job_commands.c
 Command AddProfileCommand(CLI::App& app, Common& common);      // analysis_commands.cc
 Command AddReportCommand(CLI::App& app, Common& common);       // analysis_commands.cc
 Command AddTimelineCommand(CLI::App& app, Common& common);     // analysis_commands.cc
+Command AddUsersCommand(CLI::App& app, Common& common);        // users_command.cc
+Command AddPriorityCommand(CLI::App& app, Common& common);     // users_command.cc
+Command AddUsageCommand(CLI::App& app, Common& common);        // users_command.cc
 Command AddRunCommand(CLI::App& app);                          // run_command.cc
 Command AddPlanCommand(CLI::App& app, Common& common);         // analysis_commands.cc
 Command AddSimCommand(CLI::App& app);                          // analysis_commands.cc

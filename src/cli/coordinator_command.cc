@@ -42,7 +42,35 @@ struct CoordinatorFlags {
   std::string blob_grace = "1h";    // blob::kDefaultBlobGrace
   int64_t gc_every_ms = 600'000;
   bool install_service = false;
+  std::string usage_half_life = "1d";
+  std::string fair_preemption_after = "10m";
 };
+
+// --usage-half-life and --fair-preemption-after (text::ParseDuration; `off` for the latter)
+// into the options; an error names the flag.
+absl::Status SetSharing(CoordinatorFlags& f) {
+  auto half = text::ParseDuration(f.usage_half_life);
+  if (!half.ok() || *half < std::chrono::minutes(1) || *half > std::chrono::hours(24 * 365)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--usage-half-life '", f.usage_half_life,
+                     "': ", half.ok() ? "must be between 1m and 365d" : half.status().message(),
+                     " (e.g. 1d, 7d, 12h)"));
+  }
+  f.options.usage.half_life = *half;
+  if (f.fair_preemption_after == "off") {
+    f.options.fair_preemption.after = std::nullopt;
+    return absl::OkStatus();
+  }
+  auto after = text::ParseDuration(f.fair_preemption_after);
+  if (!after.ok() || *after > std::chrono::hours(24 * 30)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--fair-preemption-after '", f.fair_preemption_after,
+                     "': ", after.ok() ? "at most 30d" : after.status().message(),
+                     " (e.g. 10m, 1h, 30s; off: never vacate for fair share)"));
+  }
+  f.options.fair_preemption.after = *after;
+  return absl::OkStatus();
+}
 
 // --keep-finished and --blob-grace (text::ParseDuration) into the options; an error names the flag.
 absl::Status SetCollection(CoordinatorFlags& f) {
@@ -132,6 +160,7 @@ int ApplyFlags(CoordinatorFlags& f) {
   }
   f.options.worker_cert_validity_s = std::chrono::duration_cast<std::chrono::seconds>(*ttl).count();
   if (absl::Status st = SetCollection(f); !st.ok()) return Fail(st);
+  if (absl::Status st = SetSharing(f); !st.ok()) return Fail(st);
   return 0;
 }
 
@@ -271,6 +300,16 @@ Command AddCoordinatorCommand(CLI::App& app, Common&) {
       ->add_option("--blob-grace", f->blob_grace,
                    "an unreferenced blob is collected once untouched this long (uploads about "
                    "to be named by a submission or a report)")
+      ->capture_default_str();
+  coord
+      ->add_option("--usage-half-life", f->usage_half_life,
+                   "fair share: how fast users' past usage fades (what a user ran this long ago "
+                   "counts half), e.g. 1d, 7d, 12h")
+      ->capture_default_str();
+  coord
+      ->add_option("--fair-preemption-after", f->fair_preemption_after,
+                   "vacate other users' attempts (least work lost first, never a service's) for "
+                   "a user held below half of its fair share this long, e.g. 10m, 30s; off: never")
       ->capture_default_str();
   // Hidden: tests run retention and collection often.
   coord->add_option("--gc-every-ms", f->gc_every_ms, "how often retention and collection run")

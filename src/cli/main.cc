@@ -32,7 +32,9 @@ std::vector<idlepool::cli::Command> AddCommands(CLI::App& app, idlepool::cli::Co
           AddTimelineCommand(app, common),    AddRunCommand(app),
           AddPlanCommand(app, common),        AddSimCommand(app),
           AddLoginCommand(app, common),       AddTokenCommand(app),
-          AddDeleteCommand(app, common),      AddGcCommand(app)};
+          AddDeleteCommand(app, common),      AddGcCommand(app),
+          AddUsersCommand(app, common),       AddPriorityCommand(app, common),
+          AddUsageCommand(app, common)};
 }
 
 void SetUpLogging(const idlepool::cli::Common& common) {

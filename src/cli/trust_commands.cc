@@ -9,6 +9,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "cli/client_error.h"
 #include "cli/command.h"
 #include "cli/credentials.h"
@@ -197,6 +198,26 @@ int ResetWorker(const std::string& data_dir, const std::string& name) {
   }
   std::printf("worker %s reset%s\n", name.c_str(),
               reply.was_unhealthy() ? ": it takes work again" : " (it was healthy)");
+  return 0;
+}
+
+int SetUser(const std::string& data_dir, const v1::SetUserRequest& req) {
+  auto stub = AdminStub(data_dir);
+  if (!stub.ok()) return Fail(stub.status());
+  v1::SetUserReply reply;
+  if (auto st = (*stub)->SetUser(Ctx().get(), req, &reply); !st.ok()) {
+    return Fail(wire::FromGrpc(st, absl::StrCat("setting user ", req.user())));
+  }
+  const v1::UserSettings& s = reply.settings();
+  auto limit = [](uint64_t v) { return v == 0 ? std::string("none") : std::to_string(v); };
+  const std::string stored =
+      s.max_stored_bytes() == 0
+          ? std::string("none")
+          : absl::StrFormat("%.2f GiB",
+                            static_cast<double>(s.max_stored_bytes()) / (1024.0 * 1024 * 1024));
+  std::printf("user %s: share %g, max slots %s, max gpus %s, max queued tasks %s, max stored %s\n",
+              s.user().c_str(), s.share(), limit(s.max_slots()).c_str(),
+              limit(s.max_gpus()).c_str(), limit(s.max_queued_tasks()).c_str(), stored.c_str());
   return 0;
 }
 

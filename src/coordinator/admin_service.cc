@@ -119,4 +119,14 @@ grpc::Status AdminService::ResetWorker(grpc::ServerContext* ctx, const v1::Reset
   return grpc::Status::OK;
 }
 
+grpc::Status AdminService::SetUser(grpc::ServerContext* ctx, const v1::SetUserRequest* req,
+                                   v1::SetUserReply* reply) {
+  if (auto st = OnlyLocal(ctx); !st.ok()) return st;
+  if (!set_user_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "no users here");
+  absl::StatusOr<v1::UserSettings> now = set_user_(*req);
+  if (!now.ok()) return wire::ToGrpc(now.status());
+  *reply->mutable_settings() = *now;
+  return grpc::Status::OK;
+}
+
 }  // namespace idlepool::coordinator

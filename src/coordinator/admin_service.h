@@ -9,6 +9,8 @@
 // every worker (OnWorkerRevoked, OnTokenRevoked: revocation_book.h), whose peer and tunnel ports
 // refuse the certificates they revoke.
 //
+// SetUser changes a user's share and quotas (`idlepool users set`) through OnSetUser's hook.
+//
 // ResetWorker clears a worker's failures in the scheduler core (no longer unhealthy, held off no
 // job) through the hook the coordinator sets (OnResetWorker).
 //
@@ -50,6 +52,8 @@ class AdminService final : public v1::Admin::Service {
                             v1::RevokeWorkerReply* reply) override;
   grpc::Status ResetWorker(grpc::ServerContext* ctx, const v1::ResetWorkerRequest* req,
                            v1::ResetWorkerReply* reply) override;
+  grpc::Status SetUser(grpc::ServerContext* ctx, const v1::SetUserRequest* req,
+                       v1::SetUserReply* reply) override;
 
   // What CreateToken does, for the coordinator itself (the join command it prints at start,
   // and `idlepool run`'s in-process pool).
@@ -61,6 +65,9 @@ class AdminService final : public v1::Admin::Service {
   // before the admin socket serves.
   using ResetHook = std::function<absl::StatusOr<bool>(const std::string&)>;
   void OnResetWorker(ResetHook f) { reset_worker_ = std::move(f); }
+  // Sets a user's share and quotas (user_book.h). Set before the admin socket serves.
+  using SetUserHook = std::function<absl::StatusOr<v1::UserSettings>(const v1::SetUserRequest&)>;
+  void OnSetUser(SetUserHook f) { set_user_ = std::move(f); }
   // Called with a worker's name once it is revoked (the workers are told); set as OnTokenRevoked.
   void OnWorkerRevoked(std::function<void(const std::string&)> f) {
     on_worker_revoked_ = std::move(f);
@@ -74,6 +81,7 @@ class AdminService final : public v1::Admin::Service {
   const platform::Clock& clock_;
   std::function<void(const std::string&)> on_revoked_;
   ResetHook reset_worker_;
+  SetUserHook set_user_;
   std::function<void(const std::string&)> on_worker_revoked_;
 };
 

@@ -184,6 +184,12 @@ absl::StatusOr<GcResult> Collector::Collect(bool dry_run, std::chrono::milliseco
       }
       out.jobs.push_back(j.id);
     }
+    // Usage by day goes with the jobs of its age (whole days older than keep_finished).
+    if (!dry_run) {
+      if (absl::Status st = store_.TrimUsage(before / 86'400'000); !st.ok()) {
+        spdlog::warn("gc: usage by day kept: {}", std::string(st.message()));
+      }
+    }
   }
   absl::StatusOr<std::vector<blob::BlobFile>> blobs = Sweep(released, dry_run);
   if (!blobs.ok()) return blobs.status();

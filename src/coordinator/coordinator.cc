@@ -38,6 +38,7 @@
 #include "coordinator/session_service.h"
 #include "coordinator/sessions.h"
 #include "coordinator/shared_tracker.h"
+#include "coordinator/user_book.h"
 #include "coordinator/worker_book.h"
 #include "gate/grpc_port.h"
 #include "grpcpp/grpcpp.h"
@@ -116,7 +117,13 @@ class HttpReads final : public http::PoolReader {
     return text;
   }
   // The pool's metrics, then the gateway's (idlepool_serve_*), when it runs.
-  std::string Metrics() override { return metrics_.Render() + serve_metrics_(); }
+  std::string Metrics() override {
+    v1::UsageReply by_user;
+    v1::UsageRequest all;
+    std::string users;
+    if (jobs_.GetUsageInternal(all, &by_user).ok()) users = RenderUserUsage(by_user);
+    return metrics_.Render() + users + serve_metrics_();
+  }
 
  private:
   JobService& jobs_;
@@ -253,6 +260,7 @@ class CoordinatorImpl final : public Coordinator {
   std::unique_ptr<Authorizer> authz_;
   std::unique_ptr<WorkerBook> book_;
   std::unique_ptr<CoreLoop> core_;
+  std::unique_ptr<UserBook> users_;  // shares and quotas (user_book.h)
   std::unique_ptr<Predictor> predictor_;
   std::unique_ptr<LogKeeper> logs_;  // attempts' output under DATA_DIR/logs
   std::unique_ptr<RevocationBook> revocations_;  // told to the workers (revocation_book.h)
@@ -321,6 +329,8 @@ void CoordinatorImpl::MakeParts() {
                    },
                    &serve_bridge_});
   predictor_ = std::make_unique<Predictor>(*store_, clock_, *core_, *book_, tracker_);
+  users_ =
+      std::make_unique<UserBook>(*store_, *core_, clock_, options_.usage, options_.fair_preemption);
   logs_ = std::make_unique<LogKeeper>(
       LogKeeperOptions{(fs::path(options_.data_dir) / "logs").string()});
   revocations_ = std::make_unique<RevocationBook>(*credentials_);
@@ -339,9 +349,9 @@ void CoordinatorImpl::MakeParts() {
     }
   });
   admin_jobs_ = std::make_unique<AdminJobs>(*collector_);
-  job_service_ = std::make_unique<JobService>(
-      JobServiceDeps{*authz_, *core_, *store_, blobs_, *predictor_, *book_, sessions_, clock_,
-                     &serve_bridge_, identity_.ca.get(), collector_.get(), logs_.get()});
+  job_service_ = std::make_unique<JobService>(JobServiceDeps{
+      *authz_, *core_, *store_, blobs_, *predictor_, *book_, sessions_, clock_, &serve_bridge_,
+      identity_.ca.get(), collector_.get(), logs_.get(), users_.get()});
   join_service_ = std::make_unique<JoinService>(*authz_, *credentials_, *identity_.ca, clock_,
                                                 options_.worker_cert_validity_s);
   admin_service_ = std::make_unique<AdminService>(*authz_, *credentials_, sessions_,
@@ -364,6 +374,7 @@ void CoordinatorImpl::MakeParts() {
     if (!known) return absl::NotFoundError(absl::StrCat("no worker named '", name, "'"));
     return *known;
   });
+  admin_service_->OnSetUser([this](const v1::SetUserRequest& req) { return users_->Set(req); });
   admin_service_->OnWorkerRevoked([this](const std::string&) { revocations_->Changed(sessions_); });
   autoscaler_ = std::make_unique<ServiceAutoscaler>(*core_, *store_, serve_bridge_);
   // A retiring replica drained early: its worker stops it now (worker/owner_monitor.h, Retire).
@@ -387,6 +398,7 @@ absl::Status CoordinatorImpl::Init() {
   auto jobs = RestoreJobs(*store_, restored);
   if (!jobs.ok()) return jobs.status();
   MakeParts();
+  if (auto st = users_->Load(restored); !st.ok()) return st;
   core_->Restore(restored, std::move(*jobs));
   auto known = store_->ListWorkers();
   if (!known.ok()) return known.status();

@@ -35,6 +35,7 @@
 #include "blob/collect.h"
 #include "blob/space.h"
 #include "core/defaults.h"
+#include "core/ordering.h"
 #include "core/types.h"
 #include "core/worker_health.h"
 #include "platform/clock.h"
@@ -82,6 +83,11 @@ struct Options {
   std::chrono::milliseconds keep_finished{0};
   std::chrono::milliseconds blob_grace = blob::kDefaultBlobGrace;
   std::chrono::milliseconds gc_every = std::chrono::minutes(10);
+  // A shared pool (core/ordering.h): how fast users' usage decays (--usage-half-life, default one
+  // day) and when fair preemption vacates for a starving user (--fair-preemption-after, default
+  // 10 min; nullopt: off).
+  core::UsageRule usage{};
+  core::FairPreemptionRule fair_preemption{};
 };
 
 class Coordinator {

@@ -256,7 +256,9 @@ CoreLoop::CoreLoop(CoreLoopDeps deps)
       sched_(core::Options{.lease_timeout = deps_.options.lease_timeout,
                            .stall_threshold = deps_.options.lease_timeout / 2,
                            .health = core::HealthRule{.backoff = deps_.options.unhealthy_backoff},
-                           .stall = core::StallRule{.enabled = true}}),
+                           .stall = core::StallRule{.enabled = true},
+                           .usage = deps_.options.usage,
+                           .fair_preemption = deps_.options.fair_preemption}),
       sink_(std::make_unique<StoreSink>(deps_)),
       target_(std::make_unique<SessionTarget>(deps_, jobs_, *this)) {}
 
@@ -286,7 +288,25 @@ void CoreLoop::Stop() {
     stopping_ = true;
     queue_cv_.notify_all();
   }
-  if (thread_.joinable()) thread_.join();
+  if (thread_.joinable()) {
+    thread_.join();
+    SaveUsage(deps_.clock.Now());  // the core thread is gone: sched_ is this thread's now
+  }
+}
+
+// Users' decayed usage, so fair share survives a restart (user_book.h): a save a minute loses at
+// most a minute of usage to a crash.
+void CoreLoop::SaveUsage(core::MonoTime now) {
+  std::vector<store::UsageBalance> balances;
+  for (const core::UserView& v : sched_.Users(now)) {
+    if (v.usage.slot_s > 0 || v.usage.gpu_s > 0) {
+      balances.push_back(store::UsageBalance{v.settings.user, v.usage.slot_s, v.usage.gpu_s});
+    }
+  }
+  if (absl::Status st = deps_.store.PutUsageBalances(balances, deps_.clock.WallMs()); !st.ok()) {
+    spdlog::warn("users' usage not saved (fair share restarts from the last save): {}",
+                 std::string(st.message()));
+  }
 }
 
 void CoreLoop::PostItem(CoreItem item) {
@@ -319,11 +339,13 @@ std::vector<std::function<void()>> CoreLoop::ApplyItems(std::deque<CoreItem>& ba
 // How often the core thread gives freed memory back to the kernel (platform/memory.h): after a
 // burst the coordinator returns to its idle size within this; the pass costs well under 1 ms.
 constexpr core::Millis kReturnMemoryEvery{10000};
+constexpr core::Millis kSaveUsageEvery{60000};
 
 void CoreLoop::Loop() {
   CoreDriver driver(*sink_, *target_);
   auto next_tick = deps_.clock.Now() + deps_.options.tick;
   auto next_return = next_tick + kReturnMemoryEvery;
+  auto next_usage_save = next_tick + kSaveUsageEvery;
   std::deque<CoreItem> batch;
   std::vector<core::Decision> decisions;
   while (true) {
@@ -352,6 +374,10 @@ void CoreLoop::Loop() {
       if (now >= next_return) {
         platform::ReturnFreeMemory();
         next_return = now + kReturnMemoryEvery;
+      }
+      if (now >= next_usage_save) {
+        SaveUsage(now);
+        next_usage_save = now + kSaveUsageEvery;
       }
     }
     if (decisions.empty() && held_.empty()) {

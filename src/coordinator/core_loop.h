@@ -118,6 +118,7 @@ class CoreLoop {
   class SessionTarget;
 
   void Loop();
+  void SaveUsage(core::MonoTime now);
   // Applies a batch's items to the scheduler; returns their after_commit functions.
   std::vector<std::function<void()>> ApplyItems(std::deque<CoreItem>& batch,
                                                 std::vector<core::Decision>& decisions,

@@ -182,6 +182,12 @@ grpc::Status JobService::SubmitJob(grpc::ServerContext* ctx, const v1::SubmitJob
     spdlog::warn("{}", std::string(st.message()));
     return wire::ToGrpc(st);
   }
+  if (absl::Status st = d_.users
+                            ? d_.users->CheckSubmit(who.user, job.sched.task_count, job.input_bytes)
+                            : absl::OkStatus();
+      !st.ok()) {
+    return wire::ToGrpc(st);
+  }
   job.spec = stored.SerializeAsString();
   auto id = d_.store.InsertJob(job, d_.clock.WallMs());
   if (!id.ok()) {
@@ -308,6 +314,8 @@ grpc::Status JobService::ListWorkersInternal(v1::ListWorkersReply* reply) {
     out->set_state(WorkerStateName(w.state));
     *out->mutable_capacity() = wire::ToProto(w.capacity);
     out->set_allow_host_network(w.capacity.host_network);
+    for (const std::string& u : w.accept_users) out->add_accept_users(u);
+    for (const std::string& u : w.refuse_users) out->add_refuse_users(u);
     out->set_slots_busy(w.slots_busy);
     out->set_attempts_running(w.attempts_running);
     out->set_last_seen_ms_ago((now - w.last_seen).count());
@@ -360,14 +368,18 @@ grpc::Status JobService::CancelJob(grpc::ServerContext* ctx, const v1::JobRef* r
 
 grpc::Status JobService::PlanJob(grpc::ServerContext* ctx, const v1::PlanRequest* req,
                                  v1::PlanReply* reply) {
-  if (auto st = d_.authz.Check(ctx, "/idlepool.v1.Jobs/PlanJob"); !st.ok()) return st;
+  trust::Principal who;
+  if (auto st = d_.authz.Check(ctx, "/idlepool.v1.Jobs/PlanJob", &who); !st.ok()) return st;
   const v1::JobSpec& proto = req->spec();
   absl::StatusOr<CheckedPlan> checked = CheckPlanJob(*req);
   if (!checked.ok()) return wire::ToGrpc(checked.status());
   const spec::JobSpec& spec = checked->spec;
   std::vector<std::string> only(req->workers().begin(), req->workers().end());
   std::string unknown;
-  std::vector<PlanWorker> workers = d_.predictor.GatherPlanWorkers(proto, only, &unknown);
+  // Only the machines whose owners lend to the caller's user (a worker's token has none: all).
+  std::vector<PlanWorker> workers = d_.predictor.GatherPlanWorkers(
+      proto, only, &unknown,
+      who.user.empty() ? std::nullopt : std::optional<std::string>(who.user));
   if (!unknown.empty()) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         absl::StrCat("worker '", unknown,
@@ -555,6 +567,13 @@ void JobService::FillSummary(const core::JobSummary& summary, const store::JobRe
     w->set_last_error(text::TruncateUtf8(h.last_error, 1024));
   }
   ToProto(summary.counters.transfer, out->mutable_transfer());
+  if (summary.quota != core::QuotaHold::kNone && out->reason().empty()) {
+    const std::string who = rec.sched.user.empty() ? "(none)" : rec.sched.user;
+    out->set_reason(absl::StrCat(
+        "its tasks wait: user ", who, " holds its quota of ",
+        summary.quota == core::QuotaHold::kMaxSlots ? "max_slots" : "max_gpus",
+        " (`idlepool users`); the next one starts when one of the user's attempts ends"));
+  }
   out->set_profile_key(rec.profile_key);
   out->set_submitted_ms(rec.submitted_ms);
   out->set_finished_ms(rec.finished_ms);

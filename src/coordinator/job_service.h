@@ -21,6 +21,7 @@
 #include "coordinator/predictor.h"
 #include "coordinator/serve_bridge.h"
 #include "coordinator/sessions.h"
+#include "coordinator/user_book.h"
 #include "coordinator/worker_book.h"
 #include "grpcpp/grpcpp.h"
 #include "idlepool.grpc.pb.h"
@@ -43,6 +44,7 @@ struct JobServiceDeps {
   const trust::CertificateAuthority* ca = nullptr;  // certifies gateways (WatchGateway)
   Collector* collector = nullptr;  // DeleteJob, CollectGarbage, SubmitJob's guard; null: none
   LogKeeper* logs = nullptr;  // attempts' output (TaskLogs); null: UNIMPLEMENTED
+  UserBook* users = nullptr;  // shares and quotas (SubmitJob's check, ListUsers); null: none
 };
 
 class JobService final : public v1::Jobs::Service {
@@ -93,6 +95,18 @@ class JobService final : public v1::Jobs::Service {
   // or attempt; INVALID_ARGUMENT for a job of several tasks and no task.
   grpc::Status TaskLogs(grpc::ServerContext* ctx, const v1::LogRequest* req,
                         grpc::ServerWriter<v1::LogData>* writer) override;
+
+  // user_calls.cc (issue 32): a job's priority (its user's token, or an operator's), and the
+  // users with their shares, quotas and usage.
+  grpc::Status SetPriority(grpc::ServerContext* ctx, const v1::PriorityRequest* req,
+                           v1::PriorityReply* reply) override;
+  grpc::Status ListUsers(grpc::ServerContext* ctx, const v1::ListUsersRequest* req,
+                         v1::ListUsersReply* reply) override;
+  grpc::Status ListUsersInternal(v1::ListUsersReply* reply);
+  // What ended attempts used since a day, by user or by worker (store::ListUsage).
+  grpc::Status GetUsage(grpc::ServerContext* ctx, const v1::UsageRequest* req,
+                        v1::UsageReply* reply) override;
+  grpc::Status GetUsageInternal(const v1::UsageRequest& req, v1::UsageReply* reply);
 
   // The reads without the token check (also the HTTP API's).
   grpc::Status ListJobsInternal(v1::ListJobsReply* reply);

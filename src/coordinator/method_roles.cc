@@ -42,6 +42,9 @@ constexpr MethodRuleEntry kRules[] = {
     {"/idlepool.v1.Jobs/GetTaskLog", {kReaders}},
     {"/idlepool.v1.Jobs/TaskLogs", {kReaders}},
     {"/idlepool.v1.Jobs/DeleteJob", {kSubmit}},
+    {"/idlepool.v1.Jobs/SetPriority", {kSubmit}},
+    {"/idlepool.v1.Jobs/ListUsers", {kReaders}},
+    {"/idlepool.v1.Jobs/GetUsage", {kReaders}},
     {"/idlepool.v1.Jobs/CollectGarbage", {kAdmin}},
     {"/idlepool.v1.Peer/GetChunk", {kWorker}},
     {"/idlepool.v1.Peer/HaveChunks", {kWorker}},
@@ -53,6 +56,7 @@ constexpr MethodRuleEntry kRules[] = {
     {"/idlepool.v1.Admin/RevokeToken", {kAdmin}},
     {"/idlepool.v1.Admin/RevokeWorker", {kAdmin}},
     {"/idlepool.v1.Admin/ResetWorker", {kAdmin}},
+    {"/idlepool.v1.Admin/SetUser", {kAdmin}},
 };
 
 }  // namespace

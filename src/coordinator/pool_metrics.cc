@@ -4,6 +4,8 @@
 
 #include <map>
 
+#include "absl/strings/str_cat.h"
+
 namespace idlepool::coordinator {
 namespace {
 
@@ -141,6 +143,35 @@ uint64_t StoreFileBytes(const std::string& data_dir) {
     if (::stat((data_dir + name).c_str(), &st) == 0) total += static_cast<uint64_t>(st.st_size);
   }
   return total;
+}
+
+std::string RenderUserUsage(const v1::UsageReply& by_user) {
+  struct Family {
+    const char* name;
+    const char* help;
+    double (*value)(const v1::UsageRow&);
+  };
+  const Family families[] = {
+      {"idlepool_user_slot_seconds_total", "Slots x wall time of the user's ended attempts.",
+       [](const v1::UsageRow& r) { return r.slot_s(); }},
+      {"idlepool_user_gpu_seconds_total", "GPUs x wall time of the user's ended attempts.",
+       [](const v1::UsageRow& r) { return r.gpu_s(); }},
+      {"idlepool_user_attempts_total", "The user's attempts that ended.",
+       [](const v1::UsageRow& r) { return static_cast<double>(r.attempts()); }},
+      {"idlepool_user_tasks_total", "The user's tasks that succeeded.",
+       [](const v1::UsageRow& r) { return static_cast<double>(r.tasks()); }},
+      {"idlepool_user_preemptions_total", "The user's attempts vacated (owner or fair share).",
+       [](const v1::UsageRow& r) { return static_cast<double>(r.preempted()); }},
+  };
+  std::string out;
+  for (const Family& f : families) {
+    absl::StrAppend(&out, "# HELP ", f.name, " ", f.help, "\n# TYPE ", f.name, " counter\n");
+    // User names are letters, digits and . _ - @ (text::IsUserName): nothing to escape.
+    for (const v1::UsageRow& r : by_user.rows()) {
+      absl::StrAppend(&out, f.name, "{user=\"", r.key(), "\"} ", f.value(r), "\n");
+    }
+  }
+  return out;
 }
 
 }  // namespace idlepool::coordinator

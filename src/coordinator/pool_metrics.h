@@ -41,6 +41,12 @@ namespace idlepool::coordinator {
 // The bytes of the store's files in `data_dir`: pool.db, pool.db-wal, pool.db-shm.
 uint64_t StoreFileBytes(const std::string& data_dir);
 
+// Counters by user from the store's usage by day (every day kept; --keep-finished trims old days,
+// which a scrape sees as a counter reset): idlepool_user_slot_seconds_total,
+// idlepool_user_gpu_seconds_total, idlepool_user_attempts_total, idlepool_user_tasks_total,
+// idlepool_user_preemptions_total, each with a label user ("" for work from before users).
+std::string RenderUserUsage(const v1::UsageReply& by_user);
+
 class PoolMetrics {
  public:
   PoolMetrics();

@@ -85,7 +85,8 @@ size_t Predictor::awaiting() const {
 
 std::vector<PlanWorker> Predictor::GatherPlanWorkers(const v1::JobSpec& proto,
                                                      const std::vector<std::string>& only,
-                                                     std::string* unknown) {
+                                                     std::string* unknown,
+                                                     const std::optional<std::string>& user) {
   auto views =
       core_.Query<std::vector<core::WorkerView>>([this] { return core_.sched().Workers(); });
   std::vector<PlanWorker> out;
@@ -93,6 +94,7 @@ std::vector<PlanWorker> Predictor::GatherPlanWorkers(const v1::JobSpec& proto,
   for (const auto& v : views) {
     if (v.state != core::WorkerState::kConnected || !v.accepting) continue;
     if (!wanted.empty() && !wanted.count(v.worker)) continue;
+    if (user && !core::LendsTo(v.accept_users, v.refuse_users, *user)) continue;
     PlanWorker w;
     w.name = v.worker;
     w.capacity = v.capacity;

@@ -67,10 +67,12 @@ class Predictor {
   std::optional<v1::Prediction> PredictionOf(core::JobId id);
   // Connected, accepting workers (all, or those named in `only`; the first named one that is
   // not such a worker goes to *unknown), with their measurements and whether their caches hold
-  // every input of `proto`.
+  // every input of `proto`. `user`: only the workers whose owner policy lends to that user
+  // (accept_users, refuse_users); nullopt: every worker.
   std::vector<PlanWorker> GatherPlanWorkers(const v1::JobSpec& proto,
                                             const std::vector<std::string>& only,
-                                            std::string* unknown);
+                                            std::string* unknown,
+                                            const std::optional<std::string>& user = {});
 
  private:
   struct AwaitingPrediction {

@@ -21,6 +21,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr size_t kMaxLogTail = 4096;
+constexpr int kMaxLendUsers = 256;  // as the owner policy allows
 // Times a worker reports are bounded by a year, so that sums over attempts cannot overflow.
 constexpr uint64_t kYearMs = core::Millis(std::chrono::days(365)).count();
 
@@ -63,6 +64,25 @@ v1::GpuDevice LiveReading(const v1::GpuDevice& g) {
   return d;
 }
 
+// The owner's accept_users / refuse_users: bounded, and names as tokens carry them.
+absl::Status CheckLendUsers(const v1::Hello& hello) {
+  for (const auto& [field, list] : {std::pair{"accept_users", &hello.accept_users()},
+                                    std::pair{"refuse_users", &hello.refuse_users()}}) {
+    if (list->size() > kMaxLendUsers) {
+      return absl::InvalidArgumentError(absl::StrCat("Hello.", field, " lists ", list->size(),
+                                                     " users (at most ", kMaxLendUsers, ")"));
+    }
+    for (const std::string& u : *list) {
+      if (!text::IsUserName(u)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "Hello.", field, " holds '", text::PrintableText(text::TruncateUtf8(u, 64)),
+            "', not a user name (1 to 64 of letters, digits and . _ - @)"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status CheckHello(const v1::Hello& hello) {
@@ -90,7 +110,7 @@ absl::Status CheckHello(const v1::Hello& hello) {
   if (std::string problem = wire::GpusProblem(hello.gpus()); !problem.empty()) {
     return absl::InvalidArgumentError(problem);
   }
-  return absl::OkStatus();
+  return CheckLendUsers(hello);
 }
 
 core::WorkerHello HelloEvent(const v1::Hello& hello, core::SessionId session) {
@@ -100,6 +120,8 @@ core::WorkerHello HelloEvent(const v1::Hello& hello, core::SessionId session) {
   ev.boot_id = hello.boot_id();
   ev.capacity = wire::FromProto(hello.capacity());
   ev.capacity.host_network = hello.allow_host_network();  // not a field of v1::Resources
+  ev.accept_users.assign(hello.accept_users().begin(), hello.accept_users().end());
+  ev.refuse_users.assign(hello.refuse_users().begin(), hello.refuse_users().end());
   // The devices it listed are what it offers (an older worker lists none: no GPUs).
   ev.gpus = wire::GpusFromProto(hello.gpus());
   ev.capacity.gpus = static_cast<uint32_t>(ev.gpus.size());

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/defaults.h"
+#include "core/ordering.h"
 #include "core/types.h"
 
 namespace idlepool::core {
@@ -102,6 +103,10 @@ struct WorkerHello {
   // anonymous devices 0..n-1 (unknown memory, no API) stand in; when not, capacity.gpus is taken
   // to be gpus.size().
   std::vector<GpuDevice> gpus{};
+  // Its owner policy's choice of users (`accept_users`, `refuse_users`): it gets tasks only of
+  // users in accept_users (when not empty) and not in refuse_users.
+  std::vector<UserName> accept_users{};
+  std::vector<UserName> refuse_users{};
 };
 
 // The worker's blob cache gained or evicted blobs (ignored unless from its current session).
@@ -204,11 +209,22 @@ struct WorkerReset {
   WorkerName worker;
 };
 
+// A user's share and quotas changed (admin `idlepool users set`): UserSet in core/ordering.h.
+// A share that is not a finite number > 0 is ignored (the shell refuses it first).
+
+// A job's priority among its user's jobs changed (`idlepool priority JOB N`); clamped to
+// -1000..1000. Ignored for an unknown job.
+struct JobPriority {
+  JobId job = 0;
+  int32_t priority = 0;
+};
+
 // Time passed: expire leases, orphaned attempts and timeouts.
 struct Tick {};
 
-using Event = std::variant<JobSubmitted, JobCancelled, WorkerHello, WorkerHeartbeat, SessionClosed,
-                           WorkerLeaving, AttemptReport, Tick, OwnerStateChanged, CheckpointSaved,
-                           CacheChanged, GpusHeld, ScaleService, LinkRate, WorkerReset>;
+using Event =
+    std::variant<JobSubmitted, JobCancelled, WorkerHello, WorkerHeartbeat, SessionClosed,
+                 WorkerLeaving, AttemptReport, Tick, OwnerStateChanged, CheckpointSaved,
+                 CacheChanged, GpusHeld, ScaleService, LinkRate, WorkerReset, UserSet, JobPriority>;
 
 }  // namespace idlepool::core

@@ -203,6 +203,7 @@ class Ordering {
   PlacementOrder Begin(std::vector<Candidate> jobs, MonoTime now) const;
 
   FairPreemption& preemption() { return preemption_; }
+  const FairPreemption& preemption() const { return preemption_; }
   const UsageLedger& usage() const { return usage_; }
 
  private:

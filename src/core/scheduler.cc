@@ -55,7 +55,10 @@ std::optional<Policy> PolicyNamed(std::string_view name) {
 
 std::string_view PolicyNames() { return "fifo, fast, speculative, churn, default"; }
 
-Scheduler::Scheduler(Options options) : options_(options), health_(options.health) {}
+Scheduler::Scheduler(Options options)
+    : options_(options),
+      health_(options.health),
+      ordering_(options.usage, options.fair_preemption) {}
 
 // ---------------------------------------------------------------------------------------------
 // Restore
@@ -163,6 +166,7 @@ void Scheduler::Restore(const RestoredState& state, MonoTime now) {
       if (Unfinished(t.state)) ++job.unfinished;
     }
   }
+  RestoreUsers(state, now);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -188,6 +192,8 @@ std::vector<Decision> Scheduler::Apply(const Event& event, MonoTime now) {
                  [&](const ScaleService& e) { OnScale(e, out); },
                  [&](const LinkRate& e) { OnLinkRate(e); },
                  [&](const WorkerReset& e) { OnReset(e); },
+                 [&](const UserSet& e) { OnUserSet(e); },
+                 [&](const JobPriority& e) { OnPriority(e); },
              },
              event);
   ResolveAfter(now, out, 0);
@@ -291,6 +297,8 @@ void Scheduler::OnHello(const WorkerHello& e, MonoTime now, std::vector<Decision
   auto same_index = [](const GpuDevice& a, const GpuDevice& b) { return a.index == b.index; };
   w.gpus.erase(std::unique(w.gpus.begin(), w.gpus.end(), same_index), w.gpus.end());
   w.capacity.gpus = static_cast<uint32_t>(w.gpus.size());
+  w.accept_users = e.accept_users;
+  w.refuse_users = e.refuse_users;
   w.last_seen = now;
   w.accepting = e.accepting;
   // Its cache as it is now: what it held before may have been evicted or lost with its disk.
@@ -703,6 +711,7 @@ void Scheduler::OnTick(MonoTime now, std::vector<Decision>& out) {
   MoveStalled(now, out);
   RestartDue(now);
   RecoverHealthy(now);
+  PreemptForShare(now, out);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -215,7 +215,16 @@ struct AssignAttempt {
 // is finished, or it is not a lost attempt of this worker): drop it, outputs and all. kStale, by
 // contrast, leaves a worker delivering a finished attempt's outputs free to go on (a late success
 // may still commit).
-enum class KillReason : uint8_t { kStale, kCancelled, kTimedOut, kSuperseded, kObsolete };
+// kFairShare: vacated so a user below half of its fair share gets the slot (see "A shared
+// pool"); the attempt ends kPreempted, never a failure.
+enum class KillReason : uint8_t {
+  kStale,
+  kCancelled,
+  kTimedOut,
+  kSuperseded,
+  kObsolete,
+  kFairShare
+};
 struct KillAttempt {
   WorkerName worker;
   SessionId session = 0;
@@ -288,12 +297,20 @@ struct RestoredLost {
   Millis lost{0};  // the work it was charged with (AttemptEnded::lost)
   std::vector<uint32_t> gpus{};  // its devices (AttemptCreated::gpus): a revival needs them free
 };
+// A user's decayed usage as the store kept it, decayed by the shell to the restore's time.
+struct RestoredUsage {
+  UserName user;
+  double slot_s = 0;
+  double gpu_s = 0;
+};
 struct RestoredState {
   std::vector<RestoredJob> jobs;
   std::vector<RestoredTask> tasks;  // every task of every job
   std::vector<RestoredAttempt> running;
   std::vector<RestoredLost> lost;
   AttemptId next_attempt_id = 1;    // greater than every AttemptId in the store
+  std::vector<UserSet> users{};     // shares and quotas set (`idlepool users set`)
+  std::vector<RestoredUsage> usage{};  // users' decayed usage as of the restore
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -321,6 +338,8 @@ struct JobSummary {
   // network: how many refuse. 0 when it does not wait for that (also when fits_no_worker).
   uint32_t host_network_refused = 0;
   std::vector<HeldOff> held_off{};  // workers held off it (see "Health"), by name
+  // Its pending tasks wait because its user holds its max_slots or max_gpus (core/ordering.h).
+  QuotaHold quota = QuotaHold::kNone;
 };
 
 // kLeft: said it was leaving (WorkerLeaving); never declared lost for its silence afterwards
@@ -355,6 +374,23 @@ struct WorkerView {
   // empty when healthy.
   std::string unhealthy{};
   MonoTime unhealthy_until{};
+  // Its owner policy's choice of users (WorkerHello): empty accept_users accepts everyone.
+  std::vector<UserName> accept_users{};
+  std::vector<UserName> refuse_users{};
+};
+
+// Whether a worker whose owner policy says `accept` (empty: everyone) and `refuse` runs `user`'s
+// tasks: refuse wins over accept.
+bool LendsTo(const std::vector<UserName>& accept, const std::vector<UserName>& refuse,
+             const UserName& user);
+
+// A user as the pool stands (Scheduler::Users): settings, usage, work.
+struct UserView {
+  UserSet settings;
+  UsageLedger::Reading usage;  // decayed as of the view's `now`; slots and GPUs held now
+  uint64_t queued_tasks = 0;   // tasks of its running jobs not finished
+  uint32_t pending_slots = 0;  // slots its placeable pending tasks need
+  std::optional<MonoTime> starving_since;  // below half of its fair share with pending work
 };
 
 // Placement policy: which of the learned-estimate rules the scheduler applies. Every rule is a
@@ -465,6 +501,7 @@ struct Options {
     kStrandPreempted,      // a preempted task is marked pending but never placed again
     kPreemptionsAsLosses,  // a preemption counts as a worker that died (max_workers_lost_in_a_row)
     kPinRetries,           // a failed task retries only on the worker it last failed on
+    kFifoAcrossUsers,      // placement ignores users: the oldest job first (starvation)
   };
   PlantedBug planted_bug = PlantedBug::kNone;
 
@@ -507,6 +544,11 @@ struct Options {
   Millis replica_restart_min{1000};
   Millis replica_restart_max{300000};
   Millis replica_healthy_run{60000};
+
+  // A shared pool (core/ordering.h): how usage decays (coordinator --usage-half-life) and when
+  // fair preemption vacates for a starving user (--fair-preemption-after; nullopt: off).
+  UsageRule usage{};
+  FairPreemptionRule fair_preemption{};
 };
 
 class Scheduler {
@@ -544,6 +586,8 @@ class Scheduler {
   std::optional<JobSummary> Job(JobId job) const;
   std::vector<JobSummary> Jobs() const;           // by job id
   std::vector<WorkerView> Workers() const;        // by worker name
+  // Users set, with usage, or with jobs, by name (scheduler_users.cc).
+  std::vector<UserView> Users(MonoTime now) const;
   std::optional<WorkerView> Worker(const WorkerName& name) const;
   size_t worker_count() const { return workers_.size(); }  // workers it remembers
   std::optional<AttemptId> CurrentAttempt(TaskKey task) const;
@@ -630,6 +674,7 @@ class Scheduler {
     uint64_t cache_bytes = 0;  // confirmed ones
     uint32_t cache_blobs = 0;
     double down_bytes_per_s = 0;  // measured link (LinkRate); 0: Options::link_bytes_per_ms
+    std::vector<UserName> accept_users, refuse_users;  // its owner's choice (WorkerHello)
   };
   // Schedulable workers with free slots, highest rank first, then most free, then by name:
   // placement takes the first that fits instead of scanning every worker for every task.
@@ -680,6 +725,17 @@ class Scheduler {
   void OnCheckpoint(const CheckpointSaved& e, MonoTime now, std::vector<Decision>& out);
   void OnCacheChanged(const CacheChanged& e, std::vector<Decision>& out);
   void OnGpusHeld(const GpusHeld& e);
+  // A shared pool (scheduler_users.cc): users' settings, job priorities, the lender's choice of
+  // users, and fair preemption (core/ordering_preemption.h), checked on every Tick.
+  void OnUserSet(const UserSet& e);
+  void RestoreUsers(const RestoredState& state, MonoTime now);
+  void OnPriority(const JobPriority& e);
+  static bool LendsTo(const WorkerRec& w, const UserName& user);
+  // One more attempt needing `need` would take `user` past its max_slots or max_gpus.
+  bool QuotaHolds(const UserName& user, const Resources& need) const;
+  void PreemptForShare(MonoTime now, std::vector<Decision>& out);
+  std::vector<Demand> Demands() const;
+  std::vector<Running> Vacatable(const UserName& starving) const;
   // Health (scheduler_health.cc). NoteHealth: what attempt `a` of a batch job ending with
   // `outcome` says of its worker; NoteCannotStart: a machine fault whose command could not start.
   void NoteHealth(const AttemptRec& a, AttemptOutcome outcome, const std::string& message);

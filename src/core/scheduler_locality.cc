@@ -59,7 +59,7 @@ void Scheduler::PreferHolder(const TaskKey& key, bool avoiding, MonoTime now,
     for (const WorkerName& name : h->second) {
       if (++looked > kLocalityCandidates) return false;
       const WorkerRec& w = workers_.at(name);
-      if (w.indexed_free == 0 || !Fits(w, need)) continue;
+      if (w.indexed_free == 0 || !Fits(w, need) || !LendsTo(w, job.spec.user)) continue;
       if (avoiding && Avoided(key, name, now)) continue;
       const double c = cost(name, w);
       const FreeEntry entry{w.rank, w.indexed_free, name};
@@ -82,7 +82,7 @@ void Scheduler::PreferHolder(const TaskKey& key, bool avoiding, MonoTime now,
   for (const FreeEntry& f : free_index_) {
     if (++looked > kLocalityCandidates) return;
     const WorkerRec& w = workers_.at(f.name);
-    if (w.down_bytes_per_s <= 0 || !Fits(w, need)) continue;
+    if (w.down_bytes_per_s <= 0 || !Fits(w, need) || !LendsTo(w, job.spec.user)) continue;
     if (avoiding && Avoided(key, f.name, now)) continue;
     const double c = cost(f.name, w);
     if (c < best_cost || (c == best_cost && FreeOrder{}(f, best_entry))) {

@@ -31,12 +31,19 @@ std::vector<Candidate> Scheduler::Candidates() const {
        it = pending_.lower_bound(TaskKey{it->job + 1, 0})) {
     const JobRec& job = jobs_.at(it->job);
     const Resources& r = job.spec.resources;
-    if (std::none_of(free_index_.begin(), free_index_.end(),
-                     [&](const FreeEntry& f) { return Fits(workers_.at(f.name), r); })) {
+    if (std::none_of(free_index_.begin(), free_index_.end(), [&](const FreeEntry& f) {
+          const WorkerRec& w = workers_.at(f.name);
+          return Fits(w, r) && LendsTo(w, job.spec.user);
+        })) {
       continue;
     }
     out.push_back(Candidate{it->job, job.spec.user, job.spec.priority, job.spec.service.has_value(),
                             job.pending, r.cpus, r.gpus});
+    // The planted starvation bug (DST): every job one anonymous user's, oldest first.
+    if (options_.planted_bug == Options::PlantedBug::kFifoAcrossUsers) {
+      out.back().user.clear();
+      out.back().priority = 0;
+    }
   }
   return out;
 }
@@ -56,7 +63,8 @@ bool Scheduler::PlaceNextOf(JobId job_id, uint64_t ahead, MonoTime now,
     const bool avoiding =
         (!avoid_.empty() && avoid_.count(key) != 0) || job.spec.service || health_.Marked(key);
     for (const FreeEntry& f : free_index_) {
-      if (Fits(workers_.at(f.name), need) && !(avoiding && Avoided(key, f.name, now))) {
+      const WorkerRec& w = workers_.at(f.name);
+      if (Fits(w, need) && LendsTo(w, job.spec.user) && !(avoiding && Avoided(key, f.name, now))) {
         best_name = f.name;
         best = &best_name;
         break;

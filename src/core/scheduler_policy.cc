@@ -291,6 +291,8 @@ void Scheduler::Speculate(MonoTime now, std::vector<Decision>& out) {
     const AttemptRec& a = attempts_.at(c.id);
     const TaskKey key = a.task;
     const Resources& need = JobOf(key).spec.resources;
+    const UserName& user = JobOf(key).spec.user;
+    if (QuotaHolds(user, need)) continue;  // a backup never takes its user past a quota
     size_t chosen = free.size();
     int probes = 0;
     for (size_t i = head; i < free.size() && probes < kRankProbes; ++i) {
@@ -300,7 +302,8 @@ void Scheduler::Speculate(MonoTime now, std::vector<Decision>& out) {
         continue;
       }
       ++probes;
-      if (*free[i].second != a.worker && Fits(x, need) && !Steered(a.task, *free[i].second, now)) {
+      if (*free[i].second != a.worker && Fits(x, need) && LendsTo(x, user) &&
+          !Steered(a.task, *free[i].second, now)) {
         chosen = i;
         break;
       }

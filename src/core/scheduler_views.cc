@@ -51,6 +51,12 @@ std::optional<JobSummary> Scheduler::Job(JobId id) const {
   if (job.waiting) s.waiting_on = AfterPending(job);
   s.after = job.spec.after;
   s.held_off = health_.HeldOffOf(id);
+  if (s.pending > 0 && job.state == JobState::kRunning) {
+    s.quota = HeldBy(ordering_.SettingsOf(job.spec.user).quota,
+                     ordering_.usage().At(job.spec.user, now_).slots,
+                     ordering_.usage().At(job.spec.user, now_).gpus, job.spec.resources.cpus,
+                     job.spec.resources.gpus);
+  }
   if (s.pending > 0) {
     // Capacity first (cpus, memory, GPUs), then, among the workers it fits, the network.
     Resources need = job.spec.resources;
@@ -108,6 +114,8 @@ std::optional<WorkerView> Scheduler::Worker(const WorkerName& name) const {
     v.unhealthy = u->last_error;
     v.unhealthy_until = u->until;
   }
+  v.accept_users = w.accept_users;
+  v.refuse_users = w.refuse_users;
   return v;
 }
 

@@ -148,6 +148,11 @@ struct PolicyConfig {
   // from a shell holding cloud keys lends none of them (docs/guide/job-spec.md#environment).
   std::string task_path = kDefaultTaskPath;
   std::vector<std::string> pass_env;
+  // [owner] accept_users / refuse_users: the lender's choice of whose tasks run here (a machine
+  // kept to its team). Not read by Decide(); the worker says them in every Hello and the
+  // coordinator places only accordingly. Empty accept_users: everyone not refused.
+  std::vector<std::string> accept_users;
+  std::vector<std::string> refuse_users;
 };
 
 // A policy setting in seconds (vacate_grace_s, checkpoint_interval_s) as the shells' durations.

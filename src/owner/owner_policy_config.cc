@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "spec/env.h"
 #include "spec/toml_util.h"
+#include "text/names.h"
 
 namespace idlepool::owner {
 namespace {
@@ -30,6 +31,7 @@ constexpr std::string_view kGpuKeys[] = {"owner_use", "max_temperature_c"};
 constexpr std::string_view kSandboxKeys[] = {"allow_host_network", "memory_mb", "task_dir_mb", "path",
                                              "pass_env"};
 constexpr size_t kMaxPassEnv = 64;
+constexpr size_t kMaxLendUsers = 256;
 constexpr size_t kMaxTaskPathBytes = 4096;
 constexpr std::string_view kOwnerKeys[] = {"start_idle_minutes",
                                            "resume_idle_seconds",
@@ -39,7 +41,9 @@ constexpr std::string_view kOwnerKeys[] = {"start_idle_minutes",
                                            "max_owner_cpu_load",
                                            "windows",
                                            "vacate_grace_seconds",
-                                           "checkpoint_interval_seconds"};
+                                           "checkpoint_interval_seconds",
+                                           "accept_users",
+                                           "refuse_users"};
 constexpr std::string_view kWindowKeys[] = {"days", "start", "end"};
 constexpr std::string_view kDayNames[] = {"mon", "tue", "wed", "thu", "fri", "sat", "sun"};
 constexpr size_t kMaxFileBytes = 1 << 20;
@@ -357,6 +361,35 @@ absl::Status ReadPassEnv(const std::string& file, const toml::table& sandbox,
   return absl::OkStatus();
 }
 
+// [owner] accept_users and refuse_users: whose tasks this machine runs.
+absl::Status ReadLendUsers(const std::string& file, const toml::table& root, PolicyConfig* config) {
+  const toml::table* owner = root.get("owner") ? root.get("owner")->as_table() : nullptr;
+  if (owner == nullptr) return absl::OkStatus();  // absent, or refused by ReadOwner
+  for (auto [key, out] : {std::pair{"accept_users", &config->accept_users},
+                          std::pair{"refuse_users", &config->refuse_users}}) {
+    const toml::node* n = owner->get(key);
+    if (n == nullptr) continue;
+    const std::string full = absl::StrCat("owner.", key);
+    const toml::array* a = n->as_array();
+    if (a == nullptr || a->size() > kMaxLendUsers) {
+      return KeyError(file, n->source(), full,
+                      absl::StrCat("must be an array of at most ", kMaxLendUsers, " user names (",
+                                   key, " = [\"alice\", \"bob\"]), got ", Describe(*n)));
+    }
+    for (const toml::node& e : *a) {
+      const std::optional<std::string_view> name = e.value<std::string_view>();
+      if (!name.has_value() || !text::IsUserName(*name)) {
+        return KeyError(file, e.source(), full,
+                        absl::StrCat("must hold user names (1 to 64 of letters, digits and . _ "
+                                     "- @, as `idlepool token create --user` takes), got ",
+                                     Describe(e)));
+      }
+      out->emplace_back(*name);
+    }
+  }
+  return absl::OkStatus();
+}
+
 // The optional [sandbox] table into config->allow_host_network, task_path and pass_env.
 absl::Status ReadSandbox(const std::string& file, const toml::table& root, PolicyConfig* config) {
   const toml::node* node = root.get("sandbox");
@@ -407,6 +440,7 @@ absl::StatusOr<PolicyConfig> ParsePolicyConfig(std::string_view toml,
   if (absl::Status s = ReadGpu(file_name, *root, &*config); !s.ok()) return s;
   if (absl::Status s = ReadSandbox(file_name, *root, &*config); !s.ok()) return s;
   if (absl::Status s = ReadSandboxLimits(file_name, *root, &*config); !s.ok()) return s;
+  if (absl::Status s = ReadLendUsers(file_name, *root, &*config); !s.ok()) return s;
   return config;
 }
 

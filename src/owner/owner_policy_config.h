@@ -13,6 +13,9 @@
 //   windows                      array of tables {days, start, end}:
 //       days  = "daily" | "mon-fri" | "sat,sun" | "mon-wed,fri" (ranges go forward)
 //       start = "HH:MM", end = "HH:MM" (two digits each, 00:00..23:59)
+//   accept_users                 array of at most 256 user names: only their tasks run here
+//                                (absent or empty: everyone's)
+//   refuse_users                 array of at most 256 user names: their tasks never run here
 // and an optional table [gpu] (PolicyConfig::gpu, owner/gpu_policy.h):
 //   owner_use                    "suspend" | "vacate" | "ignore"
 //   max_temperature_c            number in 30..150

@@ -58,6 +58,54 @@ class MemoryStore final : public Store {
   absl::StatusOr<std::set<std::string>> ReferencedBlobs(const SpecBlobs& spec_blobs) override;
   absl::StatusOr<std::set<std::string>> DeleteJob(core::JobId job,
                                                   const SpecBlobs& spec_blobs) override;
+  absl::Status PutUser(const UserRow& user) override {
+    if (std::string p = in::UserRowProblem(user); !p.empty()) return Invalid(p);
+    std::lock_guard lock(mu_);
+    users_.users[user.user] = user;
+    return absl::OkStatus();
+  }
+  absl::Status PutUsageBalances(const std::vector<UsageBalance>& balances,
+                                int64_t as_of_ms) override {
+    std::lock_guard lock(mu_);
+    users_.balances.clear();
+    for (const UsageBalance& b : balances) users_.balances[b.user] = b;
+    users_.as_of_ms = as_of_ms;
+    return absl::OkStatus();
+  }
+  absl::StatusOr<UsersState> LoadUsers() override {
+    std::lock_guard lock(mu_);
+    UsersState out;
+    for (const auto& [name, u] : users_.users) out.users.push_back(u);
+    for (const auto& [name, b] : users_.balances) out.balances.push_back(b);
+    out.balances_as_of_ms = users_.balances.empty() ? 0 : users_.as_of_ms;
+    return out;
+  }
+  absl::StatusOr<std::vector<UsageTotals>> ListUsage(int64_t since_day, UsageBy by) override {
+    std::lock_guard lock(mu_);
+    std::map<std::string, UsageTotals> sums;
+    for (const auto& [key, d] : usage_) {
+      if (std::get<0>(key) < since_day) continue;
+      const std::string& k = by == UsageBy::kUser ? std::get<1>(key) : std::get<2>(key);
+      UsageTotals& t = sums[k];
+      t.key = k;
+      Add(t, d);
+    }
+    std::vector<UsageTotals> out;
+    for (auto& [k, t] : sums) out.push_back(t);
+    return out;
+  }
+  absl::Status TrimUsage(int64_t before_day) override {
+    std::lock_guard lock(mu_);
+    std::erase_if(usage_, [&](const auto& e) { return std::get<0>(e.first) < before_day; });
+    return absl::OkStatus();
+  }
+  absl::Status SetJobPriority(core::JobId job, int32_t priority) override {
+    std::lock_guard lock(mu_);
+    auto it = jobs_.find(job);
+    if (it == jobs_.end()) return NotFound(job);
+    it->second.rec.sched.priority = priority;
+    return absl::OkStatus();
+  }
 
  private:
   using OutputKey = std::pair<uint32_t, std::string>;  // (task index, path): the listing order
@@ -110,7 +158,45 @@ class MemoryStore final : public Store {
   std::map<std::string, WorkerRecord> workers_;
   std::map<core::JobId, std::string> predictions_;
   std::deque<WorkerEvent> events_;  // in the order appended
+  // usage_days as the SQLite store keeps it: (day, user, worker) -> sums.
+  using UsageKey = std::tuple<int64_t, std::string, std::string>;
+  std::map<UsageKey, UsageTotals> usage_;
+  static void Add(UsageTotals& t, const UsageTotals& d) {
+    t.slot_ms += d.slot_ms;
+    t.gpu_ms += d.gpu_ms;
+    t.attempts += d.attempts;
+    t.tasks += d.tasks;
+    t.preempted += d.preempted;
+    t.bytes_in += d.bytes_in;
+    t.bytes_out += d.bytes_out;
+  }
+  void AddUsage(const AttemptRecord& a, Undo& undo);
+  struct Users {
+    std::map<std::string, UserRow> users;
+    std::map<std::string, UsageBalance> balances;
+    int64_t as_of_ms = 0;
+  } users_;
 };
+
+void MemoryStore::AddUsage(const AttemptRecord& a, Undo& undo) {
+  auto job = jobs_.find(a.task.job);
+  if (job == jobs_.end()) return;
+  const core::JobSubmitted& sched = job->second.rec.sched;
+  const int64_t wall = std::max<int64_t>(a.ended_ms - a.started_ms, 0);
+  const UsageKey key{a.ended_ms / 86'400'000, sched.user, a.worker};
+  auto [it, inserted] = usage_.try_emplace(key);
+  undo.push_back([this, key, inserted, old = it->second] {
+    if (inserted) {
+      usage_.erase(key);
+    } else {
+      usage_[key] = old;
+    }
+  });
+  Add(it->second, UsageTotals{"", wall * sched.resources.cpus, wall * sched.resources.gpus, 1,
+                              a.outcome == core::AttemptOutcome::kSucceeded,
+                              a.outcome == core::AttemptOutcome::kPreempted, a.transfer.input_bytes,
+                              a.transfer.output_bytes});
+}
 
 absl::StatusOr<core::JobId> MemoryStore::InsertJob(const NewJob& job, int64_t now_ms) {
   if (job.sched.task_count == 0) return Invalid(in::ZeroTaskCountMsg());
@@ -211,6 +297,7 @@ absl::Status MemoryStore::ApplyOne(const core::Decision& d, int64_t now_ms, Undo
     a.transfer = r->transfer;
     a.timing = r->timing;
     a.log_tail = r->log_tail;
+    if (!r->late) AddUsage(a, undo);
     return absl::OkStatus();
   }
 

@@ -1,7 +1,7 @@
 // The SQLite store's file format: the schema, its versions and the steps that migrate an older
 // file (store/sqlite_store.cc opens, creates and migrates; this header only describes).
 //
-// File format (schema version 13, kept in PRAGMA user_version; PRAGMA application_id marks the
+// File format (schema version 14, kept in PRAGMA user_version; PRAGMA application_id marks the
 // file as an idlepool store):
 //   jobs        (id INTEGER PRIMARY KEY AUTOINCREMENT, ...)  ids are never reused
 //   tasks       (job_id, idx) WITHOUT ROWID
@@ -25,6 +25,10 @@
 //   job_after   (job_id, after_id): the jobs each job runs after (version 12)
 //   job_owner   (job_id PRIMARY KEY, user, priority): who submitted each job and its priority
 //                among that user's jobs (version 13); a job without a row has user '', priority 0
+//   users       (user PRIMARY KEY, share, max_slots, ...): users' shares and quotas;
+//   user_usage  (user PRIMARY KEY, slot_s, gpu_s, as_of_ms): their decayed usage;
+//   usage_days  (day, user, worker) WITHOUT ROWID: what ended attempts used, by UTC day (version
+//                14)
 // Version 2 added attempts.suspensions, attempts.lost_ms and the checkpoints table; version 3 the
 // attempts' transfer columns (input_bytes ... cache_misses); version 4 the attempts' timing
 // columns (stage_ms, run_ms, upload_ms, resumed) and job_profiles; version 5 the workers table.
@@ -43,7 +47,7 @@
 
 namespace idlepool::store::internal {
 
-inline constexpr int kSchemaVersion = 13;
+inline constexpr int kSchemaVersion = 14;
 
 inline constexpr const char* kSchemaV1 = R"sql(
 CREATE TABLE jobs (
@@ -293,6 +297,59 @@ CREATE TABLE job_owner (
 )sql";
 // ---- end of schema version 13
 
+// ---- Schema version 14 (issue 32): users' shares and quotas (`idlepool users set`), and their
+// decayed usage as the coordinator last saved it (all rows share one as_of_ms), so fair share
+// survives a restart. A user without a users row has share 1 and no quota.
+inline constexpr int kUsersSchemaVersion = 14;
+inline constexpr const char* kMigrateV14Users = R"sql(
+CREATE TABLE users (
+  user              TEXT    PRIMARY KEY,
+  share             REAL    NOT NULL DEFAULT 1,
+  max_slots         INTEGER NOT NULL DEFAULT 0,
+  max_gpus          INTEGER NOT NULL DEFAULT 0,
+  max_queued_tasks  INTEGER NOT NULL DEFAULT 0,
+  max_stored_bytes  INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+CREATE TABLE user_usage (
+  user      TEXT    PRIMARY KEY,
+  slot_s    REAL    NOT NULL,
+  gpu_s     REAL    NOT NULL,
+  as_of_ms  INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE usage_days (
+  day        INTEGER NOT NULL,
+  user       TEXT    NOT NULL,
+  worker     TEXT    NOT NULL,
+  slot_ms    INTEGER NOT NULL DEFAULT 0,
+  gpu_ms     INTEGER NOT NULL DEFAULT 0,
+  attempts   INTEGER NOT NULL DEFAULT 0,
+  tasks      INTEGER NOT NULL DEFAULT 0,
+  preempted  INTEGER NOT NULL DEFAULT 0,
+  bytes_in   INTEGER NOT NULL DEFAULT 0,
+  bytes_out  INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (day, user, worker)
+) WITHOUT ROWID;
+)sql";
+// Each attempt that ends adds to its (UTC day of its end, user, worker) row of usage_days, in
+// AttemptEnded's transaction: what it held (slots and GPUs times its wall time), whether it
+// succeeded or was preempted, the bytes it moved. Kept when its job is deleted; trimmed with
+// --keep-finished (TrimUsage).
+inline constexpr const char* kAddUsageSql = R"sql(
+INSERT INTO usage_days (day, user, worker, slot_ms, gpu_ms, attempts, tasks, preempted,
+                        bytes_in, bytes_out)
+SELECT a.ended_ms / 86400000, COALESCE(o.user, ''), a.worker,
+       MAX(a.ended_ms - a.started_ms, 0) * j.cpus, MAX(a.ended_ms - a.started_ms, 0) * j.gpus,
+       1, a.outcome = 'succeeded', a.outcome = 'preempted', a.input_bytes, a.output_bytes
+FROM attempts a JOIN jobs j ON j.id = a.job_id LEFT JOIN job_owner o ON o.job_id = a.job_id
+WHERE a.id = ?
+ON CONFLICT (day, user, worker) DO UPDATE SET
+  slot_ms = slot_ms + excluded.slot_ms, gpu_ms = gpu_ms + excluded.gpu_ms,
+  attempts = attempts + 1, tasks = tasks + excluded.tasks,
+  preempted = preempted + excluded.preempted, bytes_in = bytes_in + excluded.bytes_in,
+  bytes_out = bytes_out + excluded.bytes_out
+)sql";
+// ---- end of schema version 14
+
 // Every step from version 1 up, in order: a fresh file runs kSchemaV1 and then all of them; an
 // older file, the steps above its version, each in its own transaction.
 struct Migration {
@@ -310,7 +367,8 @@ inline constexpr Migration kMigrations[] = {{2, kMigrateV2},
                                             {kServiceSchemaVersion, kMigrateV10Service},
                                             {kTaskInputsSchemaVersion, kMigrateV11TaskInputs},
                                             {kPipelineSchemaVersion, kMigrateV12Pipeline},
-                                            {kOwnerSchemaVersion, kMigrateV13Owner}};
+                                            {kOwnerSchemaVersion, kMigrateV13Owner},
+                                            {kUsersSchemaVersion, kMigrateV14Users}};
 static_assert(std::size(kMigrations) + 1 == kSchemaVersion, "one migration step per version");
 
 }  // namespace idlepool::store::internal

@@ -343,6 +343,7 @@ absl::Status SqliteStore::PrepareAll() {
       {&st_.insert_job_after, kInsertJobAfterSql},
       {&st_.load_job_after, kLoadJobAfterSql},
       {&st_.insert_job_owner, kInsertJobOwnerSql},
+      {&st_.add_usage, kAddUsageSql},
   };
   for (const auto& [stmt, sql] : all) {
     if (absl::Status s = Prepare(sql, *stmt); !s.ok()) return s;
@@ -478,7 +479,7 @@ absl::Status SqliteStore::ApplyOne(const core::Decision& d, int64_t now_ms) {
               OutcomeName(r->late ? core::AttemptOutcome::kLost : core::AttemptOutcome::kRunning));
       if (b.rc() != SQLITE_OK) return Err(b.rc(), "AttemptEnded: bind");
       if (absl::Status s = Step(u, "AttemptEnded: update attempt"); !s.ok()) return s;
-      if (sqlite3_changes(db_) == 1) return absl::OkStatus();
+      if (sqlite3_changes(db_) == 1) return r->late ? absl::OkStatus() : AddUsage(r->attempt);
     }
     // Nothing matched: say why.
     Use u(st_.get_attempt);

@@ -55,6 +55,7 @@ struct Statements {
       task_input_totals;  // version 11 (sqlite_store_task_inputs.cc)
   StmtPtr insert_job_after, load_job_after;                                     // version 11
   StmtPtr insert_job_owner;                                                     // version 13
+  StmtPtr add_usage;                                                            // version 14
 };
 
 class SqliteStore final : public Store {
@@ -101,6 +102,14 @@ class SqliteStore final : public Store {
   absl::StatusOr<std::set<std::string>> ReferencedBlobs(const SpecBlobs& spec_blobs) override;
   absl::StatusOr<std::set<std::string>> DeleteJob(core::JobId job,
                                                   const SpecBlobs& spec_blobs) override;
+  // sqlite_store_users.cc (schema version 14)
+  absl::Status PutUser(const UserRow& user) override;
+  absl::Status PutUsageBalances(const std::vector<UsageBalance>& balances,
+                                int64_t as_of_ms) override;
+  absl::StatusOr<UsersState> LoadUsers() override;
+  absl::Status SetJobPriority(core::JobId job, int32_t priority) override;
+  absl::StatusOr<std::vector<UsageTotals>> ListUsage(int64_t since_day, UsageBy by) override;
+  absl::Status TrimUsage(int64_t before_day) override;
 
  private:
   // InsertJob's rows for job.task_inputs (inside its transaction); the error names the row.
@@ -130,6 +139,8 @@ class SqliteStore final : public Store {
   absl::Status Commit();
   void Rollback();
   absl::Status ApplyOne(const core::Decision& d, int64_t now_ms);
+  // Adds ended attempt `id` to its day's usage_days row (sqlite_store_users.cc).
+  absl::Status AddUsage(core::AttemptId id);
   absl::StatusOr<bool> JobExists(core::JobId job);
   // Reads the kJobHeaderColumns of a jobs row (everything but spec) into `out`.
   absl::Status ReadJobHeader(sqlite3_stmt* s, JobRecord& out) const;

@@ -183,6 +183,39 @@ struct WorkerRecord {
 // coordinator decodes it (v1::JobSpec). Must not throw; a spec it cannot read names none.
 using SpecBlobs = std::function<std::vector<std::string>(const std::string& spec)>;
 
+// A user's settings (`idlepool users set`): share and quotas, 0 = no limit.
+struct UserRow {
+  std::string user;
+  double share = 1.0;
+  uint32_t max_slots = 0;
+  uint32_t max_gpus = 0;
+  uint64_t max_queued_tasks = 0;
+  uint64_t max_stored_bytes = 0;
+  bool operator==(const UserRow&) const = default;
+};
+// A user's decayed usage (core::UsageLedger) as the coordinator last saved it.
+struct UsageBalance {
+  std::string user;
+  double slot_s = 0;
+  double gpu_s = 0;
+  bool operator==(const UsageBalance&) const = default;
+};
+// What attempts that ended used, summed over a key (a user, or a worker) since some day.
+struct UsageTotals {
+  std::string key;
+  int64_t slot_ms = 0;                              // slots x wall time of its attempts
+  int64_t gpu_ms = 0;                               // GPUs x wall time
+  uint64_t attempts = 0, tasks = 0, preempted = 0;  // ended, succeeded, preempted
+  uint64_t bytes_in = 0, bytes_out = 0;             // moved to and from workers
+  bool operator==(const UsageTotals&) const = default;
+};
+enum class UsageBy : uint8_t { kUser, kWorker };
+struct UsersState {
+  std::vector<UserRow> users;          // by name
+  std::vector<UsageBalance> balances;  // by name
+  int64_t balances_as_of_ms = 0;       // wall clock of the save; 0: none saved
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -294,6 +327,22 @@ class Store {
   // is running (nothing removed).
   [[nodiscard]] virtual absl::StatusOr<std::set<std::string>> DeleteJob(
       core::JobId job, const SpecBlobs& spec_blobs) = 0;
+
+  // A shared pool (issue 32). None is part of Apply's group commit. PutUser inserts or replaces
+  // a user's row (kInvalidArgument for an empty name or a share that is not a finite number >
+  // 0). PutUsageBalances replaces every balance with `balances`, all as of `as_of_ms`. LoadUsers
+  // reads both. SetJobPriority changes a job's priority (kNotFound for an unknown job).
+  [[nodiscard]] virtual absl::Status PutUser(const UserRow& user) = 0;
+  [[nodiscard]] virtual absl::Status PutUsageBalances(const std::vector<UsageBalance>& balances,
+                                                      int64_t as_of_ms) = 0;
+  [[nodiscard]] virtual absl::StatusOr<UsersState> LoadUsers() = 0;
+  [[nodiscard]] virtual absl::Status SetJobPriority(core::JobId job, int32_t priority) = 0;
+  // Usage by day (every attempt that ends adds to its day's row, by the wall clock of its end, in
+  // UTC days since 1970; a late success adds nothing more). ListUsage sums the days from
+  // `since_day` on, by key. TrimUsage deletes the days before `before_day`.
+  [[nodiscard]] virtual absl::StatusOr<std::vector<UsageTotals>> ListUsage(int64_t since_day,
+                                                                           UsageBy by) = 0;
+  [[nodiscard]] virtual absl::Status TrimUsage(int64_t before_day) = 0;
 };
 
 // Opens (creating if needed) the SQLite store at `path` in WAL mode with synchronous=FULL, so an

@@ -165,6 +165,14 @@ inline std::string WorkerRecordProblem(const WorkerRecord& w) {
   }
   return "";
 }
+// Why PutUser refuses `u`, or "" when it is fine: a name of 1 to 64 bytes, a finite share > 0.
+inline std::string UserRowProblem(const UserRow& u) {
+  if (u.user.empty() || u.user.size() > 64) return "PutUser: user name must be 1 to 64 bytes";
+  if (!(u.share > 0 && u.share < 1e300)) {
+    return absl::StrCat("PutUser: user ", u.user, ": share must be a finite number > 0");
+  }
+  return "";
+}
 inline std::string WorkerEventProblem(const WorkerEvent& e) {
   if (e.worker.empty() || e.worker.size() > 256) {
     return "AppendWorkerEvents: worker name must be 1 to 256 bytes";

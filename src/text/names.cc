@@ -169,4 +169,11 @@ std::string VisibleText(std::string_view s) {
   return out;
 }
 
+bool IsUserName(std::string_view user) {
+  return !user.empty() && user.size() <= 64 && std::all_of(user.begin(), user.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == '-' || c == '@';
+  });
+}
+
 }  // namespace idlepool::text

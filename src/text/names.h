@@ -36,4 +36,8 @@ namespace idlepool::text {
 // `worker name "wa\u200b"`.
 [[nodiscard]] std::string VisibleText(std::string_view s);
 
+// A user name (access tokens, jobs, owner policies' accept_users): 1 to 64 ASCII letters,
+// digits and . _ - @, so it is the same on every screen, in every file and every SQL row.
+[[nodiscard]] bool IsUserName(std::string_view user);
+
 }  // namespace idlepool::text

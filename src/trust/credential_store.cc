@@ -27,6 +27,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "store/sqlite_stmt.h"
+#include "text/names.h"
 
 namespace idlepool::trust {
 namespace {
@@ -185,11 +186,7 @@ absl::Status CheckNewToken(const NewTokenSpec& t, const std::string& pin) {
 
 }  // namespace
 
-bool IsUserName(std::string_view user) {
-  return !user.empty() && user.size() <= 64 && std::all_of(user.begin(), user.end(), [](char c) {
-    return absl::ascii_isalnum(c) || c == '.' || c == '_' || c == '-' || c == '@';
-  });
-}
+bool IsUserName(std::string_view user) { return text::IsUserName(user); }
 
 struct CredentialStore::Db {
   explicit Db(std::string p) : path(std::move(p)) {}

@@ -228,6 +228,10 @@ v1::Kill ToKill(uint64_t attempt, core::KillReason reason) {
       k.set_code(v1::KILL_REASON_OBSOLETE);
       k.set_reason("obsolete: its result can no longer be used");
       break;
+    case core::KillReason::kFairShare:
+      k.set_code(v1::KILL_REASON_FAIR_SHARE);
+      k.set_reason("vacated for fair share: another user is below half of its share");
+      break;
     case core::KillReason::kStale:
       k.set_code(v1::KILL_REASON_STALE);
       k.set_reason("stale attempt");

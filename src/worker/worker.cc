@@ -562,6 +562,8 @@ void Worker::Impl::FillHello(v1::Hello* hello) {
   }
   hello->set_not_accepting(!owner_.accepting());
   hello->set_allow_host_network(options_.policy.allow_host_network);
+  for (const std::string& u : options_.policy.accept_users) hello->add_accept_users(u);
+  for (const std::string& u : options_.policy.refuse_users) hello->add_refuse_users(u);
   hello->set_sandbox(options_.sandbox_tier);
   hello->set_cpu_score(calibration_.cpu_score);
   hello->set_cores(calibration_.cores);

@@ -291,7 +291,8 @@ TEST(DesignDoc, StoreSchemaVersionAndTables) {
 std::vector<std::string> VariantNames(const std::string& header, const std::string& alias) {
   const std::string text = ReadFile(kRoot / header);
   std::smatch m;
-  const std::regex decl("using " + alias + R"( = std::variant<([^>]*)>;)");
+  // Whatever the formatter makes of it: `=` may end a line.
+  const std::regex decl("using " + alias + R"(\s*=\s*std::variant<([^>]*)>;)");
   if (!std::regex_search(text, m, decl)) return {};
   std::vector<std::string> out;
   static const std::regex name("[A-Za-z_][A-Za-z0-9_]*");

@@ -523,5 +523,24 @@ TEST(PolicyConfigErrors, SandboxPathAndPassEnvErrors) {
   EXPECT_THAT(Err("[sandbox]\npass_env = [1]\n"), HasSubstr("must be a variable name, got 1"));
 }
 
+// [owner] accept_users and refuse_users: whose tasks this machine runs.
+TEST(PolicyConfigParse, LendUsers) {
+  EXPECT_TRUE(PolicyConfig{}.accept_users.empty());
+  absl::StatusOr<PolicyConfig> r =
+      P("[owner]\naccept_users = [\"alice\", \"bob@lab\"]\nrefuse_users = [\"eve\"]\n");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->accept_users, (std::vector<std::string>{"alice", "bob@lab"}));
+  EXPECT_EQ(r->refuse_users, (std::vector<std::string>{"eve"}));
+  const std::string toml = DefaultConfigToml();
+  EXPECT_NE(toml.find("accept_users = []\n"), std::string::npos) << toml;
+  ASSERT_TRUE(P(toml).ok());  // the default file round-trips with them
+  EXPECT_THAT(Err("[owner]\naccept_users = \"alice\"\n"),
+              HasSubstr("policy.toml:2:16: key 'owner.accept_users': must be an array of at most "
+                        "256 user names"));
+  EXPECT_THAT(Err("[owner]\nrefuse_users = [\"a b\"]\n"),
+              HasSubstr("policy.toml:2:17: key 'owner.refuse_users': must hold user names"));
+  EXPECT_THAT(Err("accept_users = []\n"), HasSubstr("it belongs under [owner]"));
+}
+
 }  // namespace
 }  // namespace idlepool::owner

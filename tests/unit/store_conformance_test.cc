@@ -966,8 +966,16 @@ class SqliteStoreTest : public ::testing::Test {
   // Makes a current file a version 3 file, as idlepool wrote it before attempt timing, profile
   // keys and the workers table.
   // Makes a current file a version 6 file, as idlepool wrote it before log tails and events.
+  // Makes a current file a version 13 file, as idlepool wrote it before shares and usage.
+  static void DowngradeToV13(const std::string& path) {
+    for (const char* t : {"users", "user_usage", "usage_days"}) {
+      RawExec(path, std::string("DROP TABLE ") + t);
+    }
+    RawExec(path, "PRAGMA user_version = 13");
+  }
   // Makes a current file a version 12 file, as idlepool wrote it before users.
   static void DowngradeToV12(const std::string& path) {
+    DowngradeToV13(path);
     RawExec(path, "DROP TABLE job_owner");
     RawExec(path, "PRAGMA user_version = 12");
   }
@@ -1120,15 +1128,15 @@ TEST_F(SqliteStoreTest, NewerSchemaVersionIsRefused) {
     ASSERT_TRUE(s.ok()) << s.status();
     ASSERT_TRUE((*s)->InsertJob(MakeJob("a", 1), 1).ok());
   }
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "13");
-  RawExec(path, "PRAGMA user_version = 14");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "14");
+  RawExec(path, "PRAGMA user_version = 15");
   absl::StatusOr<std::unique_ptr<Store>> s = OpenSqliteStore(path);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), absl::StatusCode::kDataLoss) << s.status();
   EXPECT_THAT(s.status().message(), HasSubstr(path));
-  EXPECT_THAT(s.status().message(), HasSubstr("schema version 14"));
+  EXPECT_THAT(s.status().message(), HasSubstr("schema version 15"));
   // Back to the known version, it opens again with the data intact.
-  RawExec(path, "PRAGMA user_version = 13");
+  RawExec(path, "PRAGMA user_version = 14");
   auto again = OpenSqliteStore(path);
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ((*again)->ListJobs()->size(), 1u);
@@ -1150,7 +1158,7 @@ TEST_F(SqliteStoreTest, SchemaVersionOneIsMigratedInPlace) {
   RawExec(path, "PRAGMA user_version = 1");
   auto s = OpenSqliteStore(path);
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "13");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "14");
   ASSERT_TRUE((*s)->Apply({core::AttemptSuspended{1, {1, 0}},
                            core::TaskCheckpointed{{1, 0}, 1, {File("x", 'a', 1)}}},
                           3)
@@ -1172,7 +1180,7 @@ TEST_F(SqliteStoreTest, SchemaVersionTwoIsMigratedInPlace) {
   DowngradeToV2(path);
   auto s = OpenSqliteStore(path);
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "13");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "14");
   core::AttemptEnded ended{1, {1, 0}, "w1", core::AttemptOutcome::kFailed, 1, "x"};
   ended.transfer.input_bytes = 10;
   ended.transfer.cache_hits = 1;
@@ -1196,7 +1204,7 @@ TEST_F(SqliteStoreTest, SchemaVersionThreeGainsTimingAndProfiles) {
   EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "3");
   auto s = OpenSqliteStore(path);
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "13");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "14");
   // The old job and attempt read with an empty key and zero timing; nothing else lost.
   auto old = (*s)->GetJobHeader(1);
   ASSERT_TRUE(old.ok()) << old.status();
@@ -1278,7 +1286,7 @@ TEST_F(SqliteStoreTest, SchemaVersionThreeGainsTheWorkersTable) {
   EXPECT_EQ(RawQuery(path, "SELECT count(*) FROM sqlite_master WHERE name = 'workers'"), "0");
   auto s = OpenSqliteStore(path);
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "13");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "14");
   EXPECT_EQ((*s)->ListJobs()->size(), 1u);
   auto none = (*s)->ListWorkers();
   ASSERT_TRUE(none.ok()) << none.status();
@@ -1311,7 +1319,7 @@ TEST_F(SqliteStoreTest, SchemaVersionSixGainsLogTailsAndWorkerEventsAndKeepsEver
             "0");
   auto s = OpenSqliteStore(path);
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "13");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "14");
   // Everything of version 6 is still there; the old attempt has no log tail.
   auto attempts = (*s)->ListAttempts(1);
   ASSERT_TRUE(attempts.ok()) << attempts.status();
@@ -1350,7 +1358,7 @@ TEST_F(SqliteStoreTest, SchemaVersionSevenGainsGpusAndKeepsEverything) {
   DowngradeToV7(path);
   auto s = OpenSqliteStore(path);
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "13");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "14");
   // Everything of version 7 is still there; old attempts and jobs have no GPUs.
   auto attempts = (*s)->ListAttempts(1);
   ASSERT_TRUE(attempts.ok()) << attempts.status();
@@ -1386,7 +1394,7 @@ TEST_F(SqliteStoreTest, SchemaVersionEightGainsSandboxNeedsAndKeepsEverything) {
   DowngradeToV8(path);
   auto s = OpenSqliteStore(path);
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "13");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "14");
   // A job of version 8 has no sandbox row: the default (no host network); the rest is kept.
   auto state = (*s)->Load();
   ASSERT_TRUE(state.ok()) << state.status();
@@ -1419,7 +1427,7 @@ TEST_F(SqliteStoreTest, SchemaVersionNineGainsServicesAndKeepsEverything) {
   EXPECT_EQ(RawQuery(path, "SELECT count(*) FROM sqlite_master WHERE name = 'job_service'"), "0");
   auto s = OpenSqliteStore(path);
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "13");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "14");
   // A job of version 9 has no service row: a batch job; the rest is kept.
   auto jobs = (*s)->ListJobs();
   ASSERT_TRUE(jobs.ok()) << jobs.status();
@@ -1456,7 +1464,7 @@ TEST_F(SqliteStoreTest, SchemaVersionTwelveGainsOwnersAndKeepsEverything) {
   DowngradeToV12(path);
   auto s = OpenSqliteStore(path);
   ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "13");
+  EXPECT_EQ(RawQuery(path, "PRAGMA user_version"), "14");
   // A job of version 12 has no owner row: nobody's, priority 0; the rest is kept.
   auto old = (*s)->GetJobHeader(1);
   ASSERT_TRUE(old.ok()) << old.status();
@@ -1467,6 +1475,11 @@ TEST_F(SqliteStoreTest, SchemaVersionTwelveGainsOwnersAndKeepsEverything) {
   auto id = (*s)->InsertJob(mine, 2);
   ASSERT_TRUE(id.ok()) << id.status();
   EXPECT_EQ(RawQuery(path, "SELECT user FROM job_owner"), "alice");
+  DowngradeToV13(path);  // and on to 14: users and usage start empty
+  auto again = OpenSqliteStore(path);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE((*again)->LoadUsers()->users.empty());
+  EXPECT_TRUE((*again)->PutUser(UserRow{"alice", 2.0}).ok());
 }
 
 }  // namespace
