@@ -372,7 +372,9 @@ nlohmann::json UsageJson(const v1::UsageReply& r, const std::string& by) {
                     {"tasks", u.tasks()},
                     {"preempted", u.preempted()},
                     {"bytes_in", u.bytes_in()},
-                    {"bytes_out", u.bytes_out()}});
+                    {"bytes_out", u.bytes_out()},
+                    {"requests", u.requests()},
+                    {"tokens", u.tokens()}});
   }
   return {{"since_unix_s", r.since_unix_s()}, {"by", by}, {"rows", rows}};
 }

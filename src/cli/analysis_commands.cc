@@ -148,6 +148,11 @@ Command AddSimCommand(CLI::App& app) {
   simc->add_option("--tasks", so->tasks, "tasks (without --job)")
       ->capture_default_str()
       ->excludes(job_opt);
+  simc->add_option("--users", so->users,
+                   "a multi-user workload (TOML: [[user]] name, share, max_slots; [[job]] user, "
+                   "at_s, tasks, task_seconds, cpus, priority, repeat, every_s): prints each "
+                   "user's slowdown against running alone, under fair share and under FIFO")
+      ->excludes(job_opt);
   simc->add_option("--task-seconds", so->task_seconds,
                    "task duration on a speed-1 worker: N, uniform:A:B, loguniform:A:B, exp:MEAN, "
                    "lognormal:MEDIAN:SIGMA, pareto:MIN:ALPHA, tiers:A,B,...")
@@ -204,7 +209,8 @@ Command AddSimCommand(CLI::App& app) {
       ->check(CLI::Range(uint64_t{1}, uint64_t{100'000'000}));
   simc->add_option("--plant", so->plant,
                    "with --dst: plant a known bug in the core (tests the harness): no-fencing, "
-                   "forget-lost-tasks, no-lease-expiry, count-preemptions, strand-preempted");
+                   "forget-lost-tasks, no-lease-expiry, count-preemptions, strand-preempted, "
+                   "preemptions-as-losses, pin-retries, fifo-across-users");
   simc->add_flag("--verbose", so->verbose, "with --dst: one line per seed");
   return {simc, [so] { return RunSimCommand(*so); }};
 }

@@ -50,29 +50,30 @@ absl::StatusOr<std::string> ReadFile(const std::string& path, const char* flag) 
   return s.str();
 }
 
-// Clients' keys, checked with the coordinator (Join.WhoAmI: role submit). A good key is
-// trusted for kFreshMs without asking again. While the coordinator cannot be reached (its
-// answer does not come within 2 s), a key that checked out within kStaleMs is still taken, and
-// nothing is asked for kUnreachableMs, so the gateway routes on without waiting. At most
-// kLookupsPerSecond keys are looked up (a flood of made-up keys cannot make the gateway wait on
-// the coordinator for each: past the budget an unknown key is refused).
+// Clients' keys, checked with the coordinator (Join.WhoAmI: role submit or operator; the key's
+// user and limits come with the answer). A good key is trusted for kFreshMs without asking again.
+// While the coordinator cannot be reached (its answer does not come within 2 s), a key that checked
+// out within kStaleMs is still taken, and nothing is asked for kUnreachableMs, so the gateway
+// routes on without waiting. At most kLookupsPerSecond keys are looked up (a flood of made-up keys
+// cannot make the gateway wait on the coordinator for each: past the budget an unknown key is
+// refused).
 class KeyCheck {
  public:
   explicit KeyCheck(std::shared_ptr<grpc::Channel> channel)
       : stub_(v1::Join::NewStub(std::move(channel))) {}
-  bool operator()(std::string_view key) {
+  std::optional<serve::KeyGrant> operator()(std::string_view key) {
     const int64_t now = platform::SteadyNanos() / 1'000'000;
     std::lock_guard lock(mu_);
     auto it = good_.find(std::string(key));
     const bool known = it != good_.end();
-    if (known && now - it->second < kFreshMs) return true;
-    if (now < unreachable_until_) return known && now - it->second < kStaleMs;
-    if (!trust::ParseToken(key).ok()) return false;  // not even shaped like a token
+    if (known && now - it->second.at < kFreshMs) return it->second.grant;
+    if (now < unreachable_until_) return Stale(it, known, now);
+    if (!trust::ParseToken(key).ok()) return std::nullopt;  // not even shaped like a token
     if (now - window_start_ >= 1000) {
       window_start_ = now;
       lookups_ = 0;
     }
-    if (++lookups_ > kLookupsPerSecond) return false;
+    if (++lookups_ > kLookupsPerSecond) return std::nullopt;
     grpc::ClientContext ctx;
     ctx.set_deadline(platform::DeadlineAfter(std::chrono::seconds(2)));
     ctx.AddMetadata("x-idlepool-token", std::string(key));
@@ -81,15 +82,17 @@ class KeyCheck {
     if (st.error_code() == grpc::StatusCode::UNAVAILABLE ||
         st.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
       unreachable_until_ = now + kUnreachableMs;
-      return known && now - it->second < kStaleMs;
+      return Stale(it, known, now);
     }
-    if (!st.ok() || who.role() != "submit") {
+    if (!st.ok() || (who.role() != "submit" && who.role() != "operator")) {
       if (known) good_.erase(it);
-      return false;
+      return std::nullopt;
     }
     if (good_.size() >= 4096) good_.clear();
-    good_[std::string(key)] = now;
-    return true;
+    serve::KeyGrant grant{who.token_id(), who.user().empty() ? who.name() : who.user(),
+                          serve::KeyLimit{who.rate_per_s(), who.concurrency()}};
+    good_[std::string(key)] = Good{now, grant};
+    return grant;
   }
 
  private:
@@ -99,7 +102,16 @@ class KeyCheck {
   static constexpr int64_t kUnreachableMs = 5000;
   std::unique_ptr<v1::Join::Stub> stub_;
   std::mutex mu_;
-  std::map<std::string, int64_t> good_;  // key -> when it last checked out (steady ms)
+  struct Good {
+    int64_t at = 0;  // when it last checked out (steady ms)
+    serve::KeyGrant grant;
+  };
+  using Goods = std::map<std::string, Good>;
+  static std::optional<serve::KeyGrant> Stale(Goods::iterator it, bool known, int64_t now) {
+    if (known && now - it->second.at < kStaleMs) return it->second.grant;
+    return std::nullopt;
+  }
+  Goods good_;  // by key
   int64_t unreachable_until_ = 0;
   int64_t window_start_ = 0;
   int lookups_ = 0;

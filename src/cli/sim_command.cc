@@ -42,6 +42,7 @@ constexpr NamedBug kBugs[] = {
     {"strand-preempted", PlantedBug::kStrandPreempted},
     {"preemptions-as-losses", PlantedBug::kPreemptionsAsLosses},
     {"pin-retries", PlantedBug::kPinRetries},
+    {"fifo-across-users", PlantedBug::kFifoAcrossUsers},
 };
 
 bool IsSpot(const std::string& path) {
@@ -64,6 +65,21 @@ absl::StatusOr<std::vector<sim::Lane>> ReadTrace(const std::string& path) {
                                      "STUNner)"));
   }
   return lanes;
+}
+
+// The mean over `workers` of the fraction of its lane's period each is up.
+double AvailableFraction(const std::vector<sim::SimWorker>& workers) {
+  double sum = 0;
+  for (const sim::SimWorker& w : workers) {
+    if (w.always_up || w.period_s <= 0) {
+      sum += 1;
+      continue;
+    }
+    double up = 0;
+    for (const sim::Interval& iv : w.up) up += std::min(iv.end_s, w.period_s) - iv.start_s;
+    sum += up / w.period_s;
+  }
+  return sum / static_cast<double>(workers.size());
 }
 
 // Set while a DST seed runs, so a core CHECK failure (abort) still names the seed to replay.
@@ -244,17 +260,7 @@ int RunSimCommand(const SimOptions& o) {
   // joined the measurement at different times: each is read in its own observed window.
   const bool own_window = !o.trace.empty() && !IsSpot(o.trace);
   c.workers = sim::MakeWorkers(o.workers, *speeds, o.slots, lanes, period, rng, own_window);
-  double up_fraction = 0;
-  for (const sim::SimWorker& w : c.workers) {
-    if (w.always_up || w.period_s <= 0) {
-      up_fraction += 1;
-      continue;
-    }
-    double up = 0;
-    for (const sim::Interval& iv : w.up) up += std::min(iv.end_s, w.period_s) - iv.start_s;
-    up_fraction += up / w.period_s;
-  }
-  up_fraction /= static_cast<double>(c.workers.size());
+  const double up_fraction = AvailableFraction(c.workers);
   c.max_sim_s = o.max_days * 86400;
   c.core.lease_timeout = core::Millis(static_cast<int64_t>(o.lease_s * 1000));
   c.tick_s = o.tick_s;
@@ -268,6 +274,7 @@ int RunSimCommand(const SimOptions& o) {
                  std::string(core::PolicyNames()) + ")");
   }
   c.core.policy = *policy;
+  if (!o.users.empty()) return RunSimUsers(o, std::move(c), availability);
 
   sim::SimJob job;
   uint64_t count = o.tasks;

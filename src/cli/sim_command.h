@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <string>
 
+#include "sim/simulator.h"
+
 namespace idlepool::cli {
 
 struct SimOptions {
@@ -19,6 +21,7 @@ struct SimOptions {
   double horizon_s = 30 * 86400;  // lanes sampled from a model repeat after this
   std::string job;             // a job spec (TOML): task count, resources, max_attempts, timeout
   uint64_t tasks = 1000;       // without --job
+  std::string users;           // a multi-user workload (sim/users.h) instead of one job
   std::string task_seconds = "60";
   std::string speeds = "1";    // worker speed distribution
   uint32_t slots = 1;
@@ -47,5 +50,8 @@ struct SimOptions {
 };
 
 int RunSimCommand(const SimOptions& o);
+// `--users`: the workload of `o.users` on the pool of `pool` (workers, timing, policy), fair share
+// against FIFO (cli/sim_users_command.cc).
+int RunSimUsers(const SimOptions& o, sim::SimConfig pool, const std::string& availability);
 
 }  // namespace idlepool::cli

@@ -58,8 +58,9 @@ std::string When(int64_t unix_s) {
 }
 
 struct TokenFlags {
-  std::string data_dir, role = "submit", ttl, name, user, id;
+  std::string data_dir, role = "submit", ttl, name, user, id, rate;
   int64_t uses = -1;
+  uint32_t concurrency = 0;
   bool json = false;
 };
 
@@ -77,6 +78,14 @@ int CreateToken(const TokenFlags& f) {
   req.set_uses(f.uses);
   req.set_name(f.name);
   req.set_user(f.user);
+  if (!f.rate.empty()) {
+    auto rate = text::ParseRate(f.rate);
+    if (!rate.ok()) {
+      return Fail(absl::InvalidArgumentError(absl::StrCat("--rate: ", rate.status().message())));
+    }
+    req.set_rate_per_s(*rate);
+  }
+  req.set_concurrency(f.concurrency);
   v1::CreateTokenReply reply;
   if (auto st = (*stub)->CreateToken(Ctx().get(), req, &reply); !st.ok()) {
     return Fail(wire::FromGrpc(st, "creating a token"));
@@ -93,6 +102,14 @@ int CreateToken(const TokenFlags& f) {
   return 0;
 }
 
+// "5/s x2": 5 requests a second, 2 at once; "-" when the key has no limit.
+std::string LimitsText(const v1::TokenInfo& t) {
+  std::string out;
+  if (t.rate_per_s() > 0) out = absl::StrFormat("%g/s", t.rate_per_s());
+  if (t.concurrency() > 0) absl::StrAppend(&out, out.empty() ? "" : " ", "x", t.concurrency());
+  return out.empty() ? "-" : out;
+}
+
 int ListTokens(const TokenFlags& f) {
   auto stub = AdminStub(f.data_dir);
   if (!stub.ok()) return Fail(stub.status());
@@ -100,14 +117,15 @@ int ListTokens(const TokenFlags& f) {
   if (auto st = (*stub)->ListTokens(Ctx().get(), v1::ListTokensRequest(), &reply); !st.ok()) {
     return Fail(wire::FromGrpc(st, "listing tokens"));
   }
-  std::printf("%-14s %-8s %-20s %-16s %-17s %-17s %6s  %s\n", "ID", "ROLE", "NAME", "USER",
-              "CREATED", "EXPIRES", "USES", "STATE");
+  std::printf("%-14s %-8s %-20s %-16s %-17s %-17s %6s %-14s %s\n", "ID", "ROLE", "NAME", "USER",
+              "CREATED", "EXPIRES", "USES", "LIMITS", "STATE");
   for (const auto& t : reply.tokens()) {
     const std::string uses = t.uses_left() < 0 ? "-" : std::to_string(t.uses_left());
-    std::printf("%-14s %-8s %-20s %-16s %-17s %-17s %6s  %s\n", t.id().c_str(), t.role().c_str(),
-                t.name().empty() ? "-" : t.name().c_str(),
+    std::printf("%-14s %-8s %-20s %-16s %-17s %-17s %6s %-14s %s\n", t.id().c_str(),
+                t.role().c_str(), t.name().empty() ? "-" : t.name().c_str(),
                 t.user().empty() ? "-" : t.user().c_str(), When(t.created_unix_s()).c_str(),
-                When(t.expires_unix_s()).c_str(), uses.c_str(), t.revoked() ? "revoked" : "live");
+                When(t.expires_unix_s()).c_str(), uses.c_str(), LimitsText(t).c_str(),
+                t.revoked() ? "revoked" : "live");
   }
   return 0;
 }
@@ -247,6 +265,11 @@ Command AddTokenCommand(CLI::App& app) {
   create->add_option("--name", f->name, "join token: the worker's name; else a label");
   create->add_option("--user", f->user,
                      "access token: the user it acts for; its jobs are theirs (default: --name)");
+  create->add_option("--rate", f->rate,
+                     "access token: requests it may send through a gateway, e.g. 10/s, 30/m "
+                     "(a burst of one second's worth; default: no limit)");
+  create->add_option("--concurrency", f->concurrency,
+                     "access token: requests it may have at once in a gateway (default: no limit)");
   AddDataDirOption(create, f->data_dir);
   auto* list = token->add_subcommand("list", "list tokens (never their secrets)");
   AddDataDirOption(list, f->data_dir);

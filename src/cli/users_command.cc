@@ -102,18 +102,22 @@ int ShowUsage(Common& common, const std::string& since, const std::string& by, b
     std::printf("%s\n", api::UsageJson(*r, by).dump().c_str());
     return 0;
   }
-  std::printf("%-24s %10s %10s %9s %8s %9s %10s %10s\n", by == "worker" ? "WORKER" : "USER",
-              "SLOT_H", "GPU_H", "ATTEMPTS", "TASKS", "PREEMPTED", "IN", "OUT");
+  std::printf("%-24s %10s %10s %9s %8s %9s %10s %10s %9s %10s\n",
+              by == "worker" ? "WORKER" : "USER", "SLOT_H", "GPU_H", "ATTEMPTS", "TASKS",
+              "PREEMPTED", "IN", "OUT", "REQUESTS", "TOKENS");
   for (const v1::UsageRow& u : r->rows()) {
     std::printf(
-        "%-24s %10.2f %10.2f %9llu %8llu %9llu %10s %10s\n",
+        "%-24s %10.2f %10.2f %9llu %8llu %9llu %10s %10s %9llu %10llu\n",
         u.key().empty() ? "(none)" : text::VisibleText(u.key()).c_str(), u.slot_s() / 3600.0,
         u.gpu_s() / 3600.0, static_cast<unsigned long long>(u.attempts()),
         static_cast<unsigned long long>(u.tasks()), static_cast<unsigned long long>(u.preempted()),
-        Bytes(u.bytes_in()).c_str(), Bytes(u.bytes_out()).c_str());
+        Bytes(u.bytes_in()).c_str(), Bytes(u.bytes_out()).c_str(),
+        static_cast<unsigned long long>(u.requests()), static_cast<unsigned long long>(u.tokens()));
   }
-  std::printf("since %s UTC (whole days); slot-hours are slots x wall time of ended attempts\n",
-              r->since_unix_s() == 0 ? "the first day kept" : DayOf(r->since_unix_s()).c_str());
+  std::printf(
+      "since %s UTC (whole days); slot-hours are slots x wall time of ended attempts; requests "
+      "and tokens were served by the coordinator's gateway\n",
+      r->since_unix_s() == 0 ? "the first day kept" : DayOf(r->since_unix_s()).c_str());
   return 0;
 }
 

@@ -39,7 +39,17 @@ absl::StatusOr<v1::CreateTokenReply> AdminService::Create(const v1::CreateTokenR
     return absl::InvalidArgumentError(
         "--user: a user name is 1 to 64 letters, digits, '.', '_', '-' or '@'");
   }
-  trust::NewTokenSpec spec{kind, *role, req.ttl_s(), req.uses(), req.name(), req.user()};
+  if (kind == trust::TokenKind::kJoin && (req.rate_per_s() != 0 || req.concurrency() != 0)) {
+    return absl::InvalidArgumentError(
+        "--rate and --concurrency are for access tokens: a worker sends no requests");
+  }
+  trust::NewTokenSpec spec{kind,
+                           *role,
+                           req.ttl_s(),
+                           req.uses(),
+                           req.name(),
+                           req.user(),
+                           trust::KeyLimit{req.rate_per_s(), req.concurrency()}};
   auto parts = store_.CreateToken(spec, ca_pin_, now);
   if (!parts.ok()) return parts.status();
   v1::CreateTokenReply reply;
@@ -74,6 +84,8 @@ grpc::Status AdminService::ListTokens(grpc::ServerContext* ctx, const v1::ListTo
     out->set_uses_left(t.uses_left);
     out->set_revoked(t.revoked);
     out->set_user(t.user);
+    out->set_rate_per_s(t.limit.rate_per_s);
+    out->set_concurrency(t.limit.concurrency);
   }
   return grpc::Status::OK;
 }

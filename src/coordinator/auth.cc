@@ -148,6 +148,7 @@ absl::StatusOr<trust::Principal> Authorizer::TokenPrincipal(std::string_view tok
   trust::Principal who{rec->role, rec->name.empty() ? rec->id : rec->name, rec->id, rec->expires,
                        rec->user};
   if (who.user.empty()) who.user = who.name;  // a token made before users: its name or id
+  who.limit = rec->limit;
   return who;
 }
 

@@ -33,6 +33,7 @@
 #include "coordinator/revocation_book.h"
 #include "coordinator/serve_bridge.h"
 #include "coordinator/serve_mount.h"
+#include "coordinator/served_recorder.h"
 #include "coordinator/server_identity.h"
 #include "coordinator/service_autoscaler.h"
 #include "coordinator/session_service.h"
@@ -109,6 +110,16 @@ class HttpReads final : public http::PoolReader {
   absl::StatusOr<v1::ListServicesReply> ListServices() override {
     v1::ListServicesReply r;
     if (auto st = jobs_.ListServicesInternal(&r); !st.ok()) return ToAbsl(st);
+    return r;
+  }
+  absl::StatusOr<v1::ListUsersReply> ListUsers() override {
+    v1::ListUsersReply r;
+    if (auto st = jobs_.ListUsersInternal(&r); !st.ok()) return ToAbsl(st);
+    return r;
+  }
+  absl::StatusOr<v1::UsageReply> GetUsage(const v1::UsageRequest& req) override {
+    v1::UsageReply r;
+    if (auto st = jobs_.GetUsageInternal(req, &r); !st.ok()) return ToAbsl(st);
     return r;
   }
   absl::StatusOr<std::string> GetAttemptLog(uint64_t job, uint64_t attempt) override {
@@ -277,6 +288,7 @@ class CoordinatorImpl final : public Coordinator {
   std::unique_ptr<ServeMount> serve_;              // the gateway on --serve-listen; null: off
   std::mutex serve_mu_;                            // guards serve_ against the metrics reader
   std::unique_ptr<ServiceAutoscaler> autoscaler_;  // services between min and max replicas
+  std::unique_ptr<ServedRecorder> served_;         // the gateway's requests into usage by day
   std::unique_ptr<gate::GrpcPort> grpc_port_;  // before server_: stopped first, destroyed last
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<grpc::Server> admin_server_;  // DATA_DIR/admin.sock
@@ -349,9 +361,10 @@ void CoordinatorImpl::MakeParts() {
     }
   });
   admin_jobs_ = std::make_unique<AdminJobs>(*collector_);
+  served_ = std::make_unique<ServedRecorder>(serve_bridge_, *store_, clock_);
   job_service_ = std::make_unique<JobService>(JobServiceDeps{
       *authz_, *core_, *store_, blobs_, *predictor_, *book_, sessions_, clock_, &serve_bridge_,
-      identity_.ca.get(), collector_.get(), logs_.get(), users_.get()});
+      identity_.ca.get(), collector_.get(), logs_.get(), users_.get(), served_.get()});
   join_service_ = std::make_unique<JoinService>(*authz_, *credentials_, *identity_.ca, clock_,
                                                 options_.worker_cert_validity_s);
   admin_service_ = std::make_unique<AdminService>(*authz_, *credentials_, sessions_,
@@ -414,6 +427,7 @@ absl::Status CoordinatorImpl::Init() {
   sweeper_.Start();
   collector_->Start();
   if (auto st = StartServe(); !st.ok()) return st;
+  served_->Start();
   autoscaler_->Start();
   return StartHttp();
 }
@@ -477,6 +491,7 @@ void CoordinatorImpl::Shutdown() {
   // First: its handlers ask the core thread, and its event streams must end.
   http_live_.store(nullptr);
   if (http_) http_->Shutdown();
+  if (served_) served_->Stop();  // what the gateway served is saved while it is still attached
   {
     std::lock_guard lock(serve_mu_);
     if (serve_) serve_->Stop();  // clients' requests are cut; replicas keep running

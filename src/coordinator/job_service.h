@@ -31,6 +31,8 @@
 
 namespace idlepool::coordinator {
 
+class ServedRecorder;
+
 struct JobServiceDeps {
   const Authorizer& authz;
   CoreLoop& core;
@@ -45,6 +47,7 @@ struct JobServiceDeps {
   Collector* collector = nullptr;  // DeleteJob, CollectGarbage, SubmitJob's guard; null: none
   LogKeeper* logs = nullptr;  // attempts' output (TaskLogs); null: UNIMPLEMENTED
   UserBook* users = nullptr;  // shares and quotas (SubmitJob's check, ListUsers); null: none
+  ServedRecorder* served = nullptr;  // saved before usage is read (GetUsage); null: none
 };
 
 class JobService final : public v1::Jobs::Service {

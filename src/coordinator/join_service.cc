@@ -102,6 +102,8 @@ grpc::Status JoinService::WhoAmI(grpc::ServerContext* ctx, const v1::WhoAmIReque
   reply->set_name(who.name);
   reply->set_token_id(who.token_id);
   reply->set_user(who.user);
+  reply->set_rate_per_s(who.limit.rate_per_s);
+  reply->set_concurrency(who.limit.concurrency);
   return grpc::Status::OK;
 }
 

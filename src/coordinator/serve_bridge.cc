@@ -39,6 +39,11 @@ std::string ServeBridge::url() const {
   return url_;
 }
 
+std::vector<serve::ServedCount> ServeBridge::TakeServed() {
+  std::lock_guard lock(mu_);
+  return gateway_ ? gateway_->TakeServed() : std::vector<serve::ServedCount>{};
+}
+
 serve::ServiceSpec GatewayServiceSpec(const std::string& name, const v1::ServiceSpec& spec) {
   serve::ServiceSpec g;
   g.name = name;

@@ -52,6 +52,9 @@ class ServeBridge {
   // The gateway is started: replay what is known. Null: detach (before the gateway stops).
   void Attach(serve::Gateway* gateway, std::string url);
   std::string url() const;  // "https://host:port" of the attached gateway; "" when none
+  // What the attached gateway served since the last call (serve::Gateway::TakeServed); empty
+  // when none is attached.
+  std::vector<serve::ServedCount> TakeServed();
 
   // Core thread (after the records are committed). A service is known to the gateway from its
   // submission (or the coordinator's restore) on, so requests to one with no replica queue.

@@ -19,18 +19,20 @@ class ServeMount::Keys {
  public:
   Keys(const Authorizer& authz, const platform::Clock& clock) : authz_(authz), clock_(clock) {}
 
-  bool Check(std::string_view key) {
+  std::optional<serve::KeyGrant> Check(std::string_view key) {
     const int64_t now = clock_.WallMs();
     std::lock_guard lock(mu_);
     auto it = good_.find(std::string(key));
-    if (it != good_.end() && it->second > now) return true;
+    if (it != good_.end() && it->second.until > now) return it->second.grant;
     auto p = authz_.TokenPrincipal(key);
     if (!p.ok() || (p->role != trust::Role::kSubmit && p->role != trust::Role::kOperator)) {
-      return false;
+      return std::nullopt;
     }
     if (good_.size() >= kMax) good_.clear();
-    good_[std::string(key)] = now + kKeyCacheMs;
-    return true;
+    serve::KeyGrant grant{p->token_id, p->user,
+                          serve::KeyLimit{p->limit.rate_per_s, p->limit.concurrency}};
+    good_[std::string(key)] = Good{now + kKeyCacheMs, grant};
+    return grant;
   }
 
  private:
@@ -38,7 +40,11 @@ class ServeMount::Keys {
   const Authorizer& authz_;
   const platform::Clock& clock_;
   std::mutex mu_;
-  std::map<std::string, int64_t> good_;  // key -> trusted until (wall ms)
+  struct Good {
+    int64_t until = 0;  // trusted until (wall ms)
+    serve::KeyGrant grant;
+  };
+  std::map<std::string, Good> good_;  // by key
 };
 
 absl::StatusOr<std::unique_ptr<ServeMount>> ServeMount::Start(const std::string& listen,

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "coordinator/job_service.h"
+#include "coordinator/served_recorder.h"
 #include "status_convert.h"
 #include "text/names.h"
 #include "wire/wire.h"
@@ -69,6 +70,7 @@ grpc::Status JobService::GetUsageInternal(const v1::UsageRequest& req, v1::Usage
   }
   const int64_t since_day = req.since_unix_s() / 86400;
   const store::UsageBy by = req.by() == "worker" ? store::UsageBy::kWorker : store::UsageBy::kUser;
+  if (d_.served) d_.served->Save();  // what the gateway served so far counts too
   absl::StatusOr<std::vector<store::UsageTotals>> rows = d_.store.ListUsage(since_day, by);
   if (!rows.ok()) return wire::ToGrpc(rows.status());
   for (const store::UsageTotals& t : *rows) {
@@ -81,6 +83,8 @@ grpc::Status JobService::GetUsageInternal(const v1::UsageRequest& req, v1::Usage
     r->set_preempted(t.preempted);
     r->set_bytes_in(t.bytes_in);
     r->set_bytes_out(t.bytes_out);
+    r->set_requests(t.requests);
+    r->set_tokens(t.tokens);
   }
   reply->set_since_unix_s(since_day * 86400);
   return grpc::Status::OK;

@@ -156,7 +156,7 @@ Standing Ordering::StandingOf(const UserName& user, MonoTime now) const {
                   usage_.Weighted(r),
                   r.slots,
                   r.gpus,
-                  preemption_.StarvingSince(user).has_value()};
+                  preemption_.StarvingNow(user, r.slots)};
 }
 
 std::vector<Standing> Ordering::Standings(MonoTime now) const {

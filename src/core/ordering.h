@@ -36,7 +36,10 @@
 // this order at usage. A user with a long history can be below half of its share while a newcomer's
 // lower usage wins every free slot, the one just vacated for the starving user included; putting
 // the starving first makes the vacated slot (and any slot that frees sooner) reach it, so that a
-// preemption is needed only when slots do not free for `after`.
+// preemption is needed only when slots do not free for `after`. Starving is judged at a Tick but
+// read against what the user holds now: once it holds half of its fair share it stops going
+// first, or between two Ticks it would take every slot that frees and overshoot its share (2:1
+// shares measured 1.58:1 over a steady load of 0.3 s tasks before this).
 //
 // Quotas (max_slots, max_gpus; 0: no limit) hold a job at placement: a job whose next task would
 // take its user past a quota is not handed out (PlacementOrder::held says which and why). Held
@@ -90,7 +93,7 @@ struct Standing {
   double usage = 0;    // UsageLedger::Weighted as of the pass's `now`
   uint32_t slots = 0;  // held now, every attempt of the user
   uint32_t gpus = 0;
-  bool starving = false;  // below half of its fair share (FairPreemption::StarvingSince)
+  bool starving = false;  // below half of its fair share now (FairPreemption::StarvingNow)
   auto operator<=>(const Standing&) const = default;
 };
 

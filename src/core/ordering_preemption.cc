@@ -64,6 +64,7 @@ FairPreemption::FairPreemption(FairPreemptionRule rule) : rule_(rule) {
 std::optional<UserName> FairPreemption::Starving(uint64_t pool_slots,
                                                  const std::vector<Demand>& users, MonoTime now) {
   std::map<UserName, MonoTime> since;
+  half_share_.clear();
   std::optional<UserName> best;
   double best_ratio = 0;
   if (rule_.after) {
@@ -74,6 +75,7 @@ std::optional<UserName> FairPreemption::Starving(uint64_t pool_slots,
       auto old = starving_since_.find(name);
       const MonoTime from = old != starving_since_.end() ? old->second : now;
       since[name] = from;
+      half_share_[name] = f->second / 2;
       const double ratio = static_cast<double>(d.slots) / f->second;
       if (now - from >= *rule_.after && (!best || ratio < best_ratio)) {
         best = name;
@@ -89,6 +91,11 @@ std::optional<MonoTime> FairPreemption::StarvingSince(const UserName& user) cons
   auto it = starving_since_.find(user);
   if (it == starving_since_.end()) return std::nullopt;
   return it->second;
+}
+
+bool FairPreemption::StarvingNow(const UserName& user, uint32_t slots) const {
+  auto it = half_share_.find(user);
+  return it != half_share_.end() && static_cast<double>(slots) < it->second;
 }
 
 uint64_t FairPreemption::StillVacating(const std::vector<Running>& running,

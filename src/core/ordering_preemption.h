@@ -87,6 +87,10 @@ class FairPreemption {
   void ForgetWorker(const WorkerName& worker) { last_vacate_.erase(worker); }
 
   std::optional<MonoTime> StarvingSince(const UserName& user) const;
+  // Whether `user` still counts as starving when it holds `slots` now: it did at the last
+  // Starving() and still holds less than half of the fair share found then. Placement reads this
+  // between two Ticks, so a user that got its slot stops going first at once.
+  bool StarvingNow(const UserName& user, uint32_t slots) const;
   const FairPreemptionRule& rule() const { return rule_; }
 
  private:
@@ -101,6 +105,7 @@ class FairPreemption {
 
   FairPreemptionRule rule_;
   std::map<UserName, MonoTime> starving_since_;
+  std::map<UserName, double> half_share_;  // of the users in starving_since_
   std::map<WorkerName, MonoTime> last_vacate_;
   std::map<AttemptId, Vacating> vacating_;
 };

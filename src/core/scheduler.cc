@@ -68,19 +68,12 @@ void Scheduler::Restore(const RestoredState& state, MonoTime now) {
   attempts_.clear();
   workers_.clear();
   free_index_.clear();
-  ranked_.clear();
-  bin_slots_.fill(0);
-  bin_weight_.fill(0);
+  ranked_ = RankIndex{};
   schedulable_slots_ = 0;
   backups_running_ = 0;
   last_speculation_.reset();
-  pool_ref_ms_sum_ = 0;
-  pool_ref_n_ = 0;
-  pool_up_ends_ = 0;
-  age_ends_.fill(0);
-  age_exposure_ms_.fill(0);
-  hazard_.fill(0);
-  hazard_at_.reset();
+  pool_ref_ = RefMean{};
+  churn_ = ChurnTable{};
   pending_.clear();
   orphans_.clear();
   lost_attempts_.clear();
@@ -175,7 +168,7 @@ void Scheduler::Restore(const RestoredState& state, MonoTime now) {
 std::vector<Decision> Scheduler::Apply(const Event& event, MonoTime now) {
   std::vector<Decision> out;
   now_ = now;
-  if (options_.policy.churn_aware) RefreshHazard();
+  if (options_.policy.churn_aware) RefreshChurn();
   std::visit(Overloaded{
                  [&](const JobSubmitted& e) { OnSubmit(e, now, out); },
                  [&](const JobCancelled& e) { OnCancel(e, now, out); },
@@ -317,11 +310,11 @@ void Scheduler::OnHello(const WorkerHello& e, MonoTime now, std::vector<Decision
         out.push_back(KillAttempt{e.worker, e.session, id, KillReason::kObsolete});
         conflicting.push_back(id);
       } else if (a->second.orphan_deadline) {  // restored attempt: adopt it onto the worker
-        a->second.orphan_deadline.reset();
         orphans_.erase({e.worker, id});
         const bool inserted = w.attempts.insert(id).second;
         CORE_CHECK(inserted, "orphan attempt already on its worker");
-        Charge(w, JobOf(a->second.task).spec.resources, id, a->second);
+        Charge(w, JobOf(a->second.task).spec.resources, id, a->second);  // usage held already
+        a->second.orphan_deadline.reset();
       } else {
         CORE_CHECK(w.attempts.count(id) != 0, "running attempt missing from its worker");
       }
@@ -727,7 +720,10 @@ Scheduler::AttemptRec Scheduler::Unlink(AttemptId id) {
   CORE_CHECK(it != attempts_.end(), "ending an attempt that is not running");
   AttemptRec a = std::move(it->second);
   attempts_.erase(it);
-  if (a.orphan_deadline) orphans_.erase({a.worker, id});
+  if (a.orphan_deadline) {
+    orphans_.erase({a.worker, id});
+    FreeUsage(a, now_);  // held since the restore, never charged to a worker
+  }
   if (options_.planted_bug == Options::PlantedBug::kNoFencing) planted_ended_[id] = a.task;
 
   TaskRec& task = TaskOf(a.task);
@@ -930,18 +926,8 @@ void Scheduler::Reindex(const WorkerName& name) {
   const uint32_t slots = schedulable ? w.capacity.cpus : 0;
   const bool ranked = Ranked() && schedulable;
   if (w.ranked != ranked || w.rank != rank || w.counted_slots != slots) {
-    if (w.ranked) {
-      ranked_.erase({w.rank, name});
-      bin_slots_[w.rank_bin] -= w.counted_slots;
-      bin_weight_[w.rank_bin] -= w.rank_weight;
-    }
-    if (ranked) {
-      ranked_.insert({rank, name});
-      w.rank_bin = RankBin(rank);
-      w.rank_weight = static_cast<int64_t>(std::llround(rank * kRankFixed)) * slots;
-      bin_slots_[w.rank_bin] += slots;
-      bin_weight_[w.rank_bin] += w.rank_weight;
-    }
+    if (w.ranked) ranked_.Erase(w.rank, name, w.rank_share);
+    if (ranked) w.rank_share = ranked_.Insert(rank, name, slots);
     schedulable_slots_ -= w.counted_slots;
     schedulable_slots_ += slots;
   }

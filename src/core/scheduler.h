@@ -129,10 +129,12 @@
 #include <variant>
 #include <vector>
 
+#include "core/churn_table.h"
 #include "core/defaults.h"
 #include "core/events.h"
 #include "core/link.h"
 #include "core/ordering.h"
+#include "core/rank_index.h"
 #include "core/stall.h"
 #include "core/types.h"
 #include "core/worker_health.h"
@@ -658,12 +660,11 @@ class Scheduler {
     uint32_t up_ends = 0;
     double expected_ends = 0;  // sum over its ended periods of the pool's cumulative hazard
     // Where it is indexed (Reindex): its rank, its key in free_index_ (0: not in it), and
-    // whether it is in ranked_ and the rank bins (schedulable, ranked policy).
+    // whether it is in ranked_ (schedulable, ranked policy) with what it added there.
     double rank = 1.0;
     uint32_t indexed_free = 0;
     bool ranked = false;
-    int rank_bin = 0;
-    int64_t rank_weight = 0;  // capacity.cpus x rank in fixed point, as added to its bin
+    RankIndex::Share rank_share{};
     uint32_t counted_slots = 0;  // capacity.cpus as added to schedulable_slots_
     // Locality: blobs it holds (confirmed: it said so) or was sent inputs it will fetch.
     struct Held {
@@ -689,20 +690,6 @@ class Scheduler {
       return a.free != b.free ? a.free > b.free : a.name < b.name;
     }
   };
-  struct RankOrder {
-    bool operator()(const std::pair<double, WorkerName>& a,
-                    const std::pair<double, WorkerName>& b) const {
-      return a.first != b.first ? a.first > b.first : a.second < b.second;
-    }
-  };
-  // Rank bins: a quarter of an octave each, from 2^-16 up (kRankBinBase quarters below 1.0).
-  static constexpr int kRankBins = 100;
-  static constexpr int kRankBinBase = 64;
-  static constexpr double kRankFixed = 1048576.0;  // 2^20: rank sums are kept as exact integers
-  // Up-period ages: bin 0 is [0, 1 min), bin b [2^(b-1), 2^b) min, the last one open.
-  static constexpr int kAgeBins = 20;
-  static constexpr double kFirstAgeBinMs = 60000;
-  static constexpr Millis kHazardRefresh{60000};
   // Locality: holders of a job's inputs looked at per placement (bounds its cost in big pools).
   static constexpr size_t kLocalityCandidates = 256;
   // Blobs remembered per worker (Hello lists at most 20,000; CacheChanged additions past this are
@@ -824,7 +811,7 @@ class Scheduler {
   std::string CountLoss(const TaskKey& key, const AttemptRec& a, AttemptOutcome outcome,
                         bool alone);
   // Puts `name` in free_index_ at its current rank and free slots, or takes it out, and keeps
-  // ranked_, the rank bins and schedulable_slots_ in step; call after any change to a worker's
+  // ranked_ and schedulable_slots_ in step; call after any change to a worker's
   // state, session, acceptance, capacity, busy slots or estimates.
   void Reindex(const WorkerName& name);
   void FinishJobIfDone(JobRec& job, JobId id, std::vector<Decision>& out);
@@ -863,15 +850,10 @@ class Scheduler {
   // that ran on `w` (only attempts that ran from the task's start teach anything).
   void Learn(const AttemptRec& a, WorkerRec& w, JobRec& job, MonoTime now);
   void UpStart(WorkerRec& w, MonoTime at);
-  static double AgeBinStart(int bin);
-  static double AgeBinEnd(int bin);
-  static void AddAgeExposure(double length_ms, std::array<double, kAgeBins>& exposure);
-  double CumulativeHazard(double age_ms) const;  // the pool's, from age 0 to age_ms
-  // Recomputes hazard_ from the ended periods and the current ones, at most every
-  // kHazardRefresh.
-  void RefreshHazard();
+  // Re-estimates churn_ from the ended periods and the current ones when it is due, and then
+  // re-ranks the workers (survival changes with age).
+  void RefreshChurn();
   void UpEnd(WorkerRec& w, MonoTime at);
-  static int RankBin(double rank);
   // The tail rule: true when free worker `w` should leave a task (needing `need`, `work_ms`
   // reference ms) pending because the workers ranked above it are expected to finish `ahead`
   // such tasks sooner.
@@ -902,6 +884,9 @@ class Scheduler {
   // Both also tell the attempt's user's usage (ordering_) as of now_.
   void Charge(WorkerRec& w, const Resources& need, AttemptId id, const AttemptRec& a);
   void Release(WorkerRec& w, const Resources& need, AttemptId id, const AttemptRec& a);
+  // What attempt `a` holds, told to its user's usage (ordering_) as of `now`.
+  void HoldUsage(const AttemptRec& a, MonoTime now);
+  void FreeUsage(const AttemptRec& a, MonoTime now);
 
   Options options_;
   AttemptId next_attempt_id_ = 1;
@@ -911,23 +896,18 @@ class Scheduler {
   std::map<WorkerName, WorkerRec> workers_;
   std::set<TaskKey> pending_;  // placement order
   std::set<FreeEntry, FreeOrder> free_index_;
-  // Schedulable workers by rank (ranked policies only), and per rank bin their slots and
-  // slots x rank (fixed point): the tail rule reads these instead of every worker.
-  std::set<std::pair<double, WorkerName>, RankOrder> ranked_;
-  std::array<int64_t, kRankBins> bin_slots_{};
-  std::array<int64_t, kRankBins> bin_weight_{};
+  RankIndex ranked_;                // schedulable workers by rank (ranked policies only)
   uint64_t schedulable_slots_ = 0;  // capacity.cpus over schedulable workers
   uint64_t backups_running_ = 0;    // tasks with two running attempts
   std::optional<MonoTime> last_speculation_;
-  // Pool-wide estimates (Policy): reference runtime over all learned successes; up periods ended
-  // and the life table of their lengths.
-  double pool_ref_ms_sum_ = 0;
-  uint64_t pool_ref_n_ = 0;
-  uint64_t pool_up_ends_ = 0;
-  std::array<int64_t, kAgeBins> age_ends_{};         // ended up periods, by length
-  std::array<int64_t, kAgeBins> age_exposure_ms_{};  // ended periods' time at each age
-  std::array<double, kAgeBins> hazard_{};            // per ms at each age (RefreshHazard)
-  std::optional<MonoTime> hazard_at_;
+  // Pool-wide estimates (Policy): the reference runtime over all learned successes, and the
+  // life table of up periods.
+  struct RefMean {
+    double sum_ms = 0;
+    uint64_t n = 0;
+  };
+  RefMean pool_ref_;
+  ChurnTable churn_;
   // Restored attempts not yet re-adopted (orphan_deadline set), by worker: a hello looks only at
   // its own worker's, a tick only at these.
   std::set<std::pair<WorkerName, AttemptId>> orphans_;

@@ -55,7 +55,8 @@ bool Scheduler::GpusFree(const WorkerRec& w, const std::vector<uint32_t>& gpus) 
 }
 
 void Scheduler::Charge(WorkerRec& w, const Resources& need, AttemptId id, const AttemptRec& a) {
-  ordering_.Hold(JobOf(a.task).spec.user, need.cpus, static_cast<uint32_t>(a.gpus.size()), now_);
+  // A restored attempt's user holds its slots since the restore (RestoreUsers).
+  if (!a.orphan_deadline) HoldUsage(a, now_);
   w.slots_busy += need.cpus;
   w.memory_busy_mb += need.memory_mb;
   for (uint32_t i : a.gpus) {
@@ -67,7 +68,7 @@ void Scheduler::Charge(WorkerRec& w, const Resources& need, AttemptId id, const 
 void Scheduler::Release(WorkerRec& w, const Resources& need, AttemptId id, const AttemptRec& a) {
   CORE_CHECK(w.slots_busy >= need.cpus && w.memory_busy_mb >= need.memory_mb,
              "releasing more capacity than is busy");
-  ordering_.Free(JobOf(a.task).spec.user, need.cpus, static_cast<uint32_t>(a.gpus.size()), now_);
+  FreeUsage(a, now_);
   w.slots_busy -= need.cpus;
   w.memory_busy_mb -= need.memory_mb;
   for (uint32_t i : a.gpus) {

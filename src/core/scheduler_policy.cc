@@ -33,49 +33,13 @@ double Scheduler::Speed(const WorkerRec& w) const {
   return std::clamp((w.speed_attempts + prior) / time, kMinSpeed, kMaxSpeed);
 }
 
-double Scheduler::AgeBinStart(int bin) {
-  return bin == 0 ? 0.0 : kFirstAgeBinMs * static_cast<double>(int64_t{1} << (bin - 1));
-}
-
-double Scheduler::AgeBinEnd(int bin) {
-  return bin + 1 >= kAgeBins ? std::numeric_limits<double>::infinity() : AgeBinStart(bin + 1);
-}
-
-double Scheduler::CumulativeHazard(double age_ms) const {
-  double h = 0;
-  for (int b = 0; b < kAgeBins && age_ms > AgeBinStart(b); ++b) {
-    h += hazard_[b] * (std::min(age_ms, AgeBinEnd(b)) - AgeBinStart(b));
-  }
-  return h;
-}
-
-void Scheduler::AddAgeExposure(double length_ms, std::array<double, kAgeBins>& exposure) {
-  for (int b = 0; b < kAgeBins && length_ms > AgeBinStart(b); ++b) {
-    exposure[b] += std::min(length_ms, AgeBinEnd(b)) - AgeBinStart(b);
-  }
-}
-
-void Scheduler::RefreshHazard() {
-  if (hazard_at_ && now_ - *hazard_at_ < kHazardRefresh) return;
-  if (pool_up_ends_ == 0) return;  // nothing seen to end: every worker survives (neutral)
-  hazard_at_ = now_;
-  // Exposure by age: the ended periods' (kept) plus the current periods' so far (censored).
-  std::array<double, kAgeBins> exposure{};
-  for (int b = 0; b < kAgeBins; ++b) exposure[b] = static_cast<double>(age_exposure_ms_[b]);
+void Scheduler::RefreshChurn() {
+  if (!churn_.Due(now_)) return;
+  std::vector<double> ages;
   for (const auto& [name, w] : workers_) {
-    if (w.up_since) AddAgeExposure(std::max(0.0, Ms(now_ - *w.up_since)), exposure);
+    if (w.up_since) ages.push_back(Ms(now_ - *w.up_since));
   }
-  double ends = 0, total = 0;
-  for (int b = 0; b < kAgeBins; ++b) {
-    ends += static_cast<double>(age_ends_[b]);
-    total += exposure[b];
-  }
-  // Each bin's rate, shrunk toward the pooled one by one pseudo-end (a bin never reached gets
-  // the pooled rate).
-  const double pooled = ends / std::max(total, 1.0);
-  for (int b = 0; b < kAgeBins; ++b) {
-    hazard_[b] = (static_cast<double>(age_ends_[b]) + 1) / (exposure[b] + 1 / pooled);
-  }
+  churn_.Refresh(now_, ages);
   // Survival changes with age: re-rank every schedulable worker (busy ones are re-ranked
   // whenever their slots change anyway).
   for (const auto& [name, w] : workers_) {
@@ -84,20 +48,20 @@ void Scheduler::RefreshHazard() {
 }
 
 double Scheduler::Survival(const WorkerRec& w, double ms) const {
-  if (pool_up_ends_ == 0 || !hazard_at_ || !(ms > 0)) return 1.0;
+  if (!churn_.Known() || !(ms > 0)) return 1.0;
   const double age = w.up_since ? std::max(0.0, Ms(now_ - *w.up_since)) : 0.0;
-  const double now_hazard = CumulativeHazard(age);
+  const double now_hazard = churn_.Cumulative(age);
   const double prior = options_.policy.churn_prior_periods;
   const double frailty = (w.up_ends + prior) / (w.expected_ends + now_hazard + prior);
-  return std::exp(-frailty * (CumulativeHazard(age + ms) - now_hazard));
+  return std::exp(-frailty * (churn_.Cumulative(age + ms) - now_hazard));
 }
 
 double Scheduler::RankOf(const WorkerRec& w) const {
   const Policy& p = options_.policy;
   const double speed = p.fast ? Speed(w) : 1.0;
   double rank = speed;
-  if (p.churn_aware && pool_ref_n_ > 0) {
-    rank *= Survival(w, pool_ref_ms_sum_ / static_cast<double>(pool_ref_n_) / speed);
+  if (p.churn_aware && pool_ref_.n > 0) {
+    rank *= Survival(w, pool_ref_.sum_ms / static_cast<double>(pool_ref_.n) / speed);
   }
   // Kept to 1/64 of an octave, so that small changes of an estimate do not move the worker
   // in the indexes at every attempt.
@@ -143,8 +107,8 @@ void Scheduler::Learn(const AttemptRec& a, WorkerRec& w, JobRec& job, MonoTime n
   const double ref = runtime * Speed(w);
   job.ref_ms_sum += ref;
   ++job.ref_n;
-  pool_ref_ms_sum_ += ref;
-  ++pool_ref_n_;
+  pool_ref_.sum_ms += ref;
+  ++pool_ref_.n;
   const double decay = options_.policy.speed_decay;
   w.speed_attempts = decay * w.speed_attempts + 1;
   w.speed_time = decay * w.speed_time + runtime / MeanMs(job);
@@ -156,25 +120,10 @@ void Scheduler::UpStart(WorkerRec& w, MonoTime at) {
 
 void Scheduler::UpEnd(WorkerRec& w, MonoTime at) {
   if (!w.up_since) return;
-  const int64_t length = std::max<int64_t>(0, (at - *w.up_since).count());
+  const int64_t length = (at - *w.up_since).count();
   w.up_since.reset();
   ++w.up_ends;
-  w.expected_ends += CumulativeHazard(static_cast<double>(length));
-  ++pool_up_ends_;
-  int bin = 0;
-  while (bin + 1 < kAgeBins && static_cast<double>(length) >= AgeBinStart(bin + 1)) ++bin;
-  ++age_ends_[bin];
-  std::array<double, kAgeBins> exposure{};
-  AddAgeExposure(static_cast<double>(length), exposure);
-  for (int b = 0; b < kAgeBins; ++b) age_exposure_ms_[b] += std::llround(exposure[b]);
-}
-
-int Scheduler::RankBin(double rank) {
-  int exp = 0;
-  const double m = 2 * std::frexp(rank, &exp);  // rank = m x 2^(exp - 1), m in [1, 2)
-  const int quarter = m < 1.189207115002721 ? 0 : m < 1.414213562373095 ? 1
-                      : m < 1.681792830507429 ? 2 : 3;
-  return std::clamp((exp - 1) * 4 + quarter + kRankBinBase, 0, kRankBins - 1);
+  w.expected_ends += churn_.End(length);
 }
 
 bool Scheduler::ShouldWait(const WorkerRec& w, const Resources& need, double work_ms,
@@ -186,19 +135,13 @@ bool Scheduler::ShouldWait(const WorkerRec& w, const Resources& need, double wor
 
   if (ahead > kExactTail) {
     // Expected count over the rank bins at least kAggregateRatio x w's rank.
-    const int first = RankBin(kw * kAggregateRatio) + 1;
-    int64_t slots = 0, weight = 0;
-    for (int b = first; b < kRankBins; ++b) {
-      slots += bin_slots_[b];
-      weight += bin_weight_[b];
-    }
-    if (slots == 0) return false;
-    const double count =
-        (static_cast<double>(weight) / kRankFixed / kw - static_cast<double>(slots)) / cpus;
+    const RankIndex::Above above = ranked_.SumAbove(kw * kAggregateRatio);
+    if (above.slots == 0) return false;
+    const double count = (above.rank_sum / kw - static_cast<double>(above.slots)) / cpus;
     if (count < static_cast<double>(ahead)) return false;
     // Only when one of them could run the task at all.
     int probes = 0;
-    for (const auto& [rank, name] : ranked_) {
+    for (const auto& [rank, name] : ranked_.Best()) {
       if (rank < kw * kAggregateRatio || ++probes > kRankProbes) break;
       if (CapacityFits(workers_.at(name), need)) return true;
     }
@@ -210,7 +153,7 @@ bool Scheduler::ShouldWait(const WorkerRec& w, const Resources& need, double wor
   const double deadline = mean / kw;
   double done = 0;
   int probes = 0;
-  for (const auto& [rank, name] : ranked_) {
+  for (const auto& [rank, name] : ranked_.Best()) {
     if (rank < kw * kExactRatio || ++probes > kRankProbes) break;
     const WorkerRec& x = workers_.at(name);
     if (!CapacityFits(x, need)) continue;

@@ -31,6 +31,19 @@ void Scheduler::RestoreUsers(const RestoredState& state, MonoTime now) {
   ordering_ = Ordering(options_.usage, options_.fair_preemption);
   for (const UserSet& u : state.users) (void)ordering_.Set(u);
   for (const RestoredUsage& u : state.usage) ordering_.Restore(u.user, u.slot_s, u.gpu_s, now);
+  // Restored attempts run (their workers have not said hello yet): their users hold their slots
+  // from now, or a quota would let a placement pass it until the hellos arrive.
+  for (const auto& [worker, id] : orphans_) HoldUsage(attempts_.at(id), now);
+}
+
+void Scheduler::HoldUsage(const AttemptRec& a, MonoTime now) {
+  ordering_.Hold(JobOf(a.task).spec.user, JobOf(a.task).spec.resources.cpus,
+                 static_cast<uint32_t>(a.gpus.size()), now);
+}
+
+void Scheduler::FreeUsage(const AttemptRec& a, MonoTime now) {
+  ordering_.Free(JobOf(a.task).spec.user, JobOf(a.task).spec.resources.cpus,
+                 static_cast<uint32_t>(a.gpus.size()), now);
 }
 
 bool LendsTo(const std::vector<UserName>& accept, const std::vector<UserName>& refuse,

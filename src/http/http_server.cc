@@ -1,5 +1,6 @@
 #include "http/http_server.h"
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <optional>
@@ -17,6 +18,7 @@
 #include "report/timeline_svg.h"
 #include "spdlog/spdlog.h"
 #include "text/host_port.h"
+#include "text/units.h"
 
 namespace idlepool::http {
 
@@ -131,6 +133,24 @@ absl::StatusOr<std::optional<uint32_t>> UintParam(const httplib::Request& req, c
         absl::StrCat(name, " must be a non-negative integer below 2^32"));
   }
   return n;
+}
+
+// GET /api/v1/usage's query: since=7d (a duration back from now) or all (the default), by=user
+// (the default) or worker.
+absl::StatusOr<v1::UsageRequest> UsageQuery(const httplib::Request& req, int64_t wall_ms) {
+  v1::UsageRequest out;
+  const std::string since = req.has_param("since") ? req.get_param_value("since") : "all";
+  if (since != "all") {
+    auto d = text::ParseDuration(since);
+    if (!d.ok()) return absl::InvalidArgumentError(absl::StrCat("since: ", d.status().message()));
+    out.set_since_unix_s(std::max<int64_t>(wall_ms / 1000 - d->count() / 1000, 0));
+  }
+  const std::string by = req.has_param("by") ? req.get_param_value("by") : "user";
+  if (by != "user" && by != "worker") {
+    return absl::InvalidArgumentError("by: 'user' or 'worker'");
+  }
+  out.set_by(by);
+  return out;
 }
 
 // The roles that may use the HTTP API; a worker's credentials never.
@@ -377,9 +397,25 @@ class ServerImpl final : public Server {
       if (!r.ok()) return SendStatus(res, r.status());
       SendJson(res, 200, api::ServicesJson(*r));
     });
+    UserRoutes();
     tls_->Get("/metrics", [this](const Request&, Response& res) {
       res.set_header("Cache-Control", "no-store");
       res.set_content(reader_.Metrics(), "text/plain; version=0.0.4; charset=utf-8");
+    });
+  }
+
+  void UserRoutes() {
+    tls_->Get("/api/v1/users", [this](const Request&, Response& res) {
+      auto r = reader_.ListUsers();
+      if (!r.ok()) return SendStatus(res, r.status());
+      SendJson(res, 200, api::UsersJson(*r));
+    });
+    tls_->Get("/api/v1/usage", [this](const Request& req, Response& res) {
+      auto q = UsageQuery(req, clock_.WallMs());
+      if (!q.ok()) return SendStatus(res, q.status());
+      auto r = reader_.GetUsage(*q);
+      if (!r.ok()) return SendStatus(res, r.status());
+      SendJson(res, 200, api::UsageJson(*r, q->by()));
     });
   }
 

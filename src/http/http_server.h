@@ -55,6 +55,12 @@ class PoolReader {
   virtual std::string Metrics() = 0;  // the /metrics body, text exposition format 0.0.4
   // The running services and their replicas (GET /api/v1/services; issue 17). Default: none.
   virtual absl::StatusOr<v1::ListServicesReply> ListServices() { return v1::ListServicesReply(); }
+  // The users: shares, quotas, decayed usage and standing (GET /api/v1/users). Default: none.
+  virtual absl::StatusOr<v1::ListUsersReply> ListUsers() { return v1::ListUsersReply(); }
+  // Usage by day, summed since a day by user or worker (GET /api/v1/usage?since=7d&by=worker).
+  virtual absl::StatusOr<v1::UsageReply> GetUsage(const v1::UsageRequest& /*req*/) {
+    return v1::UsageReply();
+  }
   // The kept output of one attempt of a job, as text (GET /api/v1/jobs/N/attempts/A/log; issue
   // 18). Default: none kept.
   virtual absl::StatusOr<std::string> GetAttemptLog(uint64_t /*job*/, uint64_t /*attempt*/) {

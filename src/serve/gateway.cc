@@ -163,10 +163,20 @@ Status Gateway::SetWeight(ReplicaId id, double weight) {
   return impl_->Call([&] { return impl_->SetWeight(id, weight); });
 }
 
+std::vector<ServedCount> Gateway::TakeServed() {
+  std::vector<ServedCount> out;
+  (void)impl_->Call([&] {
+    out = impl_->served.Take();
+    return Status{};
+  });
+  return out;
+}
+
 std::string Gateway::PrometheusText() {
   std::string out;
   (void)impl_->Call([&] {
     out = RenderPrometheus(impl_->metrics.Snapshot(impl_->router.Snapshot(), Impl::Now()));
+    out += RenderServedPrometheus(impl_->served.totals());
     return Status{};
   });
   return out;

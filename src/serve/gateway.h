@@ -37,22 +37,32 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "serve/key_limits.h"
 #include "serve/router_types.h"
+#include "serve/served_usage.h"
 #include "serve/tunnel_tls.h"
 
 namespace idlepool::serve {
 
 enum class Protocol { kOpenAI, kHttp };
 
+// A client key that checked out: whom its requests are accounted to and what it may send.
+struct KeyGrant {
+  std::string key_id;  // limits are kept by it (a token's id, never its secret)
+  std::string user;    // its requests are this user's (ServedUsage)
+  KeyLimit limit;      // over it: 429 with Retry-After, before any replica is touched
+};
+
 struct GatewayOptions {
   // host:port to listen on ("127.0.0.1:0": any free port; see Gateway::port()). The coordinator's
   // --serve-listen default is 127.0.0.1:7880 (issue 17).
   std::string listen = "127.0.0.1:7880";
-  // Every route needs `Authorization: Bearer KEY` with authenticate(KEY) true, else 401. Unset:
+  // Every route needs `Authorization: Bearer KEY` with authenticate(KEY) a grant, else 401. Unset:
   // every request is refused (a gateway is never open by mistake). Runs on the io thread: it must
-  // not block (the token store's lookup is an in-memory hash).
-  std::function<bool(std::string_view bearer_token)> authenticate;
+  // not block for long (callers cache what checked out).
+  std::function<std::optional<KeyGrant>(std::string_view bearer_token)> authenticate;
   // A request body over this is answered 413. 8 MiB: a long chat context (128k tokens of text is
   // about 0.5 MiB) with room for base64 images; llama-server and the fake engine use the same.
   uint64_t body_bytes_max = 8 << 20;
@@ -155,6 +165,9 @@ class Gateway {
   [[nodiscard]] Status Remove(ReplicaId id);
   // The machine's state: 1 full share .. 0 no new request (see Router::SetWeight).
   [[nodiscard]] Status SetWeight(ReplicaId id, double weight);
+
+  // What was served since the last call, by user and worker (served_usage.h); empty after Stop.
+  std::vector<ServedCount> TakeServed();
 
   // Metrics rendered on the io thread's state (any thread; "" after Stop).
   std::string PrometheusText();

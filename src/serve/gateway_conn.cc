@@ -149,7 +149,9 @@ bool ClientConn::KeyChecksOut() {
   auto auth = req.find(http::field::authorization);
   std::optional<std::string_view> key;
   if (auth != req.end()) key = BearerToken(View(auth->value()));
-  if (key && g_.options.authenticate && g_.options.authenticate(*key)) return true;
+  grant_.reset();
+  if (key && g_.options.authenticate) grant_ = g_.options.authenticate(*key);
+  if (grant_) return true;
   idle_at_.reset();
   keep_alive_ = false;
   http10_ = req.version() < 11;
@@ -221,6 +223,9 @@ void ClientConn::HandlePassThrough(const std::string& service, const std::string
 }
 
 void ClientConn::Proxy(const std::string& service, const std::string& target) {
+  const Admission admission = g_.limits.Admit(grant_->key_id, grant_->limit, received_);
+  if (!admission.admitted) return RefuseOverLimit(admission, service);
+  KeyHold hold = admission.counted ? KeyHold(&g_.limits, grant_->key_id) : KeyHold();
   auto& req = parser_->get();
   UpstreamRequest up;
   up.method = std::string(View(req.method_string()));
@@ -234,11 +239,26 @@ void ClientConn::Proxy(const std::string& service, const std::string& target) {
   up.body = std::move(req.body());
   up.client_keep_alive = keep_alive_;
   up.client_http10 = http10_;
-  exchange_ = std::make_shared<Exchange>(g_, shared_from_this(), service, std::move(up), received_);
+  exchange_ = std::make_shared<Exchange>(g_, shared_from_this(), service, std::move(up), received_,
+                                         Caller{grant_->user, std::move(hold)});
   // A client that already sent (part of) its next request is read again after this answer:
   // watching it now would leave that request in the buffer under a read that may never end.
   if (buffer_.size() == 0) Watch();
   g_.Submit(exchange_);
+}
+
+// Over the key's limit: 429 before any replica is touched, with when to try again.
+void ClientConn::RefuseOverLimit(const Admission& admission, const std::string& service) {
+  g_.served.Refused(grant_->user);
+  const int64_t micros = admission.retry_after.count();
+  const int64_t seconds = std::max<int64_t>(1, (micros + 999'999) / 1'000'000);
+  const std::string why = std::string(admission.why) == "concurrency"
+                              ? "this API key has its limit of requests at once in flight"
+                              : "this API key is over its limit of requests per second";
+  Answer(429,
+         ErrorJson(why + "; retry after " + std::to_string(seconds) + " s", "rate_limit_error",
+                   "rate_limit_exceeded"),
+         "Retry-After: " + std::to_string(seconds) + "\r\n", service);
 }
 
 void ClientConn::Watch() {

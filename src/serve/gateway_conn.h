@@ -67,6 +67,7 @@ class ClientConn : public std::enable_shared_from_this<ClientConn> {
   void HandleOpenAI(const std::string& target);
   void HandlePassThrough(const std::string& service, const std::string& target);
   void Proxy(const std::string& service, const std::string& target);
+  void RefuseOverLimit(const Admission& admission, const std::string& service);
   // The head's bearer key is valid; else a 401 is on its way and the connection lingers.
   bool KeyChecksOut();
   // After the 401: the write side shut, what the client still sends read and dropped (into
@@ -90,6 +91,7 @@ class ClientConn : public std::enable_shared_from_this<ClientConn> {
   Time timer_at_{};
   std::optional<Time> idle_at_;  // between requests: closed at this time
   std::shared_ptr<Exchange> exchange_;
+  std::optional<KeyGrant> grant_;  // the key of the connection's last request that checked out
   Time received_{};
   bool keep_alive_ = true;
   bool http10_ = false;

@@ -16,12 +16,13 @@ namespace net = boost::asio;
 namespace http = boost::beast::http;
 
 Exchange::Exchange(Gateway::Impl& gateway, std::shared_ptr<ClientConn> conn, std::string service,
-                   UpstreamRequest request, Time received)
+                   UpstreamRequest request, Time received, Caller caller)
     : g_(gateway),
       conn_(std::move(conn)),
       service_(std::move(service)),
       request_(std::move(request)),
-      received_(received) {}
+      received_(received),
+      caller_(std::move(caller)) {}
 
 void Exchange::SendTo(ReplicaId replica) {
   if (done_) return;

@@ -45,10 +45,17 @@ struct UpstreamRequest {
   bool client_http10 = false;
 };
 
+// Whom the request is for: its key's user (what it is accounted to) and the key's admission,
+// released when the exchange ends.
+struct Caller {
+  std::string user;
+  KeyHold hold;
+};
+
 class Exchange : public std::enable_shared_from_this<Exchange> {
  public:
   Exchange(Gateway::Impl& gateway, std::shared_ptr<ClientConn> conn, std::string service,
-           UpstreamRequest request, Time received);
+           UpstreamRequest request, Time received, Caller caller);
 
   void set_id(RequestId id) { id_ = id; }
   RequestId id() const { return id_; }
@@ -95,6 +102,8 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   std::string service_;
   UpstreamRequest request_;
   Time received_;
+  Caller caller_;
+  UsageTail tail_;  // the end of the answer's body: its reported tokens
   RequestId id_ = 0;
   ReplicaId replica_ = 0;
   uint64_t attempt_ = 0;

@@ -97,6 +97,7 @@ void Exchange::Forward(size_t bytes, bool last) {
     g_.metrics.Answer(service_, status);
   }
   std::string_view data(conn_->piece().data(), bytes);
+  tail_.Add(data);
   if (chunked_) {
     if (bytes > 0) AppendChunk(out_, data);
     if (last) out_ += "0\r\n\r\n";
@@ -124,6 +125,8 @@ void Exchange::Complete() {
     CloseUpstream();
   }
   g_.metrics.Done(service_, Gateway::Impl::Now() - received_);
+  const TunnelRoute* tunnel = g_.pool.Tunnel(replica_);
+  g_.served.Served(caller_.user, tunnel ? tunnel->worker : "", tail_.Tokens());
   g_.Finish(*this, Outcome::kOk);
   conn_->Finish(keep_client_);
 }

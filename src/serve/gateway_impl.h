@@ -75,6 +75,9 @@ class Gateway::Impl {
   void Orphans(std::span<const RequestId> ids);
 
   GatewayOptions options;
+  // Before io: exchanges, destroyed with io's handlers, release their keys into it.
+  KeyLimits limits;
+  ServedUsage served;
   std::unique_ptr<boost::asio::io_context> io;
   Router router;
   UpstreamPool pool;

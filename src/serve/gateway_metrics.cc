@@ -146,6 +146,29 @@ std::string RenderPrometheus(const MetricsSnapshot& m) {
   return out;
 }
 
+std::string RenderServedPrometheus(const std::map<std::string, UserServed>& totals) {
+  std::string out;
+  Header(out, "idlepool_serve_user_requests_total", "counter",
+         "Requests a replica answered, by the key's user.");
+  for (const auto& [user, t] : totals) {
+    Sample(out, "idlepool_serve_user_requests_total", "user=" + Label(user),
+           static_cast<double>(t.requests));
+  }
+  Header(out, "idlepool_serve_user_tokens_total", "counter",
+         "Tokens the answers reported (usage.total_tokens), by the key's user.");
+  for (const auto& [user, t] : totals) {
+    Sample(out, "idlepool_serve_user_tokens_total", "user=" + Label(user),
+           static_cast<double>(t.tokens));
+  }
+  Header(out, "idlepool_serve_user_refused_total", "counter",
+         "Requests answered 429 (over the key's --rate or --concurrency), by the key's user.");
+  for (const auto& [user, t] : totals) {
+    Sample(out, "idlepool_serve_user_refused_total", "user=" + Label(user),
+           static_cast<double>(t.refused));
+  }
+  return out;
+}
+
 std::string RenderJson(const MetricsSnapshot& m) {
   nlohmann::json services = nlohmann::json::array();
   for (const ServiceSnapshot& s : m.router.services) {

@@ -26,6 +26,7 @@
 
 #include "serve/recent_latency.h"
 #include "serve/router_types.h"
+#include "serve/served_usage.h"
 
 namespace idlepool::serve {
 
@@ -96,5 +97,8 @@ std::string RenderPrometheus(const MetricsSnapshot& m);
 //   "ttft_answers","ttft_p50_ms","ttft_p95_ms"}]}]}; ttft_answers: answers in the window (0:
 //   none, and both percentiles 0); the percentiles in milliseconds.
 std::string RenderJson(const MetricsSnapshot& m);
+// idlepool_serve_user_requests_total{user}, idlepool_serve_user_tokens_total{user} (served by a
+// replica; tokens as the answers report them), idlepool_serve_user_refused_total{user} (429).
+std::string RenderServedPrometheus(const std::map<std::string, UserServed>& totals);
 
 }  // namespace idlepool::serve

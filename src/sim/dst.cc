@@ -28,7 +28,9 @@ InvariantChecker::TaskTruth* InvariantChecker::Task(core::TaskKey key) {
   return &it->second[key.index];
 }
 
-void InvariantChecker::OnJob(core::JobId job, uint32_t tasks, uint32_t max_attempts) {
+void InvariantChecker::OnJob(core::JobId job, uint32_t tasks, uint32_t max_attempts,
+                             const core::UserName& user, uint32_t cpus) {
+  shares_.OnJob(job, user, cpus, tasks);
   tasks_[job].resize(tasks);
   max_attempts_[job] = max_attempts;
   job_final_[job] = false;
@@ -49,13 +51,16 @@ void InvariantChecker::OnRestart(core::MonoTime now) {
   std::erase_if(broken_, [this](const auto& b) { return !job_final_[b.first]; });
   for (auto& [name, t] : heard_) t = now;
   for (const auto& [name, n] : live_by_worker_) heard_[name] = now;
+  shares_.OnRestart(now);
 }
 
 void InvariantChecker::OnBatch(const std::vector<core::Decision>& batch, core::MonoTime now,
                                bool tick) {
   std::set<core::TaskKey> touched;
+  const ShareChecker::Report report = [&](std::string what) { Violation(now, std::move(what)); };
   for (const core::Decision& d : batch) {
     if (const auto* c = std::get_if<core::AttemptCreated>(&d)) {
+      shares_.OnCreated(*c, now, report);
       if (c->revived) {
         auto l = lost_.find(c->attempt);
         if (l == lost_.end() || l->second.worker != c->worker || l->second.task != c->task) {
@@ -79,6 +84,7 @@ void InvariantChecker::OnBatch(const std::vector<core::Decision>& batch, core::M
       if (heard_.count(c->worker) == 0) heard_[c->worker] = now;
       touched.insert(c->task);
     } else if (const auto* e = std::get_if<core::AttemptEnded>(&d)) {
+      shares_.OnEnded(*e, now);
       if (e->late) {
         // A late success replaces the kLost end of an attempt whose worker came back with it.
         auto l = lost_.find(e->attempt);
@@ -128,6 +134,7 @@ void InvariantChecker::OnBatch(const std::vector<core::Decision>& batch, core::M
         continue;
       }
       t->state = c->state;
+      shares_.OnTaskState(c->task, c->state);
       touched.insert(c->task);
       if (c->failures != t->failures) {
         Violation(now, Key(c->task) + " has " + std::to_string(c->failures) +

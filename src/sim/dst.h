@@ -20,6 +20,7 @@
 //      (the scenario gives it no other failure and room for one: max_attempts >= 2), unless the
 //      coordinator restarted while it ran (the core keeps its health in memory only) or the task
 //      failed for the workers that died running it.
+//   7. starvation bound and 8. quotas of a shared pool: sim/dst_shares.h.
 // And at the end of a run whose faults stopped: 5. liveness: every job reached a final state.
 //
 // Thread safety: one thread. Memory: a few words per task and per running attempt.
@@ -32,6 +33,7 @@
 #include <vector>
 
 #include "core/scheduler.h"
+#include "sim/dst_shares.h"
 
 namespace idlepool::sim {
 
@@ -43,7 +45,10 @@ class InvariantChecker {
   InvariantChecker(core::Millis lease_timeout, core::Millis tick, uint32_t lost_in_a_row)
       : lease_(lease_timeout), tick_(tick), lost_in_a_row_(lost_in_a_row) {}
 
-  void OnJob(core::JobId job, uint32_t tasks, uint32_t max_attempts);
+  // The pool's users (shares, quotas) as the run starts; a user not among them has the defaults.
+  void OnUsers(const std::vector<core::UserSet>& users) { shares_.SetUsers(users); }
+  void OnJob(core::JobId job, uint32_t tasks, uint32_t max_attempts,
+             const core::UserName& user = "", uint32_t cpus = 1);
   // Job `job` always fails on `broken` and has a healthy worker that fits it (invariant 6).
   void OnBrokenJob(core::JobId job, std::vector<core::WorkerName> broken) {
     broken_[job] = std::move(broken);
@@ -95,6 +100,7 @@ class InvariantChecker {
   std::map<core::AttemptId, std::vector<core::OutputFile>> succeeded_;  // worker truth
   std::set<core::AttemptId> failed_;                                    // worker truth
   std::vector<std::string> violations_;
+  ShareChecker shares_;  // invariants 7 and 8
 };
 
 }  // namespace idlepool::sim

@@ -549,6 +549,7 @@ void Simulation::CoordRestart() {
     if (tracing_) Trace("store load failed: " + std::string(state.status().message()));
     return;
   }
+  state->users = c_.users;  // set by the admin, kept by the real store (its usage is not, here)
   core_->Restore(*state, At(now_));
   coord_up_ = true;
   next_session_ = 1;  // a new process numbers its sessions afresh
@@ -972,6 +973,8 @@ SimResult Simulation::Run() {
     Push(ToMs(c_.jobs[j].submit_at_s), Ev::kSubmit, 0, j);
   }
   for (uint32_t w = 0; w < ws_.size(); ++w) Push(0, Ev::kLane, w);
+  if (c_.check_invariants) checker_.OnUsers(c_.users);
+  for (const core::UserSet& u : c_.users) CoordApply(u);
   Push(ToMs(c_.tick_s), Ev::kTick);
   if (c_.faults.faults_until_s > 0) Push(1, Ev::kFault);
 
@@ -994,6 +997,8 @@ SimResult Simulation::Run() {
         js.resources = job.resources;
         js.max_attempts = job.max_attempts;
         js.timeout = Millis(ToMs(job.timeout_s));
+        js.user = job.user;
+        js.priority = job.priority;
         if (c_.persist) {
           store::NewJob nj;
           nj.name = "sim-" + std::to_string(e.a);
@@ -1007,7 +1012,7 @@ SimResult Simulation::Run() {
         job_ids_[e.a] = js.job;
         job_index_[js.job] = e.a;
         if (c_.check_invariants) {
-          checker_.OnJob(js.job, js.task_count, js.max_attempts);
+          checker_.OnJob(js.job, js.task_count, js.max_attempts, js.user, js.resources.cpus);
           if (!job.broken_on.empty()) checker_.OnBrokenJob(js.job, job.broken_on);
         }
         ++submitted;
@@ -1089,6 +1094,13 @@ void Simulation::Finish(SimResult& r) {
   int64_t end = 0;
   for (const auto& [job, t] : finished_at_) end = std::max(end, t);
   r.makespan_s = static_cast<double>(r.finished ? end : now_) / 1000.0;
+  r.job_response_s.assign(c_.jobs.size(), -1);
+  for (size_t j = 0; j < c_.jobs.size(); ++j) {
+    auto f = finished_at_.find(job_ids_[j]);
+    if (job_ids_[j] != 0 && f != finished_at_.end()) {
+      r.job_response_s[j] = static_cast<double>(f->second) / 1000.0 - c_.jobs[j].submit_at_s;
+    }
+  }
   r.lower_bound_s = MakespanLowerBound(c_.workers, c_.jobs);
   // An unfinished run has no makespan to compare, and a job with failed tasks did not do the
   // work the bound counts: efficiency stays 0 for both.

@@ -62,6 +62,8 @@ struct SimJob {
   uint64_t input_bytes = 0;          // fetched by each attempt before it runs
   double failure_probability = 0;    // chance that an attempt exits non-zero
   double submit_at_s = 0;
+  std::string user{};    // who submitted it ("" : the anonymous user of a pool without users)
+  int32_t priority = 0;  // among its user's jobs
   double cancel_at_s = -1;           // < 0: never; else the user cancels it then (if running)
   // Workers on which every attempt of it fails at once, exit code 1 (a broken install: its
   // program is missing there). DST's broken-machine fault.
@@ -94,6 +96,7 @@ struct Faults {
 struct SimConfig {
   std::vector<SimWorker> workers;
   std::vector<SimJob> jobs;
+  std::vector<core::UserSet> users{};  // shares and quotas, set as the run starts
   uint64_t seed = 1;
   core::Options core;             // lease_timeout, the policy, planted bugs...
   double tick_s = 1.0;            // coordinator tick
@@ -126,6 +129,8 @@ struct SimResult {
   double core_seconds = 0;       // wall time inside Scheduler::Apply (needs wall_ns)
   double decisions_per_s = 0;    // decisions / core_seconds
   uint64_t digest = 0;           // FNV-1a over every decision in order: equal runs, equal digest
+  // Each job's response time (submit to final state), by config index; -1 when unfinished.
+  std::vector<double> job_response_s;
   std::vector<std::string> violations;  // invariant violations (check_invariants), first first
   std::vector<std::string> trace;       // the last `trace_lines` lines
 };

@@ -201,6 +201,29 @@ void AddBrokenMachine(std::mt19937_64& rng, SimConfig& c) {
 
 }  // namespace
 
+namespace {
+
+// A shared pool: 1-3 users with shares 1-3, some with a slot quota (at least 2: every task
+// fits), and each job drawn a user. Drawn from an engine of its own, so that the rest of the
+// scenario is what it was before users. Usage decays far slower than a run lasts, so the share
+// invariant (sim/dst_shares.h) can count it undecayed; fair preemption acts within the run.
+void AddUsers(uint64_t seed, SimConfig& c) {
+  std::mt19937_64 rng(seed ^ 0x5851f42d4c957f2dull);
+  const size_t users = 1 + DrawBelow(rng, 3);
+  for (size_t i = 0; i < users; ++i) {
+    core::UserSet u;
+    u.user = "u" + std::to_string(i);
+    u.share = static_cast<double>(1 + DrawBelow(rng, 3));
+    if (DrawChance(rng, 0.3)) u.quota.max_slots = 2 + static_cast<uint32_t>(DrawBelow(rng, 4));
+    c.users.push_back(std::move(u));
+  }
+  for (SimJob& job : c.jobs) job.user = c.users[DrawBelow(rng, users)].user;
+  c.core.usage.half_life = core::Millis(int64_t{1000} * 86'400'000);
+  if (DrawChance(rng, 0.5)) c.core.fair_preemption.after = core::Millis(30'000);
+}
+
+}  // namespace
+
 SimConfig DstScenario(uint64_t seed, core::Options::PlantedBug bug) {
   std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ull);
   SimConfig c;
@@ -271,6 +294,7 @@ SimConfig DstScenario(uint64_t seed, core::Options::PlantedBug bug) {
   f.max_queue_delay_s = 2 * DrawUnit(rng);
   f.max_latency_jitter_s = 0.2 * DrawUnit(rng);
   AddBrokenMachine(rng, c);
+  AddUsers(seed, c);
   return c;
 }
 

@@ -94,6 +94,21 @@ class MemoryStore final : public Store {
     for (auto& [k, t] : sums) out.push_back(t);
     return out;
   }
+  absl::Status AddServed(int64_t day, const std::vector<ServedRow>& rows) override {
+    for (const ServedRow& r : rows) {
+      if (r.user.empty() || r.user.size() > 64 || r.worker.size() > 64) {
+        return Invalid(
+            "AddServed: a row needs a user name of 1 to 64 bytes and a worker name of at most 64");
+      }
+    }
+    std::lock_guard lock(mu_);
+    for (const ServedRow& r : rows) {
+      UsageTotals& t = usage_[UsageKey{day, r.user, r.worker}];
+      t.requests += r.requests;
+      t.tokens += r.tokens;
+    }
+    return absl::OkStatus();
+  }
   absl::Status TrimUsage(int64_t before_day) override {
     std::lock_guard lock(mu_);
     std::erase_if(usage_, [&](const auto& e) { return std::get<0>(e.first) < before_day; });
@@ -169,6 +184,8 @@ class MemoryStore final : public Store {
     t.preempted += d.preempted;
     t.bytes_in += d.bytes_in;
     t.bytes_out += d.bytes_out;
+    t.requests += d.requests;
+    t.tokens += d.tokens;
   }
   void AddUsage(const AttemptRecord& a, Undo& undo);
   struct Users {

@@ -327,6 +327,8 @@ CREATE TABLE usage_days (
   preempted  INTEGER NOT NULL DEFAULT 0,
   bytes_in   INTEGER NOT NULL DEFAULT 0,
   bytes_out  INTEGER NOT NULL DEFAULT 0,
+  requests   INTEGER NOT NULL DEFAULT 0,
+  tokens     INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY (day, user, worker)
 ) WITHOUT ROWID;
 )sql";
@@ -347,6 +349,12 @@ ON CONFLICT (day, user, worker) DO UPDATE SET
   attempts = attempts + 1, tasks = tasks + excluded.tasks,
   preempted = preempted + excluded.preempted, bytes_in = bytes_in + excluded.bytes_in,
   bytes_out = bytes_out + excluded.bytes_out
+)sql";
+// A gateway's served requests and tokens: (day, user, worker, requests, tokens).
+inline constexpr const char* kAddServedSql = R"sql(
+INSERT INTO usage_days (day, user, worker, requests, tokens) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (day, user, worker) DO UPDATE SET
+  requests = requests + excluded.requests, tokens = tokens + excluded.tokens
 )sql";
 // ---- end of schema version 14
 

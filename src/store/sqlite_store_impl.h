@@ -110,6 +110,7 @@ class SqliteStore final : public Store {
   absl::Status SetJobPriority(core::JobId job, int32_t priority) override;
   absl::StatusOr<std::vector<UsageTotals>> ListUsage(int64_t since_day, UsageBy by) override;
   absl::Status TrimUsage(int64_t before_day) override;
+  absl::Status AddServed(int64_t day, const std::vector<ServedRow>& rows) override;
 
  private:
   // InsertJob's rows for job.task_inputs (inside its transaction); the error names the row.

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "store/sqlite_schema.h"
 #include "store/sqlite_store_impl.h"
 
 namespace idlepool::store::internal {
@@ -134,11 +135,11 @@ absl::StatusOr<std::vector<UsageTotals>> SqliteStore::ListUsage(int64_t since_da
   const char* sql =
       by == UsageBy::kUser
           ? "SELECT user, SUM(slot_ms), SUM(gpu_ms), SUM(attempts), SUM(tasks), SUM(preempted), "
-            "SUM(bytes_in), SUM(bytes_out) FROM usage_days WHERE day >= ? GROUP BY user "
-            "ORDER BY user"
+            "SUM(bytes_in), SUM(bytes_out), SUM(requests), SUM(tokens) FROM usage_days "
+            "WHERE day >= ? GROUP BY user ORDER BY user"
           : "SELECT worker, SUM(slot_ms), SUM(gpu_ms), SUM(attempts), SUM(tasks), "
-            "SUM(preempted), SUM(bytes_in), SUM(bytes_out) FROM usage_days WHERE day >= ? "
-            "GROUP BY worker ORDER BY worker";
+            "SUM(preempted), SUM(bytes_in), SUM(bytes_out), SUM(requests), SUM(tokens) "
+            "FROM usage_days WHERE day >= ? GROUP BY worker ORDER BY worker";
   if (absl::Status s = Prepare(sql, q); !s.ok()) return s;
   Use u(q);
   if (int rc = sqlite3_bind_int64(u, 1, since_day); rc != SQLITE_OK) {
@@ -148,8 +149,8 @@ absl::StatusOr<std::vector<UsageTotals>> SqliteStore::ListUsage(int64_t since_da
   int rc;
   auto n = [&](int i) { return static_cast<uint64_t>(std::max<int64_t>(ColInt(u, i), 0)); };
   while ((rc = sqlite3_step(u)) == SQLITE_ROW) {
-    out.push_back(
-        UsageTotals{ColText(u, 0), ColInt(u, 1), ColInt(u, 2), n(3), n(4), n(5), n(6), n(7)});
+    out.push_back(UsageTotals{ColText(u, 0), ColInt(u, 1), ColInt(u, 2), n(3), n(4), n(5), n(6),
+                              n(7), n(8), n(9)});
   }
   if (rc != SQLITE_DONE) return Err(rc, "ListUsage: read");
   return out;
@@ -164,6 +165,35 @@ absl::Status SqliteStore::TrimUsage(int64_t before_day) {
     return Err(rc, "TrimUsage: bind");
   }
   return Step(u, "TrimUsage");
+}
+
+absl::Status SqliteStore::AddServed(int64_t day, const std::vector<ServedRow>& rows) {
+  for (const ServedRow& r : rows) {
+    if (r.user.empty() || r.user.size() > 64 || r.worker.size() > 64) {
+      return Invalid(
+          "AddServed: a row needs a user name of 1 to 64 bytes and a worker name of "
+          "at most 64");
+    }
+  }
+  std::lock_guard lock(mu_);
+  StmtPtr add;
+  if (absl::Status s = Prepare(kAddServedSql, add); !s.ok()) return s;
+  if (absl::Status s = Begin(st_.begin_immediate); !s.ok()) return s;
+  absl::Status s;
+  for (const ServedRow& r : rows) {
+    Use u(add);
+    Binder b(u);
+    b.Int(day).Text(r.user).Text(r.worker);
+    b.Int(static_cast<int64_t>(std::min<uint64_t>(r.requests, INT64_MAX)));
+    b.Int(static_cast<int64_t>(std::min<uint64_t>(r.tokens, INT64_MAX)));
+    s = b.rc() != SQLITE_OK ? Err(b.rc(), "AddServed: bind") : Step(u, "AddServed");
+    if (!s.ok()) break;
+  }
+  if (!s.ok()) {
+    Rollback();
+    return s;
+  }
+  return Commit();
 }
 
 }  // namespace idlepool::store::internal

@@ -207,7 +207,14 @@ struct UsageTotals {
   int64_t gpu_ms = 0;                               // GPUs x wall time
   uint64_t attempts = 0, tasks = 0, preempted = 0;  // ended, succeeded, preempted
   uint64_t bytes_in = 0, bytes_out = 0;             // moved to and from workers
+  uint64_t requests = 0, tokens = 0;                // served by a gateway (AddServed)
   bool operator==(const UsageTotals&) const = default;
+};
+// What a gateway served one user through one worker's replicas ("" when not through a tunnel).
+struct ServedRow {
+  std::string user;
+  std::string worker;
+  uint64_t requests = 0, tokens = 0;
 };
 enum class UsageBy : uint8_t { kUser, kWorker };
 struct UsersState {
@@ -343,6 +350,9 @@ class Store {
   [[nodiscard]] virtual absl::StatusOr<std::vector<UsageTotals>> ListUsage(int64_t since_day,
                                                                            UsageBy by) = 0;
   [[nodiscard]] virtual absl::Status TrimUsage(int64_t before_day) = 0;
+  // Adds a gateway's served requests and tokens to day `day`'s rows, in one transaction.
+  // kInvalidArgument for a row without a user name (1..64 bytes) or a worker name over 64 bytes.
+  [[nodiscard]] virtual absl::Status AddServed(int64_t day, const std::vector<ServedRow>& rows) = 0;
 };
 
 // Opens (creating if needed) the SQLite store at `path` in WAL mode with synchronous=FULL, so an

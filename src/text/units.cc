@@ -66,4 +66,28 @@ absl::StatusOr<std::chrono::milliseconds> ParseDuration(const std::string& text)
   return std::chrono::milliseconds(std::stoll(num) * per);
 }
 
+absl::StatusOr<double> ParseRate(const std::string& text) {
+  const size_t slash = text.find('/');
+  const std::string num = text.substr(0, slash);
+  const std::string unit = slash == std::string::npos ? "s" : text.substr(slash + 1);
+  double per = 0;
+  if (unit == "s") {
+    per = 1;
+  } else if (unit == "m" || unit == "min") {
+    per = 60;
+  } else if (unit == "h") {
+    per = 3600;
+  }
+  const bool digits =
+      !num.empty() && num.size() <= 12 &&
+      std::all_of(num.begin(), num.end(),
+                  [](char c) { return std::isdigit(static_cast<unsigned char>(c)) || c == '.'; }) &&
+      std::count(num.begin(), num.end(), '.') <= 1 && num != ".";
+  if (!digits || per == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", text.substr(0, 40), "' is not a rate (requests per s, m or h: 10/s, 30/m, 0.5/s)"));
+  }
+  return std::strtod(num.c_str(), nullptr) / per;
+}
+
 }  // namespace idlepool::text

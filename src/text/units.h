@@ -19,4 +19,9 @@ namespace idlepool::text {
 // "0", "90" (seconds), "500ms", "30s", "10m", "2h", "1d"; kInvalidArgument otherwise.
 [[nodiscard]] absl::StatusOr<std::chrono::milliseconds> ParseDuration(const std::string& text);
 
+// A rate of requests: "10" or "10/s" (per second), "30/m" or "30/min", "100/h"; decimals
+// allowed ("0.5/s"). Returns requests per second; kInvalidArgument for anything else or a
+// negative or non-finite number.
+[[nodiscard]] absl::StatusOr<double> ParseRate(const std::string& text);
+
 }  // namespace idlepool::text

@@ -1,11 +1,12 @@
 // The credential store: one SQLite file in WAL mode with synchronous=FULL, created 0600 (SQLite
 // gives its -wal and -shm files the same mode).
 //
-// File format (schema version 2, PRAGMA user_version; PRAGMA application_id "IPTR"):
+// File format (schema version 3, PRAGMA user_version; PRAGMA application_id "IPTR"):
 //   tokens  (id PRIMARY KEY, kind 'join'|'access', role (RoleName), name, secret_sha256 (hex),
-//            created, expires (0 never), uses_left (-1 unlimited), revoked 0|1, user ('' none))
-//            WITHOUT ROWID
-// Version 2 added tokens.user; a version 1 file is migrated when opened.
+//            created, expires (0 never), uses_left (-1 unlimited), revoked 0|1, user ('' none),
+//            rate_per_s (0 no limit), concurrency (0 no limit)) WITHOUT ROWID
+// Version 2 added tokens.user, version 3 rate_per_s and concurrency; an older file is migrated
+// when opened.
 //   workers (name PRIMARY KEY, serial_hex, issued, not_after, revoked_at (0 never)) WITHOUT ROWID
 //
 // Concurrency: one connection, one mutex; each public call is one transaction (BEGIN IMMEDIATE
@@ -32,7 +33,7 @@
 namespace idlepool::trust {
 namespace {
 
-constexpr int kSchemaVersion = 2;
+constexpr int kSchemaVersion = 3;
 constexpr int32_t kApplicationId = 0x49505452;  // "IPTR"
 constexpr int kBusyTimeoutMs = 10000;
 constexpr int kIdAttempts = 4;  // fresh ids to try when one is taken (48 random bits each)
@@ -48,7 +49,9 @@ CREATE TABLE tokens (
   expires        INTEGER NOT NULL DEFAULT 0,
   uses_left      INTEGER NOT NULL DEFAULT -1,
   revoked        INTEGER NOT NULL DEFAULT 0,
-  user           TEXT    NOT NULL DEFAULT ''
+  user           TEXT    NOT NULL DEFAULT '',
+  rate_per_s     REAL    NOT NULL DEFAULT 0,
+  concurrency    INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
 CREATE TABLE workers (
   name        TEXT    PRIMARY KEY,
@@ -61,11 +64,16 @@ CREATE TABLE workers (
 constexpr const char* kMigrateV2 =
     "BEGIN IMMEDIATE; ALTER TABLE tokens ADD COLUMN user TEXT NOT NULL DEFAULT ''; "
     "PRAGMA user_version = 2; COMMIT;";
+constexpr const char* kMigrateV3 =
+    "BEGIN IMMEDIATE; ALTER TABLE tokens ADD COLUMN rate_per_s REAL NOT NULL DEFAULT 0; "
+    "ALTER TABLE tokens ADD COLUMN concurrency INTEGER NOT NULL DEFAULT 0; "
+    "PRAGMA user_version = 3; COMMIT;";
 
-#define IDLEPOOL_TOKEN_COLUMNS \
-  "id, kind, role, name, secret_sha256, created, expires, uses_left, revoked, user"
+#define IDLEPOOL_TOKEN_COLUMNS                                                                    \
+  "id, kind, role, name, secret_sha256, created, expires, uses_left, revoked, user, rate_per_s, " \
+  "concurrency"
 constexpr const char* kInsertTokenSql =
-    "INSERT INTO tokens (" IDLEPOOL_TOKEN_COLUMNS ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?)";
+    "INSERT INTO tokens (" IDLEPOOL_TOKEN_COLUMNS ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)";
 constexpr const char* kGetTokenSql = "SELECT " IDLEPOOL_TOKEN_COLUMNS " FROM tokens WHERE id = ?";
 constexpr const char* kListTokensSql =
     "SELECT " IDLEPOOL_TOKEN_COLUMNS " FROM tokens ORDER BY created, id";
@@ -88,6 +96,7 @@ using store::internal::StmtPtr;
 using store::internal::Use;
 
 int Bind1(sqlite3_stmt* s, int i, int64_t v) { return sqlite3_bind_int64(s, i, v); }
+int Bind1(sqlite3_stmt* s, int i, double v) { return sqlite3_bind_double(s, i, v); }
 int Bind1(sqlite3_stmt* s, int i, absl::string_view v) {
   return sqlite3_bind_text64(s, i, v.data() ? v.data() : "", v.size(), SQLITE_TRANSIENT,
                              SQLITE_UTF8);
@@ -167,6 +176,17 @@ absl::Status CheckNewToken(const NewTokenSpec& t, const std::string& pin) {
   }
   if (t.kind == TokenKind::kJoin && !t.user.empty()) {
     return absl::InvalidArgumentError("a join token has no user (workers act for nobody)");
+  }
+  if (t.kind == TokenKind::kJoin && t.limit != KeyLimit{}) {
+    return absl::InvalidArgumentError("--rate and --concurrency are for access tokens");
+  }
+  if (!(t.limit.rate_per_s >= 0 && t.limit.rate_per_s <= kMaxKeyRate)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--rate must be 0 (no limit) to ", kMaxKeyRate, " requests per second"));
+  }
+  if (t.limit.concurrency > kMaxKeyConcurrency) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--concurrency must be 0 (no limit) to ", kMaxKeyConcurrency));
   }
   if (!t.user.empty() && !IsUserName(t.user)) {
     return absl::InvalidArgumentError(
@@ -312,7 +332,13 @@ absl::Status CredentialStore::Db::CheckOrCreateSchema() {
     return absl::DataLossError(
         absl::StrCat("credential store ", path, ": a SQLite file, but not an idlepool trust.db"));
   }
-  if (*version == 1) return Exec(kMigrateV2, "add tokens.user (schema version 2)");
+  if (*version == 1) {
+    if (absl::Status s = Exec(kMigrateV2, "add tokens.user (schema version 2)"); !s.ok()) return s;
+    version = 2;
+  }
+  if (*version == 2) {
+    return Exec(kMigrateV3, "add tokens.rate_per_s and concurrency (schema version 3)");
+  }
   if (*version != kSchemaVersion) {
     return absl::DataLossError(absl::StrCat("credential store ", path, ": schema version ",
                                             *version, ", this idlepool knows ", kSchemaVersion));
@@ -373,6 +399,8 @@ absl::StatusOr<StoredToken> CredentialStore::Db::ReadToken(sqlite3_stmt* s) cons
   r.uses_left = sqlite3_column_int64(s, 7);
   r.revoked = sqlite3_column_int64(s, 8) != 0;
   r.user = ColText(s, 9);
+  r.limit.rate_per_s = sqlite3_column_double(s, 10);
+  r.limit.concurrency = static_cast<uint32_t>(sqlite3_column_int64(s, 11));
   return t;
 }
 
@@ -389,7 +417,8 @@ absl::Status CredentialStore::Db::InsertToken(const StoredToken& t) {
   const TokenRecord& r = t.record;
   Use u(insert_token);
   int rc = Bind(u, r.id, KindName(t.kind), std::string(RoleName(r.role)), r.name, t.secret_sha256,
-                r.created, r.expires, r.uses_left, r.user);
+                r.created, r.expires, r.uses_left, r.user, r.limit.rate_per_s,
+                static_cast<int64_t>(r.limit.concurrency));
   if (rc != SQLITE_OK) return Err(rc, "bind");
   rc = sqlite3_step(u);
   if (rc == SQLITE_CONSTRAINT_PRIMARYKEY) return absl::AlreadyExistsError("token id taken");
@@ -421,7 +450,7 @@ absl::StatusOr<TokenParts> CredentialStore::CreateToken(const NewTokenSpec& spec
         user = IsUserName(spec.name) ? spec.name : parts.id;
       }
       StoredToken t{TokenRecord{parts.id, spec.role, spec.name, std::move(user), now,
-                                spec.ttl == 0 ? 0 : now + spec.ttl, spec.uses, false},
+                                spec.ttl == 0 ? 0 : now + spec.ttl, spec.uses, false, spec.limit},
                     spec.kind, HashSecret(parts.secret)};
       absl::Status s = db_->InsertToken(t);
       if (s.ok()) return parts;

@@ -29,6 +29,7 @@ struct TokenRecord {
   int64_t expires = 0;     // 0: never
   int64_t uses_left = -1;  // -1: unlimited (access tokens); a join token's --uses counts down
   bool revoked = false;
+  KeyLimit limit;  // access tokens: what the key may send through a gateway
 };
 
 struct WorkerRecord {
@@ -47,6 +48,7 @@ struct NewTokenSpec {
   int64_t uses = -1;
   std::string name;
   std::string user;  // access tokens only: the user it acts for ("" = its name; see CreateToken)
+  KeyLimit limit;    // access tokens only (--rate, --concurrency)
 };
 
 // A user's name as tokens and jobs carry it: 1..64 of letters, digits, '.', '_', '-', '@'.

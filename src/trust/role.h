@@ -43,6 +43,17 @@ std::optional<Role> ParseRole(std::string_view name);
 
 // Who a call is from: a worker (name = its certificate's common name), a token holder (name =
 // the token's id, or its --name when it has one), or the admin socket (name "admin").
+// What one access token may send through a serving gateway: requests per second (a burst of one
+// second's worth, at least one request) and requests at once; 0 is no limit.
+struct KeyLimit {
+  double rate_per_s = 0;
+  uint32_t concurrency = 0;
+  bool operator==(const KeyLimit&) const = default;
+};
+// The largest rate and concurrency a token may be given (far above what one gateway serves).
+inline constexpr double kMaxKeyRate = 1e6;
+inline constexpr uint32_t kMaxKeyConcurrency = 1'000'000;
+
 struct Principal {
   Role role = Role::kRead;
   std::string name;
@@ -52,6 +63,7 @@ struct Principal {
   // existed). Jobs record it; a submit token acts only on its own user's jobs. Empty for workers
   // and the admin socket.
   std::string user;
+  KeyLimit limit;  // token holders: their token's gateway limits
 };
 
 }  // namespace idlepool::trust

@@ -213,6 +213,47 @@ async function logIn(page, token) {
     await page.unroute('**/api/v1/services');
     ok('services page: time to first token per replica (p50 / p95 ms, - when none) and per service');
 
+    // 6b. The Usage page: users (share, quotas, standing) and usage since a chosen day by user
+    //     and by lending machine. The live API answers (real figures are checked end to end by
+    //     tests/integration/quota_test.sh and serve_keys_test.sh); the page from fixtures of its
+    //     shape, so the figures shown are known.
+    r = await page.request.get(`${URL}/api/v1/usage?since=7d&by=worker`);
+    check(r.status() === 200 && (await r.json()).by === 'worker', `/api/v1/usage: status ${r.status()}`);
+    r = await page.request.get(`${URL}/api/v1/usage?by=nope`);
+    check(r.status() === 400 && (await r.text()).includes("by: 'user' or 'worker'"), `/api/v1/usage?by=nope: status ${r.status()}`);
+    r = await page.request.get(`${URL}/api/v1/users`);
+    check(r.status() === 200 && Array.isArray((await r.json()).users), `/api/v1/users: status ${r.status()}`);
+    const users = { half_life_s: 86400, fair_preemption_after_s: 600, users: [
+      { user: 'alice', share: 2, max_slots: 4, max_gpus: 0, max_queued_tasks: 0, max_stored_bytes: 0, usage_slot_s: 7200,
+        usage_gpu_s: 0, slots: 3, gpus: 0, queued_tasks: 12, starving_s: 0 },
+      { user: 'bob', share: 1, max_slots: 0, max_gpus: 0, max_queued_tasks: 100, max_stored_bytes: 0, usage_slot_s: 0,
+        usage_gpu_s: 0, slots: 0, gpus: 0, queued_tasks: 2, starving_s: 90 }] };
+    const row = (key, o) => Object.assign({ key, slot_s: 3600, gpu_s: 0, attempts: 4, tasks: 3, preempted: 1, bytes_in: 2000000,
+                                            bytes_out: 0, requests: 0, tokens: 0 }, o);
+    const seen = [];
+    await page.route('**/api/v1/users', route => route.fulfill({ status: 200, contentType: 'application/json', body: JSON.stringify(users) }));
+    await page.route('**/api/v1/usage?*', route => {
+      const q = new URLSearchParams(route.request().url().split('?')[1]);
+      seen.push(q.get('since'));
+      const rows = q.get('by') === 'worker' ? [row('laptop-1'), row('gpu-box', { gpu_s: 1800 })] : [row('alice', { requests: 40, tokens: 1234 })];
+      route.fulfill({ status: 200, contentType: 'application/json', body: JSON.stringify({ since_unix_s: 0, by: q.get('by'), rows }) });
+    });
+    await page.goto(`${URL}/#/usage`);
+    await page.waitForSelector('#usage-by-worker tr[data-key="gpu-box"]', { timeout: T });
+    check(await page.locator('#nav-usage').getAttribute('class') === 'active', 'nav-usage is not active');
+    check(await text(page, 'tr[data-user="bob"] td:last-child') === '1m30s', 'bob below half his share: ' + await text(page, 'tr[data-user="bob"] td:last-child'));
+    check((await text(page, 'tr[data-user="alice"]')).includes('2.00'), 'alice decayed slot-hours: ' + await text(page, 'tr[data-user="alice"]'));
+    check((await text(page, '#usage-by-user tr[data-key="alice"]')).includes('1234'), 'alice tokens: ' + await text(page, '#usage-by-user tr[data-key="alice"]'));
+    check((await text(page, '#usage-by-worker tr[data-key="gpu-box"]')).includes('0.50'), 'gpu-box GPU-hours');
+    await page.selectOption('#usage-since', '30d');
+    await page.waitForFunction(() => document.getElementById('usage-since') && document.getElementById('usage-since').value === '30d', null, { timeout: T });
+    check(seen.includes('30d'), 'choosing 30d did not ask for it: ' + JSON.stringify(seen));
+    await atWidths(page, 'usage');
+    await page.setViewportSize({ width: 1400, height: 1000 });
+    await page.unroute('**/api/v1/users');
+    await page.unroute('**/api/v1/usage?*');
+    ok('usage page: users with shares, quotas and standing; usage by user and by lending machine since a chosen day');
+
     // 7. Log out: the button ends the session; the cookie no longer reads anything.
     await page.click('#logout');
     await page.waitForURL(`${URL}/login`, { timeout: T });

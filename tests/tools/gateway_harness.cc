@@ -185,7 +185,10 @@ int main(int argc, char** argv) {
                  key_file.c_str());
     return 2;
   }
-  o.authenticate = [key](std::string_view k) { return k == key; };
+  o.authenticate = [key](std::string_view k) -> std::optional<idlepool::serve::KeyGrant> {
+    if (k != key) return std::nullopt;
+    return idlepool::serve::KeyGrant{"harness", "harness", {}};
+  };
   o.connect_timeout = std::chrono::milliseconds(connect_ms);
   o.first_byte_timeout = std::chrono::milliseconds(first_byte_ms);
   o.gap_timeout = std::chrono::milliseconds(gap_ms);

@@ -33,6 +33,8 @@ inline const char* KillReasonName(KillReason r) {
     case KillReason::kTimedOut: return "timed_out";
     case KillReason::kSuperseded: return "superseded";
     case KillReason::kObsolete: return "obsolete";
+    case KillReason::kFairShare:
+      return "fair_share";
   }
   return "?";
 }

@@ -106,6 +106,42 @@ TEST_F(CoreUsersTest, UsersSettingsAndUsageSurviveARestore) {
   EXPECT_THAT(Tasks(Hello("w", 1, 1, 10)), ElementsAre("w:2/0"));
 }
 
+TEST_F(CoreUsersTest, RestoredAttemptsCountTowardTheQuotaBeforeTheirWorkerIsBack) {
+  RestoredState st;
+  st.users.push_back(UserSet{"alice", 1.0, Quota{2, 0}});
+  JobSubmitted spec{1, 4, {}, 3, Millis{0}};
+  spec.user = "alice";
+  st.jobs.push_back(RestoredJob{spec});
+  for (uint32_t i = 0; i < 2; ++i) {
+    st.tasks.push_back(RestoredTask{TaskKey{1, i}, TaskState::kRunning});
+    st.running.push_back(RestoredAttempt{i + 1, TaskKey{1, i}, "a"});
+  }
+  s_.Restore(st, At(0));
+  EXPECT_EQ(s_.Users(At(0)).front().usage.slots, 2u);
+  // Another worker comes first: alice already holds her 2 slots on "a", which is not back yet.
+  EXPECT_THAT(Tasks(Hello("b", 1, 2, 10)), IsEmpty());
+  // "a" is back holding both: still 2, not 4.
+  EXPECT_THAT(Tasks(Hello("a", 2, 2, 20, {1, 2})), IsEmpty());
+  EXPECT_EQ(s_.Users(At(20)).front().usage.slots, 2u);
+  // One ends: one more may start.
+  EXPECT_THAT(Tasks(Report("a", 2, 1, ReportResult::kSucceeded, 30)), ElementsAre("b:1/2"));
+}
+
+TEST_F(CoreUsersTest, ARestoredAttemptNeverReadoptedFreesItsUsersSlots) {
+  RestoredState st;
+  st.users.push_back(UserSet{"alice", 1.0, Quota{1, 0}});
+  JobSubmitted spec{1, 2, {}, 3, Millis{0}};
+  spec.user = "alice";
+  st.jobs.push_back(RestoredJob{spec});
+  st.tasks.push_back(RestoredTask{TaskKey{1, 0}, TaskState::kRunning});
+  st.running.push_back(RestoredAttempt{1, TaskKey{1, 0}, "gone"});
+  s_.Restore(st, At(0));
+  EXPECT_THAT(Tasks(Hello("b", 1, 2, 10)), IsEmpty());
+  // Past the lease, the orphan ends lost: its slot is free and the quota lets one task in.
+  EXPECT_THAT(Tasks(Do(Tick{}, 600'001)), ::testing::SizeIs(1));
+  EXPECT_EQ(s_.Users(At(600'001)).front().usage.slots, 1u);
+}
+
 class CoreFairPreemptionTest : public CoreUsersTest {
  protected:
   CoreFairPreemptionTest() : CoreUsersTest(Millis{5000}) {}

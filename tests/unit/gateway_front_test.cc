@@ -50,7 +50,10 @@ class GatewayFrontTest : public ::testing::Test {
  protected:
   void Start(GatewayOptions o) {
     o.listen = "127.0.0.1:0";
-    o.authenticate = [](std::string_view key) { return key == "good"; };
+    o.authenticate = [](std::string_view key) -> std::optional<KeyGrant> {
+      if (key != "good") return std::nullopt;
+      return KeyGrant{"id", "someone", {}};
+    };
     gateway_ = std::make_unique<Gateway>(std::move(o));
     gateway_->Start();
   }

@@ -182,7 +182,10 @@ class GatewayTunnelTest : public ::testing::Test {
   void StartGateway(bool https) {
     GatewayOptions o;
     o.listen = "127.0.0.1:0";
-    o.authenticate = [](std::string_view key) { return key == "k"; };
+    o.authenticate = [](std::string_view key) -> std::optional<KeyGrant> {
+      if (key != "k") return std::nullopt;
+      return KeyGrant{"id", "someone", {}};
+    };
     o.tunnel_tls = ca_.Gateway("gw");
     o.health_interval = std::chrono::milliseconds(20);
     if (https) {

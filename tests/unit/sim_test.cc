@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <random>
+#include <set>
 #include <string>
 
 #include "sim/simulator.h"
@@ -282,6 +283,24 @@ TEST(Dst, CatchesPreemptionsCountedAsWorkersThatDied) {
 
 TEST(Dst, CatchesRetriesPinnedToTheFailingWorker) {
   EXPECT_NE(FirstCaught(PlantedBug::kPinRetries, "because of broken workers", 50), 0u);
+}
+
+TEST(Dst, CatchesFifoAcrossUsersAsStarvation) {
+  EXPECT_NE(FirstCaught(PlantedBug::kFifoAcrossUsers, "starvation: user", 500), 0u);
+}
+
+TEST(Dst, ScenariosHaveUsersSharesAndQuotas) {
+  uint64_t multi = 0, quotas = 0;
+  for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
+    const SimConfig c = DstScenario(seed, PlantedBug::kNone);
+    ASSERT_FALSE(c.users.empty());
+    std::set<std::string> users;
+    for (const SimJob& j : c.jobs) users.insert(j.user);
+    multi += users.size() > 1;
+    for (const core::UserSet& u : c.users) quotas += u.quota.max_slots != 0;
+  }
+  EXPECT_GT(multi, kSeeds / 5) << "two users with jobs in a good part of the scenarios";
+  EXPECT_GT(quotas, kSeeds / 5);
 }
 
 TEST(Dst, ABrokenMachineNeverFailsAJobThatHasAHealthyWorker) {

@@ -80,12 +80,14 @@ TEST_P(StoreUsers, UsageByDaySumsEndedAttemptsByUserAndByWorker) {
   absl::StatusOr<std::vector<UsageTotals>> users = store().ListUsage(0, UsageBy::kUser);
   ASSERT_TRUE(users.ok()) << users.status();
   // Every attempt ran 3 s; MakeJob's tasks take 2 slots and 1 GPU.
-  EXPECT_THAT(*users, ::testing::ElementsAre(UsageTotals{"alice", 12'000, 6'000, 2, 1, 1, 200, 14},
-                                             UsageTotals{"bob", 6'000, 3'000, 1, 0, 0, 100, 7}));
+  EXPECT_THAT(*users,
+              ::testing::ElementsAre(UsageTotals{"alice", 12'000, 6'000, 2, 1, 1, 200, 14, 0, 0},
+                                     UsageTotals{"bob", 6'000, 3'000, 1, 0, 0, 100, 7, 0, 0}));
   absl::StatusOr<std::vector<UsageTotals>> workers = store().ListUsage(0, UsageBy::kWorker);
   ASSERT_TRUE(workers.ok()) << workers.status();
-  EXPECT_THAT(*workers, ::testing::ElementsAre(UsageTotals{"w1", 12'000, 6'000, 2, 1, 0, 200, 14},
-                                               UsageTotals{"w2", 6'000, 3'000, 1, 0, 1, 100, 7}));
+  EXPECT_THAT(*workers,
+              ::testing::ElementsAre(UsageTotals{"w1", 12'000, 6'000, 2, 1, 0, 200, 14, 0, 0},
+                                     UsageTotals{"w2", 6'000, 3'000, 1, 0, 1, 100, 7, 0, 0}));
   // The day of the attempts' end is day 0: from day 1 on there is nothing; trimmed, gone.
   EXPECT_TRUE(store().ListUsage(1, UsageBy::kUser)->empty());
   ASSERT_TRUE(store().TrimUsage(0).ok());
@@ -113,7 +115,28 @@ TEST_P(StoreUsers, UsageStaysWhenItsJobIsDeleted) {
   ASSERT_TRUE(
       store().DeleteJob(a, [](const std::string&) { return std::vector<std::string>{}; }).ok());
   EXPECT_THAT(*store().ListUsage(0, UsageBy::kUser),
-              ::testing::ElementsAre(UsageTotals{"carol", 4'000, 2'000, 1, 1, 0, 100, 7}));
+              ::testing::ElementsAre(UsageTotals{"carol", 4'000, 2'000, 1, 1, 0, 100, 7, 0, 0}));
+}
+
+// A gateway's served requests and tokens add to the same days' rows as attempts, by user and by
+// worker, in one transaction: a bad row refuses the whole batch.
+TEST_P(StoreUsers, ServedRequestsAddToTheDaysRows) {
+  ASSERT_TRUE(store().AddServed(3, {{"alice", "w1", 2, 30}, {"alice", "", 1, 5}}).ok());
+  ASSERT_TRUE(store().AddServed(3, {{"alice", "w1", 1, 10}, {"bob", "w1", 4, 0}}).ok());
+  ASSERT_TRUE(store().AddServed(4, {{"bob", "w2", 1, 1}}).ok());
+  absl::Status bad = store().AddServed(4, {{"carol", "w1", 1, 1}, {"", "w1", 1, 1}});
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  std::vector<UsageTotals> users = *store().ListUsage(0, UsageBy::kUser);
+  ASSERT_EQ(users.size(), 2u);  // carol's row went with the bad one
+  EXPECT_EQ(users[0].key, "alice");
+  EXPECT_EQ(users[0].requests, 4u);
+  EXPECT_EQ(users[0].tokens, 45u);
+  EXPECT_EQ(users[0].attempts, 0u);
+  EXPECT_EQ(users[1].requests, 5u);
+  std::vector<UsageTotals> workers = *store().ListUsage(4, UsageBy::kWorker);
+  ASSERT_EQ(workers.size(), 1u);
+  EXPECT_EQ(workers[0].key, "w2");
+  EXPECT_EQ(workers[0].tokens, 1u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, StoreUsers, Backends(), BackendName);

@@ -266,5 +266,23 @@ TEST(HostPort, JoinsWithBracketsForIpv6) {
   EXPECT_FALSE(IsWildcardHost("127.0.0.1"));
 }
 
+TEST(ParseRate, AcceptsRequestsPerSecondMinuteHour) {
+  EXPECT_DOUBLE_EQ(*ParseRate("10"), 10.0);
+  EXPECT_DOUBLE_EQ(*ParseRate("10/s"), 10.0);
+  EXPECT_DOUBLE_EQ(*ParseRate("0.5/s"), 0.5);
+  EXPECT_DOUBLE_EQ(*ParseRate("30/m"), 0.5);
+  EXPECT_DOUBLE_EQ(*ParseRate("120/min"), 2.0);
+  EXPECT_DOUBLE_EQ(*ParseRate("3600/h"), 1.0);
+  EXPECT_DOUBLE_EQ(*ParseRate("0"), 0.0);
+}
+
+TEST(ParseRate, RefusesWhatIsNotARate) {
+  for (const char* bad : {"", "/s", "-1/s", "10/d", "1e3", "ten", "1..2", ".", "10/", "nan"}) {
+    auto r = ParseRate(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("is not a rate"), std::string::npos) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace idlepool::text

@@ -521,6 +521,52 @@ TEST_F(CredentialStoreTest, AVersionOneFileIsMigrated) {
   EXPECT_EQ(Create(TokenKind::kAccess, Role::kSubmit, 0, -1, "", "eve").id.size(), 12u);
 }
 
+// An access token keeps its gateway limits (--rate, --concurrency); a join token has none, and a
+// rate or concurrency out of range is refused naming the flag.
+TEST_F(CredentialStoreTest, AccessTokensKeepTheirGatewayLimits) {
+  NewTokenSpec spec{TokenKind::kAccess, Role::kSubmit, 0, -1, "app", "alice", KeyLimit{2.5, 3}};
+  absl::StatusOr<TokenParts> t = store_->CreateToken(spec, kPin, kNow);
+  ASSERT_TRUE(t.ok()) << t.status();
+  Reopen();
+  absl::StatusOr<TokenRecord> r = store_->CheckToken(t->id, t->secret, kNow);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->limit, (KeyLimit{2.5, 3}));
+  EXPECT_EQ(store_->ListTokens().front().limit, (KeyLimit{2.5, 3}));
+  auto refused = [&](NewTokenSpec s) {
+    absl::Status st = store_->CreateToken(s, kPin, kNow).status();
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+    return std::string(st.message());
+  };
+  EXPECT_NE(
+      refused({TokenKind::kJoin, Role::kWorker, 0, 1, "w", "", KeyLimit{1, 0}}).find("--rate"),
+      std::string::npos);
+  EXPECT_NE(
+      refused({TokenKind::kAccess, Role::kSubmit, 0, -1, "a", "", KeyLimit{-1, 0}}).find("--rate"),
+      std::string::npos);
+  EXPECT_NE(refused({TokenKind::kAccess, Role::kSubmit, 0, -1, "a", "", KeyLimit{0, 2'000'000}})
+                .find("--concurrency"),
+            std::string::npos);
+}
+
+// A trust.db of schema version 2 (before gateway limits) is migrated: its tokens have none.
+TEST_F(CredentialStoreTest, AVersionTwoFileIsMigrated) {
+  TokenParts old = Create(TokenKind::kAccess, Role::kSubmit, 0, -1, "old", "olga");
+  store_.reset();
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  const char* downgrade =
+      "BEGIN; ALTER TABLE tokens DROP COLUMN rate_per_s; ALTER TABLE tokens DROP COLUMN "
+      "concurrency; PRAGMA user_version = 2; COMMIT;";
+  ASSERT_EQ(sqlite3_exec(db, downgrade, nullptr, nullptr, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(db);
+  sqlite3_close(db);
+  Reopen();
+  absl::StatusOr<TokenRecord> r = store_->CheckToken(old.id, old.secret, kNow);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->user, "olga");
+  EXPECT_EQ(r->limit, KeyLimit{});
+}
+
 TEST_F(CredentialStoreTest, TokensExpire) {
   TokenParts t = Create(TokenKind::kAccess, Role::kSubmit, 60, -1);
   EXPECT_TRUE(store_->CheckToken(t.id, t.secret, kNow + 59).ok());

@@ -267,6 +267,49 @@ async function pageServices() {
   }
   return out;
 }
+// Usage: each user's share, quotas and standing now (decayed usage, slots held), and what the
+// pool gave since a day, by user and by lending machine (its lender's credit).
+let usageSince = '7d';
+function quota(n) { return n ? String(n) : '-'; }
+function usageTable(rows, keyName) {
+  const hours = s => (s / 3600).toFixed(2);
+  return scroller(el('table', { class: 'usage', id: 'usage-by-' + keyName.toLowerCase() },
+    el('thead', {}, el('tr', {}, [keyName, 'Slot-hours', 'GPU-hours', 'Attempts', 'Tasks', 'Preempted', 'In', 'Out', 'Requests', 'Tokens']
+      .map(h => el('th', { class: h === keyName ? null : 'num' }, h)))),
+    el('tbody', {}, rows.map(r => el('tr', { 'data-key': r.key },
+      el('td', {}, r.key || '(none)'),
+      el('td', { class: 'num' }, hours(r.slot_s)), el('td', { class: 'num' }, hours(r.gpu_s)),
+      el('td', { class: 'num' }, String(r.attempts)), el('td', { class: 'num' }, String(r.tasks)),
+      el('td', { class: 'num' }, String(r.preempted)),
+      el('td', { class: 'num' }, fmtBytes(r.bytes_in)), el('td', { class: 'num' }, fmtBytes(r.bytes_out)),
+      el('td', { class: 'num' }, String(r.requests)), el('td', { class: 'num' }, String(r.tokens)))))));
+}
+async function pageUsage() {
+  const q = encodeURIComponent(usageSince);
+  const [u, byUser, byWorker] = await Promise.all([api('/api/v1/users'),
+    api(`/api/v1/usage?since=${q}&by=user`), api(`/api/v1/usage?since=${q}&by=worker`)]);
+  const pick = el('select', { id: 'usage-since' }, ['1d', '7d', '30d', 'all'].map(v =>
+    el('option', { value: v, selected: v === usageSince }, v === 'all' ? 'everything kept' : 'the last ' + v)));
+  pick.addEventListener('change', () => { usageSince = pick.value; render(); });
+  const users = (u.users || []).map(x => el('tr', { 'data-user': x.user },
+    el('td', {}, x.user), el('td', { class: 'num' }, String(x.share)),
+    el('td', { class: 'num' }, String(x.slots)), el('td', { class: 'num' }, String(x.gpus)),
+    el('td', { class: 'num' }, String(x.queued_tasks)),
+    el('td', { class: 'num' }, (x.usage_slot_s / 3600).toFixed(2)),
+    el('td', { class: 'num' }, quota(x.max_slots)), el('td', { class: 'num' }, quota(x.max_gpus)),
+    el('td', { class: 'num' }, quota(x.max_queued_tasks)),
+    el('td', { class: 'num' }, x.max_stored_bytes ? fmtBytes(x.max_stored_bytes) : '-'),
+    el('td', { class: 'num' }, x.starving_s ? fmtDur(x.starving_s) : '-')));
+  return [el('h1', {}, 'Usage'),
+    el('p', { class: 'muted' }, `Fair share orders by usage decayed with a half-life of ${fmtDur(u.half_life_s)}; fair preemption ${u.fair_preemption_after_s === null ? 'off' : 'after ' + fmtDur(u.fair_preemption_after_s)}.`),
+    scroller(el('table', { class: 'users', id: 'users' },
+      el('thead', {}, el('tr', {}, ['User', 'Share', 'Slots', 'GPUs', 'Queued', 'Usage (slot-h, decayed)', 'Max slots', 'Max GPUs', 'Max queued', 'Max stored', 'Below half its share']
+        .map(h => el('th', { class: h === 'User' ? null : 'num' }, h)))),
+      el('tbody', {}, users))),
+    el('h2', {}, 'Since ', pick),
+    el('h3', {}, 'By user'), usageTable(byUser.rows || [], 'User'),
+    el('h3', {}, 'By lending machine'), usageTable(byWorker.rows || [], 'Worker')];
+}
 function inlineSvg(text) {
   const doc = new DOMParser().parseFromString(text, 'image/svg+xml');
   const svg = doc.documentElement;
@@ -353,10 +396,12 @@ async function render() {
     document.getElementById('nav-pool').classList.toggle('active', h === '#/');
     document.getElementById('nav-jobs').classList.toggle('active', h.startsWith('#/jobs'));
     document.getElementById('nav-services').classList.toggle('active', h === '#/services');
+    document.getElementById('nav-usage').classList.toggle('active', h === '#/usage');
     let nodes;
     if ((m = h.match(/^#\/jobs\/(\d+)$/))) nodes = await pageJob(m[1]);
     else if (h === '#/jobs') nodes = await pageJobs();
     else if (h === '#/services') nodes = await pageServices();
+    else if (h === '#/usage') nodes = await pageUsage();
     else nodes = await pagePool();
     const openLogs = new Set([...$main.querySelectorAll('tr[data-attempt] details[open]')].map(d => d.closest('tr').dataset.attempt));
     $main.replaceChildren(...nodes.filter(Boolean));
